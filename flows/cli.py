@@ -1,0 +1,137 @@
+"""The ``sago`` command line.
+
+``sago run`` evaluates models on datasets. Config comes from a preset, an optional YAML file
+(strict: unknown keys are errors) and these overrides, parsed once here. Inputs are checked
+before Prefect starts or any model loads. Prefect runs ephemeral (no server) unless
+PREFECT_API_URL points at one; its home defaults to ``<runs-dir>/.prefect``, never the
+user's home by surprise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sago_core.config import (
+    BUILTIN_DATASET,
+    DATASET_NAMES,
+    RunConfig,
+    build_config,
+    read_config_file,
+)
+from sago_core.errors import SagoError
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sago",
+        description="SAGO: does a language model behave the same on meaning-preserving "
+        "variants of a prompt? Six signed deltas per prompt and variant, RMS scores, t-tests.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser(
+        "run",
+        help="evaluate models on datasets (rerunning the same command resumes and reuses work)",
+        description="Evaluate models. Later options override the config file, which "
+        "overrides the preset.",
+    )
+    run.add_argument("--config", type=Path, help="YAML config file (strict schema)")
+    run.add_argument("--preset", choices=("demo", "paper"), help="demo (default) or paper grid")
+    run.add_argument(
+        "--models",
+        type=_csv,
+        help="comma-separated BACKEND:ID specs; BACKEND in hf, vllm, litellm; ID a local "
+        "path, hub id or API model; alias smollm2-135m = the embedded model "
+        "(default hf:smollm2-135m)",
+    )
+    run.add_argument(
+        "--datasets",
+        type=_csv,
+        help=f"comma-separated names: {BUILTIN_DATASET}, {', '.join(DATASET_NAMES)}, "
+        "or paths to .csv/.jsonl/.json/.parquet files with a 'question' column",
+    )
+    run.add_argument("--data-dir", type=Path, help="folder laid out like shared/data")
+    run.add_argument("--n", type=int, help="prompts sampled per dataset (seeded)")
+    run.add_argument("--max-new-tokens", type=int, help="greedy generation length cap")
+    run.add_argument("--seed", type=int, help="run seed (sampling and noise)")
+    run.add_argument("--runs-dir", type=Path, help="where runs/<run_id>/ go (default ./runs)")
+    run.add_argument("--run-id", help="run folder name (default: preset + config hash)")
+    run.add_argument("--prefect-home", type=Path, help="Prefect home (default <runs-dir>/.prefect)")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    file_values: dict[str, Any] = read_config_file(args.config) if args.config else {}
+    overrides: dict[str, Any] = {
+        "models": args.models,
+        "datasets": args.datasets,
+        "data_dir": args.data_dir,
+        "n": args.n,
+        "seed": args.seed,
+        "runs_dir": args.runs_dir,
+        "run_id": args.run_id,
+        "prefect_home": args.prefect_home,
+    }
+    if args.max_new_tokens is not None:
+        generation = dict(file_values.get("generation") or {})
+        generation["max_new_tokens"] = args.max_new_tokens
+        overrides["generation"] = generation
+    source = f"{args.config} and command line" if args.config else "command line"
+    return build_config(args.preset, file_values, overrides, source=source)
+
+
+def preflight(config: RunConfig) -> None:
+    """Everything that can be wrong with the inputs, found before a model loads."""
+    from sago_core.backends.factory import check_backend_available
+    from sago_core.backends.model_source import parse_model_spec, resolve_local_model
+    from sago_core.data import load_prompts
+
+    for model in config.models:
+        check_backend_available(model)
+        resolve_local_model(parse_model_spec(model).model_id)
+    load_prompts(config.datasets, config.data_dir, config.n, config.seed)
+
+
+def configure_environment(config: RunConfig) -> None:
+    """Prefect and hub settings; must run before prefect is imported."""
+    home = Path(
+        os.environ.get("PREFECT_HOME") or config.prefect_home or config.runs_dir / ".prefect"
+    ).resolve()
+    home.mkdir(parents=True, exist_ok=True)  # Prefect does not create missing parents
+    os.environ["PREFECT_HOME"] = str(home)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+def run_command(config: RunConfig) -> int:
+    preflight(config)
+    configure_environment(config)
+    from flows.evaluate import evaluate
+
+    run_dir = Path(evaluate(config))
+    print((run_dir / "summary.md").read_text(encoding="utf-8"))
+    print(f"Artifacts: {run_dir}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = config_from_args(args)
+        return run_command(config)
+    except SagoError as exc:
+        print(f"sago: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The SAGO evaluation flow: prompts -> variants -> generations -> analysis -> pair scores
+-> mirroring -> deltas -> per-prompt scores -> summary. Each line is one cached stage."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from prefect import flow
+
+from flows.stage_runner import StageRunner
+from sago_core.config import RunConfig
+from tasks.metrics import (
+    assemble_task,
+    compute_deltas_task,
+    detect_mirroring_task,
+    render_summary_task,
+    score_pairs_task,
+    score_prompts_task,
+    summarize_task,
+)
+from tasks.models import analyse_task, generate_task
+from tasks.prepare import build_variants_task, filter_variants_task, load_prompts_task
+from tasks.provenance import resolve_inputs_task, write_manifest_task
+
+
+def model_slug(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")
+
+
+def run_dir_for(config: RunConfig) -> Path:
+    return (config.runs_dir / config.resolved_run_id()).resolve()
+
+
+def evaluate_model(
+    stage: StageRunner, config: RunConfig, model: str, identity: str, prompts: str, variants: str
+) -> dict[str, str]:
+    out = str(stage.run_dir / "models" / model_slug(model))
+    generations = stage(
+        generate_task,
+        model=model,
+        model_identity=identity,
+        prompts_path=prompts,
+        variants_path=variants,
+        settings=config.generation,
+        out_dir=out,
+    )
+    analysis = stage(
+        analyse_task,
+        model=model,
+        model_identity=identity,
+        generations_path=generations,
+        settings=config.analysis,
+        out_dir=out,
+    )
+    pairs = stage(
+        score_pairs_task,
+        model=model,
+        generations_path=generations,
+        bertscore=config.bertscore,
+        out_dir=out,
+    )
+    mirroring = stage(detect_mirroring_task, model=model, generations_path=generations, out_dir=out)
+    deltas = stage(
+        compute_deltas_task,
+        model=model,
+        generations_path=generations,
+        analysis_path=analysis,
+        pairs_path=pairs,
+        mirroring_path=mirroring,
+        out_dir=out,
+    )
+    return {"generations": generations, "deltas": deltas}
+
+
+@flow(name="sago-evaluate", flow_run_name="evaluate-{config.preset}", log_prints=True)
+def evaluate(config: RunConfig) -> str:
+    run_dir = run_dir_for(config)
+    stage = StageRunner(run_dir, storage_name=f"sago-results-{config.resolved_run_id()}")
+    out = str(run_dir)
+    inputs = resolve_inputs_task(config)
+    prompts = stage(
+        load_prompts_task, config=config, prompt_source_digest=inputs["data_digest"], out_dir=out
+    )
+    candidates = stage(
+        build_variants_task,
+        prompts_path=prompts,
+        grid=config.variants,
+        seed=config.seed,
+        out_dir=str(run_dir / "stages"),
+    )
+    variants = stage(
+        filter_variants_task,
+        candidates_path=candidates,
+        prompts_path=prompts,
+        bertscore=config.bertscore,
+        out_dir=out,
+    )
+    per_model = [
+        evaluate_model(stage, config, model, inputs["models"][model]["identity"], prompts, variants)
+        for model in config.models
+    ]
+    stage(
+        assemble_task,
+        name="generations",
+        schema_name="GENERATIONS",
+        part_paths=[m["generations"] for m in per_model],
+        out_dir=out,
+    )
+    deltas = stage(
+        assemble_task,
+        name="deltas",
+        schema_name="DELTAS",
+        part_paths=[m["deltas"] for m in per_model],
+        out_dir=out,
+    )
+    scores = stage(score_prompts_task, deltas_path=deltas, out_dir=out)
+    summary = stage(summarize_task, scores_path=scores, out_dir=out)
+    stage(render_summary_task, summary_path=summary, variants_path=variants, out_dir=out)
+    write_manifest_task(config, inputs, stage.records, out)
+    return out

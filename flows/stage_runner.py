@@ -1,0 +1,49 @@
+"""Flow-side plumbing: run one stage task, time it, note cache hits, record its artifact.
+
+A cached result whose artifact file has since vanished (a folder deleted by hand) is
+recomputed with ``refresh_cache`` instead of handing a dangling path downstream.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from prefect.filesystems import LocalFileSystem
+
+from sago_core.artifacts.store import sha256_of
+
+
+class StageRunner:
+    def __init__(self, run_dir: Path, storage_name: str) -> None:
+        self.run_dir = run_dir
+        storage = LocalFileSystem(basepath=str(run_dir / ".prefect-results"))
+        storage.save(storage_name, overwrite=True)
+        self.storage = storage
+        self.records: list[dict[str, Any]] = []
+
+    def __call__(self, stage: Any, label: str | None = None, **parameters: Any) -> str:
+        started = time.perf_counter()
+        configured = stage.with_options(result_storage=self.storage)
+        state = configured(**parameters, return_state=True)
+        path = state.result()
+        cached = state.name == "Cached"
+        if not Path(path).exists():
+            state = configured.with_options(refresh_cache=True)(**parameters, return_state=True)
+            path, cached = state.result(), False
+        self.records.append(self._record(label or stage.name, path, cached, started))
+        return str(path)
+
+    def _record(self, stage: str, path: str, cached: bool, started: float) -> dict[str, Any]:
+        artifact = Path(path)
+        rows = pq.read_metadata(artifact).num_rows if artifact.suffix == ".parquet" else None
+        return {
+            "stage": stage,
+            "path": str(artifact.relative_to(self.run_dir)),
+            "sha256": sha256_of(artifact),
+            "rows": rows,
+            "cache_hit": cached,
+            "seconds": round(time.perf_counter() - started, 3),
+        }

@@ -1,0 +1,1 @@
+"""Artifact contract: one declared Parquet schema per stage, atomic writes, content hashes."""

@@ -1,0 +1,131 @@
+"""The Parquet schema of every stage artifact, declared once.
+
+Users query these files with polars or DuckDB: later versions may add columns, never rename
+these. Column order here is the order on disk.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+# A column name -> polars dtype mapping (dtype classes or instances).
+Schema = dict[str, Any]
+
+VARIANT_KEY: Schema = {
+    "family": pl.String,
+    "subtype": pl.String,
+    "strength": pl.Float64,
+    "position": pl.String,
+}
+
+PROMPTS: Schema = {
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "prompt": pl.String,
+    "references": pl.List(pl.String),
+}
+
+VARIANTS: Schema = {
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    **VARIANT_KEY,
+    "text": pl.String,
+    "seed": pl.Int64,
+    "semantic_score": pl.Float64,
+    "kept": pl.Boolean,
+    "reject_reason": pl.String,
+}
+
+GENERATIONS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    **VARIANT_KEY,
+    "prompt_text": pl.String,
+    "response_text": pl.String,
+    "response_token_ids": pl.List(pl.Int32),
+    "finish_reason": pl.String,
+}
+
+ANALYSIS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    "layer_cosines": pl.List(pl.Float64),
+    "act_cos_mean": pl.Float64,
+    "logprob": pl.Float64,
+    "mean_entropy": pl.Float64,
+    "n_response_tokens": pl.Int32,
+    "missing_reason": pl.String,
+}
+
+PAIRS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    "bleu": pl.Float64,
+    "bert_f1": pl.Float64,
+}
+
+MIRRORING: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    "m_variant": pl.Int8,
+    "m_base": pl.Int8,
+    "missing_reason": pl.String,
+}
+
+DELTAS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    **VARIANT_KEY,
+    "axis": pl.String,
+    "delta": pl.Float64,
+    "delta_norm": pl.Float64,
+    "missing_reason": pl.String,
+}
+
+SCORES: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "axis": pl.String,
+    "s": pl.Float64,
+    "n_variants": pl.Int32,
+    "missing_reason": pl.String,
+}
+
+SUMMARY: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "axis": pl.String,
+    "sgs": pl.Float64,
+    "n": pl.Int32,
+    "t_stat": pl.Float64,
+    "p_eps_0_01": pl.Float64,
+    "p_eps_0_05": pl.Float64,
+    "p_eps_0_10": pl.Float64,
+    "missing_reason": pl.String,
+}
+
+
+def conform(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+    """Cast to the declared schema, in declared order; a missing column is an error."""
+    missing = [c for c in schema if c not in frame.columns]
+    if missing:
+        raise ValueError(f"artifact is missing columns {missing}")
+    return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
+
+
+def empty(schema: Schema) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)

@@ -1,0 +1,1 @@
+"""Per-pair behavioural measurements: activation geometry, text similarity, mirroring."""

@@ -1,0 +1,26 @@
+"""Activation geometry: per-layer cosine between last-prompt-token hidden states."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def layer_cosines(variant: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """cos(h_l(x^v), h_l(x)) for every layer l; inputs are (layers, hidden) arrays.
+
+    Computed in float64. Identical states give exactly 1.0, so a prompt compared with itself
+    has an Act delta of exactly zero rather than rounding noise.
+    """
+    if variant.shape != base.shape:
+        raise ValueError(f"hidden-state shapes differ: {variant.shape} vs {base.shape}")
+    v = variant.astype(np.float64)
+    b = base.astype(np.float64)
+    norms = np.linalg.norm(v, axis=1) * np.linalg.norm(b, axis=1)
+    cos = np.divide((v * b).sum(axis=1), norms, out=np.zeros(len(v)), where=norms > 0)
+    cos[np.all(v == b, axis=1)] = 1.0
+    return np.clip(cos, -1.0, 1.0)
+
+
+def act_delta(variant: np.ndarray, base: np.ndarray) -> float:
+    """Delta_Act = mean over all layers of cos - 1 (in [-2, 0]; R_Act = 2)."""
+    return float(layer_cosines(variant, base).mean() - 1.0)

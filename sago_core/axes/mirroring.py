@@ -1,0 +1,160 @@
+"""Response mirroring: does the response copy the variant prompt's surface form?
+
+M(y, v) is 1 when response y shows the variant's property clearly more than the base
+response y_base does, else 0; the MR delta is M(y^v, v) - M(y_base, v). The base response
+compared with itself shows no increase, so M(y_base, v) = 0 for the noise and register
+detectors; for length it is evaluated honestly (ratio 1).
+
+Our documented choices (the spec fixes the shape, not the numbers):
+- Noise: an absolute increase in the noise count AND an increase in its rate per 100
+  characters, both thresholds growing with strength:
+  spacing (extra spaces beyond single ones): abs >= max(1, ceil(s/10)), rate >= 0.5 x abs;
+  punctuation (marks from the noise set): abs >= max(2, ceil(s/4)), rate >= 0.5 x abs;
+  capitalization (upper-case letters; s in %): abs >= max(3, ceil(s/10)),
+  rate >= max(2, s/10) more upper-case letters per 100 characters.
+- Register (offline detector): counts of politeness and bluntness markers (lexicon below).
+  Politer (s > 0): mirroring when politeness markers increase by >= 1 and their rate per
+  100 words increases. Ruder (s < 0): mirroring when bluntness markers increase by >= 1, or
+  politeness markers drop by >= 1 while the response shrinks below 75% of the base words.
+- Length: |y^v| / |y| in words within m x (1 +- 0.25).
+- Mood: no reliable rule-based detector exists for the answer's mood; MR is missing with a
+  reason (never 0) until an LLM judge is configured.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from sago_core.variants.noise import PUNCTUATION_MARKS
+
+POLITENESS_MARKERS = (
+    "please",
+    "thank you",
+    "thanks",
+    "appreciate",
+    "grateful",
+    "kindly",
+    "happy to help",
+    "glad to help",
+    "my pleasure",
+    "i hope this helps",
+    "hope this helps",
+    "you're welcome",
+    "great question",
+    "wonderful",
+    "delighted",
+    "i apologize",
+    "sorry",
+    "have a lovely day",
+    "have a wonderful day",
+)
+BLUNTNESS_MARKERS = (
+    "obviously",
+    "whatever",
+    "just ",
+    "simply",
+    "no excuses",
+    "i'm busy",
+    "don't waste",
+    "duh",
+    "seriously",
+    "for crying out loud",
+    "get it right",
+    "stop ",
+)
+
+
+@dataclass(frozen=True)
+class Mirroring:
+    m_variant: int | None
+    m_base: int | None
+    missing_reason: str | None = None
+
+
+def _per_100(count: int, length: int) -> float:
+    return 100.0 * count / max(length, 1)
+
+
+def extra_spaces(text: str) -> int:
+    return sum(len(run) - 1 for run in re.findall(r" {2,}", text))
+
+
+def noise_marks(text: str) -> int:
+    return sum(text.count(mark) for mark in PUNCTUATION_MARKS)
+
+
+def upper_letters(text: str) -> int:
+    return sum(1 for ch in text if ch.isupper())
+
+
+def _noise_increase(
+    response: str, base: str, count: int, base_count: int, abs_min: float, rate_min: float
+) -> int:
+    grew = count - base_count >= abs_min
+    rate_grew = _per_100(count, len(response)) - _per_100(base_count, len(base)) >= rate_min
+    return int(grew and rate_grew)
+
+
+def noise_mirroring(subtype: str, strength: float, response: str, base: str) -> int:
+    if subtype == "spacing":
+        abs_min = max(1, math.ceil(strength / 10))
+        return _noise_increase(
+            response, base, extra_spaces(response), extra_spaces(base), abs_min, 0.5 * abs_min
+        )
+    if subtype == "punctuation":
+        abs_min = max(2, math.ceil(strength / 4))
+        return _noise_increase(
+            response, base, noise_marks(response), noise_marks(base), abs_min, 0.5 * abs_min
+        )
+    if subtype == "capitalization":
+        return _noise_increase(
+            response,
+            base,
+            upper_letters(response),
+            upper_letters(base),
+            max(3, math.ceil(strength / 10)),
+            max(2.0, strength / 10),
+        )
+    raise ValueError(f"unknown noise subtype {subtype!r}")
+
+
+def _marker_count(text: str, markers: tuple[str, ...]) -> int:
+    lowered = f" {text.lower()} "
+    return sum(lowered.count(marker) for marker in markers)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def register_mirroring(strength: float, response: str, base: str) -> int:
+    """Offline register detector: 1 when the response is clearly politer/blunter than base."""
+    polite, polite_base = (_marker_count(t, POLITENESS_MARKERS) for t in (response, base))
+    if strength > 0:
+        rate = _per_100(polite, _words(response)) - _per_100(polite_base, _words(base))
+        return int(polite - polite_base >= 1 and rate > 0)
+    blunt, blunt_base = (_marker_count(t, BLUNTNESS_MARKERS) for t in (response, base))
+    curt = polite_base - polite >= 1 and _words(response) < 0.75 * _words(base)
+    return int(blunt - blunt_base >= 1 or curt)
+
+
+def length_mirroring(multiplier: float, response: str, base: str) -> int:
+    ratio = _words(response) / max(_words(base), 1)
+    return int(multiplier * 0.75 <= ratio <= multiplier * 1.25)
+
+
+def detect_mirroring(
+    family: str, subtype: str, strength: float, response: str, base: str
+) -> Mirroring:
+    """M(y^v, v) and M(y_base, v) for one variant, or a reason why no detector applies."""
+    if family == "noise":
+        return Mirroring(noise_mirroring(subtype, strength, response, base), 0)
+    if family == "register":
+        return Mirroring(register_mirroring(strength, response, base), 0)
+    if family == "structural" and subtype == "length":
+        return Mirroring(
+            length_mirroring(strength, response, base), length_mirroring(strength, base, base)
+        )
+    return Mirroring(None, None, f"no mirroring detector for {family}/{subtype}")

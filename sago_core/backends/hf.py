@@ -1,0 +1,161 @@
+"""transformers backend: batched greedy generation and the teacher-forced scoring pass.
+
+Loaded once per worker process (see ``factory.get_backend``) and called with whole batches.
+Batches are formed from length-sorted requests to limit padding; results come back in the
+caller's order. Generation pads on the left (so new tokens line up), scoring on the right;
+both locate the last prompt token from the attention mask, never from pad-token ids (the
+embedded model's pad token equals its end-of-sequence token).
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from sago_core.backends.model_source import LocalModel
+from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+from sago_core.backends.tensor_ops import (
+    last_prompt_index,
+    response_logprob_and_entropy,
+)
+
+
+def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+class HFBackend:
+    name = "hf"
+
+    def __init__(self, source: LocalModel, device: str = "cpu", dtype: str = "auto") -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self._torch = torch
+        kwargs: dict[str, Any] = {"trust_remote_code": False}
+        if source.gguf_file:
+            kwargs["gguf_file"] = source.gguf_file
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(source.location, **kwargs)
+        if dtype != "auto":
+            kwargs["dtype"] = getattr(torch, dtype)
+        elif device != "cpu":
+            kwargs["dtype"] = torch.bfloat16
+        model: Any = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
+        self.model: Any = model.to(device)
+        self.model.eval()
+        self.device = device
+        self.source = source
+        self.eos_ids = self._eos_ids()
+        self.pad_id = (
+            self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None
+            else min(self.eos_ids)
+        )
+        self.softcap = getattr(self.model.config, "final_logit_softcapping", None)
+
+    def _eos_ids(self) -> set[int]:
+        ids = self.model.generation_config.eos_token_id
+        if ids is None:
+            ids = self.tokenizer.eos_token_id
+        return set(ids if isinstance(ids, list) else [ids])
+
+    def describe(self) -> dict[str, str]:
+        import torch
+        import transformers
+
+        return {
+            "backend": self.name,
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "device": self.device if self.device != "cpu" else f"cpu ({platform.machine()})",
+            "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
+            "layers": str(self.model.config.num_hidden_layers),
+        }
+
+    def encode_prompt(self, prompt: str) -> list[int]:
+        """Token ids of the prompt as the model sees it: chat template and assistant header."""
+        if self.tokenizer.chat_template:
+            text = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
+            )
+            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return list(self.tokenizer(prompt, add_special_tokens=True)["input_ids"])
+
+    def _pad(self, rows: list[list[int]], side: str) -> tuple[Any, Any]:
+        torch = self._torch
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            span = slice(width - len(row), width) if side == "left" else slice(0, len(row))
+            ids[i, span] = torch.tensor(row, dtype=torch.long)
+            mask[i, span] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def _cut(self, new_ids: list[int]) -> tuple[tuple[int, ...], str]:
+        for position, token in enumerate(new_ids):
+            if token in self.eos_ids:
+                return tuple(new_ids[: position + 1]), "stop"
+        return tuple(new_ids), "length"
+
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+    ) -> list[Generation]:
+        encoded = [self.encode_prompt(p) for p in prompts]
+        results: list[Generation | None] = [None] * len(prompts)
+        with self._torch.inference_mode():
+            for batch in _length_sorted_batches([len(e) for e in encoded], batch_size):
+                ids, mask = self._pad([encoded[i] for i in batch], side="left")
+                out = self.model.generate(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    do_sample=False,
+                    max_new_tokens=max_new_tokens,
+                    pad_token_id=self.pad_id,
+                )
+                for row, index in enumerate(batch):
+                    token_ids, reason = self._cut(out[row, ids.shape[1] :].tolist())
+                    text = self.tokenizer.decode(token_ids, skip_special_tokens=True).strip()
+                    results[index] = Generation(text, token_ids, reason)
+        return [r for r in results if r is not None]
+
+    def score(self, requests: Sequence[ScoringRequest], batch_size: int) -> list[TeacherForced]:
+        torch = self._torch
+        prompts = [self.encode_prompt(r.prompt) for r in requests]
+        rows = [p + list(r.response_token_ids) for p, r in zip(prompts, requests, strict=True)]
+        results: list[TeacherForced | None] = [None] * len(requests)
+        head = self.model.get_output_embeddings()
+        with torch.inference_mode():
+            for batch in _length_sorted_batches([len(r) for r in rows], batch_size):
+                ids, mask = self._pad([rows[i] for i in batch], side="right")
+                out = self.model.base_model(
+                    input_ids=ids, attention_mask=mask, output_hidden_states=True
+                )
+                # hidden_states[0] is the embedding output; layers 1..L follow.
+                layers = torch.stack(out.hidden_states[1:], dim=1)  # (B, L, T, d)
+                prompt_lengths = torch.tensor([len(prompts[i]) for i in batch])
+                last = last_prompt_index(mask.cpu(), prompt_lengths, side="right")
+                for row, index in enumerate(batch):
+                    hidden = layers[row, :, int(last[row]), :].float().cpu().numpy()
+                    n_prompt = len(prompts[index])
+                    n_resp = len(requests[index].response_token_ids)
+                    if n_resp == 0:
+                        results[index] = TeacherForced(hidden.astype(np.float32), 0.0, None, 0)
+                        continue
+                    # Position t predicts token t+1: response tokens are predicted by the
+                    # states at n_prompt-1 .. n_prompt+n_resp-2. Only those rows get logits.
+                    states = out.last_hidden_state[row, n_prompt - 1 : n_prompt + n_resp - 1]
+                    logits = head(states).float()
+                    if self.softcap:
+                        logits = torch.tanh(logits / self.softcap) * self.softcap
+                    target = ids[row, n_prompt : n_prompt + n_resp]
+                    logprob, entropy = response_logprob_and_entropy(logits, target)
+                    results[index] = TeacherForced(
+                        hidden.astype(np.float32), logprob, entropy, n_resp
+                    )
+        return [r for r in results if r is not None]

@@ -1,0 +1,218 @@
+"""Strict, typed run configuration, parsed once at the edge (CLI or deployment parameters).
+
+Layers: preset defaults <- YAML file <- command-line overrides. An unknown key anywhere is an
+error (``extra="forbid"``), so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sago_core.errors import ConfigError
+
+Position = Literal["prefix", "suffix", "global"]
+Preset = Literal["demo", "paper"]
+ALL_POSITIONS: tuple[Position, ...] = ("prefix", "suffix", "global")
+DATASET_NAMES: tuple[str, ...] = (
+    "truthfulqa",
+    "nq_open",
+    "alpaca",
+    "simpleqa_verified",
+    "triviaqa",
+    "hotpotqa",
+)
+BUILTIN_DATASET = "builtin"
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RegisterGrid(StrictModel):
+    """Politeness levels: positive = politer, negative = ruder; 0 is the base prompt."""
+
+    strengths: tuple[int, ...] = (-10, -8, -6, -4, -2, 2, 4, 6, 8, 10)
+    positions: tuple[Position, ...] = ALL_POSITIONS
+
+    @field_validator("strengths")
+    @classmethod
+    def _levels(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        for s in value:
+            if s == 0 or s % 2 or not -10 <= s <= 10:
+                raise ValueError(f"register strength {s} is not one of -10..-2, 2..10 (even)")
+        return value
+
+
+class NoiseGrid(StrictModel):
+    """Surface noise strengths: extra spaces, extra marks, percent of letters upper-cased."""
+
+    spacing: tuple[int, ...] = (1, 5, 20, 50, 100)
+    punctuation: tuple[int, ...] = (1, 3, 5, 10, 20)
+    capitalization: tuple[int, ...] = (10, 25, 50, 75, 100)
+    positions: tuple[Position, ...] = ALL_POSITIONS
+
+    @field_validator("spacing", "punctuation")
+    @classmethod
+    def _counts(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(s < 1 for s in value):
+            raise ValueError("noise counts must be >= 1")
+        return value
+
+    @field_validator("capitalization")
+    @classmethod
+    def _percent(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(not 1 <= s <= 100 for s in value):
+            raise ValueError("capitalization percentages must be within 1..100")
+        return value
+
+
+class VariantGrid(StrictModel):
+    """Which variant families are built; a family set to null is not built at all."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    # ``register`` would shadow ABCMeta.register on the model class; the YAML key stays.
+    register_grid: RegisterGrid | None = Field(default=RegisterGrid(), alias="register")
+    noise: NoiseGrid | None = NoiseGrid()
+
+
+class BertScoreSettings(StrictModel):
+    """BERTScore scorer for response similarity and for the semantic filter on prompts.
+
+    ``model`` is a hub id, a local directory, or the alias ``minilm-l6`` (the embedded
+    all-MiniLM-L6-v2). ``semantic_threshold`` is calibrated per scorer: the paper's 0.85
+    belongs to roberta-large.
+    """
+
+    model: str = "roberta-large"
+    num_layers: int = Field(default=17, ge=1)
+    semantic_threshold: float = Field(default=0.85, gt=0.0, lt=1.0)
+    batch_size: int = Field(default=64, ge=1)
+
+
+class GenerationSettings(StrictModel):
+    max_new_tokens: int = Field(default=100, ge=1, le=4096)
+    batch_size: int = Field(default=16, ge=1)
+
+
+class AnalysisSettings(StrictModel):
+    batch_size: int = Field(default=16, ge=1)
+
+
+class RunConfig(StrictModel):
+    preset: Preset = "demo"
+    models: tuple[str, ...] = ("hf:smollm2-135m",)
+    datasets: tuple[str, ...] = (BUILTIN_DATASET,)
+    data_dir: Path | None = None
+    n: int = Field(default=16, ge=1)
+    seed: int = 0
+    runs_dir: Path = Path("runs")
+    run_id: str | None = None
+    prefect_home: Path | None = None
+    generation: GenerationSettings = GenerationSettings()
+    analysis: AnalysisSettings = AnalysisSettings()
+    bertscore: BertScoreSettings = BertScoreSettings()
+    variants: VariantGrid = VariantGrid()
+
+    @field_validator("models", "datasets")
+    @classmethod
+    def _non_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value or any(not v.strip() for v in value):
+            raise ValueError("must name at least one entry, none of them empty")
+        return tuple(v.strip() for v in value)
+
+    @field_validator("run_id")
+    @classmethod
+    def _safe_run_id(cls, value: str | None) -> str | None:
+        if value is not None and (not value or "/" in value or value.startswith(".")):
+            raise ValueError(f"run_id {value!r} must be a plain folder name")
+        return value
+
+    def result_hash(self) -> str:
+        """Hash of everything that changes results (not where they are written)."""
+        payload = self.model_dump(mode="json", exclude={"runs_dir", "run_id", "prefect_home"})
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def resolved_run_id(self) -> str:
+        """The same command always lands in the same run folder, so a rerun resumes it."""
+        return self.run_id or f"{self.preset}-{self.result_hash()[:12]}"
+
+
+# Demo: the embedded model on the built-in prompts with a small grid. MiniLM layer 6 (its
+# final layer, the one sentence-transformers trained) separated an entity swap ("capital of
+# France" -> "... Germany": F1 0.761) from register paraphrases (0.80-0.90) best of layers 4-6;
+# the threshold 0.78 sits between them (measured in tests/unit/test_semantic_calibration.py).
+PRESETS: dict[str, dict[str, Any]] = {
+    "demo": {
+        "preset": "demo",
+        "datasets": [BUILTIN_DATASET],
+        "n": 3,
+        "generation": {"max_new_tokens": 40, "batch_size": 32},
+        "analysis": {"batch_size": 32},
+        "bertscore": {"model": "minilm-l6", "num_layers": 6, "semantic_threshold": 0.78},
+        "variants": {
+            "register": {"strengths": [-4, -2, 2, 4]},
+            "noise": {"spacing": [5, 20], "punctuation": [3, 10], "capitalization": [25, 75]},
+        },
+    },
+    "paper": {
+        "preset": "paper",
+        "datasets": list(DATASET_NAMES),
+        "n": 16,
+        "generation": {"max_new_tokens": 100},
+        "bertscore": {"model": "roberta-large", "num_layers": 17, "semantic_threshold": 0.85},
+    },
+}
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return loaded
+
+
+def build_config(
+    preset: str | None = None,
+    file_values: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None,
+    source: str = "command line",
+) -> RunConfig:
+    """Merge preset <- file <- overrides and validate strictly; errors name the field."""
+    file_values = file_values or {}
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    chosen = preset or overrides.get("preset") or file_values.get("preset") or "demo"
+    if chosen not in PRESETS:
+        raise ConfigError(f"unknown preset {chosen!r}; choose one of {sorted(PRESETS)}")
+    merged = _deep_merge(_deep_merge(PRESETS[chosen], file_values), overrides)
+    merged["preset"] = chosen
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration ({source}): {problems}") from exc

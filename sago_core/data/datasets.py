@@ -1,0 +1,166 @@
+"""The six paper datasets: where their files sit under ``--data-dir`` and how rows map to prompts.
+
+Each dataset reads its canonical local format (the layout of ``shared/data``). Hub ids are
+recorded for runs with a network (``load_from_hub``); this machine has none, so the local
+path is what the tests exercise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sago_core.data.prompt import Prompt, content_id
+from sago_core.data.records import Record, read_records, require_text, text_list
+from sago_core.errors import InputError
+
+RowMapper = Callable[[Record, Path, int], Prompt]
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    name: str
+    folder: str
+    patterns: tuple[str, ...]  # tried in order inside ``folder``
+    hub_id: str
+    hub_config: str | None
+    hub_split: str
+    to_prompt: RowMapper
+
+
+def _truthfulqa(rec: Record, path: Path, row: int) -> Prompt:
+    question = require_text(rec, "Question", file=path, row=row)
+    refs = text_list(rec.get("Best Answer")) + text_list(rec.get("Correct Answers"), separator=";")
+    return Prompt("truthfulqa", content_id("tqa", question), question, tuple(dict.fromkeys(refs)))
+
+
+def _nq_open(rec: Record, path: Path, row: int) -> Prompt:
+    question = require_text(rec, "question", file=path, row=row)
+    return Prompt("nq_open", content_id("nq", question), question, text_list(rec.get("answer")))
+
+
+def _alpaca(rec: Record, path: Path, row: int) -> Prompt:
+    instruction = require_text(rec, "instruction", file=path, row=row)
+    extra = rec.get("input") or ""
+    if not isinstance(extra, str):
+        raise InputError("must be text", file=str(path), row=row, column="input")
+    prompt = f"{instruction}\n\n{extra.strip()}" if extra.strip() else instruction
+    return Prompt("alpaca", content_id("alpaca", prompt), prompt, text_list(rec.get("output")))
+
+
+def _simpleqa(rec: Record, path: Path, row: int) -> Prompt:
+    question = require_text(rec, "problem", file=path, row=row)
+    index = str(rec.get("original_index") or "").strip()
+    pid = f"sqa-{index}" if index else content_id("sqa", question)
+    return Prompt("simpleqa_verified", pid, question, text_list(rec.get("answer")))
+
+
+def _triviaqa(rec: Record, path: Path, row: int) -> Prompt:
+    if "Question" in rec:  # official TriviaQA JSON
+        question = require_text(rec, "Question", file=path, row=row)
+        answer = rec.get("Answer") or {}
+        refs = text_list(answer.get("Value")) + text_list(answer.get("Aliases"))
+        pid = str(rec.get("QuestionId") or content_id("tqa", question))
+        return Prompt("triviaqa", f"trivia-{pid}", question, tuple(dict.fromkeys(refs)))
+    question = require_text(rec, "question", file=path, row=row)
+    refs = text_list(rec.get("golden_answers") or rec.get("answer"))
+    pid = str(rec.get("id") or content_id("trivia", question))
+    return Prompt("triviaqa", f"trivia-{pid}" if rec.get("id") else pid, question, refs)
+
+
+def _hotpotqa(rec: Record, path: Path, row: int) -> Prompt:
+    question = require_text(rec, "question", file=path, row=row)
+    pid = f"hotpot-{rec['_id']}" if rec.get("_id") else content_id("hotpot", question)
+    return Prompt("hotpotqa", pid, question, text_list(rec.get("answer")))
+
+
+SOURCES: dict[str, DatasetSource] = {
+    s.name: s
+    for s in (
+        DatasetSource(
+            "truthfulqa",
+            "truthfulqa",
+            ("TruthfulQA.csv", "*.csv"),
+            "truthfulqa/truthful_qa",
+            "generation",
+            "validation",
+            _truthfulqa,
+        ),
+        DatasetSource(
+            "nq_open",
+            "nq_open",
+            ("NQ-open.dev.jsonl", "*.jsonl"),
+            "google-research-datasets/nq_open",
+            "nq_open",
+            "validation",
+            _nq_open,
+        ),
+        DatasetSource(
+            "alpaca",
+            "alpaca",
+            ("alpaca_data*.json", "*.json"),
+            "tatsu-lab/alpaca",
+            None,
+            "train",
+            _alpaca,
+        ),
+        DatasetSource(
+            "simpleqa_verified",
+            "simpleqa_verified",
+            ("simpleqa_verified*.csv", "*.csv"),
+            "google/simpleqa-verified",
+            None,
+            "eval",
+            _simpleqa,
+        ),
+        DatasetSource(
+            "triviaqa",
+            "triviaqa",
+            ("*.jsonl", "*.json"),
+            "mandarjoshi/trivia_qa",
+            "unfiltered.nocontext",
+            "validation",
+            _triviaqa,
+        ),
+        DatasetSource(
+            "hotpotqa",
+            "hotpotqa",
+            ("hotpot_dev*.json", "*.json"),
+            "hotpotqa/hotpot_qa",
+            "distractor",
+            "validation",
+            _hotpotqa,
+        ),
+    )
+}
+
+
+def find_dataset_file(source: DatasetSource, data_dir: Path) -> Path:
+    folder = data_dir / source.folder
+    for pattern in source.patterns:
+        matches = sorted(folder.glob(pattern))
+        if matches:
+            return matches[0]
+    raise InputError(
+        f"no {source.name} data found (looked for {', '.join(source.patterns)} in {folder})",
+        file=str(folder),
+    )
+
+
+def load_dataset_file(source: DatasetSource, path: Path) -> list[Prompt]:
+    return [source.to_prompt(rec, path, row) for row, rec in enumerate(read_records(path), 1)]
+
+
+def load_from_hub(source: DatasetSource) -> list[Prompt]:
+    """Load from the hub through ``datasets`` (needs the ``hub`` extra and a network)."""
+    try:
+        import datasets  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:
+        raise InputError(
+            "loading from the hub needs `pip install sago[hub]`; or pass --data-dir",
+            file=source.hub_id,
+        ) from exc
+    rows = datasets.load_dataset(source.hub_id, source.hub_config, split=source.hub_split)
+    origin = Path(f"hub:{source.hub_id}")
+    return [source.to_prompt(dict(rec), origin, row) for row, rec in enumerate(rows, 1)]

@@ -1,0 +1,97 @@
+"""Resolve dataset names or paths to prompts, validate them, sample N per dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sago_core.config import BUILTIN_DATASET, DATASET_NAMES
+from sago_core.data.builtin import builtin_prompts
+from sago_core.data.datasets import SOURCES, find_dataset_file, load_dataset_file
+from sago_core.data.prompt import Prompt, content_id
+from sago_core.data.records import read_records, require_text, text_list
+from sago_core.data.sampling import sample_prompts
+from sago_core.errors import ConfigError, InputError
+
+USER_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
+
+
+def load_user_file(path: Path, question_column: str = "question") -> list[Prompt]:
+    """A user's own CSV/JSONL/JSON/Parquet file; dataset name = file stem."""
+    records = read_records(path)
+    prompts = []
+    for row, rec in enumerate(records, start=1):
+        text = require_text(rec, question_column, file=path, row=row)
+        raw_id = rec.get("id") or rec.get("prompt_id")
+        pid = str(raw_id) if raw_id not in (None, "") else content_id(path.stem, text)
+        refs = text_list(rec.get("answers") if "answers" in rec else rec.get("answer"))
+        prompts.append(Prompt(path.stem, pid, text, refs))
+    return prompts
+
+
+def _load_one(name: str, data_dir: Path | None, question_column: str) -> list[Prompt]:
+    if name == BUILTIN_DATASET:
+        return builtin_prompts()
+    if name in SOURCES:
+        if data_dir is None:
+            raise ConfigError(
+                f"dataset {name!r} needs --data-dir (a folder laid out like shared/data) "
+                "or the hub extra with a network"
+            )
+        source = SOURCES[name]
+        return load_dataset_file(source, find_dataset_file(source, data_dir))
+    path = Path(name)
+    if path.suffix.lower() in USER_FILE_SUFFIXES:
+        if not path.exists():
+            raise InputError("does not exist", file=str(path))
+        return load_user_file(path, question_column)
+    known = ", ".join((BUILTIN_DATASET, *DATASET_NAMES))
+    raise ConfigError(f"unknown dataset {name!r}; use one of {known}, or a data file path")
+
+
+def check_unique_ids(prompts: list[Prompt], origin: str) -> None:
+    seen: dict[tuple[str, str], int] = {}
+    for row, prompt in enumerate(prompts, start=1):
+        key = (prompt.dataset, prompt.prompt_id)
+        if key in seen:
+            raise InputError(
+                f"duplicate prompt id {prompt.prompt_id!r} (first at row {seen[key]})",
+                file=origin,
+                row=row,
+                column="prompt_id",
+            )
+        seen[key] = row
+
+
+def load_prompts(
+    datasets: tuple[str, ...],
+    data_dir: Path | None,
+    n: int,
+    seed: int,
+    question_column: str = "question",
+) -> list[Prompt]:
+    """All requested datasets, validated and sampled (N per dataset, seeded)."""
+    chosen: list[Prompt] = []
+    for name in datasets:
+        prompts = _load_one(name, data_dir, question_column)
+        if not prompts:
+            raise InputError("holds no rows", file=name)
+        check_unique_ids(prompts, name)
+        chosen.extend(sample_prompts(prompts, n, seed))
+    check_unique_ids(chosen, "the combined datasets")
+    return chosen
+
+
+def source_digest(datasets: tuple[str, ...], data_dir: Path | None) -> str:
+    """Digest of the data files behind the requested datasets (built-ins: their code)."""
+    import hashlib
+
+    from sago_core.artifacts.store import sha256_of
+
+    digest = hashlib.sha256()
+    for name in datasets:
+        digest.update(name.encode())
+        if name in SOURCES and data_dir is not None:
+            digest.update(sha256_of(find_dataset_file(SOURCES[name], data_dir)).encode())
+        elif Path(name).is_file():
+            digest.update(sha256_of(name).encode())
+    return digest.hexdigest()

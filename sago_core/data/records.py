@@ -1,0 +1,123 @@
+"""Read raw records from CSV (with or without BOM), JSON arrays, JSONL and Parquet.
+
+Every failure is an ``InputError`` naming the file and, where it applies, the row (1-based,
+counting data rows, not the CSV header) and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from sago_core.errors import InputError
+
+Record = dict[str, Any]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError("does not exist", file=str(path)) from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"is not valid UTF-8 (byte {exc.start}, line {line})", file=str(path)
+        ) from exc
+
+
+def read_records(path: Path) -> list[Record]:
+    """Records of a data file, chosen by its suffix."""
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return _read_parquet(path)
+    text = _read_text(path)
+    if suffix == ".csv":
+        return list(csv.DictReader(io.StringIO(text, newline="")))
+    if suffix == ".jsonl":
+        return _read_jsonl(text, path)
+    if suffix == ".json":
+        return _read_json(text, path)
+    raise InputError(
+        f"unsupported file type {suffix!r} (use .csv, .json, .jsonl or .parquet)", file=str(path)
+    )
+
+
+def _read_jsonl(text: str, path: Path) -> list[Record]:
+    records: list[Record] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"is not valid JSON: {exc.msg}", file=str(path), row=number) from exc
+        if not isinstance(value, dict):
+            raise InputError("is not a JSON object", file=str(path), row=number)
+        records.append(value)
+    return records
+
+
+def _read_json(text: str, path: Path) -> list[Record]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"is not valid JSON: {exc}", file=str(path)) from exc
+    if isinstance(value, dict) and isinstance(value.get("Data"), list):
+        value = value["Data"]  # the official TriviaQA layout
+    if not isinstance(value, list):
+        raise InputError("must hold a JSON array of records", file=str(path))
+    for number, item in enumerate(value, start=1):
+        if not isinstance(item, dict):
+            raise InputError("is not a JSON object", file=str(path), row=number)
+    return value
+
+
+def _read_parquet(path: Path) -> list[Record]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError as exc:
+        raise InputError("does not exist", file=str(path)) from exc
+    except Exception as exc:  # pyarrow raises several unrelated types for broken files
+        raise InputError(f"is not a readable Parquet file ({exc})", file=str(path)) from exc
+    return table.to_pylist()
+
+
+def require_text(record: Record, column: str, *, file: Path, row: int) -> str:
+    """A non-empty string field, or an error naming file, row and column."""
+    if column not in record:
+        raise InputError(
+            f"missing column (columns present: {sorted(record)})",
+            file=str(file),
+            row=row,
+            column=column,
+        )
+    value = record[column]
+    if not isinstance(value, str):
+        raise InputError(
+            f"must be text, got {type(value).__name__}", file=str(file), row=row, column=column
+        )
+    if "\x00" in value:
+        raise InputError("contains a NUL byte", file=str(file), row=row, column=column)
+    if not value.strip():
+        raise InputError("is empty", file=str(file), row=row, column=column)
+    return value.strip()
+
+
+def text_list(value: Any, *, separator: str | None = None) -> tuple[str, ...]:
+    """Reference answers as a tuple of non-empty strings."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        parts = value.split(separator) if separator else [value]
+        return tuple(p.strip() for p in parts if p.strip())
+    if isinstance(value, list | tuple):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    return (str(value),)

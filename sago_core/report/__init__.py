@@ -1,0 +1,1 @@
+"""Human-readable outputs built from artifacts alone."""

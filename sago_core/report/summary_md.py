@@ -1,0 +1,71 @@
+"""The human summary: per model, an axes x datasets table of SGS with significance marks.
+
+Marks come from the main tolerance eps = 0.05: * p < 0.05, ** p < 0.01, *** p < 0.001.
+A missing axis prints as "NA" with its reason below the table, never as 0.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sago_core.scoring.axes import AXES, POOLED
+
+
+def significance_mark(p: float | None) -> str:
+    if p is None:
+        return ""
+    if p < 0.001:
+        return "***"
+    if p < 0.01:
+        return "**"
+    if p < 0.05:
+        return "*"
+    return ""
+
+
+def _cell(row: dict | None) -> str:
+    if row is None or row["sgs"] is None:
+        return "NA"
+    return f"{row['sgs']:.4f}{significance_mark(row['p_eps_0_05'])}"
+
+
+def render_summary(summary: pl.DataFrame, kept_counts: pl.DataFrame | None = None) -> str:
+    lines = ["# SAGO summary", ""]
+    lines.append(
+        "SGS per axis (RMS of normalised deltas, mean over prompts); marks: one-sided t-test "
+        "of E[s] > 0.05 (* p<0.05, ** p<0.01, *** p<0.001). Lower is more stable."
+    )
+    for model in sorted(summary["model"].unique().to_list()):
+        rows = summary.filter(pl.col("model") == model)
+        datasets = sorted(d for d in rows["dataset"].unique().to_list() if d != POOLED)
+        columns = [*datasets, POOLED]
+        index = {(r["dataset"], r["axis"]): r for r in rows.iter_rows(named=True)}
+        lines += ["", f"## {model}", ""]
+        lines.append("| axis | " + " | ".join(columns) + " |")
+        lines.append("|---" * (len(columns) + 1) + "|")
+        for axis in AXES:
+            cells = [_cell(index.get((d, axis))) for d in columns]
+            lines.append(f"| {axis} | " + " | ".join(cells) + " |")
+        pooled_n = {r["axis"]: r["n"] for r in rows.iter_rows(named=True) if r["dataset"] == POOLED}
+        lines.append("")
+        lines.append(
+            "Prompts per axis (pooled): " + ", ".join(f"{a}={pooled_n.get(a, 0)}" for a in AXES)
+        )
+        missing = rows.filter(pl.col("missing_reason").is_not_null())
+        for r in missing.iter_rows(named=True):
+            lines.append(f"- NA {r['axis']} on {r['dataset']}: {r['missing_reason']}")
+    if kept_counts is not None and len(kept_counts):
+        lines += ["", "## Variants kept by the semantic filter", ""]
+        lines.append("| family | kept | rejected |")
+        lines.append("|---|---|---|")
+        for r in kept_counts.iter_rows(named=True):
+            lines.append(f"| {r['family']} | {r['kept']} | {r['rejected']} |")
+    return "\n".join(lines) + "\n"
+
+
+def kept_counts(variants: pl.DataFrame) -> pl.DataFrame:
+    return (
+        variants.group_by("family")
+        .agg(pl.col("kept").sum().alias("kept"), (~pl.col("kept")).sum().alias("rejected"))
+        .sort("family")
+    )

@@ -1,0 +1,22 @@
+"""The six axes and their fixed scales R_X (spec section 4)."""
+
+from __future__ import annotations
+
+AXES: tuple[str, ...] = ("act", "bleu", "bert", "prob", "ent", "mr")
+SCALES: dict[str, float] = {
+    "act": 2.0,
+    "bleu": 100.0,
+    "bert": 1.0,
+    "prob": 250.0,
+    "ent": 10.0,
+    "mr": 1.0,
+}
+EPSILONS: tuple[float, ...] = (0.01, 0.05, 0.10)
+MAIN_EPSILON = 0.05
+BASE_VARIANT_ID = "base"
+POOLED = "__pooled__"
+
+
+def normalise(axis: str, delta: float) -> float:
+    """delta / R_axis (zero stays zero)."""
+    return delta / SCALES[axis]

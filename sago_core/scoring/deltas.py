@@ -1,0 +1,74 @@
+"""Signed deltas per (model, prompt, variant, axis), long format, with reasons for gaps.
+
+Every delta compares a variant with the base of the same prompt and model: BLEU/BERT against
+the one base response (never regenerated per variant), Prob/Ent of the base response scored
+under the variant prompt minus under the base prompt, Act from the per-layer cosines, MR from
+the mirroring indicators. A null measurement gives a null delta and a missing_reason.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sago_core.artifacts.schemas import DELTAS, conform
+from sago_core.scoring.axes import AXES, BASE_VARIANT_ID, SCALES
+
+KEY = ["model", "dataset", "prompt_id", "variant_id"]
+PROMPT_KEY = ["model", "dataset", "prompt_id"]
+VARIANT_COLUMNS = ["family", "subtype", "strength", "position"]
+
+
+def compute_deltas(
+    generations: pl.DataFrame,
+    analysis: pl.DataFrame,
+    pairs: pl.DataFrame,
+    mirroring: pl.DataFrame,
+) -> pl.DataFrame:
+    variants = generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).select(
+        KEY + VARIANT_COLUMNS
+    )
+    base = analysis.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+        [
+            *PROMPT_KEY,
+            pl.col("logprob").alias("logprob_base"),
+            pl.col("mean_entropy").alias("ent_base"),
+            pl.col("missing_reason").alias("reason_base"),
+        ]
+    )
+    wide = (
+        variants.join(analysis, on=KEY, how="left")
+        .join(base, on=PROMPT_KEY, how="left")
+        .join(pairs, on=KEY, how="left")
+        .join(mirroring.rename({"missing_reason": "reason_mr"}), on=KEY, how="left")
+    )
+    analysis_reason = pl.coalesce(
+        pl.col("missing_reason"), pl.col("reason_base"), pl.lit("not measured by the backend")
+    )
+    measures = {
+        "act": (pl.col("act_cos_mean") - 1.0, analysis_reason),
+        "bleu": (pl.col("bleu") - 100.0, pl.lit("no BLEU for this pair")),
+        "bert": (pl.col("bert_f1") - 1.0, pl.lit("no BERTScore for this pair")),
+        "prob": (pl.col("logprob") - pl.col("logprob_base"), analysis_reason),
+        "ent": (pl.col("mean_entropy") - pl.col("ent_base"), analysis_reason),
+        "mr": (
+            (pl.col("m_variant") - pl.col("m_base")).cast(pl.Float64),
+            pl.coalesce(pl.col("reason_mr"), pl.lit("no mirroring verdict")),
+        ),
+    }
+    frames = []
+    for axis in AXES:
+        value, reason = measures[axis]
+        delta = value.cast(pl.Float64)
+        frames.append(
+            wide.select(
+                KEY
+                + VARIANT_COLUMNS
+                + [
+                    pl.lit(axis).alias("axis"),
+                    delta.alias("delta"),
+                    (delta / SCALES[axis]).alias("delta_norm"),
+                    pl.when(delta.is_null()).then(reason).otherwise(None).alias("missing_reason"),
+                ]
+            )
+        )
+    return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])

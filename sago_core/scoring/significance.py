@@ -1,0 +1,30 @@
+"""One-sided one-sample t-test, H0: E[s] <= eps against H1: E[s] > eps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class TTest:
+    t_stat: float | None
+    p_value: float | None
+
+
+def one_sided_t_test(scores: np.ndarray, eps: float) -> TTest:
+    """scipy's test, with the degenerate cases decided explicitly.
+
+    n < 2: no test (None). Zero variance: the mean is known exactly, so p = 0 when it exceeds
+    eps and 1 otherwise (scipy would return NaN), and t = +-inf.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size < 2:
+        return TTest(None, None)
+    if np.all(values == values[0]):
+        above = values[0] > eps
+        return TTest(float("inf") if above else float("-inf"), 0.0 if above else 1.0)
+    result = stats.ttest_1samp(values, popmean=eps, alternative="greater")
+    return TTest(float(result.statistic), float(result.pvalue))

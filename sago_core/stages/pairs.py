@@ -1,0 +1,50 @@
+"""Stages: pair scores (BLEU, BERTScore of y^v against y) and mirroring verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from sago_core.artifacts.schemas import MIRRORING, PAIRS, conform
+from sago_core.axes.mirroring import detect_mirroring
+from sago_core.axes.text_similarity import sentence_bleu
+from sago_core.scoring.axes import BASE_VARIANT_ID
+
+KEY = ["model", "dataset", "prompt_id", "variant_id"]
+F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
+
+
+def _with_base_response(generations: pl.DataFrame) -> pl.DataFrame:
+    base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+        "model", "dataset", "prompt_id", pl.col("response_text").alias("base_response")
+    )
+    return generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).join(
+        base, on=["model", "dataset", "prompt_id"], how="left"
+    )
+
+
+def score_pairs(generations: pl.DataFrame, f1: F1Fn) -> pl.DataFrame:
+    rows = _with_base_response(generations)
+    hyps, refs = rows["response_text"].to_list(), rows["base_response"].to_list()
+    frame = rows.select(KEY).with_columns(
+        pl.Series("bleu", [sentence_bleu(h, r) for h, r in zip(hyps, refs, strict=True)]),
+        pl.Series("bert_f1", f1(hyps, refs) if hyps else [], dtype=pl.Float64),
+    )
+    return conform(frame, PAIRS)
+
+
+def detect_mirroring_frame(generations: pl.DataFrame) -> pl.DataFrame:
+    rows = _with_base_response(generations)
+    verdicts = [
+        detect_mirroring(
+            r["family"], r["subtype"], r["strength"], r["response_text"], r["base_response"]
+        )
+        for r in rows.iter_rows(named=True)
+    ]
+    frame = rows.select(KEY).with_columns(
+        pl.Series("m_variant", [v.m_variant for v in verdicts], dtype=pl.Int8),
+        pl.Series("m_base", [v.m_base for v in verdicts], dtype=pl.Int8),
+        pl.Series("missing_reason", [v.missing_reason for v in verdicts], dtype=pl.String),
+    )
+    return conform(frame, MIRRORING)

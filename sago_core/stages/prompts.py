@@ -1,0 +1,23 @@
+"""Stage: load prompts -> prompts.parquet."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sago_core.artifacts.schemas import PROMPTS, conform
+from sago_core.config import RunConfig
+from sago_core.data import load_prompts
+
+
+def prepare_prompts(config: RunConfig) -> pl.DataFrame:
+    prompts = load_prompts(config.datasets, config.data_dir, config.n, config.seed)
+    frame = pl.DataFrame(
+        {
+            "dataset": [p.dataset for p in prompts],
+            "prompt_id": [p.prompt_id for p in prompts],
+            "prompt": [p.prompt for p in prompts],
+            "references": [list(p.references) for p in prompts],
+        },
+        schema=PROMPTS,
+    )
+    return conform(frame, PROMPTS)

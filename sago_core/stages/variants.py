@@ -1,0 +1,71 @@
+"""Stages: build variant candidates, then the semantic filter -> variants.parquet.
+
+Surface noise preserves meaning by construction. Register (and structural) variants are kept
+only if BERTScore-F1(variant, base prompt) > threshold; every rejected variant stays in the
+artifact with ``kept = false``, its score and the reason, and is never generated or scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from sago_core.artifacts.schemas import VARIANTS, conform
+from sago_core.config import VariantGrid
+from sago_core.data.prompt import Prompt
+from sago_core.variants import build_variants
+from sago_core.variants.grid import FILTERED_FAMILIES
+
+F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
+
+
+def build_variant_candidates(prompts: pl.DataFrame, grid: VariantGrid, seed: int) -> pl.DataFrame:
+    records = [
+        Prompt(row["dataset"], row["prompt_id"], row["prompt"], tuple(row["references"]))
+        for row in prompts.iter_rows(named=True)
+    ]
+    variants = build_variants(records, grid, seed)
+    frame = pl.DataFrame(
+        {
+            "dataset": [v.dataset for v in variants],
+            "prompt_id": [v.prompt_id for v in variants],
+            "variant_id": [v.variant_id for v in variants],
+            "family": [v.family for v in variants],
+            "subtype": [v.subtype for v in variants],
+            "strength": [v.strength for v in variants],
+            "position": [v.position for v in variants],
+            "text": [v.text for v in variants],
+            "seed": [v.seed for v in variants],
+            "semantic_score": [None] * len(variants),
+            "kept": [True] * len(variants),
+            "reject_reason": [None] * len(variants),
+        },
+        schema=VARIANTS,
+    )
+    return conform(frame, VARIANTS)
+
+
+def filter_variants(
+    candidates: pl.DataFrame, prompts: pl.DataFrame, f1: F1Fn, threshold: float
+) -> pl.DataFrame:
+    """Score every filtered-family variant against its base prompt; keep score > threshold."""
+    joined = candidates.join(
+        prompts.select("dataset", "prompt_id", "prompt"), on=["dataset", "prompt_id"], how="left"
+    )
+    checked = joined.filter(pl.col("family").is_in(list(FILTERED_FAMILIES)))
+    scores = f1(checked["text"].to_list(), checked["prompt"].to_list()) if len(checked) else []
+    scored = checked.select("dataset", "prompt_id", "variant_id").with_columns(
+        pl.Series("score", scores, dtype=pl.Float64)
+    )
+    out = joined.join(scored, on=["dataset", "prompt_id", "variant_id"], how="left")
+    rejected = pl.col("score").is_not_null() & (pl.col("score") <= threshold)
+    out = out.with_columns(
+        pl.col("score").alias("semantic_score"),
+        (~rejected).alias("kept"),
+        pl.when(rejected)
+        .then(pl.format("semantic score {} <= threshold {}", pl.col("score").round(4), threshold))
+        .otherwise(None)
+        .alias("reject_reason"),
+    )
+    return conform(out, VARIANTS)

@@ -1,0 +1,105 @@
+"""Expand each prompt into its grid of variants: v = (family, subtype, strength, position).
+
+A variant id is readable and stable (``register:+6:prefix``, ``noise:spacing:20:global``);
+the base prompt itself (strength 0) is never a variant. Noise randomness is seeded from
+(run seed, dataset, prompt_id, variant id), so the text never depends on order or sharding.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sago_core.config import Position, VariantGrid
+from sago_core.data.prompt import Prompt
+from sago_core.variants.noise import add_punctuation, add_spaces, capitalize_share
+from sago_core.variants.register import apply_register
+from sago_core.variants.seeding import variant_rng, variant_seed
+
+NoiseFn = Callable[[str, int, Position, random.Random], str]
+NOISE_BUILDERS: dict[str, NoiseFn] = {
+    "spacing": add_spaces,
+    "punctuation": add_punctuation,
+    "capitalization": capitalize_share,
+}
+# Families whose meaning preservation must be checked by the semantic filter.
+FILTERED_FAMILIES = frozenset({"register", "structural"})
+
+
+@dataclass(frozen=True)
+class Variant:
+    dataset: str
+    prompt_id: str
+    variant_id: str
+    family: str
+    subtype: str
+    strength: float
+    position: Position
+    text: str
+    seed: int
+
+
+def register_variant_id(strength: int, position: Position) -> str:
+    return f"register:{strength:+d}:{position}"
+
+
+def noise_variant_id(subtype: str, strength: int, position: Position) -> str:
+    return f"noise:{subtype}:{strength}:{position}"
+
+
+def _register_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
+    if grid.register_grid is None:
+        return
+    for position in grid.register_grid.positions:
+        for strength in grid.register_grid.strengths:
+            vid = register_variant_id(strength, position)
+            yield Variant(
+                prompt.dataset,
+                prompt.prompt_id,
+                vid,
+                "register",
+                "politeness",
+                float(strength),
+                position,
+                apply_register(prompt.prompt, strength, position),
+                variant_seed(seed, prompt.dataset, prompt.prompt_id, vid),
+            )
+
+
+def _noise_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
+    if grid.noise is None:
+        return
+    levels = {
+        "spacing": grid.noise.spacing,
+        "punctuation": grid.noise.punctuation,
+        "capitalization": grid.noise.capitalization,
+    }
+    for subtype, strengths in levels.items():
+        for position in grid.noise.positions:
+            for strength in strengths:
+                vid = noise_variant_id(subtype, strength, position)
+                vseed = variant_seed(seed, prompt.dataset, prompt.prompt_id, vid)
+                text = NOISE_BUILDERS[subtype](
+                    prompt.prompt, strength, position, variant_rng(vseed)
+                )
+                yield Variant(
+                    prompt.dataset,
+                    prompt.prompt_id,
+                    vid,
+                    "noise",
+                    subtype,
+                    float(strength),
+                    position,
+                    text,
+                    vseed,
+                )
+
+
+def build_variants(prompts: list[Prompt], grid: VariantGrid, seed: int) -> list[Variant]:
+    """Every configured variant of every prompt, in a stable order."""
+    variants: list[Variant] = []
+    for prompt in prompts:
+        variants.extend(_register_variants(prompt, grid, seed))
+        variants.extend(_noise_variants(prompt, grid, seed))
+    return variants

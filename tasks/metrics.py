@@ -1,0 +1,79 @@
+"""Tasks: pair scores, mirroring, deltas, per-prompt scores, summary, human summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from sago_core.artifacts.schemas import DELTAS, MIRRORING, PAIRS, SCORES, SUMMARY
+from sago_core.artifacts.store import read_parquet, write_parquet, write_text
+from sago_core.axes.text_similarity import get_bert_scorer
+from sago_core.config import BertScoreSettings
+from sago_core.report.summary_md import kept_counts, render_summary
+from sago_core.scoring.deltas import compute_deltas
+from sago_core.scoring.prompt_scores import score_prompts
+from sago_core.scoring.summary import summarize
+from sago_core.stages.pairs import detect_mirroring_frame, score_pairs
+from tasks.stage import stage_task
+
+
+@stage_task("score-pairs", run_name="score-pairs[{model}]")
+def score_pairs_task(
+    model: str, generations_path: str, bertscore: BertScoreSettings, out_dir: str
+) -> str:
+    scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
+    frame = score_pairs(read_parquet(generations_path), scorer.f1)
+    return str(write_parquet(frame, Path(out_dir) / "pairs.parquet", PAIRS))
+
+
+@stage_task("detect-mirroring", run_name="detect-mirroring[{model}]")
+def detect_mirroring_task(model: str, generations_path: str, out_dir: str) -> str:
+    frame = detect_mirroring_frame(read_parquet(generations_path))
+    return str(write_parquet(frame, Path(out_dir) / "mirroring.parquet", MIRRORING))
+
+
+@stage_task("compute-deltas", run_name="compute-deltas[{model}]")
+def compute_deltas_task(
+    model: str,
+    generations_path: str,
+    analysis_path: str,
+    pairs_path: str,
+    mirroring_path: str,
+    out_dir: str,
+) -> str:
+    frame = compute_deltas(
+        read_parquet(generations_path),
+        read_parquet(analysis_path),
+        read_parquet(pairs_path),
+        read_parquet(mirroring_path),
+    )
+    return str(write_parquet(frame, Path(out_dir) / "deltas.parquet", DELTAS))
+
+
+@stage_task("assemble", run_name="assemble[{name}]")
+def assemble_task(name: str, part_paths: list[str], schema_name: str, out_dir: str) -> str:
+    """Concatenate per-model artifacts into the run-level file of the same schema."""
+    from sago_core.artifacts import schemas
+
+    schema = getattr(schemas, schema_name)
+    frame = pl.concat([read_parquet(p) for p in part_paths])
+    return str(write_parquet(frame, Path(out_dir) / f"{name}.parquet", schema))
+
+
+@stage_task("score-prompts")
+def score_prompts_task(deltas_path: str, out_dir: str) -> str:
+    frame = score_prompts(read_parquet(deltas_path))
+    return str(write_parquet(frame, Path(out_dir) / "scores.parquet", SCORES))
+
+
+@stage_task("summarize")
+def summarize_task(scores_path: str, out_dir: str) -> str:
+    frame = summarize(read_parquet(scores_path))
+    return str(write_parquet(frame, Path(out_dir) / "summary.parquet", SUMMARY))
+
+
+@stage_task("render-summary")
+def render_summary_task(summary_path: str, variants_path: str, out_dir: str) -> str:
+    text = render_summary(read_parquet(summary_path), kept_counts(read_parquet(variants_path)))
+    return str(write_text(text, Path(out_dir) / "summary.md"))
