@@ -9,8 +9,13 @@ from sago_core.artifacts.schemas import SCORES, conform
 
 def score_prompts(deltas: pl.DataFrame) -> pl.DataFrame:
     """RMS per (model, dataset, prompt, axis); null with a reason when no delta exists."""
+    values = pl.col("delta_norm").drop_nulls()
+    scale = values.abs().max()
+    # Scaled RMS, max|x| * sqrt(mean((x / max|x|)^2)): squaring a tiny delta directly can
+    # underflow to 0 and report a non-zero delta as perfect stability.
+    rms = pl.when(scale == 0).then(0.0).otherwise(scale * (values / scale).pow(2).mean().sqrt())
     grouped = deltas.group_by(["model", "dataset", "prompt_id", "axis"]).agg(
-        (pl.col("delta_norm").drop_nulls().pow(2).mean().sqrt()).alias("s"),
+        rms.alias("s"),
         pl.col("delta_norm").drop_nulls().len().alias("n_variants"),
         pl.col("missing_reason").drop_nulls().first().alias("reason"),
     )

@@ -1,0 +1,164 @@
+"""The evaluate flow on a tiny random model under Prefect: contract, caching, resume."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sago_core.config import RunConfig, build_config
+from sago_core.scoring.axes import AXES
+
+pytestmark = pytest.mark.slow
+
+CONTRACT = {
+    "generations.parquet": [
+        "model",
+        "dataset",
+        "prompt_id",
+        "variant_id",
+        "family",
+        "subtype",
+        "strength",
+        "position",
+        "prompt_text",
+        "response_text",
+    ],
+    "deltas.parquet": [
+        "model",
+        "dataset",
+        "prompt_id",
+        "variant_id",
+        "family",
+        "subtype",
+        "strength",
+        "position",
+        "axis",
+        "delta",
+        "delta_norm",
+        "missing_reason",
+    ],
+    "scores.parquet": ["model", "dataset", "prompt_id", "axis", "s", "n_variants"],
+    "summary.parquet": [
+        "model",
+        "dataset",
+        "axis",
+        "sgs",
+        "n",
+        "t_stat",
+        "p_eps_0_01",
+        "p_eps_0_05",
+        "p_eps_0_10",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def _config(model_dir: Path, runs: Path) -> RunConfig:
+    return build_config(
+        "demo",
+        {
+            "models": [f"hf:{model_dir}"],
+            "n": 1,
+            "runs_dir": str(runs),
+            "generation": {"max_new_tokens": 4, "batch_size": 16},
+            "variants": {
+                "register": {"strengths": [-2, 2], "positions": ["suffix"]},
+                "noise": {
+                    "spacing": [5],
+                    "punctuation": [3],
+                    "capitalization": [50],
+                    "positions": ["global"],
+                },
+            },
+        },
+    )
+
+
+def _stages(run_dir: Path) -> dict[str, bool]:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return {s["path"]: s["cache_hit"] for s in manifest["stages"]}
+
+
+def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
+    harness: None, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    from flows.evaluate import evaluate
+
+    config = _config(tiny_model_dir, tmp_path / "runs")
+    run_dir = Path(evaluate(config))
+    assert run_dir == (tmp_path / "runs" / config.resolved_run_id()).resolve()
+    for name, columns in CONTRACT.items():
+        frame = pl.read_parquet(run_dir / name)
+        assert frame.columns[: len(columns)] == columns, name
+    deltas = pl.read_parquet(run_dir / "deltas.parquet")
+    assert set(deltas["axis"]) == set(AXES)
+    assert deltas["delta"].null_count() == 0, "all six axes are filled for an open model"
+    generations = pl.read_parquet(run_dir / "generations.parquet")
+    assert (generations["variant_id"] == "base").sum() == 6  # one base per built-in style
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["config_hash"] == config.result_hash()
+    assert manifest["models"][f"hf:{tiny_model_dir}"]["identity"].startswith("dir-sha256:")
+    assert manifest["packages"]["prefect"] != "not installed"
+    assert all("seconds" in s and "sha256" in s for s in manifest["stages"])
+    assert not any(_stages(run_dir).values())
+    assert (run_dir / "summary.md").read_text().startswith("# SAGO summary")
+
+    summary_bytes = (run_dir / "summary.parquet").read_bytes()
+    evaluate(config)
+    assert all(_stages(run_dir).values()), "every stage is a cache hit on rerun"
+    assert (run_dir / "summary.parquet").read_bytes() == summary_bytes
+
+
+def test_a_failed_run_resumes_without_recomputing_finished_stages(
+    harness: None, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tasks.models
+    from flows.evaluate import evaluate
+
+    config = _config(tiny_model_dir, tmp_path / "runs")
+
+    def broken_backend(model: str) -> object:
+        raise RuntimeError("GPU fell over")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.models, "get_backend", broken_backend)
+        with pytest.raises(RuntimeError, match="GPU fell over"):
+            evaluate(config)
+    run_dir = tmp_path / "runs" / config.resolved_run_id()
+    assert (run_dir / "variants.parquet").exists()
+    assert not (run_dir / "summary.parquet").exists()
+    assert not list(run_dir.rglob("*.tmp")), "no partial artifact is left behind"
+
+    evaluate(config)
+    stages = _stages(run_dir)
+    assert stages["prompts.parquet"] and stages["variants.parquet"]
+    assert stages["stages/variant_candidates.parquet"]
+    assert not stages[
+        next(p for p in stages if p.endswith("generations.parquet") and "models" in p)
+    ]
+    assert (run_dir / "summary.parquet").exists()
+
+
+def test_a_vanished_artifact_is_recomputed_not_handed_on(
+    harness: None, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    from flows.evaluate import evaluate
+
+    config = _config(tiny_model_dir, tmp_path / "runs")
+    run_dir = Path(evaluate(config))
+    (run_dir / "scores.parquet").unlink()
+    evaluate(config)
+    stages = _stages(run_dir)
+    assert stages["scores.parquet"] is False and stages["prompts.parquet"] is True
+    assert (run_dir / "scores.parquet").exists()

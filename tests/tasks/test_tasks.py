@@ -1,0 +1,67 @@
+"""Tasks as plain functions (``.fn``) on tiny Parquet files, and their cache keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import polars as pl
+
+from sago_core.artifacts.schemas import DELTAS
+from sago_core.artifacts.store import write_parquet
+from sago_core.config import GenerationSettings
+from tasks.caching import stage_cache_key
+from tasks.metrics import assemble_task, score_prompts_task, summarize_task
+
+
+def _deltas(path: Path, model: str) -> str:
+    frame = pl.DataFrame(
+        {
+            "model": model,
+            "dataset": "d",
+            "prompt_id": ["p1", "p1", "p2", "p2"],
+            "variant_id": ["a", "b", "a", "b"],
+            "family": "noise",
+            "subtype": "spacing",
+            "strength": 5.0,
+            "position": "global",
+            "axis": "bleu",
+            "delta": [-10.0, -30.0, 0.0, -20.0],
+            "delta_norm": [-0.1, -0.3, 0.0, -0.2],
+            "missing_reason": None,
+        }
+    )
+    return str(write_parquet(frame, path, DELTAS))
+
+
+def test_score_and_summarize_tasks_write_their_artifacts(tmp_path: Path) -> None:
+    a = _deltas(tmp_path / "a.parquet", "m1")
+    b = _deltas(tmp_path / "b.parquet", "m2")
+    merged = assemble_task.fn(
+        name="deltas", part_paths=[a, b], schema_name="DELTAS", out_dir=str(tmp_path)
+    )
+    assert pl.read_parquet(merged).height == 8
+    scores = pl.read_parquet(score_prompts_task.fn(deltas_path=merged, out_dir=str(tmp_path)))
+    assert scores.height == 4
+    p1 = scores.filter((pl.col("model") == "m1") & (pl.col("prompt_id") == "p1"))["s"][0]
+    assert abs(p1 - ((0.01 + 0.09) / 2) ** 0.5) < 1e-12
+    summary = pl.read_parquet(
+        summarize_task.fn(scores_path=str(tmp_path / "scores.parquet"), out_dir=str(tmp_path))
+    )
+    assert set(summary["dataset"]) == {"d", "__pooled__"}
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_cache_key_follows_content_not_location_or_run(tmp_path: Path) -> None:
+    context = SimpleNamespace(task=SimpleNamespace(name="score-prompts"))
+    a = _deltas(tmp_path / "a.parquet", "m1")
+    copy = tmp_path / "elsewhere" / "a.parquet"
+    copy.parent.mkdir()
+    copy.write_bytes(Path(a).read_bytes())
+    key = stage_cache_key(context, {"deltas_path": a, "out_dir": "/x"})
+    assert key == stage_cache_key(context, {"deltas_path": str(copy), "out_dir": "/y"})
+    changed = _deltas(tmp_path / "b.parquet", "m2")
+    assert key != stage_cache_key(context, {"deltas_path": changed, "out_dir": "/x"})
+    gen = {"settings": GenerationSettings(max_new_tokens=8)}
+    other = {"settings": GenerationSettings(max_new_tokens=9)}
+    assert stage_cache_key(context, gen) != stage_cache_key(context, other)

@@ -1,0 +1,88 @@
+"""Command line: documented options, and bad input stopped before any model is loaded."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flows.cli import build_parser, main
+from sago_core.backends.factory import get_backend
+
+OPTIONS = [
+    "--config",
+    "--preset",
+    "--models",
+    "--datasets",
+    "--data-dir",
+    "--n",
+    "--max-new-tokens",
+    "--seed",
+    "--runs-dir",
+    "--run-id",
+]
+
+
+def test_help_documents_every_option() -> None:
+    run_help = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    for option in OPTIONS:
+        assert option in run_help
+    top = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "run" in top.stdout
+
+
+def _fails(argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> str:
+    before = get_backend.cache_info().currsize
+    code = main(["run", "--runs-dir", str(tmp_path / "runs"), *argv])
+    assert code == 2
+    assert get_backend.cache_info().currsize == before, "no model was loaded"
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("demo-*"))
+    return capsys.readouterr().err
+
+
+def test_unknown_dataset(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert "unknown dataset 'trivia_qa'" in _fails(["--datasets", "trivia_qa"], capsys, tmp_path)
+
+
+def test_prompt_file_with_missing_column(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "mine.csv"
+    bad.write_text("prompt\nWhat is 2+2?\n", encoding="utf-8")
+    err = _fails(["--datasets", str(bad)], capsys, tmp_path)
+    assert str(bad) in err and "column 'question'" in err
+
+
+def test_empty_prompt(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "mine.jsonl"
+    bad.write_text('{"question": "fine?"}\n{"question": ""}\n', encoding="utf-8")
+    err = _fails(["--datasets", str(bad)], capsys, tmp_path)
+    assert "row 2" in err and "is empty" in err
+
+
+def test_model_path_that_does_not_exist(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    err = _fails(["--models", f"hf:{tmp_path / 'no-such-model'}"], capsys, tmp_path)
+    assert "does not exist" in err and "no-such-model" in err
+
+
+def test_bad_spec_and_config_values(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert "BACKEND:ID" in _fails(["--models", "smollm2-135m"], capsys, tmp_path)
+    assert "max_new_tokens" in _fails(["--max-new-tokens", "0"], capsys, tmp_path)
+    config = tmp_path / "c.yaml"
+    config.write_text("n: 2\nmodle: x\n")
+    assert "modle" in _fails(["--config", str(config)], capsys, tmp_path)
+
+
+def test_bad_input_loses_nothing_already_computed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    finished = tmp_path / "runs" / "demo-finished"
+    finished.mkdir(parents=True)
+    (finished / "summary.parquet").write_bytes(b"already computed")
+    code = main(["run", "--runs-dir", str(tmp_path / "runs"), "--datasets", "nope"])
+    assert code == 2
+    assert (finished / "summary.parquet").read_bytes() == b"already computed"

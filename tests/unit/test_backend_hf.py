@@ -1,0 +1,106 @@
+"""transformers backend on a tiny random-weight model: padding, log-probs, entropy, ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sago_core.backends.hf import HFBackend
+from sago_core.backends.model_source import resolve_local_model
+from sago_core.backends.protocol import ScoringRequest
+from sago_core.backends.tensor_ops import last_prompt_index, response_logprob_and_entropy
+from sago_core.errors import ModelNotFoundError
+
+PROMPTS = [
+    "What is the capital of France?",
+    "Hi",
+    "Name three primary colours, and explain briefly why they are called primary.",
+    "Who wrote Hamlet?",
+]
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_model_dir: Path) -> HFBackend:
+    return HFBackend(resolve_local_model(str(tiny_model_dir)))
+
+
+def test_last_prompt_index_under_left_and_right_padding() -> None:
+    right = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    left = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]])
+    prompt_lengths = torch.tensor([3, 5])
+    assert last_prompt_index(right, prompt_lengths, "right").tolist() == [2, 4]
+    assert last_prompt_index(left, prompt_lengths, "left").tolist() == [4, 4]
+
+
+def test_logprob_and_entropy_helper_golden() -> None:
+    logits = torch.tensor([[0.0, 0.0], [2.0, 0.0]])
+    target = torch.tensor([1, 0])
+    logprob, entropy = response_logprob_and_entropy(logits, target)
+    p = 1 / (1 + np.exp(-2.0))
+    assert logprob == pytest.approx(np.log(0.5) + np.log(p))
+    h2 = -(p * np.log(p) + (1 - p) * np.log(1 - p))
+    assert entropy == pytest.approx((np.log(2) + h2) / 2)
+
+
+def test_batched_scoring_equals_one_by_one(backend: HFBackend) -> None:
+    responses = backend.generate(PROMPTS, max_new_tokens=6, batch_size=4)
+    requests = [
+        ScoringRequest(p, g.response_token_ids) for p, g in zip(PROMPTS, responses, strict=False)
+    ]
+    batched = backend.score(requests, batch_size=4)
+    single = [backend.score([r], batch_size=1)[0] for r in requests]
+    for a, b in zip(batched, single, strict=True):
+        assert a.hidden is not None and b.hidden is not None
+        assert a.hidden.shape == (3, 64)
+        np.testing.assert_allclose(a.hidden, b.hidden, atol=1e-4)
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-3)
+        assert a.mean_entropy == pytest.approx(b.mean_entropy, abs=1e-4)
+
+
+def test_batched_generation_equals_one_by_one(backend: HFBackend) -> None:
+    batched = backend.generate(PROMPTS, max_new_tokens=6, batch_size=4)
+    single = [backend.generate([p], max_new_tokens=6, batch_size=1)[0] for p in PROMPTS]
+    assert [g.response_token_ids for g in batched] == [g.response_token_ids for g in single]
+    assert all(len(g.response_token_ids) <= 6 for g in batched)
+
+
+def test_teacher_forced_logprob_is_sum_of_per_token_log_softmax(backend: HFBackend) -> None:
+    prompt = PROMPTS[0]
+    response = (42, 7, 1000, 5)
+    result = backend.score([ScoringRequest(prompt, response)], batch_size=1)[0]
+    prompt_ids = backend.encode_prompt(prompt)
+    ids = torch.tensor([prompt_ids + list(response)])
+    with torch.inference_mode():
+        logits = backend.model(input_ids=ids).logits[0].float()
+    logp = torch.log_softmax(logits, dim=-1)
+    n = len(prompt_ids)
+    expected = sum(float(logp[n - 1 + t, tok]) for t, tok in enumerate(response))
+    assert result.logprob == pytest.approx(expected, abs=1e-4)
+    entropies = [float(-(logp[n - 1 + t].exp() * logp[n - 1 + t]).sum()) for t in range(4)]
+    assert result.mean_entropy == pytest.approx(np.mean(entropies), abs=1e-5)
+    # the hidden state is the final layer's at the last prompt token
+    with torch.inference_mode():
+        states = backend.model(input_ids=ids, output_hidden_states=True).hidden_states
+    assert result.hidden is not None
+    np.testing.assert_allclose(result.hidden[-1], states[-1][0, n - 1].numpy(), atol=1e-5)
+    np.testing.assert_allclose(result.hidden[0], states[1][0, n - 1].numpy(), atol=1e-5)
+
+
+def test_generation_stops_at_eos_and_keeps_it(backend: HFBackend) -> None:
+    eos = min(backend.eos_ids)
+    assert backend._cut([5, 6, eos, eos, eos]) == ((5, 6, eos), "stop")
+    assert backend._cut([5, 6, 7]) == ((5, 6, 7), "length")
+
+
+def test_model_resolution_errors(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        resolve_local_model(str(tmp_path / "missing-model"))
+    with pytest.raises(ModelNotFoundError, match=r"config\.json"):
+        resolve_local_model(str(tmp_path))
+    embedded = resolve_local_model("smollm2-135m")
+    assert embedded.kind == "gguf" and embedded.identity.startswith("sha256:")
+    hub = resolve_local_model("HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert hub.kind == "hub" and hub.identity.startswith("hub:HuggingFaceTB/")

@@ -1,0 +1,121 @@
+"""Scores and statistics: RMS, normalisation, t-tests against scipy, pooled SGS."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from sago_core.scoring.axes import AXES, POOLED, SCALES, normalise
+from sago_core.scoring.prompt_scores import score_prompts
+from sago_core.scoring.significance import one_sided_t_test
+from sago_core.scoring.summary import summarize
+
+
+def _deltas(values: list[float | None], axis: str = "bleu", prompt: str = "p1") -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "prompt_id": prompt,
+            "variant_id": [f"v{i}" for i in range(len(values))],
+            "axis": axis,
+            "delta": values,
+            "delta_norm": [None if v is None else v / SCALES[axis] for v in values],
+            "missing_reason": [None if v is not None else "gone" for v in values],
+        },
+        schema_overrides={"delta": pl.Float64, "delta_norm": pl.Float64},
+    )
+
+
+def test_scales_are_the_spec_constants() -> None:
+    assert SCALES == {"act": 2, "bleu": 100, "bert": 1, "prob": 250, "ent": 10, "mr": 1}
+    assert AXES == ("act", "bleu", "bert", "prob", "ent", "mr")
+    assert normalise("prob", -125.0) == -0.5 and normalise("ent", 0.0) == 0.0
+
+
+def test_rms_is_root_mean_square_of_normalised_deltas() -> None:
+    scores = score_prompts(_deltas([-30.0, -40.0, 0.0]))
+    expected = math.sqrt((0.3**2 + 0.4**2 + 0.0) / 3)
+    assert scores["s"][0] == pytest.approx(expected)
+    assert scores["n_variants"][0] == 3
+
+
+@given(st.lists(st.floats(-100, 100, allow_nan=False), min_size=1, max_size=12))
+@settings(max_examples=80, deadline=None)
+def test_rms_is_zero_only_if_every_delta_is_zero(values: list[float]) -> None:
+    s = score_prompts(_deltas(values))["s"][0]
+    assert (s == 0.0) == all(v == 0.0 for v in values)
+    assert s >= 0.0
+
+
+def test_missing_deltas_are_skipped_and_an_all_missing_axis_is_null_with_reason() -> None:
+    partial = score_prompts(_deltas([-50.0, None]))
+    assert partial["s"][0] == pytest.approx(0.5) and partial["n_variants"][0] == 1
+    missing = score_prompts(_deltas([None, None], axis="act"))
+    assert missing["s"][0] is None and missing["missing_reason"][0] == "gone"
+
+
+def test_one_sided_t_test_matches_scipy_and_the_formula() -> None:
+    data = np.array([0.08, 0.12, 0.05, 0.2, 0.09, 0.15])
+    for eps in (0.01, 0.05, 0.10):
+        got = one_sided_t_test(data, eps)
+        ref = stats.ttest_1samp(data, popmean=eps, alternative="greater")
+        assert got.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+        t = (data.mean() - eps) / (data.std(ddof=1) / math.sqrt(len(data)))
+        assert got.t_stat == pytest.approx(t)
+        assert got.p_value == pytest.approx(stats.t.sf(t, df=len(data) - 1))
+
+
+def test_t_test_degenerate_cases_are_decided_not_nan() -> None:
+    assert one_sided_t_test(np.zeros(5), 0.05).p_value == 1.0
+    assert one_sided_t_test(np.full(5, 0.3), 0.05).p_value == 0.0
+    assert one_sided_t_test(np.array([0.2]), 0.05).p_value is None
+
+
+def test_summary_pools_datasets_with_equal_weight() -> None:
+    rows = []
+    for dataset, values in {"a": [0.1, 0.3], "b": [0.5, 0.5, 0.5, 0.5]}.items():
+        for i, s in enumerate(values):
+            rows.append(
+                {
+                    "model": "m",
+                    "dataset": dataset,
+                    "prompt_id": f"{dataset}{i}",
+                    "axis": "bleu",
+                    "s": s,
+                    "n_variants": 3,
+                    "missing_reason": None,
+                }
+            )
+    summary = summarize(pl.DataFrame(rows))
+    by_dataset = {r["dataset"]: r for r in summary.iter_rows(named=True)}
+    assert by_dataset["a"]["sgs"] == pytest.approx(0.2)
+    assert by_dataset["b"]["sgs"] == pytest.approx(0.5)
+    assert by_dataset[POOLED]["sgs"] == pytest.approx(0.35)  # not the prompt mean 0.4
+    assert by_dataset[POOLED]["n"] == 6
+    pooled_p = stats.ttest_1samp([0.1, 0.3, 0.5, 0.5, 0.5, 0.5], 0.05, alternative="greater")
+    assert by_dataset[POOLED]["p_eps_0_05"] == pytest.approx(pooled_p.pvalue)
+
+
+def test_summary_keeps_a_missing_axis_as_null_with_reason() -> None:
+    frame = pl.DataFrame(
+        {
+            "model": ["m"],
+            "dataset": ["d"],
+            "prompt_id": ["p"],
+            "axis": ["act"],
+            "s": [None],
+            "n_variants": [0],
+            "missing_reason": ["no hidden states"],
+        },
+        schema_overrides={"s": pl.Float64},
+    )
+    summary = summarize(frame)
+    assert summary["sgs"].to_list() == [None, None]
+    assert all(r is not None for r in summary["missing_reason"].to_list())

@@ -1,0 +1,55 @@
+"""The demo's semantic threshold for MiniLM-L6 (layer 6), measured, not assumed.
+
+Calibration (kept share at 0.78 over the 36 built-in prompts, both directions): +-2 prefix
+1.00, +-2 suffix 1.00, +-2 global 0.58, +-4 prefix 0.81, +-4 suffix 0.94, +-4 global 0.32;
+levels 8-10 mostly rejected. Content changes scored 0.24-0.76 and are rejected. Minimal
+one-word edits ("ceiling" -> "floor": 0.91) score above every usable threshold: BERTScore
+guards against gross drift, which is what the paper's filter is for.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sago_core.axes.text_similarity import get_bert_scorer
+from sago_core.config import PRESETS
+from sago_core.data.builtin import builtin_prompts
+from sago_core.variants.register import apply_register
+
+DRIFTED = [
+    ("What is the capital of France?", "What is the capital of Germany?"),
+    ("What is the capital city of australia", "What is the capital city of austria"),
+    ("Who wrote the novel pride and prejudice", "Who wrote the novel war and peace"),
+    ("What is the capital of France?", "Who painted the Mona Lisa?"),
+]
+
+
+@pytest.fixture(scope="module")
+def demo_filter() -> tuple[object, float]:
+    settings = PRESETS["demo"]["bertscore"]
+    scorer = get_bert_scorer(settings["model"], settings["num_layers"])
+    return scorer, settings["semantic_threshold"]
+
+
+def test_content_changes_are_rejected(demo_filter: tuple) -> None:
+    scorer, threshold = demo_filter
+    scores = scorer.f1([b for _, b in DRIFTED], [a for a, _ in DRIFTED])
+    assert all(s <= threshold for s in scores), scores
+
+
+def test_light_register_variants_are_kept(demo_filter: tuple) -> None:
+    scorer, threshold = demo_filter
+    bases = [p.prompt for p in builtin_prompts()]
+    for position in ("prefix", "suffix"):
+        variants = [apply_register(b, s, position) for b in bases for s in (-2, 2)]
+        refs = [b for b in bases for _ in (-2, 2)]
+        scores = scorer.f1(variants, refs)
+        assert min(scores) > threshold, (position, min(scores))
+
+
+def test_strong_register_variants_are_mostly_rejected(demo_filter: tuple) -> None:
+    scorer, threshold = demo_filter
+    bases = [p.prompt for p in builtin_prompts()]
+    variants = [apply_register(b, 10, "global") for b in bases]
+    scores = scorer.f1(variants, bases)
+    assert sum(s > threshold for s in scores) / len(scores) < 0.2
