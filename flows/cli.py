@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         "or paths to .csv/.jsonl/.json/.parquet files with a 'question' column",
     )
     run.add_argument("--data-dir", type=Path, help="folder laid out like shared/data")
+    run.add_argument(
+        "--question-column", help="question column of a user's own data file (default question)"
+    )
     run.add_argument("--n", type=int, help="prompts sampled per dataset (seeded)")
     run.add_argument("--max-new-tokens", type=int, help="greedy generation length cap")
     run.add_argument("--seed", type=int, help="run seed (sampling and noise)")
@@ -74,6 +77,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "datasets": args.datasets,
         "data_dir": args.data_dir,
         "n": args.n,
+        "question_column": args.question_column,
         "seed": args.seed,
         "runs_dir": args.runs_dir,
         "run_id": args.run_id,
@@ -96,7 +100,7 @@ def preflight(config: RunConfig) -> None:
     for model in config.models:
         check_backend_available(model)
         resolve_local_model(parse_model_spec(model).model_id)
-    load_prompts(config.datasets, config.data_dir, config.n, config.seed)
+    load_prompts(config.datasets, config.data_dir, config.n, config.seed, config.question_column)
 
 
 def configure_environment(config: RunConfig) -> None:

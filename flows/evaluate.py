@@ -20,7 +20,12 @@ from tasks.metrics import (
     summarize_task,
 )
 from tasks.models import analyse_task, generate_task
-from tasks.prepare import build_variants_task, filter_variants_task, load_prompts_task
+from tasks.prepare import (
+    build_variants_task,
+    filter_variants_task,
+    load_prompts_task,
+    rewrite_structural_task,
+)
 from tasks.provenance import resolve_inputs_task, write_manifest_task
 
 
@@ -89,9 +94,18 @@ def evaluate(config: RunConfig) -> str:
         seed=config.seed,
         out_dir=str(run_dir / "stages"),
     )
+    rewrites = stage(
+        rewrite_structural_task,
+        prompts_path=prompts,
+        grid=config.variants.structural,
+        rewriter_identity=inputs["rewriter_identity"],
+        seed=config.seed,
+        cache_dir=str(config.runs_dir / ".cache" / "rewrites"),
+        out_dir=str(run_dir / "stages"),
+    )
     variants = stage(
         filter_variants_task,
-        candidates_path=candidates,
+        candidates_paths=[candidates, rewrites],
         prompts_path=prompts,
         bertscore=config.bertscore,
         out_dir=out,

@@ -72,6 +72,27 @@ class NoiseGrid(StrictModel):
         return value
 
 
+class StructuralGrid(StrictModel):
+    """Length scaling (target words = round(words x m)) and question <-> imperative.
+
+    Produced by ``rewriter`` (a model spec; the embedded model by default) at T=0 and
+    cached by (rewriter identity, instruction version, prompt). GLOBAL position only.
+    """
+
+    lengths: tuple[float, ...] = (0.25, 0.5, 1.5, 2.0, 3.0)
+    mood: bool = True
+    rewriter: str = "hf:smollm2-135m"
+    max_new_tokens: int = Field(default=96, ge=8, le=1024)
+    batch_size: int = Field(default=16, ge=1)
+
+    @field_validator("lengths")
+    @classmethod
+    def _multipliers(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(m <= 0 or m == 1 for m in value):
+            raise ValueError("length multipliers must be > 0 and not 1 (1 is the base prompt)")
+        return value
+
+
 class VariantGrid(StrictModel):
     """Which variant families are built; a family set to null is not built at all."""
 
@@ -80,6 +101,7 @@ class VariantGrid(StrictModel):
     # ``register`` would shadow ABCMeta.register on the model class; the YAML key stays.
     register_grid: RegisterGrid | None = Field(default=RegisterGrid(), alias="register")
     noise: NoiseGrid | None = NoiseGrid()
+    structural: StructuralGrid | None = StructuralGrid()
 
 
 class BertScoreSettings(StrictModel):
@@ -111,6 +133,7 @@ class RunConfig(StrictModel):
     datasets: tuple[str, ...] = (BUILTIN_DATASET,)
     data_dir: Path | None = None
     n: int = Field(default=16, ge=1)
+    question_column: str = "question"
     seed: int = 0
     runs_dir: Path = Path("runs")
     run_id: str | None = None
@@ -159,6 +182,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "variants": {
             "register": {"strengths": [-4, -2, 2, 4]},
             "noise": {"spacing": [5, 20], "punctuation": [3, 10], "capitalization": [25, 75]},
+            "structural": {"lengths": [0.5, 2.0], "mood": True, "max_new_tokens": 64},
         },
     },
     "paper": {

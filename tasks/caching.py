@@ -3,7 +3,7 @@
 A key is the hash of what determines a stage's output: the task name, the code version of
 sago (a digest of its source files), every input artifact's bytes (parameters named
 ``*_path`` or ``*_paths``), and every other parameter's JSON form, except where the output is
-written (``out_dir``). Never the run id: a rerun or a resumed run hits the cache.
+written (``out_dir``, ``cache_dir``). Never the run id: a rerun or a resumed run hits the cache.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from sago_core.artifacts.store import sha256_of
 
 _PACKAGES = ("sago_core", "tasks")
-_EXCLUDED = frozenset({"out_dir"})
+_EXCLUDED = frozenset({"out_dir", "cache_dir"})
 
 
 @lru_cache(maxsize=1)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sago_core.artifacts.schemas import PROMPTS, VARIANTS
+import polars as pl
+
+from sago_core.artifacts.json_cache import JsonCache
+from sago_core.artifacts.schemas import PROMPTS, VARIANTS, empty
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
-from sago_core.config import BertScoreSettings, RunConfig, VariantGrid
+from sago_core.backends.factory import get_backend
+from sago_core.config import BertScoreSettings, RunConfig, StructuralGrid, VariantGrid
 from sago_core.stages.prompts import prepare_prompts
+from sago_core.stages.structural import rewrite_structural
 from sago_core.stages.variants import build_variant_candidates, filter_variants
 from tasks.stage import stage_task
 
@@ -25,13 +30,37 @@ def build_variants_task(prompts_path: str, grid: VariantGrid, seed: int, out_dir
     return str(write_parquet(frame, Path(out_dir) / "variant_candidates.parquet", VARIANTS))
 
 
+@stage_task("rewrite-structural")
+def rewrite_structural_task(
+    prompts_path: str,
+    grid: StructuralGrid | None,
+    rewriter_identity: str | None,
+    seed: int,
+    cache_dir: str,
+    out_dir: str,
+) -> str:
+    """Length and mood variants from the rewriter; an empty artifact when none are asked for."""
+    target = Path(out_dir) / "structural_candidates.parquet"
+    if grid is None or rewriter_identity is None:
+        return str(write_parquet(empty(VARIANTS), target, VARIANTS))
+    frame = rewrite_structural(
+        read_parquet(prompts_path),
+        grid,
+        get_backend(grid.rewriter),
+        rewriter_identity,
+        JsonCache(Path(cache_dir)),
+        seed,
+    )
+    return str(write_parquet(frame, target, VARIANTS))
+
+
 @stage_task("filter-variants")
 def filter_variants_task(
-    candidates_path: str, prompts_path: str, bertscore: BertScoreSettings, out_dir: str
+    candidates_paths: list[str], prompts_path: str, bertscore: BertScoreSettings, out_dir: str
 ) -> str:
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
     frame = filter_variants(
-        read_parquet(candidates_path),
+        pl.concat([read_parquet(p) for p in candidates_paths]),
         read_parquet(prompts_path),
         scorer.f1,
         bertscore.semantic_threshold,

@@ -34,17 +34,27 @@ PACKAGES = (
 @task(name="resolve-inputs", task_run_name="resolve-inputs")
 def resolve_inputs_task(config: RunConfig) -> dict[str, Any]:
     """Model identities and the data digest; fails here, before any model is loaded."""
-    models = {}
-    for model in config.models:
-        check_backend_available(model)
-        source = resolve_local_model(parse_model_spec(model).model_id)
-        models[model] = {
-            "identity": source.identity,
-            "kind": source.kind,
-            "location": source.location,
-            "gguf_file": source.gguf_file,
-        }
-    return {"models": models, "data_digest": source_digest(config.datasets, config.data_dir)}
+    models = {model: _describe_model(model) for model in config.models}
+    structural = config.variants.structural
+    rewriter = _describe_model(structural.rewriter) if structural else None
+    return {
+        "models": models,
+        "rewriter": rewriter,
+        "rewriter_identity": rewriter["identity"] if rewriter else None,
+        "data_digest": source_digest(config.datasets, config.data_dir),
+    }
+
+
+def _describe_model(model: str) -> dict[str, Any]:
+    check_backend_available(model)
+    source = resolve_local_model(parse_model_spec(model).model_id)
+    return {
+        "spec": model,
+        "identity": source.identity,
+        "kind": source.kind,
+        "location": source.location,
+        "gguf_file": source.gguf_file,
+    }
 
 
 def package_versions() -> dict[str, str]:
@@ -68,6 +78,7 @@ def write_manifest_task(
         "config_hash": config.result_hash(),
         "seed": config.seed,
         "models": inputs["models"],
+        "rewriter": inputs["rewriter"],
         "data_digest": inputs["data_digest"],
         "packages": package_versions(),
         "python": platform.python_version(),

@@ -25,6 +25,7 @@ PROMPTS: Schema = {
     "prompt_id": pl.String,
     "prompt": pl.String,
     "references": pl.List(pl.String),
+    "source": pl.String,  # file (or hub id) and row the prompt came from
 }
 
 VARIANTS: Schema = {
@@ -37,6 +38,7 @@ VARIANTS: Schema = {
     "semantic_score": pl.Float64,
     "kept": pl.Boolean,
     "reject_reason": pl.String,
+    "word_ratio": pl.Float64,  # words(variant) / words(base prompt)
 }
 
 GENERATIONS: Schema = {

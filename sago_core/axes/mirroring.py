@@ -17,8 +17,10 @@ Our documented choices (the spec fixes the shape, not the numbers):
   100 words increases. Ruder (s < 0): mirroring when bluntness markers increase by >= 1, or
   politeness markers drop by >= 1 while the response shrinks below 75% of the base words.
 - Length: |y^v| / |y| in words within m x (1 +- 0.25).
-- Mood: no reliable rule-based detector exists for the answer's mood; MR is missing with a
-  reason (never 0) until an LLM judge is configured.
+- Mood: M(y, v) = 1 when the response's first sentence has the variant prompt's mood: a
+  question (ends with '?') for a question variant; an imperative (its first word is a
+  command verb from the list below) for an imperative variant. M(y_base, v) applies the
+  same test to the base response, so a model that always answers in one mood scores 0.
 """
 
 from __future__ import annotations
@@ -63,6 +65,51 @@ BLUNTNESS_MARKERS = (
     "for crying out loud",
     "get it right",
     "stop ",
+)
+
+
+COMMAND_VERBS = frozenset(
+    [
+        "list",
+        "name",
+        "tell",
+        "give",
+        "explain",
+        "describe",
+        "state",
+        "identify",
+        "provide",
+        "write",
+        "find",
+        "consider",
+        "note",
+        "remember",
+        "imagine",
+        "let",
+        "try",
+        "use",
+        "make",
+        "take",
+        "check",
+        "see",
+        "look",
+        "think",
+        "answer",
+        "define",
+        "compare",
+        "calculate",
+        "convert",
+        "count",
+        "choose",
+        "pick",
+        "read",
+        "add",
+        "start",
+        "keep",
+        "avoid",
+        "follow",
+        "ask",
+    ]
 )
 
 
@@ -145,8 +192,21 @@ def length_mirroring(multiplier: float, response: str, base: str) -> int:
     return int(multiplier * 0.75 <= ratio <= multiplier * 1.25)
 
 
+def _first_sentence(text: str) -> str:
+    match = re.match(r"\s*(.+?[.!?])(\s|$)", text, flags=re.DOTALL)
+    return (match.group(1) if match else text).strip()
+
+
+def in_mood(text: str, question: bool) -> int:
+    sentence = _first_sentence(text)
+    if question:
+        return int(sentence.endswith("?"))
+    first = re.sub(r"[^a-z]", "", sentence.split()[0].lower()) if sentence.split() else ""
+    return int(first in COMMAND_VERBS)
+
+
 def detect_mirroring(
-    family: str, subtype: str, strength: float, response: str, base: str
+    family: str, subtype: str, strength: float, response: str, base: str, variant_prompt: str
 ) -> Mirroring:
     """M(y^v, v) and M(y_base, v) for one variant, or a reason why no detector applies."""
     if family == "noise":
@@ -157,4 +217,7 @@ def detect_mirroring(
         return Mirroring(
             length_mirroring(strength, response, base), length_mirroring(strength, base, base)
         )
+    if family == "structural" and subtype == "mood":
+        question = variant_prompt.rstrip().endswith("?")
+        return Mirroring(in_mood(response, question), in_mood(base, question))
     return Mirroring(None, None, f"no mirroring detector for {family}/{subtype}")

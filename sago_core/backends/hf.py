@@ -77,6 +77,13 @@ class HFBackend:
             "layers": str(self.model.config.num_hidden_layers),
         }
 
+    def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
+        return [len(self.encode_prompt(p)) for p in prompts]
+
+    def context_window(self) -> int | None:
+        window = getattr(self.model.config, "max_position_embeddings", None)
+        return int(window) if window else None
+
     def encode_prompt(self, prompt: str) -> list[int]:
         """Token ids of the prompt as the model sees it: chat template and assistant header."""
         if self.tokenizer.chat_template:

@@ -51,6 +51,14 @@ class Backend(Protocol):
 
     def score(self, requests: Sequence[ScoringRequest], batch_size: int) -> list[TeacherForced]: ...
 
+    def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
+        """Tokens each prompt takes as the model sees it; None if the backend cannot count."""
+        ...
+
+    def context_window(self) -> int | None:
+        """Most tokens (prompt + response) the model takes; None if unknown."""
+        ...
+
     def describe(self) -> dict[str, str]:
         """Backend name, library versions, device and dtype, for the manifest."""
         ...

@@ -88,9 +88,7 @@ _BLOCKS: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
 def builtin_prompts() -> list[Prompt]:
     """All built-in prompts; the dataset column (``builtin_<style>``) names the style imitated."""
     return [
-        Prompt(
-            dataset=f"builtin_{dataset}", prompt_id=f"builtin-{pid}", prompt=text, references=refs
-        )
+        Prompt(f"builtin_{dataset}", f"builtin-{pid}", text, refs, source="builtin")
         for dataset, rows in _BLOCKS.items()
         for pid, text, refs in rows
     ]

@@ -8,10 +8,10 @@ path is what the tests exercise.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sago_core.data.prompt import Prompt, content_id
+from sago_core.data.prompt import Prompt, content_id, source_of
 from sago_core.data.records import Record, read_records, require_text, text_list
 from sago_core.errors import InputError
 
@@ -30,6 +30,12 @@ class DatasetSource:
 
 
 def _truthfulqa(rec: Record, path: Path, row: int) -> Prompt:
+    if "Question" not in rec and "question" in rec:  # hub layout: snake_case, list answers
+        question = require_text(rec, "question", file=path, row=row)
+        refs = text_list(rec.get("best_answer")) + text_list(rec.get("correct_answers"))
+        return Prompt(
+            "truthfulqa", content_id("tqa", question), question, tuple(dict.fromkeys(refs))
+        )
     question = require_text(rec, "Question", file=path, row=row)
     refs = text_list(rec.get("Best Answer")) + text_list(rec.get("Correct Answers"), separator=";")
     return Prompt("truthfulqa", content_id("tqa", question), question, tuple(dict.fromkeys(refs)))
@@ -64,14 +70,20 @@ def _triviaqa(rec: Record, path: Path, row: int) -> Prompt:
         pid = str(rec.get("QuestionId") or content_id("tqa", question))
         return Prompt("triviaqa", f"trivia-{pid}", question, tuple(dict.fromkeys(refs)))
     question = require_text(rec, "question", file=path, row=row)
-    refs = text_list(rec.get("golden_answers") or rec.get("answer"))
-    pid = str(rec.get("id") or content_id("trivia", question))
-    return Prompt("triviaqa", f"trivia-{pid}" if rec.get("id") else pid, question, refs)
+    answer = rec.get("answer")
+    if isinstance(answer, dict):  # hub layout: answer {value, aliases, ...}
+        refs = text_list(answer.get("value")) + text_list(answer.get("aliases"))
+    else:
+        refs = text_list(rec.get("golden_answers") or answer)
+    native = rec.get("id") or rec.get("question_id")
+    pid = f"trivia-{native}" if native else content_id("trivia", question)
+    return Prompt("triviaqa", pid, question, tuple(dict.fromkeys(refs)))
 
 
 def _hotpotqa(rec: Record, path: Path, row: int) -> Prompt:
     question = require_text(rec, "question", file=path, row=row)
-    pid = f"hotpot-{rec['_id']}" if rec.get("_id") else content_id("hotpot", question)
+    native = rec.get("_id") or rec.get("id")
+    pid = f"hotpot-{native}" if native else content_id("hotpot", question)
     return Prompt("hotpotqa", pid, question, text_list(rec.get("answer")))
 
 
@@ -149,7 +161,10 @@ def find_dataset_file(source: DatasetSource, data_dir: Path) -> Path:
 
 
 def load_dataset_file(source: DatasetSource, path: Path) -> list[Prompt]:
-    return [source.to_prompt(rec, path, row) for row, rec in enumerate(read_records(path), 1)]
+    return [
+        replace(source.to_prompt(rec, path, row), source=source_of(str(path), row))
+        for row, rec in enumerate(read_records(path), 1)
+    ]
 
 
 def load_from_hub(source: DatasetSource) -> list[Prompt]:
@@ -163,4 +178,7 @@ def load_from_hub(source: DatasetSource) -> list[Prompt]:
         ) from exc
     rows = datasets.load_dataset(source.hub_id, source.hub_config, split=source.hub_split)
     origin = Path(f"hub:{source.hub_id}")
-    return [source.to_prompt(dict(rec), origin, row) for row, rec in enumerate(rows, 1)]
+    return [
+        replace(source.to_prompt(dict(rec), origin, row), source=source_of(str(origin), row))
+        for row, rec in enumerate(rows, 1)
+    ]

@@ -7,7 +7,7 @@ from pathlib import Path
 from sago_core.config import BUILTIN_DATASET, DATASET_NAMES
 from sago_core.data.builtin import builtin_prompts
 from sago_core.data.datasets import SOURCES, find_dataset_file, load_dataset_file
-from sago_core.data.prompt import Prompt, content_id
+from sago_core.data.prompt import Prompt, content_id, source_of
 from sago_core.data.records import read_records, require_text, text_list
 from sago_core.data.sampling import sample_prompts
 from sago_core.errors import ConfigError, InputError
@@ -24,7 +24,7 @@ def load_user_file(path: Path, question_column: str = "question") -> list[Prompt
         raw_id = rec.get("id") or rec.get("prompt_id")
         pid = str(raw_id) if raw_id not in (None, "") else content_id(path.stem, text)
         refs = text_list(rec.get("answers") if "answers" in rec else rec.get("answer"))
-        prompts.append(Prompt(path.stem, pid, text, refs))
+        prompts.append(Prompt(path.stem, pid, text, refs, source=source_of(str(path), row)))
     return prompts
 
 

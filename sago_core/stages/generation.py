@@ -7,6 +7,8 @@ import polars as pl
 from sago_core.artifacts.schemas import GENERATIONS, conform
 from sago_core.backends.protocol import Backend
 from sago_core.config import GenerationSettings
+from sago_core.data.prompt import split_source
+from sago_core.errors import InputError
 from sago_core.scoring.axes import BASE_VARIANT_ID
 
 
@@ -35,6 +37,42 @@ def generation_requests(prompts: pl.DataFrame, variants: pl.DataFrame) -> pl.Dat
     return pl.concat([base, kept]).sort(["dataset", "prompt_id", "variant_id"])
 
 
+Origin = tuple[str, int | None, str]  # file (or dataset), row, "prompt X, variant Y"
+
+
+def ensure_fits(
+    backend: Backend, texts: list[str], origins: list[Origin], max_new_tokens: int
+) -> None:
+    """Refuse, before generating anything, a prompt that cannot fit the model's context."""
+    window = backend.context_window()
+    lengths = backend.prompt_lengths(texts) if window else None
+    if window is None or lengths is None:
+        return
+    for length, (file, row, label) in zip(lengths, origins, strict=True):
+        if length + max_new_tokens > window:
+            raise InputError(
+                f"{label} takes {length} tokens; with max_new_tokens {max_new_tokens} that "
+                f"exceeds the model's context of {window} tokens",
+                file=file,
+                row=row,
+                column="prompt",
+            )
+
+
+def prompt_origins(requests: pl.DataFrame, prompts: pl.DataFrame) -> list[Origin]:
+    """Where each request's prompt came from, for error messages ("file, row N")."""
+    joined = requests.join(
+        prompts.select("dataset", "prompt_id", "source"), on=["dataset", "prompt_id"], how="left"
+    )
+    origins: list[Origin] = []
+    for source, dataset, pid, vid in joined.select(
+        "source", "dataset", "prompt_id", "variant_id"
+    ).iter_rows():
+        file, row = split_source(source or dataset)
+        origins.append((file, row, f"prompt {pid}, variant {vid}"))
+    return origins
+
+
 def generate_responses(
     backend: Backend,
     model: str,
@@ -43,6 +81,8 @@ def generate_responses(
     settings: GenerationSettings,
 ) -> pl.DataFrame:
     requests = generation_requests(prompts, variants)
+    texts = requests["prompt_text"].to_list()
+    ensure_fits(backend, texts, prompt_origins(requests, prompts), settings.max_new_tokens)
     outputs = backend.generate(
         requests["prompt_text"].to_list(), settings.max_new_tokens, settings.batch_size
     )

@@ -38,7 +38,12 @@ def detect_mirroring_frame(generations: pl.DataFrame) -> pl.DataFrame:
     rows = _with_base_response(generations)
     verdicts = [
         detect_mirroring(
-            r["family"], r["subtype"], r["strength"], r["response_text"], r["base_response"]
+            r["family"],
+            r["subtype"],
+            r["strength"],
+            r["response_text"],
+            r["base_response"],
+            r["prompt_text"],
         )
         for r in rows.iter_rows(named=True)
     ]

@@ -10,13 +10,16 @@ from sago_core.data import load_prompts
 
 
 def prepare_prompts(config: RunConfig) -> pl.DataFrame:
-    prompts = load_prompts(config.datasets, config.data_dir, config.n, config.seed)
+    prompts = load_prompts(
+        config.datasets, config.data_dir, config.n, config.seed, config.question_column
+    )
     frame = pl.DataFrame(
         {
             "dataset": [p.dataset for p in prompts],
             "prompt_id": [p.prompt_id for p in prompts],
             "prompt": [p.prompt for p in prompts],
             "references": [list(p.references) for p in prompts],
+            "source": [p.source for p in prompts],
         },
         schema=PROMPTS,
     )

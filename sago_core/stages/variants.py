@@ -40,32 +40,45 @@ def build_variant_candidates(prompts: pl.DataFrame, grid: VariantGrid, seed: int
             "semantic_score": [None] * len(variants),
             "kept": [True] * len(variants),
             "reject_reason": [None] * len(variants),
+            "word_ratio": [None] * len(variants),
         },
         schema=VARIANTS,
     )
-    return conform(frame, VARIANTS)
+    return conform(frame, VARIANTS).sort(["dataset", "prompt_id", "variant_id"])
+
+
+def _words(column: str) -> pl.Expr:
+    return pl.col(column).str.extract_all(r"\S+").list.len().cast(pl.Float64)
 
 
 def filter_variants(
     candidates: pl.DataFrame, prompts: pl.DataFrame, f1: F1Fn, threshold: float
 ) -> pl.DataFrame:
-    """Score every filtered-family variant against its base prompt; keep score > threshold."""
+    """Score every filtered-family variant against its base prompt; keep score > threshold.
+
+    A variant already rejected upstream (e.g. an unusable rewrite) keeps its reason and is
+    not scored. Every row gets its word ratio to the base prompt.
+    """
     joined = candidates.join(
         prompts.select("dataset", "prompt_id", "prompt"), on=["dataset", "prompt_id"], how="left"
     )
-    checked = joined.filter(pl.col("family").is_in(list(FILTERED_FAMILIES)))
+    checked = joined.filter(pl.col("family").is_in(list(FILTERED_FAMILIES)) & pl.col("kept"))
     scores = f1(checked["text"].to_list(), checked["prompt"].to_list()) if len(checked) else []
     scored = checked.select("dataset", "prompt_id", "variant_id").with_columns(
         pl.Series("score", scores, dtype=pl.Float64)
     )
     out = joined.join(scored, on=["dataset", "prompt_id", "variant_id"], how="left")
-    rejected = pl.col("score").is_not_null() & (pl.col("score") <= threshold)
+    too_far = pl.col("score").is_not_null() & (pl.col("score") <= threshold)
+    semantic_reason = pl.format(
+        "semantic score {} <= threshold {}", pl.col("score").round(4), pl.lit(threshold)
+    )
     out = out.with_columns(
         pl.col("score").alias("semantic_score"),
-        (~rejected).alias("kept"),
-        pl.when(rejected)
-        .then(pl.format("semantic score {} <= threshold {}", pl.col("score").round(4), threshold))
-        .otherwise(None)
+        (pl.col("kept") & ~too_far).alias("kept"),
+        pl.when(too_far)
+        .then(semantic_reason)
+        .otherwise(pl.col("reject_reason"))
         .alias("reject_reason"),
+        (_words("text") / _words("prompt")).alias("word_ratio"),
     )
-    return conform(out, VARIANTS)
+    return conform(out, VARIANTS).sort(["dataset", "prompt_id", "variant_id"])

@@ -80,6 +80,12 @@ def _config(model_dir: Path, runs: Path) -> RunConfig:
                     "capitalization": [50],
                     "positions": ["global"],
                 },
+                "structural": {
+                    "lengths": [2.0],
+                    "mood": True,
+                    "rewriter": f"hf:{model_dir}",
+                    "max_new_tokens": 12,
+                },
             },
         },
     )
@@ -106,6 +112,10 @@ def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
     assert deltas["delta"].null_count() == 0, "all six axes are filled for an open model"
     generations = pl.read_parquet(run_dir / "generations.parquet")
     assert (generations["variant_id"] == "base").sum() == 6  # one base per built-in style
+    variants = pl.read_parquet(run_dir / "variants.parquet")
+    assert set(variants["family"]) == {"register", "noise", "structural"}
+    assert variants.filter(pl.col("family") == "structural").height == 6 * 2
+    assert variants.filter(~pl.col("kept"))["reject_reason"].null_count() == 0
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["config_hash"] == config.result_hash()
     assert manifest["models"][f"hf:{tiny_model_dir}"]["identity"].startswith("dir-sha256:")

@@ -62,11 +62,24 @@ def test_register_mirroring_rules() -> None:
     assert register_mirroring(-4, base, base) == 0
 
 
-def test_mood_has_no_detector_and_is_missing_not_zero() -> None:
-    verdict = detect_mirroring("structural", "mood", 1, "Paris.", "Paris.")
+def test_mood_mirroring_rule() -> None:
+    imperative = "Tell me the capital of France."
+    verdict = detect_mirroring(
+        "structural", "mood", 1, "Name it: Paris.", "It is Paris.", imperative
+    )
+    assert (verdict.m_variant, verdict.m_base) == (1, 0)
+    question = "What is the capital of France?"
+    asks = detect_mirroring("structural", "mood", 1, "Why ask? Paris.", "Paris.", question)
+    assert (asks.m_variant, asks.m_base) == (1, 0)
+    same = detect_mirroring("structural", "mood", 1, "Paris.", "Paris.", question)
+    assert (same.m_variant, same.m_base) == (0, 0)
+
+
+def test_unknown_family_is_missing_not_zero() -> None:
+    verdict = detect_mirroring("other", "x", 1, "Paris.", "Paris.", "q")
     assert verdict.m_variant is None and verdict.missing_reason
 
 
 def test_length_mirroring_base_is_evaluated() -> None:
-    verdict = detect_mirroring("structural", "length", 2.0, "a b c d e f g h", "a b c d")
+    verdict = detect_mirroring("structural", "length", 2.0, "a b c d e f g h", "a b c d", "q")
     assert (verdict.m_variant, verdict.m_base) == (1, 0)

@@ -127,3 +127,30 @@ def test_user_file_with_references_and_custom_column(tmp_path: Path) -> None:
     own = _write(tmp_path / "own.jsonl", '{"q": "Capital of Peru?", "answers": ["Lima"]}\n')
     prompts = load_user_file(own, question_column="q")
     assert prompts[0].dataset == "own" and prompts[0].references == ("Lima",)
+
+
+def test_hub_layouts_map_to_the_same_schema() -> None:
+    hub = Path("hub:x")
+    tqa = SOURCES["truthfulqa"].to_prompt(
+        {"question": "Q?", "best_answer": "A", "correct_answers": ["A", "B"]}, hub, 1
+    )
+    assert tqa.prompt == "Q?" and tqa.references == ("A", "B")
+    trivia = SOURCES["triviaqa"].to_prompt(
+        {
+            "question": "Who?",
+            "question_id": "tc_1",
+            "answer": {"value": "X", "aliases": ["X", "Y"]},
+        },
+        hub,
+        1,
+    )
+    assert trivia.prompt_id == "trivia-tc_1" and trivia.references == ("X", "Y")
+    hotpot = SOURCES["hotpotqa"].to_prompt({"id": "5a8", "question": "Q?", "answer": "yes"}, hub, 1)
+    assert hotpot.prompt_id == "hotpot-5a8"
+    nq = SOURCES["nq_open"].to_prompt({"question": "q", "answer": ["a"]}, hub, 1)
+    assert nq.references == ("a",)
+
+
+def test_prompts_remember_their_file_and_row(shared_data: Path) -> None:
+    prompts = load_prompts(("simpleqa_verified",), shared_data, n=2, seed=0)
+    assert all(p.source.startswith(str(shared_data)) and ", row " in p.source for p in prompts)

@@ -1,0 +1,106 @@
+"""Stage: structural variants (length, mood) from a rewriter model, cached per prompt.
+
+The rewrite cache key is (rewriter identity, instruction version, subtype, strength, prompt),
+so a rerun, or another run over the same prompts, reproduces the same rewrites without
+calling the model. Only usable rewrites are cached; an unusable one is recorded as a
+rejected variant with its reason, never dropped.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sago_core.artifacts.json_cache import JsonCache
+from sago_core.artifacts.schemas import VARIANTS, conform, empty
+from sago_core.backends.protocol import Backend
+from sago_core.config import StructuralGrid
+from sago_core.data.prompt import split_source
+from sago_core.stages.generation import Origin, ensure_fits
+from sago_core.variants.seeding import variant_seed
+from sago_core.variants.structural import (
+    INSTRUCTION_VERSION,
+    RewriteTask,
+    check_rewrite,
+    clean_rewrite,
+    length_task,
+    mood_task,
+)
+
+
+def structural_variant_id(task: RewriteTask) -> str:
+    return f"structural:{task.subtype}:{task.strength:g}:global"
+
+
+def rewrite_tasks(prompt: str, grid: StructuralGrid) -> list[RewriteTask]:
+    tasks = [length_task(prompt, m) for m in grid.lengths]
+    return [*tasks, mood_task(prompt)] if grid.mood else tasks
+
+
+def _origin(row: dict, task: RewriteTask) -> Origin:
+    file, line = split_source(row["source"] or row["dataset"])
+    return file, line, f"prompt {row['prompt_id']} (rewrite {structural_variant_id(task)})"
+
+
+def rewrite_structural(
+    prompts: pl.DataFrame,
+    grid: StructuralGrid,
+    backend: Backend,
+    rewriter_identity: str,
+    cache: JsonCache,
+    seed: int,
+) -> pl.DataFrame:
+    jobs = []
+    for row in prompts.iter_rows(named=True):
+        for task in rewrite_tasks(row["prompt"], grid):
+            key = JsonCache.key(
+                rewriter_identity,
+                INSTRUCTION_VERSION,
+                task.subtype,
+                f"{task.strength:g}",
+                row["prompt"],
+            )
+            jobs.append((row, task, key, cache.get(key)))
+    todo = [j for j in jobs if j[3] is None]
+    ensure_fits(
+        backend,
+        [t.instruction for _, t, _, _ in todo],
+        [_origin(row, task) for row, task, _, _ in todo],
+        grid.max_new_tokens,
+    )
+    outputs = (
+        backend.generate(
+            [t.instruction for _, t, _, _ in todo], grid.max_new_tokens, grid.batch_size
+        )
+        if todo
+        else []
+    )
+    fresh = {
+        key: clean_rewrite(o.response_text) for (_, _, key, _), o in zip(todo, outputs, strict=True)
+    }
+    records = []
+    for row, task, key, hit in jobs:
+        text = hit["text"] if hit is not None else fresh[key]
+        reason = check_rewrite(row["prompt"], text, task)
+        if hit is None and reason is None:
+            cache.put(key, {"text": text, "rewriter": rewriter_identity})
+        vid = structural_variant_id(task)
+        records.append(
+            {
+                "dataset": row["dataset"],
+                "prompt_id": row["prompt_id"],
+                "variant_id": vid,
+                "family": "structural",
+                "subtype": task.subtype,
+                "strength": task.strength,
+                "position": "global",
+                "text": text,
+                "seed": variant_seed(seed, row["dataset"], row["prompt_id"], vid),
+                "semantic_score": None,
+                "kept": reason is None,
+                "reject_reason": reason,
+                "word_ratio": None,
+            }
+        )
+    if not records:
+        return empty(VARIANTS)
+    return conform(pl.DataFrame(records, schema=VARIANTS), VARIANTS)

@@ -1,0 +1,85 @@
+"""Structural variants: length scaling and question <-> imperative, GLOBAL only.
+
+A rewriter model produces them (greedy, T=0) from the instructions below; this module only
+builds the instructions and cleans and checks the answers, so it stays model-free. The
+instruction version is part of the rewrite cache key: change the wording, bump it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+INSTRUCTION_VERSION = "structural-v1"
+NO_POLITENESS = (
+    "Do not add greetings, thanks, 'please' or any other politeness, and do not answer it."
+)
+_LABEL = re.compile(
+    r"^(rewritten|rephrased|new|shortened|lengthened)?\s*(question|instruction|"
+    r"version|request|prompt|text)?\s*:\s*",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class RewriteTask:
+    """One structural variant to produce: subtype 'length' (strength = m) or 'mood' (1)."""
+
+    subtype: str
+    strength: float
+    instruction: str
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def target_words(prompt: str, multiplier: float) -> int:
+    return max(1, round(word_count(prompt) * multiplier))
+
+
+def is_question(prompt: str) -> bool:
+    return prompt.rstrip().endswith("?")
+
+
+def length_task(prompt: str, multiplier: float) -> RewriteTask:
+    goal = target_words(prompt, multiplier)
+    direction = "Shorten" if multiplier < 1 else "Lengthen"
+    instruction = (
+        f"{direction} the following text to about {goal} words. Keep exactly the same meaning, "
+        f"the same request and the same form. {NO_POLITENESS} Reply with the rewritten text "
+        f"only.\n\nText: {prompt}"
+    )
+    return RewriteTask("length", multiplier, instruction)
+
+
+def mood_task(prompt: str) -> RewriteTask:
+    if is_question(prompt):
+        change = "Rewrite the following question as a command (an imperative sentence, no '?')."
+    else:
+        change = "Rewrite the following instruction as a direct question ending with '?'."
+    instruction = (
+        f"{change} Keep exactly the same meaning. {NO_POLITENESS} Reply with the rewritten "
+        f"text only.\n\nText: {prompt}"
+    )
+    return RewriteTask("mood", 1.0, instruction)
+
+
+def clean_rewrite(raw: str) -> str:
+    """First non-empty line, without a leading label or wrapping quotes."""
+    for line in raw.strip().splitlines():
+        text = _LABEL.sub("", line.strip()).strip().strip('"“”').strip()
+        if text:
+            return text
+    return ""
+
+
+def check_rewrite(prompt: str, rewrite: str, task: RewriteTask) -> str | None:
+    """Why a rewrite is unusable, or None. Meaning is judged later by the semantic filter."""
+    if not rewrite:
+        return "rewriter returned no text"
+    if rewrite.strip() == prompt.strip():
+        return "rewriter returned the prompt unchanged"
+    if task.subtype == "mood" and is_question(rewrite) == is_question(prompt):
+        return "rewrite did not change the mood"
+    return None

@@ -1,0 +1,45 @@
+"""A deterministic in-process backend for tests: scripted answers and a call counter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, answer: Callable[[str], str], window: int | None = None) -> None:
+        self.answer = answer
+        self.window = window
+        self.generate_calls = 0
+        self.prompts_seen: list[str] = []
+
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+    ) -> list[Generation]:
+        self.generate_calls += 1
+        self.prompts_seen.extend(prompts)
+        out = []
+        for prompt in prompts:
+            text = self.answer(prompt)
+            out.append(Generation(text, tuple(range(len(text.split()))), "stop"))
+        return out
+
+    def score(self, requests: Sequence[ScoringRequest], batch_size: int) -> list[TeacherForced]:
+        return [
+            TeacherForced(np.ones((2, 4), dtype=np.float32), -1.0, 0.5, len(r.response_token_ids))
+            for r in requests
+        ]
+
+    def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
+        return [len(p.split()) for p in prompts]
+
+    def context_window(self) -> int | None:
+        return self.window
+
+    def describe(self) -> dict[str, str]:
+        return {"backend": self.name}

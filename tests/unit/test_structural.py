@@ -1,0 +1,136 @@
+"""Structural variants: instructions, cleaning, rejection reasons, and the rewrite cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sago_core.artifacts.json_cache import JsonCache
+from sago_core.config import StructuralGrid
+from sago_core.errors import InputError
+from sago_core.stages.structural import rewrite_structural
+from sago_core.stages.variants import filter_variants
+from sago_core.variants.structural import (
+    NO_POLITENESS,
+    check_rewrite,
+    clean_rewrite,
+    length_task,
+    mood_task,
+    target_words,
+)
+from tests.fakes import FakeBackend
+
+PROMPTS = pl.DataFrame(
+    {
+        "dataset": ["d", "d"],
+        "prompt_id": ["q", "i"],
+        "prompt": ["What is the capital city of France?", "List the first five prime numbers."],
+        "references": [["Paris"], ["2, 3, 5, 7, 11"]],
+        "source": ["data.csv, row 1", "data.csv, row 2"],
+    }
+)
+
+
+def test_length_instruction_targets_round_words_times_m() -> None:
+    prompt = "What is the capital city of France?"  # 7 words
+    assert target_words(prompt, 0.25) == 2 and target_words(prompt, 3) == 21
+    task = length_task(prompt, 0.5)
+    assert "about 4 words" in task.instruction and task.instruction.startswith("Shorten")
+    assert NO_POLITENESS in task.instruction and prompt in task.instruction
+    assert length_task(prompt, 2).instruction.startswith("Lengthen")
+
+
+def test_mood_instruction_goes_both_ways() -> None:
+    assert "as a command" in mood_task("What is the capital of France?").instruction
+    assert "as a direct question" in mood_task("List three colours.").instruction
+
+
+def test_clean_rewrite_strips_labels_quotes_and_extra_lines() -> None:
+    assert (
+        clean_rewrite('Rewritten question: "Tell me the capital."\nExtra') == "Tell me the capital."
+    )
+    assert clean_rewrite("\n\n  Name France's capital.  ") == "Name France's capital."
+    assert clean_rewrite("   ") == ""
+
+
+def test_check_rewrite_reasons() -> None:
+    q = "What is the capital of France?"
+    mood = mood_task(q)
+    assert check_rewrite(q, "", mood) == "rewriter returned no text"
+    assert check_rewrite(q, q, mood) == "rewriter returned the prompt unchanged"
+    assert (
+        check_rewrite(q, "Which city is France's capital?", mood)
+        == "rewrite did not change the mood"
+    )
+    assert check_rewrite(q, "Tell me the capital of France.", mood) is None
+
+
+def _rewriter(instruction: str) -> str:
+    text = instruction.split("Text: ", 1)[1]
+    if "as a command" in instruction:
+        return "Rewritten: Tell me " + text.rstrip("?").lower().removeprefix("what is ") + "."
+    if "as a direct question" in instruction:
+        return ""  # an unusable answer: must be recorded, not dropped
+    words = text.split()
+    return (
+        " ".join(words[: max(1, len(words) // 2)])
+        if "Shorten" in instruction
+        else text + " " + text
+    )
+
+
+def test_rewrites_are_cached_and_failures_are_recorded(tmp_path: Path) -> None:
+    grid = StructuralGrid(lengths=(0.5, 2.0), mood=True)
+    cache = JsonCache(tmp_path / "cache")
+    backend = FakeBackend(_rewriter)
+    first = rewrite_structural(PROMPTS, grid, backend, "fake@1", cache, seed=0)
+    assert backend.generate_calls == 1 and len(backend.prompts_seen) == 6
+    assert set(first["variant_id"]) == {
+        "structural:length:0.5:global",
+        "structural:length:2:global",
+        "structural:mood:1:global",
+    }
+    assert (first["position"] == "global").all()
+    failed = first.filter(~pl.col("kept"))
+    assert failed["variant_id"].to_list() == ["structural:mood:1:global"]
+    assert failed["reject_reason"].to_list() == ["rewriter returned no text"]
+
+    again = FakeBackend(_rewriter)
+    second = rewrite_structural(PROMPTS, grid, again, "fake@1", cache, seed=0)
+    assert again.prompts_seen == [mood_task(PROMPTS["prompt"][1]).instruction]
+    assert second.equals(first)
+    other = FakeBackend(_rewriter)
+    rewrite_structural(PROMPTS, grid, other, "fake@2", cache, seed=0)
+    assert len(other.prompts_seen) == 6, "a different rewriter identity misses the cache"
+
+
+def test_filter_keeps_upstream_rejections_and_records_word_ratio(tmp_path: Path) -> None:
+    grid = StructuralGrid(lengths=(2.0,), mood=True)
+    rewrites = rewrite_structural(
+        PROMPTS, grid, FakeBackend(_rewriter), "fake", JsonCache(tmp_path), 0
+    )
+    filtered = filter_variants(rewrites, PROMPTS, lambda c, r: [0.99] * len(c), threshold=0.5)
+    doubled = filtered.filter(pl.col("variant_id") == "structural:length:2:global")
+    assert doubled["word_ratio"].to_list() == [2.0, 2.0]
+    assert doubled["kept"].all()
+    mood = filtered.filter(pl.col("prompt_id") == "i", pl.col("subtype") == "mood")
+    assert mood["kept"].to_list() == [False]
+    assert mood["reject_reason"].to_list() == ["rewriter returned no text"]
+    assert mood["semantic_score"].to_list() == [None]
+    strict = filter_variants(rewrites, PROMPTS, lambda c, r: [0.4] * len(c), threshold=0.5)
+    assert not strict["kept"].any()
+    assert (
+        strict.filter(pl.col("semantic_score").is_not_null())["reject_reason"]
+        .str.starts_with("semantic score 0.4 <= threshold 0.5")
+        .all()
+    )
+
+
+def test_a_prompt_over_the_context_is_refused_before_rewriting(tmp_path: Path) -> None:
+    backend = FakeBackend(_rewriter, window=40)
+    with pytest.raises(InputError) as err:
+        rewrite_structural(PROMPTS, StructuralGrid(), backend, "fake", JsonCache(tmp_path), 0)
+    assert "data.csv" in str(err.value) and "row 1" in str(err.value)
+    assert backend.generate_calls == 0
