@@ -49,8 +49,9 @@ def test_rms_is_root_mean_square_of_normalised_deltas() -> None:
 @given(st.lists(st.floats(-100, 100, allow_nan=False), min_size=1, max_size=12))
 @settings(max_examples=80, deadline=None)
 def test_rms_is_zero_only_if_every_delta_is_zero(values: list[float]) -> None:
-    s = score_prompts(_deltas(values))["s"][0]
-    assert (s == 0.0) == all(v == 0.0 for v in values)
+    frame = _deltas(values)
+    s = score_prompts(frame)["s"][0]
+    assert (s == 0.0) == all(v == 0.0 for v in frame["delta_norm"])
     assert s >= 0.0
 
 

@@ -25,6 +25,7 @@ PROMPTS = pl.DataFrame(
         "prompt_id": ["p1", "p2"],
         "prompt": ["What is the capital of France?", "Who wrote the play Hamlet?"],
         "references": [["Paris"], ["Shakespeare"]],
+        "source": ["builtin", "builtin"],
     }
 )
 
