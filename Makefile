@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sago-installed
 ARGS   ?=
 
-.PHONY: setup run test lint typecheck clean
+.PHONY: setup run test bench lint typecheck clean
 
 setup: $(STAMP)
 
@@ -27,6 +27,10 @@ test: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest $(ARGS)
+
+# Naive vs sago on one workload, a scale curve and a cached rerun (about 15 minutes here).
+bench: setup
+	$(BIN)/python -m bench $(ARGS)
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy

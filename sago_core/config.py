@@ -124,7 +124,11 @@ class GenerationSettings(StrictModel):
 
 
 class AnalysisSettings(StrictModel):
+    """Teacher-forced pass: length-bucketed batches of at most ``batch_size`` rows and
+    ``max_batch_tokens`` padded tokens."""
+
     batch_size: int = Field(default=16, ge=1)
+    max_batch_tokens: int = Field(default=8192, ge=64)
 
 
 class RunConfig(StrictModel):

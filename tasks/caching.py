@@ -1,16 +1,18 @@
 """Content-addressed cache keys for stage tasks.
 
 A key is the hash of what determines a stage's output: the task name, the code version of
-sago (a digest of its source files), every input artifact's bytes (parameters named
-``*_path`` or ``*_paths``), and every other parameter's JSON form, except where the output is
-written (``out_dir``, ``cache_dir``). Never the run id: a rerun or a resumed run hits the cache.
+that task (see ``code_version``), every input artifact's bytes (parameters named ``*_path``
+or ``*_paths``), and every other parameter's JSON form, except where output is written
+(``out_dir``, ``cache_dir``). Never the run id: a rerun or a resumed run hits the cache.
 """
 
 from __future__ import annotations
 
+import ast
+import copy
 import hashlib
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +20,85 @@ from pydantic import BaseModel
 
 from sago_core.artifacts.store import sha256_of
 
-_PACKAGES = ("sago_core", "tasks")
+ROOT = Path(__file__).resolve().parent.parent
+OWN_PACKAGES = ("sago_core", "tasks")
 _EXCLUDED = frozenset({"out_dir", "cache_dir"})
 
 
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """Digest of sago's own source: any change to the code invalidates every cached stage."""
+def _module_file(name: str) -> Path | None:
+    base = ROOT.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+        if docstring and isinstance(first.value.value, str):  # type: ignore[union-attr]
+            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined,index]
+    return tree
+
+
+def _own_imports(tree: ast.AST, package: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    own = {n for n in names if n.split(".")[0] in OWN_PACKAGES}
+    # a package's __init__ is imported along with any of its submodules
+    parents = {".".join(n.split(".")[:i]) for n in own for i in range(1, n.count(".") + 1)}
+    return own | parents | ({package} if package else set())
+
+
+@cache
+def _parsed(name: str) -> ast.AST | None:
+    path = _module_file(name)
+    return ast.parse(path.read_text(encoding="utf-8")) if path else None
+
+
+@cache
+def module_closure(module: str) -> frozenset[str]:
+    """The module and every sago module it imports, transitively (lazy imports included)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        tree = _parsed(name)
+        if name in seen or tree is None:
+            continue
+        seen.add(name)
+        is_package = _module_file(name).name == "__init__.py"  # type: ignore[union-attr]
+        package = name if is_package else name.rpartition(".")[0]
+        todo.extend(_own_imports(tree, package))
+    return frozenset(seen)
+
+
+def source_digest(tree: ast.AST) -> str:
+    """Digest of a syntax tree without docstrings: comments and formatting never count."""
+    return hashlib.sha256(ast.dump(_without_docstrings(tree)).encode()).hexdigest()
+
+
+@cache
+def code_version(module: str) -> str:
+    """Digest of a task module and every sago module it imports, transitively.
+
+    Compared as syntax trees without docstrings, so comments, formatting and documentation
+    never invalidate a cache; a change to code a stage runs always does.
+    """
     digest = hashlib.sha256()
-    root = Path(__file__).resolve().parent.parent
-    for package in _PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+    for name in sorted(module_closure(module)):
+        tree = _parsed(name)
+        assert tree is not None
+        digest.update(name.encode())
+        digest.update(source_digest(tree).encode())
     return digest.hexdigest()
 
 
@@ -47,7 +115,7 @@ def _fingerprint(name: str, value: Any) -> str:
 def stage_cache_key(context: Any, parameters: dict[str, Any]) -> str:
     digest = hashlib.sha256()
     digest.update(context.task.name.encode())
-    digest.update(code_version().encode())
+    digest.update(code_version(context.task.fn.__module__).encode())
     for name in sorted(parameters):
         if name in _EXCLUDED:
             continue

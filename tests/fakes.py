@@ -29,7 +29,12 @@ class FakeBackend:
             out.append(Generation(text, tuple(range(len(text.split()))), "stop"))
         return out
 
-    def score(self, requests: Sequence[ScoringRequest], batch_size: int) -> list[TeacherForced]:
+    def score(
+        self,
+        requests: Sequence[ScoringRequest],
+        batch_size: int,
+        max_batch_tokens: int | None = None,
+    ) -> list[TeacherForced]:
         return [
             TeacherForced(np.ones((2, 4), dtype=np.float32), -1.0, 0.5, len(r.response_token_ids))
             for r in requests

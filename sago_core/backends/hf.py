@@ -23,10 +23,23 @@ from sago_core.backends.tensor_ops import (
 )
 
 
-def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+def _length_sorted_batches(
+    lengths: Sequence[int], batch_size: int, max_tokens: int | None = None
+) -> Iterator[list[int]]:
+    """Batches of similar length: at most ``batch_size`` rows and, when given, at most
+    ``max_tokens`` padded tokens (rows x longest row), so long rows get smaller batches."""
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    for start in range(0, len(order), batch_size):
-        yield order[start : start + batch_size]
+    batch: list[int] = []
+    for index in order:
+        width = lengths[index]  # ascending order: the newest row is the longest
+        too_many = len(batch) >= batch_size
+        too_wide = max_tokens is not None and (len(batch) + 1) * width > max_tokens
+        if batch and (too_many or too_wide):
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
 
 
 class HFBackend:
@@ -131,38 +144,68 @@ class HFBackend:
                     results[index] = Generation(text, token_ids, reason)
         return [r for r in results if r is not None]
 
-    def score(self, requests: Sequence[ScoringRequest], batch_size: int) -> list[TeacherForced]:
+    def _last_prompt_states(self, ids: Any, mask: Any, positions: Any) -> tuple[Any, Any]:
+        """(B, L, d) hidden states at ``positions`` for every layer, and the final states.
+
+        Hooks keep only the needed row of each layer's output instead of every position of
+        every layer; the last layer uses the model's normed output, exactly as
+        ``output_hidden_states`` reports it.
+        """
+        torch = self._torch
+        base = self.model.base_model
+        layers = getattr(base, "layers", None)
+        rows = torch.arange(ids.shape[0])
+        if layers is None:  # unknown architecture: fall back to all hidden states
+            out = base(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+            states = torch.stack([h[rows, positions] for h in out.hidden_states[1:]], dim=1)
+            return states, out.last_hidden_state
+        captured: list[Any] = []
+
+        def keep_rows(module: Any, inputs: Any, output: Any) -> None:
+            hidden = output[0] if isinstance(output, tuple) else output
+            captured.append(hidden[rows, positions])
+
+        count = self.model.config.num_hidden_layers
+        handles = [layer.register_forward_hook(keep_rows) for layer in layers[: count - 1]]
+        try:
+            out = base(input_ids=ids, attention_mask=mask)
+        finally:
+            for handle in handles:
+                handle.remove()
+        captured.append(out.last_hidden_state[rows, positions])
+        return torch.stack(captured, dim=1), out.last_hidden_state
+
+    def score(
+        self,
+        requests: Sequence[ScoringRequest],
+        batch_size: int,
+        max_batch_tokens: int | None = None,
+    ) -> list[TeacherForced]:
         torch = self._torch
         prompts = [self.encode_prompt(r.prompt) for r in requests]
         rows = [p + list(r.response_token_ids) for p, r in zip(prompts, requests, strict=True)]
         results: list[TeacherForced | None] = [None] * len(requests)
         head = self.model.get_output_embeddings()
+        lengths = [len(r) for r in rows]
         with torch.inference_mode():
-            for batch in _length_sorted_batches([len(r) for r in rows], batch_size):
+            for batch in _length_sorted_batches(lengths, batch_size, max_batch_tokens):
                 ids, mask = self._pad([rows[i] for i in batch], side="right")
-                out = self.model.base_model(
-                    input_ids=ids, attention_mask=mask, output_hidden_states=True
-                )
-                # hidden_states[0] is the embedding output; layers 1..L follow.
-                layers = torch.stack(out.hidden_states[1:], dim=1)  # (B, L, T, d)
                 prompt_lengths = torch.tensor([len(prompts[i]) for i in batch])
-                last = last_prompt_index(mask.cpu(), prompt_lengths, side="right")
+                last = last_prompt_index(mask.cpu(), prompt_lengths, side="right").to(self.device)
+                states, final = self._last_prompt_states(ids, mask, last)
                 for row, index in enumerate(batch):
-                    hidden = layers[row, :, int(last[row]), :].float().cpu().numpy()
+                    hidden = states[row].float().cpu().numpy().astype(np.float32)
                     n_prompt = len(prompts[index])
                     n_resp = len(requests[index].response_token_ids)
                     if n_resp == 0:
-                        results[index] = TeacherForced(hidden.astype(np.float32), 0.0, None, 0)
+                        results[index] = TeacherForced(hidden, 0.0, None, 0)
                         continue
                     # Position t predicts token t+1: response tokens are predicted by the
                     # states at n_prompt-1 .. n_prompt+n_resp-2. Only those rows get logits.
-                    states = out.last_hidden_state[row, n_prompt - 1 : n_prompt + n_resp - 1]
-                    logits = head(states).float()
+                    logits = head(final[row, n_prompt - 1 : n_prompt + n_resp - 1]).float()
                     if self.softcap:
                         logits = torch.tanh(logits / self.softcap) * self.softcap
                     target = ids[row, n_prompt : n_prompt + n_resp]
                     logprob, entropy = response_logprob_and_entropy(logits, target)
-                    results[index] = TeacherForced(
-                        hidden.astype(np.float32), logprob, entropy, n_resp
-                    )
+                    results[index] = TeacherForced(hidden, logprob, entropy, n_resp)
         return [r for r in results if r is not None]

@@ -49,7 +49,12 @@ class Backend(Protocol):
         self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
     ) -> list[Generation]: ...
 
-    def score(self, requests: Sequence[ScoringRequest], batch_size: int) -> list[TeacherForced]: ...
+    def score(
+        self,
+        requests: Sequence[ScoringRequest],
+        batch_size: int,
+        max_batch_tokens: int | None = None,
+    ) -> list[TeacherForced]: ...
 
     def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
         """Tokens each prompt takes as the model sees it; None if the backend cannot count."""

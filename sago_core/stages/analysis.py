@@ -31,7 +31,7 @@ def analyse_pairs(
         ScoringRequest(text, tuple(ids))
         for text, ids in zip(rows["prompt_text"], rows["base_ids"], strict=True)
     ]
-    results = backend.score(requests, settings.batch_size)
+    results = backend.score(requests, settings.batch_size, settings.max_batch_tokens)
     base_hidden: dict[tuple[str, str], np.ndarray | None] = {}
     for row, result in zip(rows.iter_rows(named=True), results, strict=True):
         if row["variant_id"] == BASE_VARIANT_ID:

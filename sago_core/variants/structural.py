@@ -82,4 +82,8 @@ def check_rewrite(prompt: str, rewrite: str, task: RewriteTask) -> str | None:
         return "rewriter returned the prompt unchanged"
     if task.subtype == "mood" and is_question(rewrite) == is_question(prompt):
         return "rewrite did not change the mood"
+    if task.subtype == "length":
+        ratio = word_count(rewrite) / max(word_count(prompt), 1)
+        if (task.strength < 1) != (ratio < 1) or ratio == 1:
+            return f"rewrite did not change the length in the asked direction (ratio {ratio:.2f})"
     return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -10,7 +11,7 @@ import polars as pl
 from sago_core.artifacts.schemas import DELTAS
 from sago_core.artifacts.store import write_parquet
 from sago_core.config import GenerationSettings
-from tasks.caching import stage_cache_key
+from tasks.caching import code_version, module_closure, source_digest, stage_cache_key
 from tasks.metrics import assemble_task, score_prompts_task, summarize_task
 
 
@@ -53,7 +54,7 @@ def test_score_and_summarize_tasks_write_their_artifacts(tmp_path: Path) -> None
 
 
 def test_cache_key_follows_content_not_location_or_run(tmp_path: Path) -> None:
-    context = SimpleNamespace(task=SimpleNamespace(name="score-prompts"))
+    context = SimpleNamespace(task=SimpleNamespace(name="score-prompts", fn=score_prompts_task.fn))
     a = _deltas(tmp_path / "a.parquet", "m1")
     copy = tmp_path / "elsewhere" / "a.parquet"
     copy.parent.mkdir()
@@ -65,3 +66,20 @@ def test_cache_key_follows_content_not_location_or_run(tmp_path: Path) -> None:
     gen = {"settings": GenerationSettings(max_new_tokens=8)}
     other = {"settings": GenerationSettings(max_new_tokens=9)}
     assert stage_cache_key(context, gen) != stage_cache_key(context, other)
+
+
+def test_code_version_follows_code_not_comments_or_docstrings() -> None:
+    plain = ast.parse("def f(x):\n    return x + 1\n")
+    documented = ast.parse('def f(x):\n    """Add one."""\n    # why\n    return x + 1\n')
+    changed = ast.parse("def f(x):\n    return x + 2\n")
+    assert source_digest(plain) == source_digest(documented)
+    assert source_digest(plain) != source_digest(changed)
+
+
+def test_each_task_module_depends_only_on_what_it_imports() -> None:
+    models = module_closure("tasks.models")
+    assert {"sago_core.backends.hf", "sago_core.stages.generation"} <= models
+    assert "sago_core.scoring.summary" not in models
+    metrics = module_closure("tasks.metrics")
+    assert "sago_core.scoring.summary" in metrics and "sago_core.backends.hf" not in metrics
+    assert code_version("tasks.models") != code_version("tasks.metrics")

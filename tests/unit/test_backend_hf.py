@@ -104,3 +104,29 @@ def test_model_resolution_errors(tmp_path: Path) -> None:
     assert embedded.kind == "gguf" and embedded.identity.startswith("sha256:")
     hub = resolve_local_model("HuggingFaceTB/SmolLM2-135M-Instruct")
     assert hub.kind == "hub" and hub.identity.startswith("hub:HuggingFaceTB/")
+
+
+def test_batches_respect_row_and_token_budgets() -> None:
+    from sago_core.backends.hf import _length_sorted_batches
+
+    lengths = [10, 200, 12, 11, 180, 13, 400]
+    batches = list(_length_sorted_batches(lengths, batch_size=3, max_tokens=400))
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) <= 3
+        assert len(batch) * max(lengths[i] for i in batch) <= 400 or len(batch) == 1
+    assert [lengths[i] for i in batches[0]] == [10, 11, 12]
+    assert list(_length_sorted_batches([5, 5], batch_size=8)) == [[0, 1]]
+
+
+def test_token_budget_does_not_change_results(backend: HFBackend) -> None:
+    responses = backend.generate(PROMPTS, max_new_tokens=6, batch_size=4)
+    requests = [
+        ScoringRequest(p, g.response_token_ids) for p, g in zip(PROMPTS, responses, strict=True)
+    ]
+    wide = backend.score(requests, batch_size=4)
+    narrow = backend.score(requests, batch_size=4, max_batch_tokens=64)
+    for a, b in zip(wide, narrow, strict=True):
+        assert a.hidden is not None and b.hidden is not None
+        np.testing.assert_allclose(a.hidden, b.hidden, atol=1e-4)
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-3)

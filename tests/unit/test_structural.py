@@ -65,6 +65,12 @@ def test_check_rewrite_reasons() -> None:
         == "rewrite did not change the mood"
     )
     assert check_rewrite(q, "Tell me the capital of France.", mood) is None
+    longer = length_task(q, 2.0)
+    assert check_rewrite(q, "Capital of France?", longer).startswith(
+        "rewrite did not change the length in the asked direction"
+    )
+    assert check_rewrite(q, "Which city is the capital of the country of France?", longer) is None
+    assert check_rewrite(q, "France's capital?", length_task(q, 0.5)) is None
 
 
 def _rewriter(instruction: str) -> str:

@@ -1,0 +1,47 @@
+"""sago's own stages on the benchmark workload (no Prefect: stage functions, timed one by one).
+
+``python -m bench.fast WORKDIR [OUTNAME]`` writes OUTNAME/ (default sago/) with
+generations, deltas and timings.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from bench.timing import Stopwatch
+from bench.workload import BERTSCORE, MODEL, Workload
+from sago_core.artifacts.schemas import DELTAS, GENERATIONS
+from sago_core.artifacts.store import write_parquet
+from sago_core.axes.text_similarity import get_bert_scorer
+from sago_core.backends.factory import get_backend
+from sago_core.config import AnalysisSettings, GenerationSettings
+from sago_core.scoring.deltas import compute_deltas
+from sago_core.stages.analysis import analyse_pairs
+from sago_core.stages.generation import generate_responses
+from sago_core.stages.pairs import detect_mirroring_frame, score_pairs
+
+
+def run(workdir: Path, name: str) -> None:
+    spec, prompts, variants = Workload.load(workdir)
+    watch = Stopwatch()
+    with watch.stage("load"):
+        backend = get_backend(MODEL)  # once per process, whatever the number of datasets
+        scorer = get_bert_scorer(*BERTSCORE)
+    with watch.stage("generation"):
+        settings = GenerationSettings(max_new_tokens=spec.max_new_tokens, batch_size=32)
+        generations = generate_responses(backend, MODEL, prompts, variants, settings)
+    with watch.stage("analysis"):
+        analysis = analyse_pairs(backend, generations, AnalysisSettings(batch_size=32))
+    with watch.stage("metrics"):
+        pairs = score_pairs(generations, scorer.f1)
+        deltas = compute_deltas(generations, analysis, pairs, detect_mirroring_frame(generations))
+    out = workdir / name
+    write_parquet(generations, out / "generations.parquet", GENERATIONS)
+    write_parquet(deltas, out / "deltas.parquet", DELTAS)
+    tokens = int(generations["response_token_ids"].list.len().sum())
+    watch.write(out / "timings.json", tokens=tokens, rows=generations.height)
+
+
+if __name__ == "__main__":
+    run(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "sago")
