@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -30,7 +31,9 @@ from tasks.provenance import resolve_inputs_task, write_manifest_task
 
 
 def model_slug(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")
+    """A readable folder name per model spec; the hash keeps "a/b" and "a_b" apart."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:60]
+    return f"{readable}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
 
 
 def run_dir_for(config: RunConfig) -> Path:

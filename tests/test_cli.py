@@ -86,3 +86,10 @@ def test_bad_input_loses_nothing_already_computed(
     code = main(["run", "--runs-dir", str(tmp_path / "runs"), "--datasets", "nope"])
     assert code == 2
     assert (finished / "summary.parquet").read_bytes() == b"already computed"
+
+
+def test_model_folders_never_collide() -> None:
+    from flows.evaluate import model_slug
+
+    assert model_slug("hf:org/model") != model_slug("hf:org_model")
+    assert model_slug("hf:smollm2-135m").startswith("hf_smollm2-135m-")

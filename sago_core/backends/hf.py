@@ -9,6 +9,9 @@ embedded model's pad token equals its end-of-sequence token).
 
 from __future__ import annotations
 
+import copy
+import inspect
+import math
 import platform
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -26,13 +29,16 @@ from sago_core.backends.tensor_ops import (
 def _length_sorted_batches(
     lengths: Sequence[int], batch_size: int, max_tokens: int | None = None
 ) -> Iterator[list[int]]:
-    """Batches of similar length: at most ``batch_size`` rows and, when given, at most
-    ``max_tokens`` padded tokens (rows x longest row), so long rows get smaller batches."""
+    """Batches of similar length: at most ``batch_size`` rows, evenly sized, and, when given,
+    at most ``max_tokens`` padded tokens (rows x longest row): long rows get smaller batches."""
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    # Even sizes (66 rows at 32 -> 22, 22, 22, not 32, 32, 2): a nearly empty last batch
+    # costs as many decode steps as a full one.
+    cap = math.ceil(len(order) / math.ceil(len(order) / batch_size)) if order else batch_size
     batch: list[int] = []
     for index in order:
         width = lengths[index]  # ascending order: the newest row is the longest
-        too_many = len(batch) >= batch_size
+        too_many = len(batch) >= cap
         too_wide = max_tokens is not None and (len(batch) + 1) * width > max_tokens
         if batch and (too_many or too_wide):
             yield batch
@@ -40,6 +46,10 @@ def _length_sorted_batches(
         batch.append(index)
     if batch:
         yield batch
+
+
+# Below this many shared tokens a prefix forward saves less than it costs.
+MIN_SHARED_PREFIX = 8
 
 
 class HFBackend:
@@ -144,19 +154,30 @@ class HFBackend:
                     results[index] = Generation(text, token_ids, reason)
         return [r for r in results if r is not None]
 
-    def _last_prompt_states(self, ids: Any, mask: Any, positions: Any) -> tuple[Any, Any]:
+    def _last_prompt_states(
+        self, ids: Any, mask: Any, positions: Any, prefix: Any = None
+    ) -> tuple[Any, Any]:
         """(B, L, d) hidden states at ``positions`` for every layer, and the final states.
 
         Hooks keep only the needed row of each layer's output instead of every position of
         every layer; the last layer uses the model's normed output, exactly as
-        ``output_hidden_states`` reports it.
+        ``output_hidden_states`` reports it. ``prefix``: a KV cache of tokens shared by every
+        row, already computed (positions and ``ids`` then start after it).
         """
         torch = self._torch
         base = self.model.base_model
         layers = getattr(base, "layers", None)
         rows = torch.arange(ids.shape[0])
+        kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+        if prefix is not None:
+            cache = copy.deepcopy(prefix)  # the forward appends to it
+            cache.batch_repeat_interleave(ids.shape[0])
+            kwargs[self._cache_arg] = cache
+            kwargs["attention_mask"] = torch.cat(
+                [torch.ones_like(mask[:, :1]).expand(-1, cache.get_seq_length()), mask], dim=1
+            )
         if layers is None:  # unknown architecture: fall back to all hidden states
-            out = base(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+            out = base(**kwargs, output_hidden_states=True)
             states = torch.stack([h[rows, positions] for h in out.hidden_states[1:]], dim=1)
             return states, out.last_hidden_state
         captured: list[Any] = []
@@ -168,12 +189,29 @@ class HFBackend:
         count = self.model.config.num_hidden_layers
         handles = [layer.register_forward_hook(keep_rows) for layer in layers[: count - 1]]
         try:
-            out = base(input_ids=ids, attention_mask=mask)
+            out = base(**kwargs)
         finally:
             for handle in handles:
                 handle.remove()
         captured.append(out.last_hidden_state[rows, positions])
         return torch.stack(captured, dim=1), out.last_hidden_state
+
+    @property
+    def _cache_arg(self) -> str:
+        params = inspect.signature(self.model.base_model.forward).parameters
+        return "cache" if "cache" in params else "past_key_values"
+
+    def _shared_prefix(self, rows: list[list[int]], prompt_lengths: list[int]) -> Any:
+        """KV cache of the tokens every row starts with (the chat template's system header),
+        or None. Capped so every row's last prompt token comes after it."""
+        first, limit, n = rows[0], min(prompt_lengths) - 1, 0
+        while n < limit and all(len(r) > n and r[n] == first[n] for r in rows):
+            n += 1
+        if n < MIN_SHARED_PREFIX or getattr(self.model.base_model, "layers", None) is None:
+            return None
+        ids = self._torch.tensor([first[:n]], device=self.device)
+        out = self.model.base_model(input_ids=ids, use_cache=True)
+        return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
 
     def score(
         self,
@@ -186,16 +224,18 @@ class HFBackend:
         rows = [p + list(r.response_token_ids) for p, r in zip(prompts, requests, strict=True)]
         results: list[TeacherForced | None] = [None] * len(requests)
         head = self.model.get_output_embeddings()
-        lengths = [len(r) for r in rows]
         with torch.inference_mode():
+            prefix = self._shared_prefix(rows, [len(p) for p in prompts]) if rows else None
+            skip = prefix.get_seq_length() if prefix is not None else 0
+            lengths = [len(r) - skip for r in rows]
             for batch in _length_sorted_batches(lengths, batch_size, max_batch_tokens):
-                ids, mask = self._pad([rows[i] for i in batch], side="right")
-                prompt_lengths = torch.tensor([len(prompts[i]) for i in batch])
+                ids, mask = self._pad([rows[i][skip:] for i in batch], side="right")
+                prompt_lengths = torch.tensor([len(prompts[i]) - skip for i in batch])
                 last = last_prompt_index(mask.cpu(), prompt_lengths, side="right").to(self.device)
-                states, final = self._last_prompt_states(ids, mask, last)
+                states, final = self._last_prompt_states(ids, mask, last, prefix)
                 for row, index in enumerate(batch):
                     hidden = states[row].float().cpu().numpy().astype(np.float32)
-                    n_prompt = len(prompts[index])
+                    n_prompt = len(prompts[index]) - skip
                     n_resp = len(requests[index].response_token_ids)
                     if n_resp == 0:
                         results[index] = TeacherForced(hidden, 0.0, None, 0)

@@ -130,3 +130,25 @@ def test_token_budget_does_not_change_results(backend: HFBackend) -> None:
         assert a.hidden is not None and b.hidden is not None
         np.testing.assert_allclose(a.hidden, b.hidden, atol=1e-4)
         assert a.logprob == pytest.approx(b.logprob, abs=1e-3)
+
+
+def test_shared_prefix_is_used_and_changes_nothing(
+    backend: HFBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sago_core.backends.hf as hf
+
+    responses = backend.generate(PROMPTS, max_new_tokens=5, batch_size=4)
+    requests = [
+        ScoringRequest(p, g.response_token_ids) for p, g in zip(PROMPTS, responses, strict=True)
+    ]
+    rows = [backend.encode_prompt(r.prompt) + list(r.response_token_ids) for r in requests]
+    prefix = backend._shared_prefix(rows, [len(backend.encode_prompt(p)) for p in PROMPTS])
+    assert prefix is not None and prefix.get_seq_length() >= hf.MIN_SHARED_PREFIX
+    shared = backend.score(requests, batch_size=4)
+    monkeypatch.setattr(hf, "MIN_SHARED_PREFIX", 10**6)
+    plain = backend.score(requests, batch_size=4)
+    for a, b in zip(shared, plain, strict=True):
+        assert a.hidden is not None and b.hidden is not None
+        np.testing.assert_allclose(a.hidden, b.hidden, atol=1e-4)
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-3)
+        assert a.mean_entropy == pytest.approx(b.mean_entropy, abs=1e-4)
