@@ -29,7 +29,7 @@ def run(workdir: Path, name: str) -> None:
         backend = get_backend(MODEL)  # once per process, whatever the number of datasets
         scorer = get_bert_scorer(*BERTSCORE)
     with watch.stage("generation"):
-        settings = GenerationSettings(max_new_tokens=spec.max_new_tokens, batch_size=32)
+        settings = GenerationSettings(max_new_tokens=spec.max_new_tokens, batch_size=96)
         generations = generate_responses(backend, MODEL, prompts, variants, settings)
     with watch.stage("analysis"):
         analysis = analyse_pairs(backend, generations, AnalysisSettings(batch_size=32))

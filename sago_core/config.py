@@ -180,7 +180,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "preset": "demo",
         "datasets": [BUILTIN_DATASET],
         "n": 3,
-        "generation": {"max_new_tokens": 40, "batch_size": 32},
+        "generation": {"max_new_tokens": 40, "batch_size": 64},
         "analysis": {"batch_size": 32},
         "bertscore": {"model": "minilm-l6", "num_layers": 6, "semantic_threshold": 0.78},
         "variants": {
