@@ -67,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", type=Path, help="where runs/<run_id>/ go (default ./runs)")
     run.add_argument("--run-id", help="run folder name (default: preset + config hash)")
     run.add_argument("--prefect-home", type=Path, help="Prefect home (default <runs-dir>/.prefect)")
+    report = commands.add_parser(
+        "report",
+        help="rebuild report.html of a finished run from its artifacts alone (no model)",
+    )
+    report.add_argument("run", type=Path, help="the run folder, e.g. runs/demo-0d990e5e3478")
     return parser
 
 
@@ -127,9 +132,31 @@ def run_command(config: RunConfig) -> int:
     return 0
 
 
+def report_command(run_dir: Path) -> int:
+    from sago_core.artifacts.store import write_text
+    from sago_core.errors import InputError
+    from sago_core.report.html import report_from_run
+
+    needed = (
+        "summary.parquet",
+        "scores.parquet",
+        "deltas.parquet",
+        "variants.parquet",
+        "manifest.json",
+    )
+    missing = [name for name in needed if not (run_dir / name).is_file()]
+    if missing:
+        raise InputError(f"is not a finished run (missing {', '.join(missing)})", file=str(run_dir))
+    path = write_text(report_from_run(run_dir), run_dir / "report.html")
+    print(f"Report: {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "report":
+            return report_command(args.run)
         config = config_from_args(args)
         return run_command(config)
     except SagoError as exc:

@@ -27,7 +27,8 @@ from tasks.prepare import (
     load_prompts_task,
     rewrite_structural_task,
 )
-from tasks.provenance import resolve_inputs_task, write_manifest_task
+from tasks.provenance import provenance, resolve_inputs_task, write_manifest_task
+from tasks.report import render_report_task
 
 
 def model_slug(model: str) -> str:
@@ -134,5 +135,14 @@ def evaluate(config: RunConfig) -> str:
     scores = stage(score_prompts_task, deltas_path=deltas, out_dir=out)
     summary = stage(summarize_task, scores_path=scores, out_dir=out)
     stage(render_summary_task, summary_path=summary, variants_path=variants, out_dir=out)
+    stage(
+        render_report_task,
+        summary_path=summary,
+        scores_path=scores,
+        deltas_path=deltas,
+        variants_path=variants,
+        provenance=provenance(config, inputs, run_dir),
+        out_dir=out,
+    )
     write_manifest_task(config, inputs, stage.records, out)
     return out

@@ -67,20 +67,27 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-@task(name="write-manifest", task_run_name="write-manifest")
-def write_manifest_task(
-    config: RunConfig, inputs: dict[str, Any], stages: list[dict[str, Any]], run_dir: str
-) -> str:
-    manifest = {
-        "run_id": Path(run_dir).name,
-        "written_at": datetime.now(UTC).isoformat(),
+def provenance(config: RunConfig, inputs: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """How results were made, stable across reruns (the report's cache key includes it)."""
+    return {
+        "run_id": run_dir.name,
         "config": config.model_dump(mode="json", by_alias=True),
         "config_hash": config.result_hash(),
         "seed": config.seed,
         "models": inputs["models"],
         "rewriter": inputs["rewriter"],
-        "data_digest": inputs["data_digest"],
         "packages": package_versions(),
+    }
+
+
+@task(name="write-manifest", task_run_name="write-manifest")
+def write_manifest_task(
+    config: RunConfig, inputs: dict[str, Any], stages: list[dict[str, Any]], run_dir: str
+) -> str:
+    manifest = {
+        **provenance(config, inputs, Path(run_dir)),
+        "written_at": datetime.now(UTC).isoformat(),
+        "data_digest": inputs["data_digest"],
         "python": platform.python_version(),
         "platform": platform.platform(),
         "stages": stages,

@@ -118,6 +118,11 @@ SUMMARY: Schema = {
     "p_eps_0_05": pl.Float64,
     "p_eps_0_10": pl.Float64,
     "missing_reason": pl.String,
+    "ci_low": pl.Float64,  # 95% bootstrap interval of sgs (prompts resampled)
+    "ci_high": pl.Float64,
+    "p_holm": pl.Float64,  # p_eps_0_05 adjusted over all rows (Holm)
+    "p_bh": pl.Float64,  # p_eps_0_05 adjusted over all rows (Benjamini-Hochberg)
+    "mde": pl.Float64,  # smallest excess over eps detectable with 80% power at n
 }
 
 

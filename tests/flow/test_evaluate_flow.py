@@ -69,7 +69,7 @@ def _config(model_dir: Path, runs: Path) -> RunConfig:
         "demo",
         {
             "models": [f"hf:{model_dir}"],
-            "n": 1,
+            "n": 2,
             "runs_dir": str(runs),
             "generation": {"max_new_tokens": 4, "batch_size": 16},
             "variants": {
@@ -111,10 +111,10 @@ def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
     assert set(deltas["axis"]) == set(AXES)
     assert deltas["delta"].null_count() == 0, "all six axes are filled for an open model"
     generations = pl.read_parquet(run_dir / "generations.parquet")
-    assert (generations["variant_id"] == "base").sum() == 6  # one base per built-in style
+    assert (generations["variant_id"] == "base").sum() == 12  # two per built-in style
     variants = pl.read_parquet(run_dir / "variants.parquet")
     assert set(variants["family"]) == {"register", "noise", "structural"}
-    assert variants.filter(pl.col("family") == "structural").height == 6 * 2
+    assert variants.filter(pl.col("family") == "structural").height == 12 * 2
     assert variants.filter(~pl.col("kept"))["reject_reason"].null_count() == 0
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["config_hash"] == config.result_hash()
@@ -123,6 +123,13 @@ def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
     assert all("seconds" in s and "sha256" in s for s in manifest["stages"])
     assert not any(_stages(run_dir).values())
     assert (run_dir / "summary.md").read_text().startswith("# SAGO summary")
+    report = (run_dir / "report.html").read_text()
+    assert report.count("data:image/png;base64,") == 4
+    summary = pl.read_parquet(run_dir / "summary.parquet")
+    pooled = summary.filter(pl.col("dataset") == "__pooled__")
+    assert pooled["ci_low"].null_count() == 0 and pooled["p_holm"].null_count() == 0
+    assert (pooled["ci_low"] <= pooled["sgs"]).all() and (pooled["sgs"] <= pooled["ci_high"]).all()
+    assert (pooled["p_holm"] >= pooled["p_eps_0_05"]).all()
 
     summary_bytes = (run_dir / "summary.parquet").read_bytes()
     evaluate(config)

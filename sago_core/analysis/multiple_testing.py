@@ -1,0 +1,47 @@
+"""Holm and Benjamini-Hochberg adjusted p-values over a family of tests (None stays None)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def _present(pvalues: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
+    index = np.array([i for i, p in enumerate(pvalues) if p is not None], dtype=int)
+    values = np.array([pvalues[i] for i in index], dtype=np.float64)
+    return index, values
+
+
+def _scatter(n: int, index: np.ndarray, adjusted: np.ndarray) -> list[float | None]:
+    out: list[float | None] = [None] * n
+    for i, value in zip(index, adjusted, strict=True):
+        out[int(i)] = float(value)
+    return out
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm step-down: p_(k) * (m - k + 1), made monotone, capped at 1."""
+    index, p = _present(pvalues)
+    m = len(p)
+    if m == 0:
+        return [None] * len(pvalues)
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    adjusted = np.empty(m)
+    adjusted[order] = scaled
+    return _scatter(len(pvalues), index, adjusted)
+
+
+def benjamini_hochberg(pvalues: Sequence[float | None]) -> list[float | None]:
+    """BH step-up: p_(k) * m / k, made monotone from the largest down, capped at 1."""
+    index, p = _present(pvalues)
+    m = len(p)
+    if m == 0:
+        return [None] * len(pvalues)
+    order = np.argsort(p, kind="stable")
+    ranked = p[order] * m / np.arange(1, m + 1)
+    scaled = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    adjusted = np.empty(m)
+    adjusted[order] = scaled
+    return _scatter(len(pvalues), index, adjusted)

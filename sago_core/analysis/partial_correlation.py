@@ -1,0 +1,47 @@
+"""Partial correlation of two OOD scores across checkpoints, controlling for the ID score.
+
+Seed 003: regress both OOD scores on the ID score (with intercept), correlate the residuals.
+The p-value uses a t statistic with n - 3 degrees of freedom (one controlled variable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class PartialCorrelation:
+    r: float | None
+    p_value: float | None
+    n: int
+
+
+def _residuals(y: np.ndarray, control: np.ndarray) -> np.ndarray:
+    design = np.column_stack([np.ones_like(control), control])
+    coefficients, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return y - design @ coefficients
+
+
+def partial_correlation(
+    x: Sequence[float], y: Sequence[float], control: Sequence[float]
+) -> PartialCorrelation:
+    xs, ys, zs = (np.asarray(v, dtype=np.float64) for v in (x, y, control))
+    n = len(xs)
+    if not len(ys) == len(zs) == n:
+        raise ValueError("x, y and control must have the same length")
+    if n < 4:
+        return PartialCorrelation(None, None, n)
+    rx, ry = _residuals(xs, zs), _residuals(ys, zs)
+    denominator = np.sqrt((rx @ rx) * (ry @ ry))
+    if denominator == 0:
+        return PartialCorrelation(None, None, n)
+    r = float(np.clip((rx @ ry) / denominator, -1.0, 1.0))
+    df = n - 3
+    if abs(r) == 1.0:
+        return PartialCorrelation(r, 0.0, n)
+    t = r * np.sqrt(df / (1 - r**2))
+    return PartialCorrelation(r, float(2 * stats.t.sf(abs(t), df)), n)

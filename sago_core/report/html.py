@@ -1,0 +1,220 @@
+"""``report.html``: a self-contained page (figures inlined as PNG data) built from a run's
+artifacts alone, so it opens offline and ``sago report <run>`` needs no model.
+
+Sections: pooled SGS per model and axis with p-values at the three tolerances and marks;
+per dataset; variants kept and rejected per family; missing axes with their reasons;
+figures; provenance from the manifest.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sago_core.report import figures
+from sago_core.report.summary_md import kept_counts, significance_mark
+from sago_core.scoring.axes import AXES, POOLED
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:0.5rem 0 1.5rem}th,td{border:1px solid #ccc;
+padding:0.25rem 0.5rem;text-align:right;font-size:0.9rem}th{background:#f3f3f3}
+td.l,th.l{text-align:left}img{max-width:100%;border:1px solid #eee;margin:0.5rem 0}
+.na{color:#a00}code{background:#f6f6f6;padding:0 0.2rem}
+"""
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return '<span class="na">NA</span>'
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{value:.{digits}f}"
+    return html.escape(str(value))
+
+
+def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    head = "".join(
+        f'<th class="l">{html.escape(h)}</th>' if i < left else f"<th>{html.escape(h)}</th>"
+        for i, h in enumerate(headers)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r)
+        )
+        + "</tr>"
+        for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _image(name: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode()
+    return f'<img id="fig-{name}" alt="{name}" src="data:image/png;base64,{data}">'
+
+
+def _pooled_table(summary: pl.DataFrame) -> str:
+    rows = []
+    pooled = summary.filter(pl.col("dataset") == POOLED)
+    for r in pooled.sort("model", "axis").iter_rows(named=True):
+        sgs = "NA" if r["sgs"] is None else f"{r['sgs']:.4f}{significance_mark(r['p_eps_0_05'])}"
+        ci = (
+            f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+            if r.get("ci_low") is not None and r.get("ci_high") is not None
+            else "NA"
+        )
+        rows.append(
+            [
+                html.escape(r["model"]),
+                r["axis"],
+                sgs,
+                ci,
+                str(r["n"]),
+                _fmt(r["p_eps_0_01"]),
+                _fmt(r["p_eps_0_05"]),
+                _fmt(r["p_eps_0_10"]),
+                _fmt(r.get("p_holm")),
+                _fmt(r.get("p_bh")),
+                _fmt(r.get("mde")),
+            ]
+        )
+    headers = [
+        "model",
+        "axis",
+        "SGS",
+        "95% CI",
+        "n",
+        "p (eps .01)",
+        "p (eps .05)",
+        "p (eps .10)",
+        "Holm",
+        "BH",
+        "MDE 80%",
+    ]
+    return _table(headers, rows, left=2)
+
+
+def _dataset_table(summary: pl.DataFrame) -> str:
+    parts = []
+    for model in sorted(summary["model"].unique().to_list()):
+        rows = summary.filter(pl.col("model") == model)
+        datasets = sorted(d for d in rows["dataset"].unique().to_list() if d != POOLED)
+        index = {(r["dataset"], r["axis"]): r for r in rows.iter_rows(named=True)}
+        body = []
+        for dataset in datasets:
+            cells = []
+            for axis in AXES:
+                r = index.get((dataset, axis))
+                cells.append(
+                    '<span class="na">NA</span>'
+                    if r is None or r["sgs"] is None
+                    else f"{r['sgs']:.4f}{significance_mark(r['p_eps_0_05'])}"
+                )
+            body.append([html.escape(dataset), *cells])
+        parts.append(f"<h3>{html.escape(model)}</h3>" + _table(["dataset", *AXES], body))
+    return "".join(parts)
+
+
+def _missing(deltas: pl.DataFrame) -> str:
+    gaps = (
+        deltas.filter(pl.col("missing_reason").is_not_null())
+        .group_by("model", "axis", "missing_reason")
+        .len()
+        .sort("model", "axis")
+    )
+    if not len(gaps):
+        return "<p>Every axis was measured for every kept variant.</p>"
+    rows = [
+        [html.escape(r["model"]), r["axis"], html.escape(r["missing_reason"]), str(r["len"])]
+        for r in gaps.iter_rows(named=True)
+    ]
+    return _table(["model", "axis", "reason", "variants"], rows, left=3)
+
+
+def _provenance(manifest: dict[str, Any]) -> str:
+    models = manifest.get("models", {})
+    rows = [
+        [
+            html.escape(spec),
+            html.escape(info.get("identity", "")),
+            html.escape(info.get("kind", "")),
+        ]
+        for spec, info in models.items()
+    ]
+    packages = ", ".join(f"{k} {v}" for k, v in sorted(manifest.get("packages", {}).items()))
+    config = manifest.get("config", {})
+    return (
+        _table(["model", "identity", "kind"], rows, left=3)
+        + f"<p>Run <code>{html.escape(str(manifest.get('run_id')))}</code>, rendered "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; config hash "
+        f"<code>{html.escape(str(manifest.get('config_hash', ''))[:16])}</code>; seed "
+        f"{html.escape(str(manifest.get('seed')))}; "
+        f"preset {html.escape(str(config.get('preset')))}; "
+        f"BERTScore {html.escape(json.dumps(config.get('bertscore')))}.</p>"
+        f"<p>Packages: {html.escape(packages)}.</p>"
+    )
+
+
+PROVENANCE_KEYS = ("run_id", "config", "config_hash", "seed", "models", "rewriter", "packages")
+
+
+def provenance_of(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a manifest that describe how results were made (no per-run timings)."""
+    return {key: manifest.get(key) for key in PROVENANCE_KEYS}
+
+
+def report_from_run(run_dir: Path) -> str:
+    """Rebuild the report of a finished run from its artifacts alone."""
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    return render_report(
+        pl.read_parquet(run_dir / "summary.parquet"),
+        pl.read_parquet(run_dir / "scores.parquet"),
+        pl.read_parquet(run_dir / "deltas.parquet"),
+        pl.read_parquet(run_dir / "variants.parquet"),
+        provenance_of(manifest),
+    )
+
+
+def render_report(
+    summary: pl.DataFrame,
+    scores: pl.DataFrame,
+    deltas: pl.DataFrame,
+    variants: pl.DataFrame,
+    provenance: dict[str, Any],
+) -> str:
+    kept = kept_counts(variants)
+    sections = [
+        "<h1>SAGO report</h1>",
+        "<p>SGS = mean over prompts of the RMS of normalised deltas (0 = identical behaviour "
+        "on every variant). Marks: one-sided t-test of E[s] &gt; 0.05; * p&lt;0.05, "
+        "** p&lt;0.01, *** p&lt;0.001. Holm and BH adjust p (eps 0.05) over all rows of the "
+        "summary. MDE: smallest excess over eps detectable with 80% power at this n.</p>",
+        "<h2>Pooled SGS per model and axis</h2>",
+        _pooled_table(summary),
+        "<h2>Per dataset</h2>",
+        _dataset_table(summary),
+        "<h2>Variants kept by the semantic filter</h2>",
+        _table(
+            ["family", "kept", "rejected"],
+            [[r["family"], str(r["kept"]), str(r["rejected"])] for r in kept.iter_rows(named=True)],
+        ),
+        "<h2>Missing measurements</h2>",
+        _missing(deltas),
+        "<h2>Figures</h2>",
+        _image("radar", figures.radar(deltas)),
+        _image("heatmap", figures.heatmap(summary)),
+        _image("dose-response", figures.dose_response(deltas)),
+        _image("distributions", figures.distributions(scores)),
+        "<h2>Provenance</h2>",
+        _provenance(provenance),
+    ]
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>SAGO report</title>"
+        f"<style>{STYLE}</style></head><body>{''.join(sections)}</body></html>"
+    )

@@ -1,0 +1,81 @@
+"""Analysis statistics, each checked against an independent computation or a known answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sago_core.analysis.intervals import bootstrap_mean_ci, bootstrap_pooled_ci
+from sago_core.analysis.multiple_testing import benjamini_hochberg, holm
+from sago_core.analysis.partial_correlation import partial_correlation
+from sago_core.analysis.power import minimum_detectable_effect
+from sago_core.analysis.rankings import rank_agreement, rank_reversals
+
+
+def test_partial_correlation_matches_the_precision_matrix_formula() -> None:
+    rng = np.random.default_rng(3)
+    n = 200
+    z = rng.normal(size=n)
+    shared = rng.normal(size=n)
+    x = 2.0 * z + shared + 0.5 * rng.normal(size=n)
+    y = -1.0 * z + shared + 0.5 * rng.normal(size=n)
+    got = partial_correlation(x, y, z)
+    precision = np.linalg.inv(np.cov(np.vstack([x, y, z])))
+    independent = -precision[0, 1] / np.sqrt(precision[0, 0] * precision[1, 1])
+    assert got.r == pytest.approx(independent, abs=1e-10)
+    # known answer: residual correlation of two unit-variance signals plus 0.25-variance noise
+    assert got.r == pytest.approx(1 / 1.25, abs=0.06)
+    assert got.p_value is not None and got.p_value < 1e-10 and got.n == n
+
+
+def test_partial_correlation_removes_a_shared_id_driver() -> None:
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=300)
+    x = z + 0.3 * rng.normal(size=300)
+    y = z + 0.3 * rng.normal(size=300)
+    assert stats.pearsonr(x, y).statistic > 0.8
+    controlled = partial_correlation(x, y, z)
+    assert controlled.r is not None and abs(controlled.r) < 0.15
+    assert partial_correlation([1, 2, 3], [1, 2, 3], [0, 1, 0]).r is None
+
+
+def test_holm_and_bh_golden() -> None:
+    p = [0.01, 0.04, 0.03, None, 0.005]
+    assert holm(p) == pytest.approx([0.03, 0.06, 0.06, None, 0.02])
+    assert benjamini_hochberg(p) == pytest.approx([0.02, 0.04, 0.04, None, 0.02])
+    assert holm([None]) == [None]
+
+
+def test_bootstrap_interval_covers_the_mean_and_is_seeded() -> None:
+    values = np.random.default_rng(0).normal(0.3, 0.1, size=40)
+    low, high = bootstrap_mean_ci(values, seed=1)
+    assert low is not None and high is not None and low < values.mean() < high
+    assert (low, high) == bootstrap_mean_ci(values, seed=1)
+    sem = values.std(ddof=1) / np.sqrt(len(values))
+    assert high - low == pytest.approx(2 * 1.96 * sem, rel=0.2)
+    pooled = bootstrap_pooled_ci([[0.1, 0.2, 0.3], [0.5, 0.6, 0.7, 0.5]], seed=2)
+    assert pooled[0] is not None and pooled[0] < (0.2 + 0.575) / 2 < pooled[1]
+    assert bootstrap_mean_ci([0.4], seed=0) == (None, None)
+
+
+def test_minimum_detectable_effect_has_the_stated_power() -> None:
+    d = minimum_detectable_effect(16)
+    assert d is not None
+    critical = stats.t.ppf(0.95, 15)
+    assert stats.nct.sf(critical, 15, d * 4) == pytest.approx(0.8, abs=1e-6)
+    assert minimum_detectable_effect(96) < d  # more prompts, smaller effects
+    assert minimum_detectable_effect(1) is None
+
+
+def test_rank_agreement_and_reversals() -> None:
+    scores = {
+        "a": {"m1": 0.1, "m2": 0.2, "m3": 0.3},
+        "b": {"m1": 0.1, "m2": 0.2, "m3": 0.3},
+        "c": {"m1": 0.3, "m2": 0.2, "m3": 0.1},
+    }
+    taus = {(r.dataset_a, r.dataset_b): r.tau for r in rank_agreement(scores)}
+    assert taus[("a", "b")] == pytest.approx(1.0) and taus[("a", "c")] == pytest.approx(-1.0)
+    flips = rank_reversals(scores)
+    assert len(flips) == 6  # 3 model pairs flip between a-c and between b-c
+    assert all(f.dataset_b == "c" for f in flips)
