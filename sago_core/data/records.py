@@ -7,6 +7,7 @@ counting data rows, not the CSV header) and the column.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 from pathlib import Path
@@ -93,8 +94,10 @@ def _read_parquet(path: Path) -> list[Record]:
 def require_text(record: Record, column: str, *, file: Path, row: int) -> str:
     """A non-empty string field, or an error naming file, row and column."""
     if column not in record:
+        close = difflib.get_close_matches(column, [str(k) for k in record], n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise InputError(
-            f"missing column (columns present: {sorted(record)})",
+            f"missing column (columns present: {sorted(record)}){hint}",
             file=str(file),
             row=row,
             column=column,

@@ -154,3 +154,9 @@ def test_hub_layouts_map_to_the_same_schema() -> None:
 def test_prompts_remember_their_file_and_row(shared_data: Path) -> None:
     prompts = load_prompts(("simpleqa_verified",), shared_data, n=2, seed=0)
     assert all(p.source.startswith(str(shared_data)) and ", row " in p.source for p in prompts)
+
+
+def test_a_misspelt_column_gets_a_suggestion(tmp_path: Path) -> None:
+    bad = _write(tmp_path / "mine.csv", "questoin\nWhat is 2+2?\n")
+    with pytest.raises(InputError, match="did you mean 'questoin'"):
+        load_user_file(bad)
