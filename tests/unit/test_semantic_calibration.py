@@ -53,3 +53,25 @@ def test_strong_register_variants_are_mostly_rejected(demo_filter: tuple) -> Non
     variants = [apply_register(b, 10, "global") for b in bases]
     scores = scorer.f1(variants, bases)
     assert sum(s > threshold for s in scores) / len(scores) < 0.2
+
+
+def test_bertscore_wiring_matches_a_direct_bert_score_call(demo_filter: tuple) -> None:
+    from bert_score import score
+
+    from sago_core.backends.model_source import resolve_bertscore_model
+
+    scorer, _ = demo_filter
+    pairs = [
+        ("The capital of France is Paris.", "Paris is the capital of France."),
+        ("It is Paris.", "The answer is Berlin."),
+    ]
+    ours = scorer.f1([c for c, _ in pairs], [r for _, r in pairs])
+    _, _, direct = score(
+        [c for c, _ in pairs],
+        [r for _, r in pairs],
+        model_type=resolve_bertscore_model("minilm-l6"),
+        num_layers=6,
+    )
+    assert ours == pytest.approx(direct.tolist(), abs=1e-5)
+    assert ours[0] > ours[1]
+    assert scorer.f1(["same"], ["same"]) == [1.0] and scorer.f1([""], ["x"]) == [0.0]
