@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -40,6 +39,8 @@ def partial_correlation(
     if denominator == 0:
         return PartialCorrelation(None, None, n)
     r = float(np.clip((rx @ ry) / denominator, -1.0, 1.0))
+    from scipy import stats  # lazy: imported only when computed
+
     df = n - 3
     if abs(r) == 1.0:
         return PartialCorrelation(r, 0.0, n)

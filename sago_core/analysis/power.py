@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from scipy import optimize, stats
-
 
 def minimum_detectable_effect(n: int, alpha: float = 0.05, power: float = 0.8) -> float | None:
     """Smallest standardised effect d = (mean - eps) / sd with P(reject) >= power.
@@ -13,6 +11,8 @@ def minimum_detectable_effect(n: int, alpha: float = 0.05, power: float = 0.8) -
     """
     if n < 2:
         return None
+    from scipy import optimize, stats  # lazy: imported only when a test is run
+
     df = n - 1
     critical = stats.t.ppf(1 - alpha, df)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from scipy import stats
-
 
 @dataclass(frozen=True)
 class RankAgreement:
@@ -27,6 +25,8 @@ class RankReversal:
 
 def rank_agreement(scores: dict[str, dict[str, float]]) -> list[RankAgreement]:
     """``scores[dataset][model]`` (lower = more stable): tau for every pair of datasets."""
+    from scipy import stats  # lazy: imported only when computed
+
     out = []
     for a, b in combinations(sorted(scores), 2):
         models = sorted(set(scores[a]) & set(scores[b]))

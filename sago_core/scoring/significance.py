@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -26,5 +25,7 @@ def one_sided_t_test(scores: np.ndarray, eps: float) -> TTest:
     if np.all(values == values[0]):
         above = values[0] > eps
         return TTest(float("inf") if above else float("-inf"), 0.0 if above else 1.0)
+    from scipy import stats  # lazy: a fully cached rerun never pays for scipy
+
     result = stats.ttest_1samp(values, popmean=eps, alternative="greater")
     return TTest(float(result.statistic), float(result.pvalue))
