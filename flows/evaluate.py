@@ -118,7 +118,7 @@ def evaluate(config: RunConfig) -> str:
         evaluate_model(stage, config, model, inputs["models"][model]["identity"], prompts, variants)
         for model in config.models
     ]
-    stage(
+    generations = stage(
         assemble_task,
         name="generations",
         schema_name="GENERATIONS",
@@ -141,6 +141,8 @@ def evaluate(config: RunConfig) -> str:
         scores_path=scores,
         deltas_path=deltas,
         variants_path=variants,
+        prompts_path=prompts,
+        generations_path=generations,
         provenance=provenance(config, inputs, run_dir),
         out_dir=out,
     )

@@ -16,6 +16,8 @@ def render_report_task(
     scores_path: str,
     deltas_path: str,
     variants_path: str,
+    prompts_path: str,
+    generations_path: str,
     provenance: dict[str, Any],
     out_dir: str,
 ) -> str:
@@ -24,6 +26,8 @@ def render_report_task(
         read_parquet(scores_path),
         read_parquet(deltas_path),
         read_parquet(variants_path),
+        read_parquet(prompts_path),
+        read_parquet(generations_path),
         provenance,
     )
     return str(write_text(page, Path(out_dir) / "report.html"))

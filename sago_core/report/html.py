@@ -17,6 +17,8 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.analysis.correctness import is_correct
+from sago_core.analysis.rankings import rank_agreement, rank_reversals
 from sago_core.report import figures
 from sago_core.report.summary_md import kept_counts, significance_mark
 from sago_core.scoring.axes import AXES, POOLED
@@ -161,6 +163,89 @@ def _provenance(manifest: dict[str, Any]) -> str:
     )
 
 
+def _correctness_section(
+    prompts: pl.DataFrame, generations: pl.DataFrame, scores: pl.DataFrame
+) -> str:
+    base = generations.filter(pl.col("variant_id") == "base").join(
+        prompts.select("dataset", "prompt_id", "references"), on=["dataset", "prompt_id"]
+    )
+    verdicts = pl.DataFrame(
+        {
+            "model": base["model"],
+            "dataset": base["dataset"],
+            "prompt_id": base["prompt_id"],
+            "correct": [
+                is_correct(r, refs)
+                for r, refs in zip(base["response_text"], base["references"], strict=True)
+            ],
+        },
+        schema_overrides={"correct": pl.Boolean},
+    )
+    joined = scores.join(verdicts, on=["model", "dataset", "prompt_id"], how="left")
+    rows = []
+    for (model, axis), frame in joined.sort("model", "axis").group_by(
+        ["model", "axis"], maintain_order=True
+    ):
+        cells = []
+        for flag in (True, False):
+            chosen = frame.filter(pl.col("correct") == flag).drop_nulls("s")
+            mean = chosen["s"].mean() if len(chosen) else None
+            cells.append(f"{_fmt(mean)} (n={len(chosen)})")
+        unknown = frame.filter(pl.col("correct").is_null()).height
+        rows.append([html.escape(str(model)), str(axis), *cells, str(unknown)])
+    return (
+        "<p>Base answer judged correct when a normalised reference answer occurs in it "
+        "(lower-case, no punctuation or articles, whole words). SGS here is the mean of "
+        "per-prompt scores over those prompts.</p>"
+        + _table(
+            ["model", "axis", "SGS, answered right", "SGS, answered wrong", "no reference"],
+            rows,
+            left=2,
+        )
+    )
+
+
+def _rankings_section(summary: pl.DataFrame) -> str:
+    models = summary["model"].unique().to_list()
+    if len(models) < 2:
+        return "<p>Rankings need at least two models in the run.</p>"
+    parts = []
+    per_dataset = summary.filter((pl.col("dataset") != POOLED) & pl.col("sgs").is_not_null())
+    for axis in AXES:
+        scores: dict[str, dict[str, float]] = {}
+        for r in per_dataset.filter(pl.col("axis") == axis).iter_rows(named=True):
+            scores.setdefault(r["dataset"], {})[r["model"]] = r["sgs"]
+        agreement = [
+            [
+                html.escape(a.dataset_a),
+                html.escape(a.dataset_b),
+                _fmt(a.tau),
+                _fmt(a.p_value),
+                str(a.n_models),
+            ]
+            for a in rank_agreement(scores)
+        ]
+        flips = rank_reversals(scores)
+        parts.append(f"<h3>{axis}</h3>")
+        parts.append(
+            _table(["dataset", "dataset", "Kendall tau", "p", "models"], agreement, left=2)
+        )
+        parts.append(
+            f"<p>{len(flips)} rank reversal(s)"
+            + (
+                ": "
+                + "; ".join(
+                    html.escape(f"{f.model_a} < {f.model_b} on {f.dataset_a}, > on {f.dataset_b}")
+                    for f in flips[:20]
+                )
+                if flips
+                else ""
+            )
+            + ".</p>"
+        )
+    return "".join(parts)
+
+
 PROVENANCE_KEYS = ("run_id", "config", "config_hash", "seed", "models", "rewriter", "packages")
 
 
@@ -177,6 +262,8 @@ def report_from_run(run_dir: Path) -> str:
         pl.read_parquet(run_dir / "scores.parquet"),
         pl.read_parquet(run_dir / "deltas.parquet"),
         pl.read_parquet(run_dir / "variants.parquet"),
+        pl.read_parquet(run_dir / "prompts.parquet"),
+        pl.read_parquet(run_dir / "generations.parquet"),
         provenance_of(manifest),
     )
 
@@ -186,6 +273,8 @@ def render_report(
     scores: pl.DataFrame,
     deltas: pl.DataFrame,
     variants: pl.DataFrame,
+    prompts: pl.DataFrame,
+    generations: pl.DataFrame,
     provenance: dict[str, Any],
 ) -> str:
     kept = kept_counts(variants)
@@ -204,6 +293,10 @@ def render_report(
             ["family", "kept", "rejected"],
             [[r["family"], str(r["kept"]), str(r["rejected"])] for r in kept.iter_rows(named=True)],
         ),
+        "<h2>Stability and correctness</h2>",
+        _correctness_section(prompts, generations, scores),
+        "<h2>Rankings across datasets</h2>",
+        _rankings_section(summary),
         "<h2>Missing measurements</h2>",
         _missing(deltas),
         "<h2>Figures</h2>",

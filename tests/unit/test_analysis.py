@@ -79,3 +79,13 @@ def test_rank_agreement_and_reversals() -> None:
     flips = rank_reversals(scores)
     assert len(flips) == 6  # 3 model pairs flip between a-c and between b-c
     assert all(f.dataset_b == "c" for f in flips)
+
+
+def test_correctness_uses_a_normalised_whole_word_match() -> None:
+    from sago_core.analysis.correctness import is_correct, normalise_answer
+
+    assert normalise_answer("The  Eiffel-Tower!") == "eiffel tower"
+    assert is_correct("It is located in Paris, France.", ["Paris"]) is True
+    assert is_correct("Parisian food is great.", ["Paris"]) is False
+    assert is_correct("The answer is 1969.", ["20 July 1969", "1969"]) is True
+    assert is_correct("No idea.", []) is None

@@ -51,7 +51,23 @@ def test_report_tables_equal_values_recomputed_from_deltas() -> None:
     scores = score_prompts(deltas)
     summary = summarize(scores)
     variants = pl.DataFrame({"family": ["register", "register"], "kept": [True, False]})
-    page = render_report(summary, scores, deltas, variants, {"run_id": "r", "config": {}})
+    prompts = pl.DataFrame(
+        {
+            "dataset": ["d1"] * 4 + ["d2"] * 4,
+            "prompt_id": [f"d{d}-{p}" for d in (1, 2) for p in range(4)],
+            "references": [["Paris"]] * 4 + [[]] * 4,
+        }
+    )
+    generations = prompts.select(
+        pl.lit("hf:m").alias("model"),
+        "dataset",
+        "prompt_id",
+        pl.lit("base").alias("variant_id"),
+        pl.Series("response_text", ["Paris.", "Paris is it.", "Lyon.", "No."] + ["x"] * 4),
+    )
+    page = render_report(
+        summary, scores, deltas, variants, prompts, generations, {"run_id": "r", "config": {}}
+    )
 
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == 4
@@ -69,3 +85,34 @@ def test_report_tables_equal_values_recomputed_from_deltas() -> None:
         assert cell is not None and float(cell.group(1)) == round(pooled, 4)
     assert re.search(r'<td class="l">act</td><td>NA</td>', page)
     assert "backend exposes no hidden states" in page
+
+
+def test_report_splits_stability_by_correctness_and_ranks_need_two_models() -> None:
+    deltas = _deltas()
+    scores = score_prompts(deltas)
+    summary = summarize(scores)
+    prompts = pl.DataFrame(
+        {
+            "dataset": ["d1"] * 4 + ["d2"] * 4,
+            "prompt_id": [f"d{d}-{p}" for d in (1, 2) for p in range(4)],
+            "references": [["Paris"]] * 4 + [[]] * 4,
+        }
+    )
+    generations = prompts.select(
+        pl.lit("hf:m").alias("model"),
+        "dataset",
+        "prompt_id",
+        pl.lit("base").alias("variant_id"),
+        pl.Series("response_text", ["Paris.", "Paris is it.", "Lyon.", "No."] + ["x"] * 4),
+    )
+    variants = pl.DataFrame({"family": ["register"], "kept": [True]})
+    page = render_report(summary, scores, deltas, variants, prompts, generations, {})
+    bleu = scores.filter((pl.col("axis") == "bleu") & (pl.col("dataset") == "d1")).sort("prompt_id")
+    right = bleu["s"][:2].mean()
+    assert f"{right:.4f} (n=2)" in page  # d1-0 and d1-1 answered right
+    assert "Rankings need at least two models" in page
+    two = pl.concat(
+        [summary, summary.with_columns(pl.lit("hf:other").alias("model"), pl.col("sgs") * 2)]
+    )
+    page_two = render_report(two, scores, deltas, variants, prompts, generations, {})
+    assert "Kendall tau" in page_two
