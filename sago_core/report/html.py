@@ -64,7 +64,12 @@ def _image(name: str, png: bytes) -> str:
 def _pooled_table(summary: pl.DataFrame) -> str:
     rows = []
     pooled = summary.filter(pl.col("dataset") == POOLED)
-    for r in pooled.sort("model", "axis").iter_rows(named=True):
+    ordered = pooled.with_columns(
+        pl.col("axis")
+        .replace_strict({axis: i for i, axis in enumerate(AXES)}, return_dtype=pl.Int32)
+        .alias("order")
+    )
+    for r in ordered.sort("model", "order").iter_rows(named=True):
         sgs = "NA" if r["sgs"] is None else f"{r['sgs']:.4f}{significance_mark(r['p_eps_0_05'])}"
         ci = (
             f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
@@ -183,9 +188,9 @@ def _correctness_section(
     )
     joined = scores.join(verdicts, on=["model", "dataset", "prompt_id"], how="left")
     rows = []
-    for (model, axis), frame in joined.sort("model", "axis").group_by(
-        ["model", "axis"], maintain_order=True
-    ):
+    order = {axis: i for i, axis in enumerate(AXES)}
+    groups = sorted(joined.group_by(["model", "axis"]), key=lambda g: (g[0][0], order[g[0][1]]))
+    for (model, axis), frame in groups:
         cells = []
         for flag in (True, False):
             chosen = frame.filter(pl.col("correct") == flag).drop_nulls("s")
