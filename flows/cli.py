@@ -72,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild report.html of a finished run from its artifacts alone (no model)",
     )
     report.add_argument("run", type=Path, help="the run folder, e.g. runs/demo-0d990e5e3478")
+    compare = commands.add_parser(
+        "compare", help="one report across several finished runs (rankings, reversals)"
+    )
+    compare.add_argument("runs", type=Path, nargs="+", help="run folders")
+    compare.add_argument(
+        "--out", type=Path, default=Path("comparison.html"), help="where to write the page"
+    )
     return parser
 
 
@@ -132,23 +139,43 @@ def run_command(config: RunConfig) -> int:
     return 0
 
 
-def report_command(run_dir: Path) -> int:
-    from sago_core.artifacts.store import write_text
-    from sago_core.errors import InputError
-    from sago_core.report.html import report_from_run
+FINISHED_RUN_FILES = (
+    "summary.parquet",
+    "scores.parquet",
+    "deltas.parquet",
+    "variants.parquet",
+    "prompts.parquet",
+    "generations.parquet",
+    "manifest.json",
+)
 
-    needed = (
-        "summary.parquet",
-        "scores.parquet",
-        "deltas.parquet",
-        "variants.parquet",
-        "manifest.json",
-    )
-    missing = [name for name in needed if not (run_dir / name).is_file()]
+
+def check_finished_run(run_dir: Path) -> None:
+    from sago_core.errors import InputError
+
+    missing = [name for name in FINISHED_RUN_FILES if not (run_dir / name).is_file()]
     if missing:
         raise InputError(f"is not a finished run (missing {', '.join(missing)})", file=str(run_dir))
+
+
+def report_command(run_dir: Path) -> int:
+    from sago_core.artifacts.store import write_text
+    from sago_core.report.html import report_from_run
+
+    check_finished_run(run_dir)
     path = write_text(report_from_run(run_dir), run_dir / "report.html")
     print(f"Report: {path}")
+    return 0
+
+
+def compare_command(run_dirs: list[Path], out: Path) -> int:
+    from sago_core.artifacts.store import write_text
+    from sago_core.report.compare import compare_runs
+
+    for run_dir in run_dirs:
+        check_finished_run(run_dir)
+    path = write_text(compare_runs(run_dirs), out)
+    print(f"Comparison: {path}")
     return 0
 
 
@@ -157,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "report":
             return report_command(args.run)
+        if args.command == "compare":
+            return compare_command(args.runs, args.out)
         config = config_from_args(args)
         return run_command(config)
     except SagoError as exc:

@@ -1,0 +1,70 @@
+"""``sago compare``: one report across several finished runs, from their artifacts alone.
+
+Models keep their spec as label unless the same spec appears in more than one run; then the
+run id is appended so results of different runs are never merged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sago_core.report.html import provenance_of, render_report
+
+FRAMES = ("summary", "scores", "deltas", "variants", "prompts", "generations")
+
+
+def _labelled(run_dir: Path, frames: dict[str, pl.DataFrame], clash: set[str]) -> dict:
+    run_id = run_dir.name
+    out = {}
+    for name, frame in frames.items():
+        if "model" in frame.columns:
+            frame = frame.with_columns(
+                pl.when(pl.col("model").is_in(list(clash)))
+                .then(pl.format("{} ({})", pl.col("model"), pl.lit(run_id)))
+                .otherwise(pl.col("model"))
+                .alias("model")
+            )
+        out[name] = frame
+    return out
+
+
+def compare_runs(run_dirs: list[Path]) -> str:
+    loaded = [
+        {name: pl.read_parquet(run / f"{name}.parquet") for name in FRAMES} for run in run_dirs
+    ]
+    counts = Counter(m for frames in loaded for m in frames["summary"]["model"].unique())
+    clash = {model for model, n in counts.items() if n > 1}
+    labelled = [_labelled(run, frames, clash) for run, frames in zip(run_dirs, loaded, strict=True)]
+    combined = {
+        name: pl.concat([f[name] for f in labelled], how="diagonal_relaxed") for name in FRAMES
+    }
+    # prompts and variants repeat across runs of the same data: keep one copy of each row
+    for name in ("prompts", "variants"):
+        combined[name] = combined[name].unique(maintain_order=True)
+    models: dict[str, Any] = {}
+    packages: dict[str, str] = {}
+    for run in run_dirs:
+        manifest = provenance_of(json.loads((run / "manifest.json").read_text(encoding="utf-8")))
+        for spec, info in (manifest.get("models") or {}).items():
+            models[f"{spec} ({run.name})" if spec in clash else spec] = info
+        packages.update(manifest.get("packages") or {})
+    provenance = {
+        "run_id": ", ".join(run.name for run in run_dirs),
+        "models": models,
+        "packages": packages,
+        "config": {"preset": "comparison"},
+    }
+    return render_report(
+        combined["summary"],
+        combined["scores"],
+        combined["deltas"],
+        combined["variants"],
+        combined["prompts"],
+        combined["generations"],
+        provenance,
+    )
