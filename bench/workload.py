@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import polars as pl
+
 from sago_core.artifacts.schemas import PROMPTS, VARIANTS
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.config import VariantGrid, build_config
@@ -43,7 +45,7 @@ class Workload:
         (folder / "workload.json").write_text(json.dumps(asdict(self)))
 
     @staticmethod
-    def load(folder: Path) -> tuple[Workload, object, object]:
+    def load(folder: Path) -> tuple[Workload, pl.DataFrame, pl.DataFrame]:
         spec = Workload(**json.loads((folder / "workload.json").read_text()))
         return (
             spec,

@@ -7,6 +7,7 @@ renamed over the target only after its bytes reach the disk.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -51,8 +52,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
 
 def write_parquet(frame: pl.DataFrame, path: Path, schema: Schema) -> Path:
     """Write ``frame`` conformed to ``schema``; deterministic bytes for equal content."""
-    import io
-
     buffer = io.BytesIO()
     conform(frame, schema).write_parquet(buffer, compression="zstd", statistics=False)
     return atomic_write_bytes(path, buffer.getvalue())

@@ -80,6 +80,9 @@ class HFBackend:
             else min(self.eos_ids)
         )
         self.softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        # transformers 5 names the KV-cache argument ``cache``, 4.x ``past_key_values``
+        forward = inspect.signature(self.model.base_model.forward).parameters
+        self.cache_arg = "cache" if "cache" in forward else "past_key_values"
 
     def _eos_ids(self) -> set[int]:
         ids = self.model.generation_config.eos_token_id
@@ -172,7 +175,7 @@ class HFBackend:
         if prefix is not None:
             cache = copy.deepcopy(prefix)  # the forward appends to it
             cache.batch_repeat_interleave(ids.shape[0])
-            kwargs[self._cache_arg] = cache
+            kwargs[self.cache_arg] = cache
             kwargs["attention_mask"] = torch.cat(
                 [torch.ones_like(mask[:, :1]).expand(-1, cache.get_seq_length()), mask], dim=1
             )
@@ -195,11 +198,6 @@ class HFBackend:
                 handle.remove()
         captured.append(out.last_hidden_state[rows, positions])
         return torch.stack(captured, dim=1), out.last_hidden_state
-
-    @property
-    def _cache_arg(self) -> str:
-        params = inspect.signature(self.model.base_model.forward).parameters
-        return "cache" if "cache" in params else "past_key_values"
 
     def _shared_prefix(self, rows: list[list[int]], prompt_lengths: list[int]) -> Any:
         """KV cache of the tokens every row starts with (the chat template's system header),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
+from sago_core.artifacts.store import sha256_of
 from sago_core.config import BUILTIN_DATASET, DATASET_NAMES
 from sago_core.data.builtin import builtin_prompts
 from sago_core.data.datasets import SOURCES, find_dataset_file, load_dataset_file
@@ -83,10 +85,6 @@ def load_prompts(
 
 def source_digest(datasets: tuple[str, ...], data_dir: Path | None) -> str:
     """Digest of the data files behind the requested datasets (built-ins: their code)."""
-    import hashlib
-
-    from sago_core.artifacts.store import sha256_of
-
     digest = hashlib.sha256()
     for name in datasets:
         digest.update(name.encode())

@@ -20,7 +20,7 @@ import polars as pl
 from sago_core.analysis.correctness import is_correct
 from sago_core.analysis.rankings import rank_agreement, rank_reversals
 from sago_core.report import figures
-from sago_core.report.summary_md import kept_counts, significance_mark
+from sago_core.report.summary_md import kept_counts, sgs_cell
 from sago_core.scoring.axes import AXES, POOLED
 
 STYLE = """
@@ -70,7 +70,7 @@ def _pooled_table(summary: pl.DataFrame) -> str:
         .alias("order")
     )
     for r in ordered.sort("model", "order").iter_rows(named=True):
-        sgs = "NA" if r["sgs"] is None else f"{r['sgs']:.4f}{significance_mark(r['p_eps_0_05'])}"
+        sgs = sgs_cell(r) or "NA"
         ci = (
             f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
             if r.get("ci_low") is not None and r.get("ci_high") is not None
@@ -117,12 +117,7 @@ def _dataset_table(summary: pl.DataFrame) -> str:
         for dataset in datasets:
             cells = []
             for axis in AXES:
-                r = index.get((dataset, axis))
-                cells.append(
-                    '<span class="na">NA</span>'
-                    if r is None or r["sgs"] is None
-                    else f"{r['sgs']:.4f}{significance_mark(r['p_eps_0_05'])}"
-                )
+                cells.append(sgs_cell(index.get((dataset, axis))) or '<span class="na">NA</span>')
             body.append([html.escape(dataset), *cells])
         parts.append(f"<h3>{html.escape(model)}</h3>" + _table(["dataset", *AXES], body))
     return "".join(parts)

@@ -23,10 +23,15 @@ def significance_mark(p: float | None) -> str:
     return ""
 
 
-def _cell(row: dict | None) -> str:
+def sgs_cell(row: dict | None) -> str | None:
+    """SGS with its significance mark at the main eps, or None when there is no SGS."""
     if row is None or row["sgs"] is None:
-        return "NA"
+        return None
     return f"{row['sgs']:.4f}{significance_mark(row['p_eps_0_05'])}"
+
+
+def _cell(row: dict | None) -> str:
+    return sgs_cell(row) or "NA"
 
 
 def render_summary(summary: pl.DataFrame, kept_counts: pl.DataFrame | None = None) -> str:

@@ -46,11 +46,8 @@ def _deltas() -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def test_report_tables_equal_values_recomputed_from_deltas() -> None:
-    deltas = _deltas()
-    scores = score_prompts(deltas)
-    summary = summarize(scores)
-    variants = pl.DataFrame({"family": ["register", "register"], "kept": [True, False]})
+def _answers() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Prompts with references on d1 only, and base answers: d1-0 and d1-1 are right."""
     prompts = pl.DataFrame(
         {
             "dataset": ["d1"] * 4 + ["d2"] * 4,
@@ -65,6 +62,15 @@ def test_report_tables_equal_values_recomputed_from_deltas() -> None:
         pl.lit("base").alias("variant_id"),
         pl.Series("response_text", ["Paris.", "Paris is it.", "Lyon.", "No."] + ["x"] * 4),
     )
+    return prompts, generations
+
+
+def test_report_tables_equal_values_recomputed_from_deltas() -> None:
+    deltas = _deltas()
+    scores = score_prompts(deltas)
+    summary = summarize(scores)
+    variants = pl.DataFrame({"family": ["register", "register"], "kept": [True, False]})
+    prompts, generations = _answers()
     page = render_report(
         summary, scores, deltas, variants, prompts, generations, {"run_id": "r", "config": {}}
     )
@@ -91,20 +97,7 @@ def test_report_splits_stability_by_correctness_and_ranks_need_two_models() -> N
     deltas = _deltas()
     scores = score_prompts(deltas)
     summary = summarize(scores)
-    prompts = pl.DataFrame(
-        {
-            "dataset": ["d1"] * 4 + ["d2"] * 4,
-            "prompt_id": [f"d{d}-{p}" for d in (1, 2) for p in range(4)],
-            "references": [["Paris"]] * 4 + [[]] * 4,
-        }
-    )
-    generations = prompts.select(
-        pl.lit("hf:m").alias("model"),
-        "dataset",
-        "prompt_id",
-        pl.lit("base").alias("variant_id"),
-        pl.Series("response_text", ["Paris.", "Paris is it.", "Lyon.", "No."] + ["x"] * 4),
-    )
+    prompts, generations = _answers()
     variants = pl.DataFrame({"family": ["register"], "kept": [True]})
     page = render_report(summary, scores, deltas, variants, prompts, generations, {})
     bleu = scores.filter((pl.col("axis") == "bleu") & (pl.col("dataset") == "d1")).sort("prompt_id")
