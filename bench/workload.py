@@ -25,6 +25,7 @@ GRID = {
         "positions": ["prefix", "global"],
     },
     "structural": None,
+    "replay": False,  # the naive baseline has no noise floor; compare like with like
 }
 
 

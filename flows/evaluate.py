@@ -133,7 +133,12 @@ def evaluate(config: RunConfig) -> str:
         out_dir=out,
     )
     scores = stage(score_prompts_task, deltas_path=deltas, out_dir=out)
-    summary = stage(summarize_task, scores_path=scores, out_dir=out)
+    summary = stage(
+        summarize_task,
+        scores_path=scores,
+        test_against=config.statistics.test_against,
+        out_dir=out,
+    )
     stage(render_summary_task, summary_path=summary, variants_path=variants, out_dir=out)
     stage(
         render_report_task,

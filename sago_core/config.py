@@ -102,6 +102,9 @@ class VariantGrid(StrictModel):
     register_grid: RegisterGrid | None = Field(default=RegisterGrid(), alias="register")
     noise: NoiseGrid | None = NoiseGrid()
     structural: StructuralGrid | None = StructuralGrid()
+    # The noise floor: the base prompt asked again, unchanged, under the same settings. Its
+    # deltas are what the backend varies by itself (batching, kernels, API sampling).
+    replay: bool = True
 
 
 class BertScoreSettings(StrictModel):
@@ -131,6 +134,14 @@ class AnalysisSettings(StrictModel):
     max_batch_tokens: int = Field(default=8192, ge=64)
 
 
+class StatisticsSettings(StrictModel):
+    """``test_against``: the reference of the main significance marks and of Holm/BH.
+    ``eps`` is the paper's fixed tolerance 0.05; ``floor`` tests each prompt's score against
+    its own replay delta (paired), so only instability beyond the backend's noise counts."""
+
+    test_against: Literal["eps", "floor"] = "eps"
+
+
 class RunConfig(StrictModel):
     preset: Preset = "demo"
     models: tuple[str, ...] = ("hf:smollm2-135m",)
@@ -145,6 +156,7 @@ class RunConfig(StrictModel):
     generation: GenerationSettings = GenerationSettings()
     analysis: AnalysisSettings = AnalysisSettings()
     bertscore: BertScoreSettings = BertScoreSettings()
+    statistics: StatisticsSettings = StatisticsSettings()
     variants: VariantGrid = VariantGrid()
 
     @field_validator("models", "datasets")

@@ -68,8 +68,8 @@ def score_prompts_task(deltas_path: str, out_dir: str) -> str:
 
 
 @stage_task("summarize")
-def summarize_task(scores_path: str, out_dir: str) -> str:
-    frame = summarize(read_parquet(scores_path))
+def summarize_task(scores_path: str, test_against: str, out_dir: str) -> str:
+    frame = summarize(read_parquet(scores_path), test_against)
     return str(write_parquet(frame, Path(out_dir) / "summary.parquet", SUMMARY))
 
 

@@ -105,6 +105,7 @@ SCORES: Schema = {
     "s": pl.Float64,
     "n_variants": pl.Int32,
     "missing_reason": pl.String,
+    "floor": pl.Float64,  # |delta_norm| of this prompt's replay (noise floor); null if none
 }
 
 SUMMARY: Schema = {
@@ -120,9 +121,13 @@ SUMMARY: Schema = {
     "missing_reason": pl.String,
     "ci_low": pl.Float64,  # 95% bootstrap interval of sgs (prompts resampled)
     "ci_high": pl.Float64,
-    "p_holm": pl.Float64,  # p_eps_0_05 adjusted over all rows (Holm)
-    "p_bh": pl.Float64,  # p_eps_0_05 adjusted over all rows (Benjamini-Hochberg)
+    "p_holm": pl.Float64,  # p_reference adjusted over all rows (Holm)
+    "p_bh": pl.Float64,  # p_reference adjusted over all rows (Benjamini-Hochberg)
     "mde": pl.Float64,  # smallest excess over eps detectable with 80% power at n
+    "floor": pl.Float64,  # mean per-prompt noise floor (replay |delta_norm|)
+    "p_floor": pl.Float64,  # one-sided paired t-test of s - floor > 0 over prompts
+    "reference": pl.String,  # what p_reference tests against: "eps 0.05" or "noise floor"
+    "p_reference": pl.Float64,  # the p-value behind the marks, Holm and BH
 }
 
 

@@ -21,7 +21,7 @@ from sago_core.analysis.correctness import is_correct
 from sago_core.analysis.rankings import rank_agreement, rank_reversals
 from sago_core.report import figures
 from sago_core.report.summary_md import kept_counts, sgs_cell
-from sago_core.scoring.axes import AXES, POOLED
+from sago_core.scoring.axes import AXES, POOLED, REPLAY_FAMILY
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
@@ -86,6 +86,8 @@ def _pooled_table(summary: pl.DataFrame) -> str:
                 _fmt(r["p_eps_0_01"]),
                 _fmt(r["p_eps_0_05"]),
                 _fmt(r["p_eps_0_10"]),
+                _fmt(r.get("floor")),
+                _fmt(r.get("p_floor")),
                 _fmt(r.get("p_holm")),
                 _fmt(r.get("p_bh")),
                 _fmt(r.get("mde")),
@@ -100,6 +102,8 @@ def _pooled_table(summary: pl.DataFrame) -> str:
         "p (eps .01)",
         "p (eps .05)",
         "p (eps .10)",
+        "noise floor",
+        "p (> floor)",
         "Holm",
         "BH",
         "MDE 80%",
@@ -121,6 +125,36 @@ def _dataset_table(summary: pl.DataFrame) -> str:
             body.append([html.escape(dataset), *cells])
         parts.append(f"<h3>{html.escape(model)}</h3>" + _table(["dataset", *AXES], body))
     return "".join(parts)
+
+
+def _noise_floor(deltas: pl.DataFrame, summary: pl.DataFrame) -> str:
+    replay = deltas.filter(pl.col("family") == REPLAY_FAMILY)
+    if not len(replay):
+        return "<p>No replay in this run (variants.replay is off): no noise floor.</p>"
+    rows = []
+    reference = summary["reference"][0] if "reference" in summary.columns else "eps 0.05"
+    for model in sorted(replay["model"].unique().to_list()):
+        for axis in AXES:
+            chosen = replay.filter((pl.col("model") == model) & (pl.col("axis") == axis))
+            measured = chosen.drop_nulls("delta_norm")
+            if not len(measured):
+                reasons = chosen["missing_reason"].drop_nulls().to_list()
+                reason = str(reasons[0]) if reasons else "no replay"
+                cells = ['<span class="na">NA</span>', "0", html.escape(reason)]
+            else:
+                magnitude = measured["delta_norm"].abs()
+                cells = [
+                    _fmt(magnitude.mean()),
+                    str(len(measured)),
+                    f"{int((magnitude > 0).sum())} of {len(measured)} prompts differ",
+                ]
+            rows.append([html.escape(model), axis, *cells])
+    intro = (
+        "<p>The base prompt asked again under the same settings; its |normalised delta| is "
+        "what the backend varies by itself. Significance marks test against: "
+        f"<b>{html.escape(str(reference))}</b>.</p>"
+    )
+    return intro + _table(["model", "axis", "mean |delta_norm|", "n", "note"], rows, left=2)
 
 
 def _missing(deltas: pl.DataFrame) -> str:
@@ -278,11 +312,13 @@ def render_report(
     provenance: dict[str, Any],
 ) -> str:
     kept = kept_counts(variants)
+    variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     sections = [
         "<h1>SAGO report</h1>",
         "<p>SGS = mean over prompts of the RMS of normalised deltas (0 = identical behaviour "
-        "on every variant). Marks: one-sided t-test of E[s] &gt; 0.05; * p&lt;0.05, "
-        "** p&lt;0.01, *** p&lt;0.001. Holm and BH adjust p (eps 0.05) over all rows of the "
+        "on every variant). Marks: one-sided t-test of E[s] &gt; 0.05 (or, when the run "
+        "tests against the noise floor, paired s &gt; floor); * p&lt;0.05, "
+        "** p&lt;0.01, *** p&lt;0.001. Holm and BH adjust that p-value over all rows of the "
         "summary. MDE: smallest excess over eps detectable with 80% power at this n.</p>",
         "<h2>Pooled SGS per model and axis</h2>",
         _pooled_table(summary),
@@ -297,12 +333,14 @@ def render_report(
         _correctness_section(prompts, generations, scores),
         "<h2>Rankings across datasets</h2>",
         _rankings_section(summary),
+        "<h2>Noise floor</h2>",
+        _noise_floor(deltas, summary),
         "<h2>Missing measurements</h2>",
-        _missing(deltas),
+        _missing(variant_deltas),
         "<h2>Figures</h2>",
-        _image("radar", figures.radar(deltas)),
+        _image("radar", figures.radar(variant_deltas)),
         _image("heatmap", figures.heatmap(summary)),
-        _image("dose-response", figures.dose_response(deltas)),
+        _image("dose-response", figures.dose_response(variant_deltas)),
         _image("distributions", figures.distributions(scores)),
         "<h2>Provenance</h2>",
         _provenance(provenance),

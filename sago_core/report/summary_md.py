@@ -24,10 +24,12 @@ def significance_mark(p: float | None) -> str:
 
 
 def sgs_cell(row: dict | None) -> str | None:
-    """SGS with its significance mark at the main eps, or None when there is no SGS."""
+    """SGS with its significance mark against the run's reference (eps 0.05 unless the run
+    tests against the noise floor), or None when there is no SGS."""
     if row is None or row["sgs"] is None:
         return None
-    return f"{row['sgs']:.4f}{significance_mark(row['p_eps_0_05'])}"
+    p = row["p_reference"] if "p_reference" in row else row["p_eps_0_05"]
+    return f"{row['sgs']:.4f}{significance_mark(p)}"
 
 
 def _cell(row: dict | None) -> str:
@@ -36,9 +38,11 @@ def _cell(row: dict | None) -> str:
 
 def render_summary(summary: pl.DataFrame, kept_counts: pl.DataFrame | None = None) -> str:
     lines = ["# SAGO summary", ""]
+    reference = summary["reference"][0] if "reference" in summary.columns and len(summary) else None
+    test = "s > noise floor (paired)" if reference == "noise floor" else "E[s] > 0.05"
     lines.append(
         "SGS per axis (RMS of normalised deltas, mean over prompts); marks: one-sided t-test "
-        "of E[s] > 0.05 (* p<0.05, ** p<0.01, *** p<0.001). Lower is more stable."
+        f"of {test} (* p<0.05, ** p<0.01, *** p<0.001). Lower is more stable."
     )
     for model in sorted(summary["model"].unique().to_list()):
         rows = summary.filter(pl.col("model") == model)

@@ -15,6 +15,8 @@ EPSILONS: tuple[float, ...] = (0.01, 0.05, 0.10)
 MAIN_EPSILON = 0.05
 BASE_VARIANT_ID = "base"
 POOLED = "__pooled__"
+# The base prompt asked again: its deltas are the noise floor, never part of a score.
+REPLAY_FAMILY = "replay"
 
 
 def normalise(axis: str, delta: float) -> float:

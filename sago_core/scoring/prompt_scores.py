@@ -1,25 +1,38 @@
-"""Per-prompt stability score: s_X(i) = RMS of normalised deltas over the kept variants."""
+"""Per-prompt stability score: s_X(i) = RMS of normalised deltas over the kept variants.
+
+The replay row (the base prompt asked again) is not a variant: it never enters s. Its
+|delta_norm| is kept beside s as that prompt's noise floor.
+"""
 
 from __future__ import annotations
 
 import polars as pl
 
 from sago_core.artifacts.schemas import SCORES, conform
+from sago_core.scoring.axes import REPLAY_FAMILY
+
+GROUP = ["model", "dataset", "prompt_id", "axis"]
 
 
 def score_prompts(deltas: pl.DataFrame) -> pl.DataFrame:
     """RMS per (model, dataset, prompt, axis); null with a reason when no delta exists."""
+    variants = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     values = pl.col("delta_norm").drop_nulls()
     scale = values.abs().max()
     # Scaled RMS, max|x| * sqrt(mean((x / max|x|)^2)): squaring a tiny delta directly can
     # underflow to 0 and report a non-zero delta as perfect stability.
     rms = pl.when(scale == 0).then(0.0).otherwise(scale * (values / scale).pow(2).mean().sqrt())
-    grouped = deltas.group_by(["model", "dataset", "prompt_id", "axis"]).agg(
+    grouped = variants.group_by(GROUP).agg(
         rms.alias("s"),
         pl.col("delta_norm").drop_nulls().len().alias("n_variants"),
         pl.col("missing_reason").drop_nulls().first().alias("reason"),
     )
-    scored = grouped.with_columns(
+    floors = (
+        deltas.filter(pl.col("family") == REPLAY_FAMILY)
+        .group_by(GROUP)
+        .agg(pl.col("delta_norm").abs().drop_nulls().mean().alias("floor"))
+    )
+    scored = grouped.join(floors, on=GROUP, how="left").with_columns(
         pl.when(pl.col("n_variants") == 0).then(pl.col("reason")).alias("missing_reason")
     )
-    return conform(scored, SCORES).sort(["model", "dataset", "prompt_id", "axis"])
+    return conform(scored, SCORES).sort(GROUP)

@@ -10,6 +10,11 @@ Beyond the paper: ``ci_low``/``ci_high`` are 95% bootstrap intervals resampling 
 ``p_bh`` adjust ``p_eps_0_05`` over the family of all rows in the summary (Holm,
 Benjamini-Hochberg); ``mde`` is the smallest excess over eps (in SGS units: standardised
 effect x the scores' standard deviation) the test detects with 80% power at this N.
+
+Noise floor: ``floor`` is the mean per-prompt replay |delta_norm| (equal-weight over datasets
+when pooled) and ``p_floor`` a one-sided paired t-test of s - floor > 0 over the prompts that
+have both. ``test_against`` picks which of p_eps_0_05 and p_floor is ``p_reference``, the
+p-value behind the significance marks and the Holm/BH corrections.
 """
 
 from __future__ import annotations
@@ -31,9 +36,25 @@ def _seed(*parts: str) -> int:
     return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
 
 
-def _row(model: str, dataset: str, axis: str, groups: list[np.ndarray]) -> dict:
-    values = np.concatenate(groups) if groups else np.array([])
-    means = [float(g.mean()) for g in groups if len(g)]
+REFERENCES = {"eps": "eps 0.05", "floor": "noise floor"}
+
+
+def _floor_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float | None, float | None]:
+    """Mean floor (equal weight per dataset) and the paired test of s over its floor."""
+    means, diffs = [], []
+    for s, floor in pairs:
+        have = ~np.isnan(floor)
+        if have.any():
+            means.append(float(floor[have].mean()))
+            diffs.append(s[have] - floor[have])
+    if not means:
+        return None, None
+    return float(np.mean(means)), one_sided_t_test(np.concatenate(diffs), 0.0).p_value
+
+
+def _row(model: str, dataset: str, axis: str, groups: list[tuple[np.ndarray, np.ndarray]]) -> dict:
+    values = np.concatenate([s for s, _ in groups]) if groups else np.array([])
+    means = [float(s.mean()) for s, _ in groups if len(s)]
     sgs = float(np.mean(means)) if means else None
     row: dict = {"model": model, "dataset": dataset, "axis": axis, "sgs": sgs, "n": len(values)}
     row["missing_reason"] = None if len(values) else "no per-prompt scores on this axis"
@@ -42,25 +63,38 @@ def _row(model: str, dataset: str, axis: str, groups: list[np.ndarray]) -> dict:
         row[f"p_eps_{eps:.2f}".replace(".", "_")] = test.p_value
         if eps == MAIN_EPSILON:
             row["t_stat"] = test.t_stat
-    row["ci_low"], row["ci_high"] = bootstrap_pooled_ci(groups, _seed(model, dataset, axis))
+    row["ci_low"], row["ci_high"] = bootstrap_pooled_ci(
+        [s for s, _ in groups], _seed(model, dataset, axis)
+    )
+    row["floor"], row["p_floor"] = _floor_stats(groups)
     effect = minimum_detectable_effect(len(values))
     row["mde"] = effect * float(values.std(ddof=1)) if effect is not None else None
     return row
 
 
-def summarize(scores: pl.DataFrame) -> pl.DataFrame:
+def _scores_and_floors(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    if "floor" not in frame.columns:  # scores written before the noise floor existed
+        return frame["s"].to_numpy(), np.full(len(frame), np.nan)
+    floors = frame["floor"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    return frame["s"].to_numpy(), floors
+
+
+def summarize(scores: pl.DataFrame, test_against: str = "eps") -> pl.DataFrame:
     rows = []
     valid = scores.filter(pl.col("s").is_not_null())
     for (model, axis), frame in scores.group_by(["model", "axis"], maintain_order=True):
         have = valid.filter((pl.col("model") == model) & (pl.col("axis") == axis))
         groups = []
         for dataset in sorted(frame["dataset"].unique().to_list()):
-            values = have.filter(pl.col("dataset") == dataset)["s"].to_numpy()
-            rows.append(_row(str(model), dataset, str(axis), [values] if len(values) else []))
-            if len(values):
-                groups.append(values)
+            pair = _scores_and_floors(have.filter(pl.col("dataset") == dataset))
+            rows.append(_row(str(model), dataset, str(axis), [pair] if len(pair[0]) else []))
+            if len(pair[0]):
+                groups.append(pair)
         rows.append(_row(str(model), POOLED, str(axis), groups))
-    main = [r["p_eps_0_05"] for r in rows]
+    chosen = "p_floor" if test_against == "floor" else "p_eps_0_05"
+    for row in rows:
+        row["reference"], row["p_reference"] = REFERENCES[test_against], row[chosen]
+    main = [r["p_reference"] for r in rows]
     for row, p_holm, p_bh in zip(rows, holm(main), benjamini_hochberg(main), strict=True):
         row["p_holm"], row["p_bh"] = p_holm, p_bh
     frame = pl.DataFrame(rows, schema_overrides=dict(SUMMARY.items()))

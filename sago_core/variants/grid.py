@@ -1,7 +1,8 @@
 """Expand each prompt into its grid of variants: v = (family, subtype, strength, position).
 
 A variant id is readable and stable (``register:+6:prefix``, ``noise:spacing:20:global``);
-the base prompt itself (strength 0) is never a variant. Noise randomness is seeded from
+the base prompt itself (strength 0) is never a variant, except as the ``replay`` row that
+measures the noise floor (the same text asked again). Noise randomness is seeded from
 (run seed, dataset, prompt_id, variant id), so the text never depends on order or sharding.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from sago_core.config import Position, VariantGrid
 from sago_core.data.prompt import Prompt
+from sago_core.scoring.axes import REPLAY_FAMILY
 from sago_core.variants.noise import add_punctuation, add_spaces, capitalize_share
 from sago_core.variants.register import apply_register
 from sago_core.variants.seeding import variant_rng, variant_seed
@@ -38,6 +40,24 @@ class Variant:
     position: Position
     text: str
     seed: int
+
+
+REPLAY_VARIANT_ID = "replay:base:0:global"
+
+
+def _replay_variant(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
+    if grid.replay:
+        yield Variant(
+            prompt.dataset,
+            prompt.prompt_id,
+            REPLAY_VARIANT_ID,
+            REPLAY_FAMILY,
+            "base",
+            0.0,
+            "global",
+            prompt.prompt,
+            variant_seed(seed, prompt.dataset, prompt.prompt_id, REPLAY_VARIANT_ID),
+        )
 
 
 def register_variant_id(strength: int, position: Position) -> str:
@@ -102,4 +122,5 @@ def build_variants(prompts: list[Prompt], grid: VariantGrid, seed: int) -> list[
     for prompt in prompts:
         variants.extend(_register_variants(prompt, grid, seed))
         variants.extend(_noise_variants(prompt, grid, seed))
+        variants.extend(_replay_variant(prompt, grid, seed))
     return variants

@@ -109,11 +109,14 @@ def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
         assert frame.columns[: len(columns)] == columns, name
     deltas = pl.read_parquet(run_dir / "deltas.parquet")
     assert set(deltas["axis"]) == set(AXES)
-    assert deltas["delta"].null_count() == 0, "all six axes are filled for an open model"
+    variant_deltas = deltas.filter(pl.col("family") != "replay")
+    assert variant_deltas["delta"].null_count() == 0, "all six axes are filled for an open model"
+    floor = deltas.filter((pl.col("family") == "replay") & (pl.col("axis") != "mr"))
+    assert floor.height == 12 * 5 and floor["delta"].null_count() == 0
     generations = pl.read_parquet(run_dir / "generations.parquet")
     assert (generations["variant_id"] == "base").sum() == 12  # two per built-in style
     variants = pl.read_parquet(run_dir / "variants.parquet")
-    assert set(variants["family"]) == {"register", "noise", "structural"}
+    assert set(variants["family"]) == {"register", "noise", "structural", "replay"}
     assert variants.filter(pl.col("family") == "structural").height == 12 * 2
     assert variants.filter(~pl.col("kept"))["reject_reason"].null_count() == 0
     manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -47,7 +47,11 @@ def test_score_and_summarize_tasks_write_their_artifacts(tmp_path: Path) -> None
     p1 = scores.filter((pl.col("model") == "m1") & (pl.col("prompt_id") == "p1"))["s"][0]
     assert abs(p1 - ((0.01 + 0.09) / 2) ** 0.5) < 1e-12
     summary = pl.read_parquet(
-        summarize_task.fn(scores_path=str(tmp_path / "scores.parquet"), out_dir=str(tmp_path))
+        summarize_task.fn(
+            scores_path=str(tmp_path / "scores.parquet"),
+            test_against="eps",
+            out_dir=str(tmp_path),
+        )
     )
     assert set(summary["dataset"]) == {"d", "__pooled__"}
     assert not list(tmp_path.glob(".*.tmp"))

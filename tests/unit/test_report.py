@@ -43,6 +43,26 @@ def _deltas() -> pl.DataFrame:
                             else None,
                         }
                     )
+            for axis in AXES:  # the replay: a small floor on prob, exact elsewhere, no MR
+                delta = {"prob": -0.5, "mr": None}.get(axis, 0.0)
+                rows.append(
+                    {
+                        "model": "hf:m",
+                        "dataset": dataset,
+                        "prompt_id": f"{dataset}-{p}",
+                        "variant_id": "replay:base:0:global",
+                        "family": "replay",
+                        "subtype": "base",
+                        "strength": 0.0,
+                        "position": "global",
+                        "axis": axis,
+                        "delta": delta,
+                        "delta_norm": None if delta is None else delta / SCALES[axis],
+                        "missing_reason": "no mirroring detector for replay/base"
+                        if delta is None
+                        else None,
+                    }
+                )
     return pl.DataFrame(rows)
 
 
@@ -82,7 +102,7 @@ def test_report_tables_equal_values_recomputed_from_deltas() -> None:
 
     for axis in ("bleu", "bert", "prob", "ent", "mr"):
         per_prompt = (
-            deltas.filter(pl.col("axis") == axis)
+            deltas.filter((pl.col("axis") == axis) & (pl.col("family") != "replay"))
             .group_by("dataset", "prompt_id")
             .agg((pl.col("delta_norm") ** 2).mean().sqrt().alias("s"))
         )
@@ -91,6 +111,9 @@ def test_report_tables_equal_values_recomputed_from_deltas() -> None:
         assert cell is not None and float(cell.group(1)) == round(pooled, 4)
     assert re.search(r'<td class="l">act</td><td>NA</td>', page)
     assert "backend exposes no hidden states" in page
+    floor_row = re.search(r'<td class="l">prob</td><td>([0-9.]+)</td><td>8</td>', page)
+    assert floor_row is not None and float(floor_row.group(1)) == round(0.5 / SCALES["prob"], 4)
+    assert "no mirroring detector for replay/base" in page  # the floor's NA, with its reason
 
 
 def test_report_splits_stability_by_correctness_and_ranks_need_two_models() -> None:

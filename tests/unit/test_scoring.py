@@ -24,6 +24,7 @@ def _deltas(values: list[float | None], axis: str = "bleu", prompt: str = "p1") 
             "dataset": "d",
             "prompt_id": prompt,
             "variant_id": [f"v{i}" for i in range(len(values))],
+            "family": "noise",
             "axis": axis,
             "delta": values,
             "delta_norm": [None if v is None else v / SCALES[axis] for v in values],
@@ -120,3 +121,51 @@ def test_summary_keeps_a_missing_axis_as_null_with_reason() -> None:
     summary = summarize(frame)
     assert summary["sgs"].to_list() == [None, None]
     assert all(r is not None for r in summary["missing_reason"].to_list())
+
+
+def test_replay_is_the_noise_floor_never_part_of_the_score() -> None:
+    variants = _deltas([-30.0, -40.0])
+    replay = _deltas([-5.0]).with_columns(
+        pl.lit("replay").alias("family"), pl.lit("replay:base:0:global").alias("variant_id")
+    )
+    scores = score_prompts(pl.concat([variants, replay]))
+    assert scores["s"][0] == pytest.approx(math.sqrt((0.3**2 + 0.4**2) / 2))
+    assert scores["n_variants"][0] == 2
+    assert scores["floor"][0] == pytest.approx(0.05)
+
+
+def _scores_with_floor(s: list[float], floor: list[float | None]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "prompt_id": [f"p{i}" for i in range(len(s))],
+            "axis": "prob",
+            "s": s,
+            "n_variants": 3,
+            "missing_reason": None,
+            "floor": floor,
+        },
+        schema_overrides={"floor": pl.Float64, "missing_reason": pl.String},
+    )
+
+
+def test_significance_against_the_floor_is_a_paired_test() -> None:
+    s = [0.30, 0.25, 0.40, 0.35, 0.28]
+    floor = [0.28, 0.26, 0.36, 0.30, None]  # the last prompt has no replay
+    summary = summarize(_scores_with_floor(s, floor), test_against="floor")
+    row = summary.filter(pl.col("dataset") == POOLED).row(0, named=True)
+    diffs = np.array(s[:4]) - np.array(floor[:4])
+    expected = stats.ttest_1samp(diffs, 0.0, alternative="greater").pvalue
+    assert row["floor"] == pytest.approx(np.mean(floor[:4]))
+    assert row["p_floor"] == pytest.approx(expected)
+    assert row["reference"] == "noise floor" and row["p_reference"] == row["p_floor"]
+    # Against eps the same scores are far above 0.05: the floor is what makes them ordinary.
+    by_eps = summarize(_scores_with_floor(s, floor)).filter(pl.col("dataset") == POOLED)
+    assert by_eps["p_reference"][0] == by_eps["p_eps_0_05"][0] < 0.001 < row["p_floor"]
+
+
+def test_no_replay_means_no_floor() -> None:
+    summary = summarize(_scores_with_floor([0.1, 0.2], [None, None]), test_against="floor")
+    assert summary["floor"].to_list() == [None, None]
+    assert summary["p_reference"].to_list() == [None, None]

@@ -39,7 +39,8 @@ def test_paper_grid_has_every_family_subtype_strength_and_position(shared_data: 
     config = build_config("paper", {"data_dir": str(shared_data), "n": 1})
     candidates = build_variant_candidates(prepare_prompts(config), config.variants, 0)
     per_prompt = candidates.group_by("prompt_id").len()["len"].unique().to_list()
-    assert per_prompt == [30 + 45]  # register 10 x 3 + noise 3 x 5 x 3; structural 6 come apart
+    # register 10 x 3 + noise 3 x 5 x 3 + the replay; structural 6 come apart
+    assert per_prompt == [30 + 45 + 1]
     register = candidates.filter(pl.col("family") == "register")
     assert sorted(register["strength"].unique().to_list()) == [-10, -8, -6, -4, -2, 2, 4, 6, 8, 10]
     noise = candidates.filter(pl.col("family") == "noise")

@@ -137,13 +137,21 @@ def test_variants_do_not_depend_on_order_and_have_readable_stable_ids() -> None:
     assert other_seed != forward
     ids = {vid for _, vid in forward}
     assert "register:+6:prefix" in ids and "noise:spacing:20:global" in ids
-    # full spec grid: 10 register levels x 3 positions + 3 noise subtypes x 5 x 3 positions
-    assert len(build_variants(prompts[:1], grid, 0)) == 30 + 45
+    # full spec grid: 10 register levels x 3 positions + 3 noise subtypes x 5 x 3 positions,
+    # plus the replay (the base text again, for the noise floor)
+    one = build_variants(prompts[:1], grid, 0)
+    assert len(one) == 30 + 45 + 1
+    replay = [v for v in one if v.family == "replay"]
+    assert len(replay) == 1 and replay[0].text == prompts[0].prompt
 
 
 def test_grid_selection_limits_the_variants() -> None:
     grid = VariantGrid.model_validate(
-        {"register": RegisterGrid(strengths=(-2, 2), positions=("suffix",)), "noise": None}
+        {
+            "register": RegisterGrid(strengths=(-2, 2), positions=("suffix",)),
+            "noise": None,
+            "replay": False,
+        }
     )
     variants = build_variants(builtin_prompts()[:2], grid, 0)
     assert sorted({v.variant_id for v in variants}) == ["register:+2:suffix", "register:-2:suffix"]
