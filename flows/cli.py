@@ -22,11 +22,19 @@ from sago_core.config import (
     build_config,
     read_config_file,
 )
-from sago_core.errors import SagoError
+from sago_core.errors import ConfigError, SagoError
 
 
 def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(part) for part in _csv(text)]
+    except ValueError as exc:
+        message = f"{text!r} is not a comma-separated list of integers"
+        raise argparse.ArgumentTypeError(message) from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +87,29 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--out", type=Path, default=Path("comparison.html"), help="where to write the page"
     )
+    consistency = commands.add_parser(
+        "consistency",
+        help="do results on one OOD dataset predict another? (partial correlations across "
+        "checkpoints, controlling for the ID dataset)",
+    )
+    consistency.add_argument("--config", type=Path, required=True, help="YAML study file")
+    checkpoints = commands.add_parser(
+        "checkpoints", help="make a checkpoint series of a model (fine-tuning or quantisation)"
+    )
+    checkpoints.add_argument("kind", choices=("finetune", "quantize"))
+    checkpoints.add_argument("--base", default="smollm2-135m", help="model id or local folder")
+    checkpoints.add_argument("--out", type=Path, required=True, help="folder for the series")
+    checkpoints.add_argument(
+        "--steps", type=_ints, default=[0, 2, 4, 8], help="finetune: cumulative steps to save"
+    )
+    checkpoints.add_argument(
+        "--bits", type=_ints, default=[32, 8, 6, 4], help="quantize: bit widths to save"
+    )
+    checkpoints.add_argument("--learning-rate", type=float, default=2e-5)
+    checkpoints.add_argument(
+        "--datasets", type=_csv, default=[BUILTIN_DATASET], help="finetune: training questions"
+    )
+    checkpoints.add_argument("--data-dir", type=Path)
     return parser
 
 
@@ -179,6 +210,38 @@ def compare_command(run_dirs: list[Path], out: Path) -> int:
     return 0
 
 
+def consistency_command(path: Path) -> int:
+    from sago_core.consistency.config import build_consistency_config
+
+    study = build_consistency_config(read_config_file(path), source=str(path))
+    preflight(study.evaluation)
+    configure_environment(study.evaluation)
+    from flows.consistency import consistency
+
+    run_dir = Path(consistency(study))
+    print(f"Consistency: {run_dir / 'consistency.html'}")
+    return 0
+
+
+def checkpoints_command(args: argparse.Namespace) -> int:
+    from sago_core.backends.model_source import resolve_local_model
+    from sago_core.checkpoints.series import finetune_series, quantize_series
+    from sago_core.data import load_prompts
+
+    source = resolve_local_model(args.base)
+    if args.kind == "quantize":
+        saved = quantize_series(source, args.bits, args.out)
+    else:
+        prompts = load_prompts(tuple(args.datasets), args.data_dir, 10**6, 0, "question")
+        pairs = [(p.prompt, p.references[0]) for p in prompts if p.references]
+        if not pairs:
+            raise ConfigError(f"datasets {args.datasets} hold no reference answers to train on")
+        saved = finetune_series(source, pairs, args.steps, args.out, args.learning_rate)
+    for folder in saved:
+        print(f"hf:{folder}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -186,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
             return report_command(args.run)
         if args.command == "compare":
             return compare_command(args.runs, args.out)
+        if args.command == "consistency":
+            return consistency_command(args.config)
+        if args.command == "checkpoints":
+            return checkpoints_command(args)
         config = config_from_args(args)
         return run_command(config)
     except SagoError as exc:

@@ -40,6 +40,9 @@ class FakeBackend:
             for r in requests
         ]
 
+    def encode_response(self, text: str) -> tuple[int, ...] | None:
+        return tuple(range(len(text.split())))
+
     def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
         return [len(p.split()) for p in prompts]
 

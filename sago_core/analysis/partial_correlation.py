@@ -25,6 +25,11 @@ def _residuals(y: np.ndarray, control: np.ndarray) -> np.ndarray:
     return y - design @ coefficients
 
 
+def _negligible(residuals: np.ndarray, values: np.ndarray) -> bool:
+    spread = float(np.abs(values - values.mean()).max()) if len(values) else 0.0
+    return spread == 0.0 or float(np.abs(residuals).max()) <= 1e-9 * spread
+
+
 def partial_correlation(
     x: Sequence[float], y: Sequence[float], control: Sequence[float]
 ) -> PartialCorrelation:
@@ -35,9 +40,11 @@ def partial_correlation(
     if n < 4:
         return PartialCorrelation(None, None, n)
     rx, ry = _residuals(xs, zs), _residuals(ys, zs)
-    denominator = np.sqrt((rx @ rx) * (ry @ ry))
-    if denominator == 0:
+    if _negligible(rx, xs) or _negligible(ry, ys):
+        # Nothing left after controlling for ID (a constant score, or one ID explains
+        # exactly): floating-point crumbs of a least-squares fit must not become an r.
         return PartialCorrelation(None, None, n)
+    denominator = np.sqrt((rx @ rx) * (ry @ ry))
     r = float(np.clip((rx @ ry) / denominator, -1.0, 1.0))
     from scipy import stats  # lazy: imported only when computed
 

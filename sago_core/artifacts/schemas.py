@@ -131,6 +131,48 @@ SUMMARY: Schema = {
 }
 
 
+REFERENCE_LIKELIHOOD: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "n_tokens": pl.Int32,  # tokens of the first reference answer
+    "logprob": pl.Float64,  # log p(reference | prompt), summed
+    "logprob_per_token": pl.Float64,
+    "missing_reason": pl.String,
+}
+
+CHECKPOINT_SCORES: Schema = {
+    "family": pl.String,
+    "position": pl.Int32,  # order of the checkpoint in its family
+    "model": pl.String,
+    "dataset": pl.String,
+    "metric": pl.String,  # accuracy, ref_loglik, sgs_<axis>
+    "value": pl.Float64,
+    "n": pl.Int32,  # prompts behind the value
+    "missing_reason": pl.String,
+}
+
+PARTIAL_CORRELATIONS: Schema = {
+    "family": pl.String,
+    "metric": pl.String,
+    "ood_a": pl.String,
+    "ood_b": pl.String,
+    "r": pl.Float64,  # partial correlation across checkpoints, controlling for the ID score
+    "p_value": pl.Float64,
+    "n": pl.Int32,  # checkpoints with all three scores
+    "missing_reason": pl.String,
+}
+
+SIGN_AGREEMENT: Schema = {
+    "metric": pl.String,
+    "family_a": pl.String,
+    "family_b": pl.String,
+    "pairs_compared": pl.Int32,  # OOD pairs with a non-zero r in both families
+    "agreeing": pl.Int32,
+    "share": pl.Float64,
+}
+
+
 def conform(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:
     """Cast to the declared schema, in declared order; a missing column is an error."""
     missing = [c for c in schema if c not in frame.columns]

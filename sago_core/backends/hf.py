@@ -103,6 +103,9 @@ class HFBackend:
             "layers": str(self.model.config.num_hidden_layers),
         }
 
+    def encode_response(self, text: str) -> tuple[int, ...] | None:
+        return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
         return [len(self.encode_prompt(p)) for p in prompts]
 

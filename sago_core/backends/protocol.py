@@ -56,6 +56,11 @@ class Backend(Protocol):
         max_batch_tokens: int | None = None,
     ) -> list[TeacherForced]: ...
 
+    def encode_response(self, text: str) -> tuple[int, ...] | None:
+        """Token ids of ``text`` as an answer (no special tokens), for teacher forcing a
+        reference answer; None if the backend cannot tokenise."""
+        ...
+
     def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
         """Tokens each prompt takes as the model sees it; None if the backend cannot count."""
         ...

@@ -1,0 +1,78 @@
+"""The consistency flow (spec section 8): evaluate every checkpoint of every family on the
+ID and OOD datasets, then ask whether one OOD dataset's scores predict another's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from prefect import flow
+
+from flows.evaluate import evaluate, model_slug
+from flows.stage_runner import StageRunner
+from sago_core.consistency.config import ConsistencyConfig
+from sago_core.errors import ConfigError
+from tasks.consistency import (
+    checkpoint_scores_task,
+    partial_correlations_task,
+    reference_likelihood_task,
+    render_consistency_task,
+    sign_agreement_task,
+)
+
+
+def check_datasets(config: ConsistencyConfig, present: set[str]) -> None:
+    for field, name in [("in_distribution", config.in_distribution)] + [
+        ("out_of_distribution", d) for d in config.out_of_distribution
+    ]:
+        if name not in present:
+            raise ConfigError(
+                f"{field}: dataset {name!r} is not among the evaluated prompts "
+                f"({', '.join(sorted(present))})"
+            )
+
+
+@flow(name="sago-consistency", flow_run_name="consistency", log_prints=True)
+def consistency(config: ConsistencyConfig) -> str:
+    evaluation = Path(evaluate(config.evaluation))
+    run_dir = config.run_dir()
+    stage = StageRunner(run_dir, storage_name=f"sago-results-{run_dir.name}")
+    identities = json.loads((evaluation / "manifest.json").read_text(encoding="utf-8"))["models"]
+    prompts = str(evaluation / "prompts.parquet")
+    likelihoods = [
+        stage(
+            reference_likelihood_task,
+            model=model,
+            model_identity=identities[model]["identity"],
+            prompts_path=prompts,
+            settings=config.evaluation.analysis,
+            out_dir=str(run_dir / "models" / model_slug(model)),
+        )
+        for model in config.evaluation.models
+    ]
+    scores = stage(
+        checkpoint_scores_task,
+        checkpoints=config.checkpoints(),
+        prompts_path=prompts,
+        generations_path=str(evaluation / "generations.parquet"),
+        summary_path=str(evaluation / "summary.parquet"),
+        likelihood_paths=likelihoods,
+        out_dir=str(run_dir),
+    )
+    partial = stage(
+        partial_correlations_task,
+        scores_path=scores,
+        in_distribution=config.in_distribution,
+        out_of_distribution=list(config.out_of_distribution),
+        out_dir=str(run_dir),
+    )
+    agreement = stage(sign_agreement_task, partial_path=partial, out_dir=str(run_dir))
+    stage(
+        render_consistency_task,
+        scores_path=scores,
+        partial_path=partial,
+        agreement_path=agreement,
+        settings=config.model_dump(mode="json", exclude={"evaluation"}),
+        out_dir=str(run_dir),
+    )
+    return str(run_dir)

@@ -1,0 +1,1 @@
+"""Model series for the consistency study: fine-tuning trajectories and quantisation ladders."""

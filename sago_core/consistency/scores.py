@@ -1,0 +1,117 @@
+"""One table of scores per (checkpoint, dataset, metric): accuracy, reference likelihood, SGS.
+
+- ``accuracy``: share of base answers judged correct by the documented normalised match
+  (``sago_core.analysis.correctness``), over prompts that have references.
+- ``ref_loglik``: mean over prompts of the per-token log-likelihood of the first reference.
+- ``sgs_<axis>``: the dataset's SGS on that axis from the evaluation summary.
+
+A value that cannot be computed is null with a reason, never 0.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sago_core.analysis.correctness import is_correct
+from sago_core.artifacts.schemas import CHECKPOINT_SCORES, conform
+from sago_core.scoring.axes import AXES, BASE_VARIANT_ID, POOLED
+
+Checkpoint = tuple[str, int, str]  # family, position, model spec
+
+
+def _row(
+    family: str,
+    position: int,
+    model: str,
+    dataset: str,
+    metric: str,
+    value: float | None,
+    n: int,
+    reason: str | None = None,
+) -> dict:
+    return {
+        "family": family,
+        "position": position,
+        "model": model,
+        "dataset": dataset,
+        "metric": metric,
+        "value": value,
+        "n": n,
+        "missing_reason": reason if value is None else None,
+    }
+
+
+def accuracy_rows(
+    checkpoints: list[Checkpoint], prompts: pl.DataFrame, generations: pl.DataFrame
+) -> list[dict]:
+    base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).join(
+        prompts.select("dataset", "prompt_id", "references"), on=["dataset", "prompt_id"]
+    )
+    rows = []
+    for family, position, model in checkpoints:
+        answers = base.filter(pl.col("model") == model)
+        for dataset in sorted(prompts["dataset"].unique().to_list()):
+            chosen = answers.filter(pl.col("dataset") == dataset)
+            verdicts = [
+                is_correct(text, refs or [])
+                for text, refs in chosen.select("response_text", "references").iter_rows()
+            ]
+            known = [v for v in verdicts if v is not None]
+            value = sum(known) / len(known) if known else None
+            reason = None if known else "no prompt with a reference answer"
+            rows.append(
+                _row(family, position, model, dataset, "accuracy", value, len(known), reason)
+            )
+    return rows
+
+
+def likelihood_rows(checkpoints: list[Checkpoint], likelihood: pl.DataFrame) -> list[dict]:
+    rows = []
+    for family, position, model in checkpoints:
+        mine = likelihood.filter(pl.col("model") == model)
+        for dataset in sorted(mine["dataset"].unique().to_list()):
+            values = mine.filter(pl.col("dataset") == dataset)["logprob_per_token"].drop_nulls()
+            value = float(values.mean()) if len(values) else None  # type: ignore[arg-type]
+            reason = "no scored reference answer" if value is None else None
+            rows.append(
+                _row(family, position, model, dataset, "ref_loglik", value, len(values), reason)
+            )
+    return rows
+
+
+def sgs_rows(checkpoints: list[Checkpoint], summary: pl.DataFrame) -> list[dict]:
+    rows = []
+    per_dataset = summary.filter(pl.col("dataset") != POOLED)
+    for family, position, model in checkpoints:
+        mine = per_dataset.filter(pl.col("model") == model)
+        for r in mine.iter_rows(named=True):
+            if r["axis"] in AXES:
+                rows.append(
+                    _row(
+                        family,
+                        position,
+                        model,
+                        r["dataset"],
+                        f"sgs_{r['axis']}",
+                        r["sgs"],
+                        r["n"],
+                        r["missing_reason"],
+                    )
+                )
+    return rows
+
+
+def checkpoint_scores(
+    checkpoints: list[Checkpoint],
+    prompts: pl.DataFrame,
+    generations: pl.DataFrame,
+    summary: pl.DataFrame,
+    likelihood: pl.DataFrame,
+) -> pl.DataFrame:
+    rows = (
+        accuracy_rows(checkpoints, prompts, generations)
+        + likelihood_rows(checkpoints, likelihood)
+        + sgs_rows(checkpoints, summary)
+    )
+    frame = pl.DataFrame(rows, schema=CHECKPOINT_SCORES)
+    return conform(frame, CHECKPOINT_SCORES).sort(["family", "position", "dataset", "metric"])

@@ -1,0 +1,83 @@
+"""Tasks of the consistency study: reference likelihoods, checkpoint scores, partial
+correlations, sign agreement and the page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sago_core.artifacts.schemas import (
+    CHECKPOINT_SCORES,
+    PARTIAL_CORRELATIONS,
+    REFERENCE_LIKELIHOOD,
+    SIGN_AGREEMENT,
+)
+from sago_core.artifacts.store import read_parquet, write_parquet, write_text
+from sago_core.backends.factory import get_backend
+from sago_core.config import AnalysisSettings
+from sago_core.consistency.matrix import partial_correlation_table, sign_agreement
+from sago_core.consistency.report import render_consistency
+from sago_core.consistency.scores import checkpoint_scores
+from sago_core.stages.reference_likelihood import reference_likelihood
+from tasks.stage import stage_task
+
+
+@stage_task("reference-likelihood", run_name="reference-likelihood[{model}]")
+def reference_likelihood_task(
+    model: str, model_identity: str, prompts_path: str, settings: AnalysisSettings, out_dir: str
+) -> str:
+    frame = reference_likelihood(get_backend(model), model, read_parquet(prompts_path), settings)
+    return str(
+        write_parquet(frame, Path(out_dir) / "reference_likelihood.parquet", REFERENCE_LIKELIHOOD)
+    )
+
+
+@stage_task("checkpoint-scores")
+def checkpoint_scores_task(
+    checkpoints: list[tuple[str, int, str]],
+    prompts_path: str,
+    generations_path: str,
+    summary_path: str,
+    likelihood_paths: list[str],
+    out_dir: str,
+) -> str:
+    import polars as pl
+
+    frame = checkpoint_scores(
+        [tuple(c) for c in checkpoints],  # type: ignore[misc]
+        read_parquet(prompts_path),
+        read_parquet(generations_path),
+        read_parquet(summary_path),
+        pl.concat([read_parquet(p) for p in likelihood_paths]),
+    )
+    return str(write_parquet(frame, Path(out_dir) / "checkpoint_scores.parquet", CHECKPOINT_SCORES))
+
+
+@stage_task("partial-correlations")
+def partial_correlations_task(
+    scores_path: str, in_distribution: str, out_of_distribution: list[str], out_dir: str
+) -> str:
+    frame = partial_correlation_table(
+        read_parquet(scores_path), in_distribution, list(out_of_distribution)
+    )
+    path = Path(out_dir) / "partial_correlations.parquet"
+    return str(write_parquet(frame, path, PARTIAL_CORRELATIONS))
+
+
+@stage_task("sign-agreement")
+def sign_agreement_task(partial_path: str, out_dir: str) -> str:
+    frame = sign_agreement(read_parquet(partial_path))
+    return str(write_parquet(frame, Path(out_dir) / "sign_agreement.parquet", SIGN_AGREEMENT))
+
+
+@stage_task("render-consistency")
+def render_consistency_task(
+    scores_path: str, partial_path: str, agreement_path: str, settings: dict[str, Any], out_dir: str
+) -> str:
+    page = render_consistency(
+        read_parquet(scores_path),
+        read_parquet(partial_path),
+        read_parquet(agreement_path),
+        settings,
+    )
+    return str(write_text(page, Path(out_dir) / "consistency.html"))
