@@ -136,13 +136,17 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 def preflight(config: RunConfig) -> None:
     """Everything that can be wrong with the inputs, found before a model loads."""
+    from sago_core.backends.api import api_key_from_environment
     from sago_core.backends.factory import check_backend_available
     from sago_core.backends.model_source import parse_model_spec, resolve_local_model
     from sago_core.data import load_prompts
 
     for model in config.models:
         check_backend_available(model)
-        resolve_local_model(parse_model_spec(model).model_id)
+        if parse_model_spec(model).backend == "litellm":
+            api_key_from_environment(config.api)  # a named key variable must be set
+        else:
+            resolve_local_model(parse_model_spec(model).model_id)
     load_prompts(config.datasets, config.data_dir, config.n, config.seed, config.question_column)
 
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 from prefect import flow
 
 from flows.stage_runner import StageRunner
+from sago_core.backends.factory import is_api_model
 from sago_core.config import RunConfig
 from tasks.metrics import (
     assemble_task,
@@ -41,10 +43,20 @@ def run_dir_for(config: RunConfig) -> Path:
     return (config.runs_dir / config.resolved_run_id()).resolve()
 
 
+def api_options(config: RunConfig, run_dir: Path) -> dict[str, Any]:
+    """API settings (cache key), the answer cache shared by runs, the run's spending ledger."""
+    return {
+        "api": config.api,
+        "cache_dir": str(config.runs_dir.resolve() / ".cache" / "api"),
+        "ledger_file": str(run_dir / "api_ledger.jsonl"),
+    }
+
+
 def evaluate_model(
     stage: StageRunner, config: RunConfig, model: str, identity: str, prompts: str, variants: str
 ) -> dict[str, str]:
     out = str(stage.run_dir / "models" / model_slug(model))
+    api = api_options(config, stage.run_dir) if is_api_model(model) else {}
     generations = stage(
         generate_task,
         model=model,
@@ -53,6 +65,7 @@ def evaluate_model(
         variants_path=variants,
         settings=config.generation,
         out_dir=out,
+        **api,
     )
     analysis = stage(
         analyse_task,
@@ -61,6 +74,7 @@ def evaluate_model(
         generations_path=generations,
         settings=config.analysis,
         out_dir=out,
+        **api,
     )
     pairs = stage(
         score_pairs_task,

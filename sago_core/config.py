@@ -134,6 +134,50 @@ class AnalysisSettings(StrictModel):
     max_batch_tokens: int = Field(default=8192, ge=64)
 
 
+class ApiBudget(StrictModel):
+    """Per-run ceilings on API spending (all API models and the judge together). Null: no
+    ceiling. In-flight requests may finish past a token or cost ceiling by at most
+    ``concurrency`` calls; the request ceiling is never passed."""
+
+    max_requests: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+
+class ApiPrices(StrictModel):
+    """USD per million tokens, for models LiteLLM's price map does not know."""
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+
+
+class ApiSettings(StrictModel):
+    """LiteLLM API models (``litellm:<provider>/<model>``) and the register judge.
+
+    Keys never appear here: ``key_env`` names an environment variable and ``key_secret`` a
+    Prefect Secret block; with neither, LiteLLM reads its provider's usual variable.
+    """
+
+    base_url: str | None = None
+    key_env: str | None = None
+    key_secret: str | None = None
+    concurrency: int = Field(default=8, ge=1, le=256)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    timeout_s: float = Field(default=60.0, gt=0)
+    backoff_s: float = Field(default=1.0, ge=0)
+    max_backoff_s: float = Field(default=30.0, ge=0)
+    max_retry_after_s: float = Field(default=120.0, ge=0)
+    allow_length_cutoff: bool = False
+    budget: ApiBudget = ApiBudget()
+    prices: ApiPrices | None = None
+
+
+class JudgeSettings(StrictModel):
+    """Register mirroring by an LLM judge (YES/NO at T=0); null model = offline detector."""
+
+    model: str | None = None  # e.g. litellm:openai/gpt-4o-mini (the paper's judge)
+
+
 class StatisticsSettings(StrictModel):
     """``test_against``: the reference of the main significance marks and of Holm/BH.
     ``eps`` is the paper's fixed tolerance 0.05; ``floor`` tests each prompt's score against
@@ -157,6 +201,8 @@ class RunConfig(StrictModel):
     analysis: AnalysisSettings = AnalysisSettings()
     bertscore: BertScoreSettings = BertScoreSettings()
     statistics: StatisticsSettings = StatisticsSettings()
+    api: ApiSettings = ApiSettings()
+    judge: JudgeSettings = JudgeSettings()
     variants: VariantGrid = VariantGrid()
 
     @field_validator("models", "datasets")

@@ -3,7 +3,8 @@
 A key is the hash of what determines a stage's output: the task name, the code version of
 that task (see ``code_version``), every input artifact's bytes (parameters named ``*_path``
 or ``*_paths``), and every other parameter's JSON form, except where output is written
-(``out_dir``, ``cache_dir``). Never the run id: a rerun or a resumed run hits the cache.
+(``out_dir``, ``cache_dir``) or where spending is booked (``ledger_file``). Never the run
+id: a rerun or a resumed run hits the cache.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sago_core.artifacts.store import sha256_of
 
 ROOT = Path(__file__).resolve().parent.parent
 OWN_PACKAGES = ("sago_core", "tasks")
-_EXCLUDED = frozenset({"out_dir", "cache_dir"})
+_EXCLUDED = frozenset({"out_dir", "cache_dir", "ledger_file"})
 
 
 def _module_file(name: str) -> Path | None:

@@ -1,4 +1,8 @@
-"""Tasks that run a model: generation and the teacher-forced scoring pass."""
+"""Tasks that run a model: generation and the teacher-forced scoring pass.
+
+API models also get their settings (part of the cache key), the shared answer cache and the
+run's spending ledger (locations, not inputs: outside the cache key).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,10 @@ from pathlib import Path
 
 from sago_core.artifacts.schemas import ANALYSIS, GENERATIONS
 from sago_core.artifacts.store import read_parquet, write_parquet
-from sago_core.backends.factory import get_backend
-from sago_core.config import AnalysisSettings, GenerationSettings
+from sago_core.config import AnalysisSettings, ApiSettings, GenerationSettings
 from sago_core.stages.analysis import analyse_pairs
 from sago_core.stages.generation import generate_responses
+from tasks.backends import backend_for
 from tasks.stage import stage_task
 
 
@@ -21,10 +25,13 @@ def generate_task(
     variants_path: str,
     settings: GenerationSettings,
     out_dir: str,
+    api: ApiSettings | None = None,
+    cache_dir: str | None = None,
+    ledger_file: str | None = None,
 ) -> str:
-    """``model_identity`` (weights digest or hub revision) is part of the cache key."""
+    """``model_identity`` (weights digest, hub revision or API endpoint) is in the cache key."""
     frame = generate_responses(
-        get_backend(model),
+        backend_for(model, api, cache_dir, ledger_file),
         model,
         read_parquet(prompts_path),
         read_parquet(variants_path),
@@ -35,7 +42,15 @@ def generate_task(
 
 @stage_task("analyse", run_name="analyse[{model}]")
 def analyse_task(
-    model: str, model_identity: str, generations_path: str, settings: AnalysisSettings, out_dir: str
+    model: str,
+    model_identity: str,
+    generations_path: str,
+    settings: AnalysisSettings,
+    out_dir: str,
+    api: ApiSettings | None = None,
+    cache_dir: str | None = None,
+    ledger_file: str | None = None,
 ) -> str:
-    frame = analyse_pairs(get_backend(model), read_parquet(generations_path), settings)
+    backend = backend_for(model, api, cache_dir, ledger_file)
+    frame = analyse_pairs(backend, read_parquet(generations_path), settings)
     return str(write_parquet(frame, Path(out_dir) / "analysis.parquet", ANALYSIS))

@@ -34,9 +34,9 @@ PACKAGES = (
 @task(name="resolve-inputs", task_run_name="resolve-inputs")
 def resolve_inputs_task(config: RunConfig) -> dict[str, Any]:
     """Model identities and the data digest; fails here, before any model is loaded."""
-    models = {model: _describe_model(model) for model in config.models}
+    models = {model: _describe_model(model, config) for model in config.models}
     structural = config.variants.structural
-    rewriter = _describe_model(structural.rewriter) if structural else None
+    rewriter = _describe_model(structural.rewriter, config) if structural else None
     return {
         "models": models,
         "rewriter": rewriter,
@@ -45,9 +45,19 @@ def resolve_inputs_task(config: RunConfig) -> dict[str, Any]:
     }
 
 
-def _describe_model(model: str) -> dict[str, Any]:
+def _describe_model(model: str, config: RunConfig) -> dict[str, Any]:
     check_backend_available(model)
-    source = resolve_local_model(parse_model_spec(model).model_id)
+    spec = parse_model_spec(model)
+    if spec.backend == "litellm":
+        endpoint = config.api.base_url or "provider-default"
+        return {
+            "spec": model,
+            "identity": f"api:{spec.model_id}@{endpoint}",
+            "kind": "api",
+            "location": endpoint,
+            "gguf_file": None,
+        }
+    source = resolve_local_model(spec.model_id)
     return {
         "spec": model,
         "identity": source.identity,

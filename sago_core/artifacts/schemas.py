@@ -51,6 +51,7 @@ GENERATIONS: Schema = {
     "response_text": pl.String,
     "response_token_ids": pl.List(pl.Int32),
     "finish_reason": pl.String,
+    "failure_reason": pl.String,  # typed reason when no valid answer came back; text is null
 }
 
 ANALYSIS: Schema = {

@@ -25,7 +25,10 @@ import numpy as np
 class Generation:
     response_text: str
     response_token_ids: tuple[int, ...]
-    finish_reason: str  # "stop" (end-of-sequence generated) or "length"
+    finish_reason: str  # "stop" (end-of-sequence generated) or "length"; "failed" on failure
+    # Set when no valid answer came back (API: typed reason after retries). The row is kept
+    # as failed and never scored as an empty answer.
+    failure_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class TeacherForced:
     logprob: float | None
     mean_entropy: float | None
     n_response_tokens: int
+    missing_reason: str | None = None  # why hidden/logprob/entropy are None, if they are
 
 
 class Backend(Protocol):

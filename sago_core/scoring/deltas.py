@@ -25,7 +25,10 @@ def compute_deltas(
     mirroring: pl.DataFrame,
 ) -> pl.DataFrame:
     variants = generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).select(
-        KEY + VARIANT_COLUMNS
+        KEY + VARIANT_COLUMNS + [pl.col("failure_reason").alias("variant_failure")]
+    )
+    base_failures = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+        [*PROMPT_KEY, pl.col("failure_reason").alias("base_failure")]
     )
     base = analysis.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
         [
@@ -40,6 +43,12 @@ def compute_deltas(
         .join(base, on=PROMPT_KEY, how="left")
         .join(pairs, on=KEY, how="left")
         .join(mirroring.rename({"missing_reason": "reason_mr"}), on=KEY, how="left")
+        .join(base_failures, on=PROMPT_KEY, how="left")
+    )
+    # A failed generation (API error after retries) explains every gap on its row first.
+    failed = pl.coalesce(
+        pl.format("variant answer failed: {}", pl.col("variant_failure")),
+        pl.format("base answer failed: {}", pl.col("base_failure")),
     )
     analysis_reason = pl.coalesce(
         pl.col("missing_reason"), pl.col("reason_base"), pl.lit("not measured by the backend")
@@ -67,7 +76,10 @@ def compute_deltas(
                     pl.lit(axis).alias("axis"),
                     delta.alias("delta"),
                     (delta / SCALES[axis]).alias("delta_norm"),
-                    pl.when(delta.is_null()).then(reason).otherwise(None).alias("missing_reason"),
+                    pl.when(delta.is_null())
+                    .then(pl.coalesce(failed, reason))
+                    .otherwise(None)
+                    .alias("missing_reason"),
                 ]
             )
         )

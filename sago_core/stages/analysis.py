@@ -13,7 +13,7 @@ import polars as pl
 
 from sago_core.artifacts.schemas import ANALYSIS, conform
 from sago_core.axes.activation import layer_cosines
-from sago_core.backends.protocol import Backend, ScoringRequest
+from sago_core.backends.protocol import Backend, ScoringRequest, TeacherForced
 from sago_core.config import AnalysisSettings
 from sago_core.scoring.axes import BASE_VARIANT_ID
 
@@ -24,14 +24,25 @@ def analyse_pairs(
     backend: Backend, generations: pl.DataFrame, settings: AnalysisSettings
 ) -> pl.DataFrame:
     base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        [*PROMPT_KEY, pl.col("response_token_ids").alias("base_ids")]
+        [
+            *PROMPT_KEY,
+            pl.col("response_token_ids").alias("base_ids"),
+            pl.col("failure_reason").alias("base_failure"),
+        ]
     )
     rows = generations.join(base, on=PROMPT_KEY, how="left")
+    scorable = [
+        failure is None and ids is not None
+        for failure, ids in zip(rows["base_failure"], rows["base_ids"], strict=True)
+    ]
     requests = [
         ScoringRequest(text, tuple(ids))
-        for text, ids in zip(rows["prompt_text"], rows["base_ids"], strict=True)
+        for text, ids, ok in zip(rows["prompt_text"], rows["base_ids"], scorable, strict=True)
+        if ok
     ]
-    results = backend.score(requests, settings.batch_size, settings.max_batch_tokens)
+    scored = iter(backend.score(requests, settings.batch_size, settings.max_batch_tokens))
+    unanswered = TeacherForced(None, None, None, 0, "no base answer to score (generation failed)")
+    results = [next(scored) if ok else unanswered for ok in scorable]
     base_hidden: dict[tuple[str, str], np.ndarray | None] = {}
     for row, result in zip(rows.iter_rows(named=True), results, strict=True):
         if row["variant_id"] == BASE_VARIANT_ID:
@@ -42,7 +53,8 @@ def analyse_pairs(
         reference = base_hidden.get((row["dataset"], row["prompt_id"]))
         if result.hidden is None or reference is None:
             cosines.append(None)
-            reasons.append(f"backend {backend.name} exposes no hidden states")
+            default = f"backend {backend.name} exposes no hidden states"
+            reasons.append(result.missing_reason or default)
         else:
             cosines.append(layer_cosines(result.hidden, reference).tolist())
             reasons.append(None)

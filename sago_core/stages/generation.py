@@ -88,12 +88,17 @@ def generate_responses(
     )
     frame = requests.with_columns(
         pl.lit(model).alias("model"),
-        pl.Series("response_text", [o.response_text for o in outputs], dtype=pl.String),
+        pl.Series(
+            "response_text",
+            [None if o.failure_reason else o.response_text for o in outputs],
+            dtype=pl.String,
+        ),
         pl.Series(
             "response_token_ids",
             [list(o.response_token_ids) for o in outputs],
             dtype=pl.List(pl.Int32),
         ),
         pl.Series("finish_reason", [o.finish_reason for o in outputs], dtype=pl.String),
+        pl.Series("failure_reason", [o.failure_reason for o in outputs], dtype=pl.String),
     )
     return conform(frame, GENERATIONS)

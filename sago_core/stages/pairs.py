@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from sago_core.artifacts.schemas import MIRRORING, PAIRS, conform
-from sago_core.axes.mirroring import detect_mirroring
+from sago_core.axes.mirroring import Mirroring, detect_mirroring
 from sago_core.axes.text_similarity import sentence_bleu
 from sago_core.scoring.axes import BASE_VARIANT_ID
 
@@ -25,13 +25,19 @@ def _with_base_response(generations: pl.DataFrame) -> pl.DataFrame:
 
 
 def score_pairs(generations: pl.DataFrame, f1: F1Fn) -> pl.DataFrame:
+    """BLEU and BERTScore per pair; a pair whose variant or base answer failed is null."""
     rows = _with_base_response(generations)
-    hyps, refs = rows["response_text"].to_list(), rows["base_response"].to_list()
-    frame = rows.select(KEY).with_columns(
-        pl.Series("bleu", [sentence_bleu(h, r) for h, r in zip(hyps, refs, strict=True)]),
+    answered = rows.filter(
+        pl.col("response_text").is_not_null() & pl.col("base_response").is_not_null()
+    )
+    hyps, refs = answered["response_text"].to_list(), answered["base_response"].to_list()
+    scored = answered.select(KEY).with_columns(
+        pl.Series(
+            "bleu", [sentence_bleu(h, r) for h, r in zip(hyps, refs, strict=True)], pl.Float64
+        ),
         pl.Series("bert_f1", f1(hyps, refs) if hyps else [], dtype=pl.Float64),
     )
-    return conform(frame, PAIRS)
+    return conform(rows.select(KEY).join(scored, on=KEY, how="left"), PAIRS)
 
 
 def detect_mirroring_frame(generations: pl.DataFrame) -> pl.DataFrame:
@@ -45,6 +51,8 @@ def detect_mirroring_frame(generations: pl.DataFrame) -> pl.DataFrame:
             r["base_response"],
             r["prompt_text"],
         )
+        if r["response_text"] is not None and r["base_response"] is not None
+        else Mirroring(None, None, "no answer to compare (generation failed)")
         for r in rows.iter_rows(named=True)
     ]
     frame = rows.select(KEY).with_columns(

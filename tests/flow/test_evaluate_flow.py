@@ -182,3 +182,42 @@ def test_a_vanished_artifact_is_recomputed_not_handed_on(
     stages = _stages(run_dir)
     assert stages["scores.parquet"] is False and stages["prompts.parquet"] is True
     assert (run_dir / "scores.parquet").exists()
+
+
+def test_report_opens_in_headless_chromium_with_every_figure_and_true_tables(
+    harness: None, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """The run's report.html in a real browser: every figure decodes, the screenshot is not
+    blank, and the pooled table equals SGS recomputed from deltas.parquet."""
+    import re
+
+    import numpy as np
+    from PIL import Image
+
+    from flows.evaluate import evaluate
+    from tests.browser import figures_as_loaded, screenshot
+
+    run_dir = Path(evaluate(_config(tiny_model_dir, tmp_path / "runs")))
+    page = run_dir / "report.html"
+    figures = figures_as_loaded(page, tmp_path)
+    assert [f[0] for f in figures] == [
+        "fig-radar",
+        "fig-heatmap",
+        "fig-dose-response",
+        "fig-distributions",
+    ]
+    assert all(complete and width > 100 and height > 100 for _, complete, width, height in figures)
+    shot = np.asarray(Image.open(screenshot(page, tmp_path / "report.png", tmp_path)).convert("L"))
+    assert shot.shape[0] > 1000 and shot.std() > 10  # text, tables and figures drawn
+
+    deltas = pl.read_parquet(run_dir / "deltas.parquet").filter(pl.col("family") != "replay")
+    text = page.read_text()
+    for axis in AXES:
+        per_prompt = (
+            deltas.filter(pl.col("axis") == axis)
+            .group_by("dataset", "prompt_id")
+            .agg((pl.col("delta_norm") ** 2).mean().sqrt().alias("s"))
+        )
+        pooled = per_prompt.group_by("dataset").agg(pl.col("s").mean())["s"].mean()
+        cell = re.search(rf'<td class="l">{axis}</td><td>([0-9.]+)', text)
+        assert cell is not None and float(cell.group(1)) == pytest.approx(pooled, abs=6e-5)

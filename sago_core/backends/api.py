@@ -1,0 +1,243 @@
+"""API models through LiteLLM: async with a concurrency cap, typed failures, retries that
+honour Retry-After, a per-run budget, and a disk cache of validated answers only.
+
+Greedy (temperature 0), one user message per prompt, the provider's chat template. Cache key:
+(model, base URL, request parameters, messages); a cached answer is reused by any run and
+never spends budget. What an API cannot give is missing with a reason: hidden states (Act)
+and teacher-forced log-probabilities of a given answer (Prob, Ent) need the weights.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sago_core.artifacts.json_cache import JsonCache
+from sago_core.backends.api_failures import Failure, classify_exception, validate_response
+from sago_core.backends.api_ledger import ApiLedger, BudgetExhausted
+from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+from sago_core.config import ApiSettings
+from sago_core.errors import ConfigError
+
+NO_TEACHER_FORCING = "API models return no hidden states and cannot teacher-force a given answer"
+REQUEST_VERSION = "chat-v1"  # bump when the request shape changes
+
+
+def import_litellm() -> Any:
+    """LiteLLM, offline-safe: its price map from the package, no telemetry or banners."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_LOG", "ERROR")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str | None
+    finish_reason: str
+    failure: str | None
+    from_cache: bool
+
+
+class ApiBackend:
+    name = "litellm"
+
+    def __init__(
+        self,
+        model: str,
+        settings: ApiSettings,
+        cache_dir: Path,
+        ledger: ApiLedger,
+        api_key: str | None = None,
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self.cache = JsonCache(cache_dir)
+        self.ledger = ledger
+        self._api_key = api_key  # never logged, never part of a key or an artifact
+        self.calls = 0  # real requests sent by this process (tests and the manifest)
+        self._litellm = import_litellm()
+        if settings.budget.max_cost_usd is not None and self._price_unknown():
+            raise ConfigError(
+                f"api.budget.max_cost_usd is set but no price is known for {model!r}; "
+                "set api.prices (USD per million input and output tokens)"
+            )
+
+    # -- identity -----------------------------------------------------------------------
+    def identity(self) -> str:
+        return f"api:{self.model}@{self.settings.base_url or 'provider-default'}"
+
+    def describe(self) -> dict[str, str]:
+        version = getattr(self._litellm, "__version__", None)
+        if version is None:
+            import importlib.metadata
+
+            version = importlib.metadata.version("litellm")
+        return {
+            "backend": self.name,
+            "litellm": str(version),
+            "model": self.model,
+            "base_url": self.settings.base_url or "provider default",
+            "logprobs": "supported" if self.supports_logprobs() else "not supported",
+            "teacher_forcing": "no (Act, Prob, Ent are missing)",
+        }
+
+    def supports_logprobs(self) -> bool:
+        """Asked of LiteLLM per provider, never assumed."""
+        try:
+            provider = self._litellm.get_llm_provider(self.model)[1]
+            params = self._litellm.get_supported_openai_params(
+                model=self.model, custom_llm_provider=provider
+            )
+        except Exception:
+            return False
+        return bool(params) and "logprobs" in params
+
+    def _price_unknown(self) -> bool:
+        if self.settings.prices is not None:
+            return False
+        return self.model not in self._litellm.model_cost
+
+    # -- protocol -----------------------------------------------------------------------
+    def encode_response(self, text: str) -> tuple[int, ...] | None:
+        return None
+
+    def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
+        return None
+
+    def context_window(self) -> int | None:
+        return None
+
+    def score(
+        self,
+        requests: Sequence[ScoringRequest],
+        batch_size: int,
+        max_batch_tokens: int | None = None,
+    ) -> list[TeacherForced]:
+        return [TeacherForced(None, None, None, 0, NO_TEACHER_FORCING) for _ in requests]
+
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+    ) -> list[Generation]:
+        answers = self.complete([[{"role": "user", "content": p}] for p in prompts], max_new_tokens)
+        return [Generation(a.text or "", (), a.finish_reason, a.failure) for a in answers]
+
+    # -- requests -----------------------------------------------------------------------
+    def request_key(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+        params = {"temperature": 0, "max_tokens": max_tokens, "version": REQUEST_VERSION}
+        payload = [self.model, self.settings.base_url, params, messages]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def complete(self, conversations: list[list[dict[str, str]]], max_tokens: int) -> list[Answer]:
+        """All conversations concurrently (at most ``concurrency`` in flight). Raises
+        BudgetExhausted once every started request has finished and been cached."""
+        return asyncio.run(self._complete_all(conversations, max_tokens))
+
+    async def _complete_all(
+        self, conversations: list[list[dict[str, str]]], max_tokens: int
+    ) -> list[Answer]:
+        gate = asyncio.Semaphore(self.settings.concurrency)
+
+        async def one(messages: list[dict[str, str]]) -> Answer | BudgetExhausted:
+            async with gate:
+                try:
+                    return await self._complete_one(messages, max_tokens)
+                except BudgetExhausted as stop:
+                    return stop
+
+        results = await asyncio.gather(*(one(m) for m in conversations))
+        for result in results:
+            if isinstance(result, BudgetExhausted):
+                raise result
+        return [r for r in results if isinstance(r, Answer)]
+
+    async def _complete_one(self, messages: list[dict[str, str]], max_tokens: int) -> Answer:
+        key = self.request_key(messages, max_tokens)
+        cached = self.cache.get(key)
+        if isinstance(cached, dict) and cached.get("text"):
+            return Answer(cached["text"], cached["finish_reason"], None, True)
+        failure, note = Failure("server_error"), ""
+        for attempt in range(self.settings.max_retries + 1):
+            self.ledger.reserve()
+            outcome = await self._send(messages, max_tokens, key)
+            if isinstance(outcome, tuple):
+                text, finish = outcome
+                self.cache.put(key, {"text": text, "finish_reason": finish, "model": self.model})
+                return Answer(text, finish, None, False)
+            failure = outcome
+            if not failure.retriable or attempt == self.settings.max_retries:
+                break
+            wait = self._wait(failure, attempt)
+            if wait is None:
+                note = f"; Retry-After {failure.retry_after:.0f}s exceeds api.max_retry_after_s"
+                break
+            await asyncio.sleep(wait)
+        reason = f"{failure.describe()} after {attempt + 1} attempt(s){note}"
+        return Answer(None, "failed", reason, False)
+
+    def _wait(self, failure: Failure, attempt: int) -> float | None:
+        if failure.retry_after is not None:
+            if failure.retry_after > self.settings.max_retry_after_s:
+                return None
+            return failure.retry_after
+        base = min(self.settings.max_backoff_s, self.settings.backoff_s * 2**attempt)
+        return base * (0.5 + random.random() / 2)  # jitter: retries do not stampede
+
+    async def _send(
+        self, messages: list[dict[str, str]], max_tokens: int, key: str
+    ) -> tuple[str, str] | Failure:
+        self.calls += 1
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "timeout": self.settings.timeout_s,
+            "num_retries": 0,  # retries are ours: counted, typed, Retry-After honoured
+            "max_retries": 0,
+        }
+        if self.settings.base_url:
+            kwargs["api_base"] = self.settings.base_url
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        try:
+            response = await self._litellm.acompletion(**kwargs)
+        except Exception as exc:  # every provider error becomes a typed failure
+            self.ledger.record(key, self.model, 0, 0.0)
+            return classify_exception(exc)
+        tokens, cost = self._usage(response)
+        self.ledger.record(key, self.model, tokens, cost)
+        return validate_response(response, self.settings.allow_length_cutoff)
+
+    def _usage(self, response: Any) -> tuple[int, float | None]:
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        prices = self.settings.prices
+        if prices is not None:
+            spent = prompt * prices.input_per_million + completion * prices.output_per_million
+            return prompt + completion, spent / 1e6
+        try:
+            return prompt + completion, float(self._litellm.completion_cost(response))
+        except Exception:
+            return prompt + completion, None
+
+
+def api_key_from_environment(settings: ApiSettings) -> str | None:
+    """The key named by ``api.key_env``; None lets LiteLLM read its provider's variable."""
+    if settings.key_env is None:
+        return None
+    value = os.environ.get(settings.key_env)
+    if not value:
+        raise ConfigError(f"api.key_env names {settings.key_env!r}, which is not set or empty")
+    return value

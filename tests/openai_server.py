@@ -1,0 +1,245 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 for tests: real HTTP, scriptable faults.
+
+Answers are deterministic functions of the request. A script is a list of rules tried in
+order; the first rule whose ``match`` is a substring of the last user message (``*`` for
+any) and that has uses left decides the reply:
+
+    ok | delay (seconds, then ok) | 429 (with Retry-After) | 500 | 502 | 503 | malformed
+    (not JSON) | truncated (JSON cut in half) | error_body (200 with an error object) |
+    empty (content "") | length (finish_reason "length") | hang (never answers in time) |
+    close (drops the connection)
+
+Judge requests (containing "Answer YES or NO") are answered YES when the response under
+review ("Response B") holds a courtesy word, else NO, unless a rule says otherwise.
+
+Counters: every request is counted by a key of (model, messages); GET /_stats returns them.
+Run in-process (``ScriptedServer``) or as a process (``python -m tests.openai_server``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+COURTESY = re.compile(r"\b(please|thank|kindly|appreciate|grateful)", re.IGNORECASE)
+
+
+@dataclass
+class Rule:
+    action: str
+    match: str = "*"
+    times: int | None = None  # None: always
+    retry_after: float | None = None
+    delay: float = 0.0
+
+    def applies(self, text: str) -> bool:
+        return (self.times is None or self.times > 0) and (self.match == "*" or self.match in text)
+
+
+@dataclass
+class State:
+    rules: list[Rule] = field(default_factory=list)
+    calls: Counter = field(default_factory=Counter)
+    actions: Counter = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def choose(self, text: str) -> Rule:
+        with self.lock:
+            for rule in self.rules:
+                if rule.applies(text):
+                    if rule.times is not None:
+                        rule.times -= 1
+                    self.actions[rule.action] += 1
+                    return rule
+            self.actions["ok"] += 1
+            return Rule("ok")
+
+
+def request_key(model: str, messages: list[dict[str, Any]]) -> str:
+    payload = json.dumps([model, messages], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def answer_for(text: str) -> str:
+    """Deterministic and sensitive to the wording, like a real model at T=0."""
+    if "Answer YES or NO" in text:
+        under_review = text.split("Response B:", 1)[-1]
+        return "YES" if COURTESY.search(under_review) else "NO"
+    words = re.findall(r"[A-Za-z]+", text)
+    digest = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+    topic = " ".join(words[-4:]) if words else "that"
+    polite = " Thank you for asking!" if COURTESY.search(text) else ""
+    return f"About {topic}: the answer is number {digest % 97}.{polite}"
+
+
+def _completion(model: str, content: str, finish: str, prompt: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-" + hashlib.sha256(prompt.encode()).hexdigest()[:12],
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": len(prompt.split()),
+            "completion_tokens": len(content.split()),
+            "total_tokens": len(prompt.split()) + len(content.split()),
+        },
+    }
+
+
+def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+        def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if self.path == "/_stats":
+                with state.lock:
+                    body = {
+                        "total": sum(state.calls.values()),
+                        "calls": dict(state.calls),
+                        "actions": dict(state.actions),
+                    }
+                self._send(200, json.dumps(body).encode())
+            else:
+                self._send(404, b'{"error": "not found"}')
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if self.path == "/_script":
+                rules = [Rule(**r) for r in json.loads(raw)]
+                with state.lock:
+                    state.rules = rules
+                self._send(200, b"{}")
+                return
+            if not self.path.endswith("/chat/completions"):
+                self._send(404, b'{"error": {"message": "no such route"}}')
+                return
+            request = json.loads(raw)
+            model, messages = request.get("model", ""), request.get("messages", [])
+            text = str(messages[-1].get("content", "")) if messages else ""
+            with state.lock:
+                state.calls[request_key(model, messages)] += 1
+            self._reply(state.choose(text), model, text)
+
+        def _reply(self, rule: Rule, model: str, text: str) -> None:
+            action = rule.action
+            if action == "delay":
+                time.sleep(rule.delay)
+                action = "ok"
+            if action == "hang":
+                time.sleep(rule.delay or 30)
+                action = "ok"
+            if action == "close":
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            if action == "429":
+                headers = {"Retry-After": f"{rule.retry_after or 1}"}
+                error = {"error": {"message": "rate limited", "type": "rate_limit"}}
+                self._send(429, json.dumps(error).encode(), headers)
+                return
+            if action in ("500", "502", "503"):
+                error = {"error": {"message": f"server error {action}", "type": "server"}}
+                self._send(int(action), json.dumps(error).encode())
+                return
+            content = answer_for(text)
+            body = _completion(model, content, "stop", text)
+            if action == "malformed":
+                self._send(200, b"<html>upstream proxy error</html>")
+            elif action == "truncated":
+                encoded = json.dumps(body).encode()
+                self._send(200, encoded[: len(encoded) // 2])
+            elif action == "error_body":
+                error = {"error": {"message": "model overloaded", "type": "server_error"}}
+                self._send(200, json.dumps(error).encode())
+            elif action == "empty":
+                self._send(200, json.dumps(_completion(model, "", "stop", text)).encode())
+            elif action == "length":
+                cut = " ".join(content.split()[:3])
+                self._send(200, json.dumps(_completion(model, cut, "length", text)).encode())
+            else:
+                self._send(200, json.dumps(body).encode())
+
+    return Handler
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that timed out and left is part of the script, not an error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class ScriptedServer:
+    """``with ScriptedServer(rules) as server: server.base_url`` (a real socket)."""
+
+    def __init__(self, rules: list[Rule] | None = None, port: int = 0) -> None:
+        self.state = State(rules=list(rules or []))
+        self.httpd = _QuietServer(("127.0.0.1", port), make_handler(self.state))
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def script(self, rules: list[Rule]) -> None:
+        with self.state.lock:
+            self.state.rules = list(rules)
+
+    def total_calls(self) -> int:
+        with self.state.lock:
+            return sum(self.state.calls.values())
+
+    def __enter__(self) -> ScriptedServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port-file", type=Path, required=True)
+    args = parser.parse_args()
+    server = ScriptedServer(port=args.port)
+    args.port_file.write_text(str(server.httpd.server_address[1]))
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
