@@ -87,6 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--out", type=Path, default=Path("comparison.html"), help="where to write the page"
     )
+    audit = commands.add_parser(
+        "judge-audit", help="human check of the register judge: export a sample, score labels"
+    )
+    audit.add_argument("action", choices=("export", "score"))
+    audit.add_argument("run", type=Path, help="a finished run judged with judge.model set")
+    audit.add_argument("--out", type=Path, default=Path("judge_audit.csv"))
+    audit.add_argument("--labels", type=Path, help="score: the labelled CSV")
+    audit.add_argument("--share", type=float, default=0.1, help="export: share of pairs")
+    audit.add_argument("--seed", type=int, default=0)
     consistency = commands.add_parser(
         "consistency",
         help="do results on one OOD dataset predict another? (partial correlations across "
@@ -137,6 +146,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 def preflight(config: RunConfig) -> None:
     """Everything that can be wrong with the inputs, found before a model loads."""
     from sago_core.backends.api import api_key_from_environment
+    from sago_core.backends.factory import is_api_model
+
+    if config.judge.model and not is_api_model(config.judge.model):
+        raise ConfigError(f"judge.model {config.judge.model!r} must be an API model (litellm:...)")
     from sago_core.backends.factory import check_backend_available
     from sago_core.backends.model_source import parse_model_spec, resolve_local_model
     from sago_core.data import load_prompts
@@ -214,6 +227,22 @@ def compare_command(run_dirs: list[Path], out: Path) -> int:
     return 0
 
 
+def judge_audit_command(args: argparse.Namespace) -> int:
+    import json
+
+    from sago_core.report.judge_audit import export_sample, score_labels
+
+    check_finished_run(args.run)
+    if args.action == "export":
+        count = export_sample(args.run, args.out, args.share, args.seed)
+        print(f"Exported {count} pairs for labelling: {args.out} (fill human_label with 1/0)")
+        return 0
+    if args.labels is None:
+        raise ConfigError("judge-audit score needs --labels LABELLED.csv")
+    print(json.dumps(score_labels(args.run, args.labels), indent=2))
+    return 0
+
+
 def consistency_command(path: Path) -> int:
     from sago_core.consistency.config import build_consistency_config
 
@@ -253,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
             return report_command(args.run)
         if args.command == "compare":
             return compare_command(args.runs, args.out)
+        if args.command == "judge-audit":
+            return judge_audit_command(args)
         if args.command == "consistency":
             return consistency_command(args.config)
         if args.command == "checkpoints":

@@ -47,7 +47,7 @@ def api_options(config: RunConfig, run_dir: Path) -> dict[str, Any]:
     """API settings (cache key), the answer cache shared by runs, the run's spending ledger."""
     return {
         "api": config.api,
-        "cache_dir": str(config.runs_dir.resolve() / ".cache" / "api"),
+        "cache_dir": str(config.runs_dir.resolve() / ".cache"),
         "ledger_file": str(run_dir / "api_ledger.jsonl"),
     }
 
@@ -83,7 +83,14 @@ def evaluate_model(
         bertscore=config.bertscore,
         out_dir=out,
     )
-    mirroring = stage(detect_mirroring_task, model=model, generations_path=generations, out_dir=out)
+    judge = (
+        {"judge_model": config.judge.model, **api_options(config, stage.run_dir)}
+        if config.judge.model
+        else {}
+    )
+    mirroring = stage(
+        detect_mirroring_task, model=model, generations_path=generations, out_dir=out, **judge
+    )
     deltas = stage(
         compute_deltas_task,
         model=model,

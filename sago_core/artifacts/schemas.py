@@ -84,6 +84,7 @@ MIRRORING: Schema = {
     "m_variant": pl.Int8,
     "m_base": pl.Int8,
     "missing_reason": pl.String,
+    "detector": pl.String,  # "rules" or "judge:<identity>" (register rows with a judge)
 }
 
 DELTAS: Schema = {

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import polars as pl
 
 from sago_core.artifacts.schemas import MIRRORING, PAIRS, conform
+from sago_core.axes.judge import JudgeRequest, RegisterJudge
 from sago_core.axes.mirroring import Mirroring, detect_mirroring
 from sago_core.axes.text_similarity import sentence_bleu
 from sago_core.scoring.axes import BASE_VARIANT_ID
@@ -40,7 +41,10 @@ def score_pairs(generations: pl.DataFrame, f1: F1Fn) -> pl.DataFrame:
     return conform(rows.select(KEY).join(scored, on=KEY, how="left"), PAIRS)
 
 
-def detect_mirroring_frame(generations: pl.DataFrame) -> pl.DataFrame:
+def detect_mirroring_frame(
+    generations: pl.DataFrame, judge: RegisterJudge | None = None
+) -> pl.DataFrame:
+    """Rule detectors for every family; register pairs go to the judge when one is given."""
     rows = _with_base_response(generations)
     verdicts = [
         detect_mirroring(
@@ -55,9 +59,25 @@ def detect_mirroring_frame(generations: pl.DataFrame) -> pl.DataFrame:
         else Mirroring(None, None, "no answer to compare (generation failed)")
         for r in rows.iter_rows(named=True)
     ]
+    detectors = ["rules"] * len(verdicts)
+    if judge is not None:
+        judged = [
+            i
+            for i, r in enumerate(rows.iter_rows(named=True))
+            if r["family"] == "register"
+            and r["response_text"] is not None
+            and r["base_response"] is not None
+        ]
+        requests = [
+            JudgeRequest(rows["strength"][i], rows["response_text"][i], rows["base_response"][i])
+            for i in judged
+        ]
+        for i, verdict in zip(judged, judge.judge(requests), strict=True):
+            verdicts[i], detectors[i] = verdict, f"judge:{judge.identity}"
     frame = rows.select(KEY).with_columns(
         pl.Series("m_variant", [v.m_variant for v in verdicts], dtype=pl.Int8),
         pl.Series("m_base", [v.m_base for v in verdicts], dtype=pl.Int8),
         pl.Series("missing_reason", [v.missing_reason for v in verdicts], dtype=pl.String),
+        pl.Series("detector", detectors, dtype=pl.String),
     )
     return conform(frame, MIRRORING)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from sago_core.analysis.agreement import agreement
 from sago_core.analysis.intervals import bootstrap_mean_ci, bootstrap_pooled_ci
 from sago_core.analysis.multiple_testing import benjamini_hochberg, holm
 from sago_core.analysis.partial_correlation import partial_correlation
@@ -89,3 +90,14 @@ def test_correctness_uses_a_normalised_whole_word_match() -> None:
     assert is_correct("Parisian food is great.", ["Paris"]) is False
     assert is_correct("The answer is 1969.", ["20 July 1969", "1969"]) is True
     assert is_correct("No idea.", []) is None
+
+
+def test_cohens_kappa_on_the_textbook_example() -> None:
+    # 50 items: both yes 20, A yes / B no 5, A no / B yes 10, both no 15 -> p_o .7, p_e .5
+    a = [1] * 20 + [1] * 5 + [0] * 10 + [0] * 15
+    b = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 15
+    result = agreement(a, b)
+    assert result.n == 50 and result.percent == pytest.approx(70.0)
+    assert result.kappa == pytest.approx(0.4)
+    assert agreement([1, 1, None], [1, 1, 0]).kappa is None  # both constant: undefined
+    assert agreement([], []).percent is None
