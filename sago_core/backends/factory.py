@@ -7,10 +7,10 @@ from pathlib import Path
 
 from sago_core.backends.model_source import parse_model_spec, resolve_local_model
 from sago_core.backends.protocol import Backend
-from sago_core.config import ApiBudget, ApiSettings
+from sago_core.config import ApiBudget, ApiSettings, VllmSettings
 from sago_core.errors import ConfigError
 
-AVAILABLE = ("hf", "litellm")
+AVAILABLE = ("hf", "vllm", "litellm")
 
 
 def check_backend_available(spec_text: str) -> None:
@@ -43,6 +43,8 @@ def get_backend(
     api_cache_dir: str | None = None,
     ledger_file: str | None = None,
     api_key: str | None = None,
+    vllm: VllmSettings | None = None,
+    weights_cache_dir: str | None = None,
 ) -> Backend:
     """The process-wide engine for a model spec (loaded on first use)."""
     check_backend_available(spec_text)
@@ -54,6 +56,11 @@ def get_backend(
 
         ledger = get_ledger(ledger_file, api.budget)
         return ApiBackend(spec.model_id, api, Path(api_cache_dir), ledger, api_key)
+    if spec.backend == "vllm":
+        from sago_core.backends.vllm_backend import VllmBackend
+
+        root = Path(weights_cache_dir or Path.cwd() / "runs" / ".cache" / "materialised")
+        return VllmBackend(resolve_local_model(spec.model_id), vllm or VllmSettings(), root)
     from sago_core.backends.hf import HFBackend
 
     return HFBackend(resolve_local_model(spec.model_id), device=device)

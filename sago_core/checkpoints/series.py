@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sago_core.backends.materialise import plain_copy
 from sago_core.backends.model_source import LocalModel
 
 
@@ -33,23 +34,6 @@ def _load(source: LocalModel) -> tuple[Any, Any]:
     if source.gguf_file:
         model = plain_copy(model)
     return tokenizer, model
-
-
-def plain_copy(model: Any) -> Any:
-    """A model loaded from GGUF (dequantised in memory) rebuilt without its quantisation
-    config, so it can be trained and saved as ordinary safetensors."""
-    import copy
-
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    config = copy.deepcopy(model.config)
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(model.state_dict())
-    plain.generation_config = model.generation_config
-    return plain
 
 
 def _save(model: Any, tokenizer: Any, folder: Path, note: dict[str, Any]) -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 
 from sago_core.artifacts.schemas import GENERATIONS, conform
@@ -100,5 +102,6 @@ def generate_responses(
         ),
         pl.Series("finish_reason", [o.finish_reason for o in outputs], dtype=pl.String),
         pl.Series("failure_reason", [o.failure_reason for o in outputs], dtype=pl.String),
+        pl.lit(json.dumps(backend.describe(), sort_keys=True)).alias("engine"),
     )
     return conform(frame, GENERATIONS)
