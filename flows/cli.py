@@ -96,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--labels", type=Path, help="score: the labelled CSV")
     audit.add_argument("--share", type=float, default=0.1, help="export: share of pairs")
     audit.add_argument("--seed", type=int, default=0)
+    resume = commands.add_parser(
+        "resume",
+        help="continue a failed or killed run: only unfinished shards and stages are computed",
+    )
+    resume.add_argument("run", type=Path, help="the run folder, e.g. runs/demo-0d990e5e3478")
     consistency = commands.add_parser(
         "consistency",
         help="do results on one OOD dataset predict another? (partial correlations across "
@@ -227,6 +232,25 @@ def compare_command(run_dirs: list[Path], out: Path) -> int:
     return 0
 
 
+def resume_command(run_dir: Path) -> int:
+    """The run's own saved configuration, run again: every finished stage and shard is a
+    cache hit, so only what the failure or kill left unfinished is computed."""
+    import json
+
+    from pydantic import ValidationError
+
+    from sago_core.errors import InputError
+
+    saved = run_dir / "run_config.json"
+    if not saved.is_file():
+        raise InputError("has no run_config.json (not a sago run folder)", file=str(run_dir))
+    try:
+        config = RunConfig.model_validate(json.loads(saved.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError) as exc:
+        raise InputError(f"is not a valid run configuration: {exc}", file=str(saved)) from exc
+    return run_command(config)
+
+
 def judge_audit_command(args: argparse.Namespace) -> int:
     import json
 
@@ -282,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             return report_command(args.run)
         if args.command == "compare":
             return compare_command(args.runs, args.out)
+        if args.command == "resume":
+            return resume_command(args.run)
         if args.command == "judge-audit":
             return judge_audit_command(args)
         if args.command == "consistency":

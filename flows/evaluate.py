@@ -10,9 +10,12 @@ from typing import Any
 
 from prefect import flow
 
+from flows.monitor import RunMonitor
 from flows.stage_runner import StageRunner
+from sago_core.artifacts.store import write_json
 from sago_core.backends.model_source import parse_model_spec
 from sago_core.config import RunConfig
+from sago_core.stages.shards import Shard, read_shards
 from tasks.metrics import (
     assemble_task,
     compute_deltas_task,
@@ -27,6 +30,7 @@ from tasks.prepare import (
     build_variants_task,
     filter_variants_task,
     load_prompts_task,
+    plan_shards_task,
     rewrite_structural_task,
 )
 from tasks.provenance import provenance, resolve_inputs_task, write_manifest_task
@@ -37,6 +41,9 @@ def model_slug(model: str) -> str:
     """A readable folder name per model spec; the hash keeps "a/b" and "a_b" apart."""
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:60]
     return f"{readable}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
+
+
+RUN_CONFIG = "run_config.json"
 
 
 def run_dir_for(config: RunConfig) -> Path:
@@ -63,30 +70,74 @@ def api_options(config: RunConfig, run_dir: Path) -> dict[str, Any]:
     }
 
 
+def run_shards(
+    stage: StageRunner,
+    config: RunConfig,
+    model: str,
+    identity: str,
+    shards: list[Shard],
+    monitor: RunMonitor,
+) -> tuple[str, str]:
+    """Generation and the scoring pass, shard by shard (each cached on its own inputs; the
+    engine is built once per process and serves every shard), then one file per model."""
+    out = stage.run_dir / "models" / model_slug(model)
+    options = backend_options(config, stage.run_dir, model)
+    generations, analyses = [], []
+    for shard in shards:
+        where = str(out / "shards" / shard.label)
+        labels = [f"model:{model}", f"dataset:{shard.dataset}", f"shard:{shard.label}"]
+        generated = stage(
+            generate_task,
+            run_tags=labels,
+            model=model,
+            shard=shard.label,
+            model_identity=identity,
+            prompts_path=shard.prompts_path,
+            variants_path=shard.variants_path,
+            settings=config.generation,
+            out_dir=where,
+            **options,
+        )
+        cached = stage.last_cached
+        analyses.append(
+            stage(
+                analyse_task,
+                run_tags=labels,
+                model=model,
+                shard=shard.label,
+                model_identity=identity,
+                generations_path=generated,
+                settings=config.analysis,
+                out_dir=where,
+                **options,
+            )
+        )
+        generations.append(generated)
+        monitor.shard_finished(generated, cached and stage.last_cached)
+    merged = [
+        stage(
+            assemble_task,
+            run_tags=[f"model:{model}"],
+            name=name,
+            schema_name=name.upper(),
+            part_paths=parts,
+            out_dir=str(out),
+        )
+        for name, parts in (("generations", generations), ("analysis", analyses))
+    ]
+    return merged[0], merged[1]
+
+
 def evaluate_model(
-    stage: StageRunner, config: RunConfig, model: str, identity: str, prompts: str, variants: str
+    stage: StageRunner,
+    config: RunConfig,
+    model: str,
+    identity: str,
+    shards: list[Shard],
+    monitor: RunMonitor,
 ) -> dict[str, str]:
     out = str(stage.run_dir / "models" / model_slug(model))
-    api = backend_options(config, stage.run_dir, model)
-    generations = stage(
-        generate_task,
-        model=model,
-        model_identity=identity,
-        prompts_path=prompts,
-        variants_path=variants,
-        settings=config.generation,
-        out_dir=out,
-        **api,
-    )
-    analysis = stage(
-        analyse_task,
-        model=model,
-        model_identity=identity,
-        generations_path=generations,
-        settings=config.analysis,
-        out_dir=out,
-        **api,
-    )
+    generations, analysis = run_shards(stage, config, model, identity, shards, monitor)
     pairs = stage(
         score_pairs_task,
         model=model,
@@ -118,6 +169,7 @@ def evaluate_model(
 def evaluate(config: RunConfig) -> str:
     run_dir = run_dir_for(config)
     stage = StageRunner(run_dir, storage_name=f"sago-results-{config.resolved_run_id()}")
+    write_json(config.model_dump(mode="json"), run_dir / RUN_CONFIG)  # what `sago resume` reads
     out = str(run_dir)
     inputs = resolve_inputs_task(config)
     prompts = stage(
@@ -146,8 +198,17 @@ def evaluate(config: RunConfig) -> str:
         bertscore=config.bertscore,
         out_dir=out,
     )
+    plan = stage(
+        plan_shards_task,
+        prompts_path=prompts,
+        variants_path=variants,
+        shard_size=config.orchestration.shard_size,
+        out_dir=str(run_dir / "shards"),
+    )
+    shards = read_shards(plan)
+    monitor = RunMonitor(config.resolved_run_id(), len(shards) * len(config.models))
     per_model = [
-        evaluate_model(stage, config, model, inputs["models"][model]["identity"], prompts, variants)
+        evaluate_model(stage, config, model, inputs["models"][model]["identity"], shards, monitor)
         for model in config.models
     ]
     generations = stage(
@@ -172,7 +233,7 @@ def evaluate(config: RunConfig) -> str:
         out_dir=out,
     )
     stage(render_summary_task, summary_path=summary, variants_path=variants, out_dir=out)
-    stage(
+    report = stage(
         render_report_task,
         summary_path=summary,
         scores_path=scores,
@@ -184,4 +245,5 @@ def evaluate(config: RunConfig) -> str:
         out_dir=out,
     )
     write_manifest_task(config, inputs, stage.records, out)
+    monitor.finish(summary, Path(report))
     return out

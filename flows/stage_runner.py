@@ -23,17 +23,30 @@ class StageRunner:
         storage.save(storage_name, overwrite=True)
         self.storage = storage
         self.records: list[dict[str, Any]] = []
+        self.last_cached = False
 
-    def __call__(self, stage: Any, label: str | None = None, **parameters: Any) -> str:
+    def __call__(
+        self,
+        stage: Any,
+        label: str | None = None,
+        run_tags: list[str] | None = None,
+        **parameters: Any,
+    ) -> str:
+        """Run ``stage`` (tagged with ``run_tags`` in the UI) and return its artifact path."""
+        from prefect import tags
+
         started = time.perf_counter()
         configured = stage.with_options(result_storage=self.storage)
-        state = configured(**parameters, return_state=True)
-        path = state.result()
-        cached = state.name == "Cached"
-        if not Path(path).exists():
-            state = configured.with_options(refresh_cache=True)(**parameters, return_state=True)
-            path, cached = state.result(), False
+        with tags(*(run_tags or [])):
+            state = configured(**parameters, return_state=True)
+            path = state.result()
+            cached = state.name == "Cached"
+            if not Path(path).exists():
+                refreshed = configured.with_options(refresh_cache=True)
+                state = refreshed(**parameters, return_state=True)
+                path, cached = state.result(), False
         self.records.append(self._record(label or stage.name, path, cached, started))
+        self.last_cached = cached
         return str(path)
 
     def _record(self, stage: str, path: str, cached: bool, started: float) -> dict[str, Any]:

@@ -204,6 +204,13 @@ class StatisticsSettings(StrictModel):
     test_against: Literal["eps", "floor"] = "eps"
 
 
+class OrchestrationSettings(StrictModel):
+    """Model work is cut into shards of at most ``shard_size`` prompts of one dataset; each
+    shard is cached on its own inputs, so a rerun recomputes only unfinished shards."""
+
+    shard_size: int = Field(default=32, ge=1)
+
+
 class RunConfig(StrictModel):
     preset: Preset = "demo"
     models: tuple[str, ...] = ("hf:smollm2-135m",)
@@ -222,6 +229,7 @@ class RunConfig(StrictModel):
     api: ApiSettings = ApiSettings()
     vllm: VllmSettings = VllmSettings()
     judge: JudgeSettings = JudgeSettings()
+    orchestration: OrchestrationSettings = OrchestrationSettings()
     variants: VariantGrid = VariantGrid()
 
     @field_validator("models", "datasets")

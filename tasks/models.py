@@ -17,9 +17,10 @@ from tasks.backends import backend_for
 from tasks.stage import stage_task
 
 
-@stage_task("generate", run_name="generate[{model}]")
+@stage_task("generate", run_name="generate[{model} | {shard}]")
 def generate_task(
     model: str,
+    shard: str,
     model_identity: str,
     prompts_path: str,
     variants_path: str,
@@ -41,9 +42,10 @@ def generate_task(
     return str(write_parquet(frame, Path(out_dir) / "generations.parquet", GENERATIONS))
 
 
-@stage_task("analyse", run_name="analyse[{model}]")
+@stage_task("analyse", run_name="analyse[{model} | {shard}]")
 def analyse_task(
     model: str,
+    shard: str,
     model_identity: str,
     generations_path: str,
     settings: AnalysisSettings,

@@ -13,6 +13,7 @@ from sago_core.axes.text_similarity import get_bert_scorer
 from sago_core.backends.factory import get_backend
 from sago_core.config import BertScoreSettings, RunConfig, StructuralGrid, VariantGrid
 from sago_core.stages.prompts import prepare_prompts
+from sago_core.stages.shards import write_shards
 from sago_core.stages.structural import rewrite_structural
 from sago_core.stages.variants import build_variant_candidates, filter_variants
 from tasks.stage import stage_task
@@ -22,6 +23,16 @@ from tasks.stage import stage_task
 def load_prompts_task(config: RunConfig, prompt_source_digest: str, out_dir: str) -> str:
     """``prompt_source_digest`` fingerprints the data files, so edited data is reloaded."""
     return str(write_parquet(prepare_prompts(config), Path(out_dir) / "prompts.parquet", PROMPTS))
+
+
+@stage_task("plan-shards")
+def plan_shards_task(prompts_path: str, variants_path: str, shard_size: int, out_dir: str) -> str:
+    """Each shard's own input files and ``shards.json`` listing them."""
+    return str(
+        write_shards(
+            read_parquet(prompts_path), read_parquet(variants_path), shard_size, Path(out_dir)
+        )
+    )
 
 
 @stage_task("build-variants")

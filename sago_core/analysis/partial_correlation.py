@@ -46,6 +46,8 @@ def partial_correlation(
         return PartialCorrelation(None, None, n)
     denominator = np.sqrt((rx @ rx) * (ry @ ry))
     r = float(np.clip((rx @ ry) / denominator, -1.0, 1.0))
+    if abs(r) < 1e-12:  # orthogonal residuals up to rounding: no sign to report
+        r = 0.0
     from scipy import stats  # lazy: imported only when computed
 
     df = n - 3

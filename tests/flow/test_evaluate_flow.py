@@ -148,11 +148,11 @@ def test_a_failed_run_resumes_without_recomputing_finished_stages(
 
     config = _config(tiny_model_dir, tmp_path / "runs")
 
-    def broken_backend(model: str) -> object:
+    def broken_backend(model: str, *args: object) -> object:
         raise RuntimeError("GPU fell over")
 
     with monkeypatch.context() as patch:
-        patch.setattr(tasks.models, "get_backend", broken_backend)
+        patch.setattr(tasks.models, "backend_for", broken_backend)
         with pytest.raises(RuntimeError, match="GPU fell over"):
             evaluate(config)
     run_dir = tmp_path / "runs" / config.resolved_run_id()

@@ -1,0 +1,88 @@
+"""What the Prefect UI (and the terminal) shows while a run works.
+
+- a progress artifact ``sago-progress-<run>``: shards done/total, tokens generated,
+  estimated time left, updated as each shard finishes;
+- at the end a table artifact ``sago-summary-<run>`` (pooled SGS per model and axis with p
+  and significance) and a markdown artifact ``sago-report-<run>`` linking report.html;
+- a progress line on stderr for local runs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+from uuid import UUID
+
+import polars as pl
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+
+from sago_core.report.summary_md import significance_mark
+from sago_core.scoring.axes import POOLED
+
+
+def artifact_key(kind: str, run_id: str) -> str:
+    """Prefect artifact keys: lower-case letters, digits and dashes."""
+    return f"sago-{kind}-" + re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-")
+
+
+class RunMonitor:
+    def __init__(self, run_id: str, total_shards: int) -> None:
+        self.run_id = run_id
+        self.total = max(total_shards, 1)
+        self.done = 0
+        self.tokens = 0
+        self.started = time.monotonic()
+        self.artifact: UUID = create_progress_artifact(  # type: ignore[assignment]
+            progress=0.0,
+            key=artifact_key("progress", run_id),
+            description=self._describe(),
+        )
+
+    def _describe(self) -> str:
+        elapsed = time.monotonic() - self.started
+        left = elapsed / self.done * (self.total - self.done) if self.done else None
+        eta = f"{left:.0f} s" if left is not None else "unknown"
+        return f"{self.done}/{self.total} shards, {self.tokens} tokens generated, about {eta} left"
+
+    def shard_finished(self, generations_path: str, cached: bool) -> None:
+        self.done += 1
+        if not cached:
+            lengths = pl.read_parquet(generations_path, columns=["response_token_ids"])
+            self.tokens += int(lengths["response_token_ids"].list.len().sum())
+        text = self._describe()
+        update_progress_artifact(self.artifact, 100.0 * self.done / self.total, text)
+        print(f"\r[sago] {text}", end="\n" if self.done == self.total else "", file=sys.stderr)
+
+    def finish(self, summary_path: str, report_path: Path) -> None:
+        summary = pl.read_parquet(summary_path).filter(pl.col("dataset") == POOLED)
+        rows = [
+            {
+                "model": r["model"],
+                "axis": r["axis"],
+                "SGS": "NA" if r["sgs"] is None else f"{r['sgs']:.4f}",
+                "p": "NA" if r["p_reference"] is None else f"{r['p_reference']:.3g}",
+                "significant": significance_mark(r["p_reference"]) or "no",
+                "missing": r["missing_reason"] or "",
+            }
+            for r in summary.sort("model", "axis").iter_rows(named=True)
+        ]
+        create_table_artifact(
+            table=rows,
+            key=artifact_key("summary", self.run_id),
+            description=f"Pooled SGS per model and axis ({summary['reference'][0]})"
+            if len(summary)
+            else "no scores",
+        )
+        create_markdown_artifact(
+            markdown=f"# SAGO report\n\n[report.html]({report_path.as_uri()})\n\n"
+            f"Folder: `{report_path.parent}`",
+            key=artifact_key("report", self.run_id),
+            description="Where the self-contained report is",
+        )

@@ -1,0 +1,126 @@
+"""Shards: results do not depend on the shard size; a run that fails in one shard resumes
+(`sago resume`) recomputing only unfinished shards; the UI gets progress, summary and
+report artifacts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from sago_core.config import RunConfig, build_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def _config(tiny: Path, runs: Path, shard_size: int) -> RunConfig:
+    return build_config(
+        "demo",
+        {
+            "models": [f"hf:{tiny}"],
+            "n": 2,
+            "runs_dir": str(runs),
+            "generation": {"max_new_tokens": 4, "batch_size": 16},
+            "orchestration": {"shard_size": shard_size},
+            "variants": {
+                "register": {"strengths": [2], "positions": ["suffix"]},
+                "noise": {"spacing": [5], "punctuation": [3], "capitalization": [50]},
+                "structural": None,
+            },
+        },
+    )
+
+
+def _generate_hits(run_dir: Path) -> dict[str, bool]:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return {
+        s["path"].split("/shards/")[1].split("/")[0]: s["cache_hit"]
+        for s in manifest["stages"]
+        if s["stage"] == "generate"
+    }
+
+
+def test_results_do_not_depend_on_the_shard_size(
+    harness: None, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    from flows.evaluate import evaluate
+
+    small = Path(evaluate(_config(tiny_model_dir, tmp_path / "a", shard_size=1)))
+    whole = Path(evaluate(_config(tiny_model_dir, tmp_path / "b", shard_size=64)))
+    shards = json.loads((small / "shards" / "shards.json").read_text())
+    whole_shards = json.loads((whole / "shards" / "shards.json").read_text())
+    assert len(shards) == 12 and len(whole_shards) == 6
+    assert {s["label"] for s in shards} >= {"builtin_alpaca-0000-0000", "builtin_alpaca-0001-0001"}
+    key = ["model", "dataset", "prompt_id", "variant_id"]
+    a = pl.read_parquet(small / "generations.parquet").sort(key).drop("engine")
+    b = pl.read_parquet(whole / "generations.parquet").sort(key).drop("engine")
+    assert a.equals(b)
+    sa = pl.read_parquet(small / "summary.parquet").select("model", "dataset", "axis", "sgs")
+    sb = pl.read_parquet(whole / "summary.parquet").select("model", "dataset", "axis", "sgs")
+    # Identical answers; the teacher-forced pass sees other batch paddings, so Prob/Ent may
+    # move in the last float digits (the noise floor measures the same thing).
+    x, y = sa.sort("dataset", "axis"), sb.sort("dataset", "axis")
+    assert x.select("dataset", "axis").equals(y.select("dataset", "axis"))
+    np.testing.assert_allclose(x["sgs"].to_numpy(), y["sgs"].to_numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
+    harness: None, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tasks.models
+    from flows.cli import main
+    from flows.evaluate import evaluate
+    from flows.monitor import artifact_key
+
+    config = _config(tiny_model_dir, tmp_path / "runs", shard_size=1)
+    real = tasks.models.backend_for
+    served: list[str] = []
+
+    def flaky(model: str, *args: object) -> object:
+        served.append(model)
+        if len(served) == 7:  # the 4th shard's generation (generate + analyse per shard)
+            raise RuntimeError("worker lost its GPU")
+        return real(model, *args)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.models, "backend_for", flaky)
+        with pytest.raises(RuntimeError, match="worker lost its GPU"):
+            evaluate(config)
+    run_dir = tmp_path / "runs" / config.resolved_run_id()
+    finished = sorted(run_dir.glob("models/*/shards/*/generations.parquet"))
+    assert len(finished) == 3  # three shards done; the failed one left no file
+    assert not list(run_dir.rglob("*.tmp"))
+
+    assert main(["resume", str(run_dir)]) == 0
+    hits = _generate_hits(run_dir)
+    assert len(hits) == 12
+    assert sum(hits.values()) == 3  # the finished shards were not recomputed
+    assert all(hits[p.parent.name] for p in finished)
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    run_id = config.resolved_run_id()
+    with get_client(sync_client=True) as client:
+        keys = [artifact_key(kind, run_id) for kind in ("progress", "summary", "report")]
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys))
+        )
+    by_key = {a.key: a for a in artifacts}
+    assert set(by_key) == set(keys)
+    progress = max((a for a in artifacts if a.key == keys[0]), key=lambda a: a.updated or a.created)
+    assert progress.data == 100.0 and "12/12 shards" in (progress.description or "")
+    table = next(a for a in artifacts if a.key == keys[1])
+    assert "bleu" in json.dumps(table.data)
