@@ -8,7 +8,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.evaluate import evaluate, model_slug
+from flows.evaluate import evaluate
+from flows.layout import model_slug
 from flows.stage_runner import StageRunner
 from sago_core.consistency.config import ConsistencyConfig
 from sago_core.errors import ConfigError

@@ -3,17 +3,15 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from pathlib import Path
-from typing import Any
 
 from prefect import flow
 
+from flows.layout import RUN_CONFIG, api_options, model_slug, run_dir_for
 from flows.monitor import RunMonitor
+from flows.shard import dispatch_shards, shard_folder
 from flows.stage_runner import StageRunner
 from sago_core.artifacts.store import write_json
-from sago_core.backends.model_source import parse_model_spec
 from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard, read_shards
 from tasks.metrics import (
@@ -25,7 +23,6 @@ from tasks.metrics import (
     score_prompts_task,
     summarize_task,
 )
-from tasks.models import analyse_task, generate_task
 from tasks.prepare import (
     build_variants_task,
     filter_variants_task,
@@ -37,97 +34,6 @@ from tasks.provenance import provenance, resolve_inputs_task, write_manifest_tas
 from tasks.report import render_report_task
 
 
-def model_slug(model: str) -> str:
-    """A readable folder name per model spec; the hash keeps "a/b" and "a_b" apart."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:60]
-    return f"{readable}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
-
-
-RUN_CONFIG = "run_config.json"
-
-
-def run_dir_for(config: RunConfig) -> Path:
-    return (config.runs_dir / config.resolved_run_id()).resolve()
-
-
-def backend_options(config: RunConfig, run_dir: Path, model: str) -> dict[str, Any]:
-    """Per-backend settings for the model tasks (only those of the model's own backend, so
-    changing vLLM options never invalidates transformers results)."""
-    backend = parse_model_spec(model).backend
-    if backend == "litellm":
-        return api_options(config, run_dir)
-    if backend == "vllm":
-        return {"vllm": config.vllm, "cache_dir": str(config.runs_dir.resolve() / ".cache")}
-    return {}
-
-
-def api_options(config: RunConfig, run_dir: Path) -> dict[str, Any]:
-    """API settings (cache key), the answer cache shared by runs, the run's spending ledger."""
-    return {
-        "api": config.api,
-        "cache_dir": str(config.runs_dir.resolve() / ".cache"),
-        "ledger_file": str(run_dir / "api_ledger.jsonl"),
-    }
-
-
-def run_shards(
-    stage: StageRunner,
-    config: RunConfig,
-    model: str,
-    identity: str,
-    shards: list[Shard],
-    monitor: RunMonitor,
-) -> tuple[str, str]:
-    """Generation and the scoring pass, shard by shard (each cached on its own inputs; the
-    engine is built once per process and serves every shard), then one file per model."""
-    out = stage.run_dir / "models" / model_slug(model)
-    options = backend_options(config, stage.run_dir, model)
-    generations, analyses = [], []
-    for shard in shards:
-        where = str(out / "shards" / shard.label)
-        labels = [f"model:{model}", f"dataset:{shard.dataset}", f"shard:{shard.label}"]
-        generated = stage(
-            generate_task,
-            run_tags=labels,
-            model=model,
-            shard=shard.label,
-            model_identity=identity,
-            prompts_path=shard.prompts_path,
-            variants_path=shard.variants_path,
-            settings=config.generation,
-            out_dir=where,
-            **options,
-        )
-        cached = stage.last_cached
-        analyses.append(
-            stage(
-                analyse_task,
-                run_tags=labels,
-                model=model,
-                shard=shard.label,
-                model_identity=identity,
-                generations_path=generated,
-                settings=config.analysis,
-                out_dir=where,
-                **options,
-            )
-        )
-        generations.append(generated)
-        monitor.shard_finished(generated, cached and stage.last_cached)
-    merged = [
-        stage(
-            assemble_task,
-            run_tags=[f"model:{model}"],
-            name=name,
-            schema_name=name.upper(),
-            part_paths=parts,
-            out_dir=str(out),
-        )
-        for name, parts in (("generations", generations), ("analysis", analyses))
-    ]
-    return merged[0], merged[1]
-
-
 def evaluate_model(
     stage: StageRunner,
     config: RunConfig,
@@ -137,7 +43,20 @@ def evaluate_model(
     monitor: RunMonitor,
 ) -> dict[str, str]:
     out = str(stage.run_dir / "models" / model_slug(model))
-    generations, analysis = run_shards(stage, config, model, identity, shards, monitor)
+    dispatch_shards(stage, config, model, identity, shards, monitor.shard_finished)
+    generations, analysis = (
+        stage(
+            assemble_task,
+            run_tags=[f"model:{model}"],
+            name=name,
+            schema_name=name.upper(),
+            part_paths=[
+                str(shard_folder(stage.run_dir, model, s) / f"{name}.parquet") for s in shards
+            ],
+            out_dir=out,
+        )
+        for name in ("generations", "analysis")
+    )
     pairs = stage(
         score_pairs_task,
         model=model,

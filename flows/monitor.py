@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from uuid import UUID
@@ -39,6 +40,7 @@ class RunMonitor:
         self.done = 0
         self.tokens = 0
         self.started = time.monotonic()
+        self._lock = threading.Lock()
         self.artifact: UUID = create_progress_artifact(  # type: ignore[assignment]
             progress=0.0,
             key=artifact_key("progress", run_id),
@@ -52,13 +54,16 @@ class RunMonitor:
         return f"{self.done}/{self.total} shards, {self.tokens} tokens generated, about {eta} left"
 
     def shard_finished(self, generations_path: str, cached: bool) -> None:
-        self.done += 1
-        if not cached:
-            lengths = pl.read_parquet(generations_path, columns=["response_token_ids"])
-            self.tokens += int(lengths["response_token_ids"].list.len().sum())
-        text = self._describe()
-        update_progress_artifact(self.artifact, 100.0 * self.done / self.total, text)
-        print(f"\r[sago] {text}", end="\n" if self.done == self.total else "", file=sys.stderr)
+        """Called as each shard ends (from several threads when shards run on workers)."""
+        with self._lock:
+            self.done += 1
+            if not cached:
+                lengths = pl.read_parquet(generations_path, columns=["response_token_ids"])
+                self.tokens += int(lengths["response_token_ids"].list.len().sum())
+            text = self._describe()
+            update_progress_artifact(self.artifact, 100.0 * self.done / self.total, text)
+            end = "\n" if self.done == self.total else ""
+            print(f"\r[sago] {text}", end=end, file=sys.stderr)
 
     def finish(self, summary_path: str, report_path: Path) -> None:
         summary = pl.read_parquet(summary_path).filter(pl.col("dataset") == POOLED)

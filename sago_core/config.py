@@ -209,6 +209,13 @@ class OrchestrationSettings(StrictModel):
     shard is cached on its own inputs, so a rerun recomputes only unfinished shards."""
 
     shard_size: int = Field(default=32, ge=1)
+    # local: shards run in this process. deployments: each device queue of the work pool
+    # (``<queue_prefix>0`` .. ``<queue_prefix><devices-1>``, one worker per GPU, each queue
+    # limited to one run) serves a group of shards through the ``sago-shard`` deployment.
+    mode: Literal["local", "deployments"] = "local"
+    devices: int = Field(default=1, ge=1)
+    queue_prefix: str = "device-"
+    shard_deployment: str = "sago-shard/sago-shard"
 
 
 class RunConfig(StrictModel):

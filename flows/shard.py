@@ -1,0 +1,164 @@
+"""Shards of model work: run in this process, or dispatched to GPU workers as `sago-shard`
+flow runs (one per device queue; each worker process builds its engine once and serves all
+the shards it is given)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from prefect import flow
+
+from flows.layout import backend_options, model_slug
+from flows.stage_runner import StageRunner
+from sago_core.artifacts.store import write_json
+from sago_core.config import RunConfig
+from sago_core.errors import SagoError
+from sago_core.stages.shards import Shard
+from tasks.models import analyse_task, generate_task
+
+ShardDone = Callable[[str, bool], None]  # (generations path, fully cached)
+
+
+def shard_folder(run_dir: Path, model: str, shard: Shard) -> Path:
+    return run_dir / "models" / model_slug(model) / "shards" / shard.label
+
+
+def run_shard(
+    stage: StageRunner, config: RunConfig, model: str, identity: str, shard: Shard
+) -> tuple[str, str, bool]:
+    """Generation and the scoring pass of one shard; (generations, analysis, cached)."""
+    options = backend_options(config, stage.run_dir, model)
+    where = str(shard_folder(stage.run_dir, model, shard))
+    labels = [f"model:{model}", f"dataset:{shard.dataset}", f"shard:{shard.label}"]
+    generated = stage(
+        generate_task,
+        run_tags=labels,
+        model=model,
+        shard=shard.label,
+        model_identity=identity,
+        prompts_path=shard.prompts_path,
+        variants_path=shard.variants_path,
+        settings=config.generation,
+        out_dir=where,
+        **options,
+    )
+    cached = stage.last_cached
+    analysed = stage(
+        analyse_task,
+        run_tags=labels,
+        model=model,
+        shard=shard.label,
+        model_identity=identity,
+        generations_path=generated,
+        settings=config.analysis,
+        out_dir=where,
+        **options,
+    )
+    return generated, analysed, cached and stage.last_cached
+
+
+@flow(
+    name="sago-shard",
+    flow_run_name="shard-{model}-{device_queue}",
+    log_prints=True,
+)
+def shard_flow(
+    config: RunConfig,
+    model: str,
+    identity: str,
+    shards: list[dict],
+    run_dir: str,
+    device_queue: str = "local",
+) -> list[str]:
+    """Serve a group of shards in this worker process (its device comes from the worker's
+    CUDA_VISIBLE_DEVICES, set before anything touched CUDA)."""
+    stage = StageRunner(Path(run_dir), storage_name=f"sago-results-{Path(run_dir).name}")
+    done = []
+    for raw in shards:
+        shard = Shard(**raw)
+        generated, _, cached = run_shard(stage, config, model, identity, shard)
+        write_json(
+            {
+                "device": os.environ.get("CUDA_VISIBLE_DEVICES", "cpu"),
+                "queue": device_queue,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "cached": cached,
+            },
+            shard_folder(Path(run_dir), model, shard) / "worker.json",
+        )
+        done.append(generated)
+    return done
+
+
+def device_groups(shards: list[Shard], devices: int) -> list[list[Shard]]:
+    """Contiguous, even groups: one per device queue (empty groups dropped)."""
+    size = -(-len(shards) // max(devices, 1))
+    return [shards[i : i + size] for i in range(0, len(shards), size)] if shards else []
+
+
+def dispatch_shards(
+    stage: StageRunner,
+    config: RunConfig,
+    model: str,
+    identity: str,
+    shards: list[Shard],
+    on_done: ShardDone,
+) -> None:
+    """Every shard of one model, locally or through the `sago-shard` deployment."""
+    settings = config.orchestration
+    if settings.mode == "local":
+        for shard in shards:
+            generated, _, cached = run_shard(stage, config, model, identity, shard)
+            on_done(generated, cached)
+        return
+    from prefect.deployments import run_deployment
+
+    portable = config.model_copy(update={"runs_dir": config.runs_dir.resolve()})
+    failures: list[str] = []
+
+    def serve(index: int, group: list[Shard]) -> None:
+        queue = f"{settings.queue_prefix}{index}"
+        run = run_deployment(
+            settings.shard_deployment,
+            parameters={
+                "config": portable.model_dump(mode="json"),
+                "model": model,
+                "identity": identity,
+                "shards": [asdict(s) for s in group],
+                "run_dir": str(stage.run_dir),
+                "device_queue": queue,
+            },
+            work_queue_name=queue,
+            timeout=None,
+            poll_interval=2,
+            tags=[f"model:{model}", queue],
+        )
+        state = getattr(run, "state", None)
+        if state is None or not state.is_completed():
+            failures.append(f"{queue}: {state.name if state else 'no state'}")
+        for shard in group:
+            path = shard_folder(stage.run_dir, model, shard) / "generations.parquet"
+            if path.exists():
+                worker = json.loads((path.parent / "worker.json").read_text(encoding="utf-8"))
+                on_done(str(path), bool(worker.get("cached")))
+
+    threads = [
+        threading.Thread(target=serve, args=(i, group))
+        for i, group in enumerate(device_groups(shards, settings.devices))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise SagoError(
+            f"shard runs of {model} did not complete ({'; '.join(failures)}); finished "
+            "shards are kept: `sago resume` computes only the rest"
+        )

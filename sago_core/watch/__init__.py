@@ -1,0 +1,1 @@
+"""Scheduled re-evaluation: which models are new, who evaluates them, the leaderboard."""

@@ -1,0 +1,127 @@
+"""The registry of evaluated models, kept in the artifact store (never in memory).
+
+One entry per (model spec, identity): a re-released model with new weights has a new
+identity and is evaluated again. Claims make overlapping watch runs safe: a claim file is
+created with O_CREAT | O_EXCL, so exactly one run wins a model; a claim whose owner died is
+taken over after ``stale_after_s``. A finished evaluation writes ``<key>.json``; the
+``registry.parquet`` table is rebuilt from those files (no read-modify-write to lose).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import polars as pl
+
+from sago_core.artifacts.store import write_json, write_parquet
+
+REGISTRY_SCHEMA = {
+    "spec": pl.String,
+    "identity": pl.String,
+    "run_dir": pl.String,
+    "evaluated_at": pl.Float64,
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    spec: str
+    identity: str
+    run_dir: str
+    evaluated_at: float
+
+
+class Registry:
+    def __init__(self, root: Path, stale_after_s: float = 6 * 3600) -> None:
+        self.root = root
+        self.folder = root / "registry"
+        self.stale_after_s = stale_after_s
+
+    @staticmethod
+    def key(spec: str, identity: str) -> str:
+        return hashlib.sha256(f"{spec}\x1f{identity}".encode()).hexdigest()[:20]
+
+    def done(self, spec: str, identity: str) -> bool:
+        return (self.folder / f"{self.key(spec, identity)}.json").is_file()
+
+    def claim(self, spec: str, identity: str) -> bool:
+        """True for exactly one caller per model (until released or stale)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{self.key(spec, identity)}.claim"
+        owner = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()})
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if not self._stale(path):
+                    return False
+                path.unlink(missing_ok=True)  # its owner died; take it over
+                continue
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(owner)
+            return not self.done(spec, identity)
+        return False
+
+    def _stale(self, path: Path) -> bool:
+        try:
+            return time.time() - path.stat().st_mtime > self.stale_after_s
+        except FileNotFoundError:
+            return True
+
+    def release(self, spec: str, identity: str) -> None:
+        (self.folder / f"{self.key(spec, identity)}.claim").unlink(missing_ok=True)
+
+    def record(self, spec: str, identity: str, run_dir: Path) -> Path:
+        entry = Entry(spec, identity, str(run_dir), time.time())
+        path = write_json(asdict(entry), self.folder / f"{self.key(spec, identity)}.json")
+        self.release(spec, identity)
+        return path
+
+    def entries(self) -> list[Entry]:
+        return [
+            Entry(**json.loads(p.read_text(encoding="utf-8")))
+            for p in sorted(self.folder.glob("*.json"))
+        ]
+
+    def write_table(self) -> Path:
+        rows = [asdict(e) for e in self.entries()]
+        frame = pl.DataFrame(rows, schema=REGISTRY_SCHEMA)
+        return write_parquet(
+            frame.sort("evaluated_at"), self.root / "registry.parquet", REGISTRY_SCHEMA
+        )
+
+
+def discover_models(source: str) -> list[str]:
+    """Model specs from a watch source:
+
+    - a directory: every sub-folder with a config.json and every .gguf file, as ``hf:``;
+    - a text file: one spec per line (``#`` comments);
+    - ``hub:<organisation>[/<pattern>]``: models of a hub organisation (needs a network).
+    """
+    if source.startswith("hub:"):
+        return _discover_hub(source.removeprefix("hub:"))
+    path = Path(source)
+    if path.is_dir():
+        found = [p for p in sorted(path.iterdir()) if (p / "config.json").is_file()]
+        found += sorted(path.glob("*.gguf"))
+        return [f"hf:{p.resolve()}" for p in found]
+    if path.is_file():
+        lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+        return [line for line in lines if line]
+    from sago_core.errors import InputError
+
+    raise InputError("is neither a folder of models, a list file, nor hub:<org>", file=source)
+
+
+def _discover_hub(query: str) -> list[str]:
+    from huggingface_hub import HfApi
+
+    author, _, pattern = query.partition("/")
+    models = HfApi().list_models(author=author, search=pattern or None, sort="created_at")
+    return [f"hf:{m.id}" for m in models]

@@ -1,0 +1,66 @@
+"""sago-watch over a local folder of models: a new model is evaluated exactly once, even by
+overlapping watch runs; the registry and the leaderboard live in the artifact store."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+pytestmark = pytest.mark.slow
+
+OVERRIDES = {
+    "n": 1,
+    "generation": {"max_new_tokens": 4, "batch_size": 16},
+    "variants": {
+        "register": {"strengths": [2], "positions": ["suffix"]},
+        "noise": {"spacing": [5], "punctuation": [3], "capitalization": [50]},
+        "structural": None,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def test_a_new_model_is_evaluated_once_even_by_overlapping_watch_runs(
+    harness: None, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    from flows.watch import watch
+    from sago_core.backends.model_source import resolve_local_model
+    from sago_core.checkpoints.series import quantize_series
+
+    watched = tmp_path / "releases"
+    watched.mkdir()
+    shutil.copytree(tiny_model_dir, watched / "model-a")
+    runs = str(tmp_path / "runs")
+
+    first = watch(str(watched), runs_dir=runs, overrides=OVERRIDES)
+    assert first == [f"hf:{(watched / 'model-a').resolve()}"]
+    assert watch(str(watched), runs_dir=runs, overrides=OVERRIDES) == []  # nothing new
+
+    # A new release appears; two watch runs overlap on it.
+    quantize_series(resolve_local_model(str(tiny_model_dir)), [4], tmp_path / "q")
+    shutil.copytree(tmp_path / "q" / "bits-04", watched / "model-b")
+    with ThreadPoolExecutor(2) as pool:
+        results = list(
+            pool.map(lambda _: watch(str(watched), runs_dir=runs, overrides=OVERRIDES), range(2))
+        )
+    new = f"hf:{(watched / 'model-b').resolve()}"
+    assert sorted(len(r) for r in results) == [0, 1] and new in results[0] + results[1]
+
+    registry = pl.read_parquet(tmp_path / "runs" / "registry.parquet")
+    assert registry.height == 2 and registry["spec"].n_unique() == 2
+    board = pl.read_parquet(tmp_path / "runs" / "leaderboard.parquet")
+    assert set(board["model"]) == set(registry["spec"]) and board.height == 2 * 6
+    assert (tmp_path / "runs" / "leaderboard.html").read_text().count("<img") >= 1
+    assert not list((tmp_path / "runs" / "registry").glob("*.claim"))  # claims released
