@@ -88,7 +88,8 @@ def evaluate_model(
 def evaluate(config: RunConfig) -> str:
     run_dir = run_dir_for(config)
     stage = StageRunner(run_dir, storage_name=f"sago-results-{config.resolved_run_id()}")
-    write_json(config.model_dump(mode="json"), run_dir / RUN_CONFIG)  # what `sago resume` reads
+    # What `sago resume` reads back.
+    write_json(config.model_dump(mode="json", by_alias=True), run_dir / RUN_CONFIG)
     out = str(run_dir)
     inputs = resolve_inputs_task(config)
     prompts = stage(

@@ -124,11 +124,17 @@ def dispatch_shards(
     failures: list[str] = []
 
     def serve(index: int, group: list[Shard]) -> None:
+        try:
+            serve_group(index, group)
+        except Exception as exc:  # reported below, after every group has finished
+            failures.append(f"{settings.queue_prefix}{index}: {type(exc).__name__}: {exc}")
+
+    def serve_group(index: int, group: list[Shard]) -> None:
         queue = f"{settings.queue_prefix}{index}"
         run = run_deployment(
             settings.shard_deployment,
             parameters={
-                "config": portable.model_dump(mode="json"),
+                "config": portable.model_dump(mode="json", by_alias=True),
                 "model": model,
                 "identity": identity,
                 "shards": [asdict(s) for s in group],

@@ -1,0 +1,163 @@
+"""Production shape on this machine: a real Prefect server on 127.0.0.1 (temporary home and
+database), a `gpu` process work pool with two workers pinned to fake devices
+(CUDA_VISIBLE_DEVICES=0 and 1, CPU backend), `prefect deploy` from deployments/prefect.yaml,
+and an evaluation whose shards go through the `sago-shard` deployment. Checks: shards are
+spread over both workers, and results equal an in-process run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _config(tiny: Path, runs: Path, mode: str) -> dict:
+    return {
+        "models": [f"hf:{tiny}"],
+        "n": 1,
+        "runs_dir": str(runs),
+        "generation": {"max_new_tokens": 4, "batch_size": 16},
+        "orchestration": {"shard_size": 1, "mode": mode, "devices": 2},
+        "variants": {
+            "register": {"strengths": [2], "positions": ["suffix"]},
+            "noise": {"spacing": [5], "punctuation": [3], "capitalization": [50]},
+            "structural": None,
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    home = tmp_path_factory.mktemp("prefect-server")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home}/prefect.db",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "SAGO_HOME": str(ROOT),
+        "PYTHONPATH": str(ROOT),
+    }
+    process = subprocess.Popen(
+        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/health", timeout=2):
+                    break
+            except OSError:
+                if time.time() > deadline or process.poll() is not None:
+                    pytest.fail("the Prefect server did not come up within 180 s")
+                time.sleep(1)
+        yield env
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def _prefect(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [PREFECT, "--no-prompt", *args], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"prefect {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_shards_spread_over_two_pinned_workers_and_match_an_in_process_run(
+    server: dict[str, str], tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    env = server
+    _prefect(env, "work-pool", "create", "gpu", "--type", "process")
+    _prefect(env, "work-pool", "create", "cpu", "--type", "process")
+    for device in ("0", "1"):
+        _prefect(env, "work-queue", "create", f"device-{device}", "--pool", "gpu", "--limit", "1")
+    _prefect(env, "deploy", "--all", "--prefect-file", "deployments/prefect.yaml")
+    deployments = _prefect(env, "deployment", "ls")
+    for name in ("sago-evaluate", "sago-shard", "sago-watch"):
+        assert name in deployments
+
+    workers = [
+        subprocess.Popen(
+            [PREFECT, "worker", "start", "--pool", "gpu", "--work-queue", f"device-{d}"],
+            env={**env, "CUDA_VISIBLE_DEVICES": d},
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for d in ("0", "1")
+    ]
+    try:
+        config = tmp_path / "run.json"
+        config.write_text(json.dumps(_config(tiny_model_dir, tmp_path / "runs", "deployments")))
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.cli", "run", "--config", str(config)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+    finally:
+        for worker in workers:
+            os.killpg(worker.pid, signal.SIGTERM)
+        for worker in workers:
+            worker.wait(timeout=60)
+
+    run_dir = next(p for p in (tmp_path / "runs").iterdir() if (p / "manifest.json").exists())
+    served = [json.loads(p.read_text()) for p in run_dir.glob("models/*/shards/*/worker.json")]
+    assert len(served) == 6  # one prompt per built-in style, one shard each
+    devices = [s["device"] for s in served]
+    assert sorted(set(devices)) == ["0", "1"] and devices.count("0") == devices.count("1") == 3
+    assert len({s["pid"] for s in served}) == 2  # one process per device served its shards
+
+    local_config = tmp_path / "local.json"
+    local_config.write_text(json.dumps(_config(tiny_model_dir, tmp_path / "local", "local")))
+    local = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "run", "--config", str(local_config)],
+        env={k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+        | {"PREFECT_HOME": str(tmp_path / "ephemeral")},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert local.returncode == 0, local.stderr[-4000:]
+    local_dir = next(p for p in (tmp_path / "local").iterdir() if (p / "manifest.json").exists())
+    key = ["dataset", "prompt_id", "variant_id"]
+    a = pl.read_parquet(run_dir / "generations.parquet").sort(key).drop("engine")
+    b = pl.read_parquet(local_dir / "generations.parquet").sort(key).drop("engine")
+    assert a.equals(b)
+    sa = pl.read_parquet(run_dir / "summary.parquet").sort("dataset", "axis")
+    sb = pl.read_parquet(local_dir / "summary.parquet").sort("dataset", "axis")
+    np.testing.assert_allclose(sa["sgs"].to_numpy(), sb["sgs"].to_numpy(), rtol=1e-5, atol=1e-7)
