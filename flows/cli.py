@@ -101,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue a failed or killed run: only unfinished shards and stages are computed",
     )
     resume.add_argument("run", type=Path, help="the run folder, e.g. runs/demo-0d990e5e3478")
+    server = commands.add_parser(
+        "server-setup",
+        help="create the work pools, one GPU queue per device and the dead-worker automation "
+        "on the Prefect server at PREFECT_API_URL",
+    )
+    server.add_argument("--devices", type=int, default=1, help="GPU queues device-0..N-1")
+    server.add_argument("--silence", type=int, default=90, help="seconds without heartbeat")
     consistency = commands.add_parser(
         "consistency",
         help="do results on one OOD dataset predict another? (partial correlations across "
@@ -306,6 +313,12 @@ def main(argv: list[str] | None = None) -> int:
             return report_command(args.run)
         if args.command == "compare":
             return compare_command(args.runs, args.out)
+        if args.command == "server-setup":
+            from flows.server_setup import setup_server
+
+            for line in setup_server(args.devices, silence_s=args.silence) or ["nothing to do"]:
+                print(line)
+            return 0
         if args.command == "resume":
             return resume_command(args.run)
         if args.command == "judge-audit":
