@@ -107,7 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
         "on the Prefect server at PREFECT_API_URL",
     )
     server.add_argument("--devices", type=int, default=1, help="GPU queues device-0..N-1")
-    server.add_argument("--silence", type=int, default=90, help="seconds without heartbeat")
+    server.add_argument(
+        "--silence",
+        type=int,
+        default=600,
+        help="seconds without a heartbeat before a run is crashed (workers send one every "
+        "PREFECT_FLOWS_HEARTBEAT_FREQUENCY s, default 180)",
+    )
     consistency = commands.add_parser(
         "consistency",
         help="do results on one OOD dataset predict another? (partial correlations across "

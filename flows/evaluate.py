@@ -17,12 +17,12 @@ from sago_core.stages.shards import Shard, read_shards
 from tasks.metrics import (
     assemble_task,
     compute_deltas_task,
-    detect_mirroring_task,
     render_summary_task,
     score_pairs_task,
     score_prompts_task,
     summarize_task,
 )
+from tasks.mirroring import detect_mirroring_task
 from tasks.prepare import (
     build_variants_task,
     filter_variants_task,

@@ -5,7 +5,7 @@
   shards never share a GPU (one worker per queue, started with its CUDA_VISIBLE_DEVICES);
 - an automation that marks a flow run Crashed when its heartbeats stop (its worker died),
   which frees the queue's slot. Workers must send heartbeats: start them with
-  ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY=30``.
+  ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` well below the silence (default 180 s vs 600 s).
 
 Idempotent: existing pools, queues and the automation are left as they are.
 """
@@ -27,7 +27,7 @@ FINAL_EVENTS = (
 )
 
 
-def setup_server(devices: int, queue_prefix: str = "device-", silence_s: int = 90) -> list[str]:
+def setup_server(devices: int, queue_prefix: str = "device-", silence_s: int = 600) -> list[str]:
     created = []
     with get_client(sync_client=True) as client:
         for pool in ("cpu", "gpu"):

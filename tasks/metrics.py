@@ -6,16 +6,15 @@ from pathlib import Path
 
 import polars as pl
 
-from sago_core.artifacts.schemas import DELTAS, MIRRORING, PAIRS, SCORES, SUMMARY
+from sago_core.artifacts.schemas import DELTAS, PAIRS, SCORES, SUMMARY
 from sago_core.artifacts.store import read_parquet, write_parquet, write_text
 from sago_core.axes.text_similarity import get_bert_scorer
-from sago_core.config import ApiSettings, BertScoreSettings
+from sago_core.config import BertScoreSettings
 from sago_core.report.summary_md import kept_counts, render_summary
 from sago_core.scoring.deltas import compute_deltas
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
-from sago_core.stages.pairs import detect_mirroring_frame, score_pairs
-from tasks.backends import register_judge
+from sago_core.stages.pairs import score_pairs
 from tasks.stage import stage_task
 
 
@@ -26,25 +25,6 @@ def score_pairs_task(
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
     frame = score_pairs(read_parquet(generations_path), scorer.f1)
     return str(write_parquet(frame, Path(out_dir) / "pairs.parquet", PAIRS))
-
-
-@stage_task("detect-mirroring", run_name="detect-mirroring[{model}]")
-def detect_mirroring_task(
-    model: str,
-    generations_path: str,
-    out_dir: str,
-    judge_model: str | None = None,
-    api: ApiSettings | None = None,
-    cache_dir: str | None = None,
-    ledger_file: str | None = None,
-) -> str:
-    """Rule detectors, or the LLM judge for register pairs when ``judge_model`` is set (its
-    identity and the API settings are then part of the cache key)."""
-    judge = None
-    if judge_model and cache_dir and ledger_file:
-        judge = register_judge(judge_model, api, cache_dir, ledger_file)
-    frame = detect_mirroring_frame(read_parquet(generations_path), judge)
-    return str(write_parquet(frame, Path(out_dir) / "mirroring.parquet", MIRRORING))
 
 
 @stage_task("compute-deltas", run_name="compute-deltas[{model}]")

@@ -6,6 +6,7 @@ spread over both workers, and results equal an in-process run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -92,30 +93,52 @@ def _prefect(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+SILENCE_S = 75  # the dead-worker automation; workers beat every 30 s
+
+
+def _setup_and_deploy(env: dict[str, str]) -> None:
+    setup = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            "server-setup",
+            "--devices",
+            "2",
+            "--silence",
+            str(SILENCE_S),
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    _prefect(env, "deploy", "--all", "--prefect-file", "deployments/prefect.yaml")
+
+
+def _worker(env: dict[str, str], device: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [PREFECT, "worker", "start", "--pool", "gpu", "--work-queue", f"device-{device}"],
+        env={**env, "CUDA_VISIBLE_DEVICES": device, "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"},
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def test_shards_spread_over_two_pinned_workers_and_match_an_in_process_run(
     server: dict[str, str], tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     env = server
-    _prefect(env, "work-pool", "create", "gpu", "--type", "process")
-    _prefect(env, "work-pool", "create", "cpu", "--type", "process")
-    for device in ("0", "1"):
-        _prefect(env, "work-queue", "create", f"device-{device}", "--pool", "gpu", "--limit", "1")
-    _prefect(env, "deploy", "--all", "--prefect-file", "deployments/prefect.yaml")
+    _setup_and_deploy(env)
     deployments = _prefect(env, "deployment", "ls")
     for name in ("sago-evaluate", "sago-shard", "sago-watch"):
         assert name in deployments
 
-    workers = [
-        subprocess.Popen(
-            [PREFECT, "worker", "start", "--pool", "gpu", "--work-queue", f"device-{d}"],
-            env={**env, "CUDA_VISIBLE_DEVICES": d},
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for d in ("0", "1")
-    ]
+    workers = [_worker(env, d) for d in ("0", "1")]
     try:
         config = tmp_path / "run.json"
         config.write_text(json.dumps(_config(tiny_model_dir, tmp_path / "runs", "deployments")))
@@ -161,3 +184,95 @@ def test_shards_spread_over_two_pinned_workers_and_match_an_in_process_run(
     sa = pl.read_parquet(run_dir / "summary.parquet").sort("dataset", "axis")
     sb = pl.read_parquet(local_dir / "summary.parquet").sort("dataset", "axis")
     np.testing.assert_allclose(sa["sgs"].to_numpy(), sb["sgs"].to_numpy(), rtol=1e-5, atol=1e-7)
+
+
+def _kill_tree(root: int) -> None:
+    """SIGKILL a process and every descendant (a worker may start runs in new sessions)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    doomed, frontier = [], [root]
+    while frontier:
+        pid = frontier.pop()
+        doomed.append(pid)
+        frontier.extend(parents.get(pid, []))
+    for pid in doomed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _generate_hits(run_dir: Path) -> dict[str, bool]:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return {
+        s["path"].split("/shards/")[1].split("/")[0]: s["cache_hit"]
+        for s in manifest["stages"]
+        if s["stage"] == "generate"
+    }
+
+
+def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shards(
+    server: dict[str, str], tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    env = server
+    _setup_and_deploy(env)
+    settings = _config(tiny_model_dir, tmp_path / "runs", "deployments")
+    settings["n"] = 3  # 18 shards: 9 per device, enough to kill one worker mid-way
+    settings["generation"]["max_new_tokens"] = 24
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps(settings))
+    workers = {d: _worker(env, d) for d in ("0", "1")}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "run", "--config", str(config)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline:  # kill device-1's worker after its second shard
+            served = [
+                json.loads(p.read_text())
+                for p in (tmp_path / "runs").glob("*/models/*/shards/*/worker.json")
+            ]
+            if sum(s["device"] == "1" for s in served) >= 2:
+                break
+            assert run.poll() is None, run.stderr.read() if run.stderr else ""
+            time.sleep(0.2)
+        _kill_tree(workers["1"].pid)  # the worker and the flow-run process it started
+        workers["1"].wait()
+        run_dir = next(
+            p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p.name != ".cache"
+        )
+        finished_at_kill = {
+            p.parent.name for p in run_dir.glob("models/*/shards/*/generations.parquet")
+        }
+        _, err = run.communicate(timeout=SILENCE_S + 300)
+        assert run.returncode != 0 and "did not complete" in err, err[-3000:]
+        assert "Crashed" in err  # the automation marked the silent run crashed
+        assert not list(run_dir.rglob("*.tmp"))
+        workers["1"] = _worker(env, "1")
+        resumed = subprocess.run(
+            [sys.executable, "-m", "flows.cli", "resume", str(run_dir)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert resumed.returncode == 0, resumed.stderr[-4000:]
+    finally:
+        for worker in workers.values():
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(timeout=60)
+    hits = _generate_hits(run_dir)
+    assert len(hits) == 18
+    recomputed = {label for label, hit in hits.items() if not hit}
+    assert recomputed == set(hits) - finished_at_kill  # only what the kill left unfinished
+    assert 0 < len(recomputed) < 9
