@@ -122,6 +122,7 @@ def dispatch_shards(
 
     portable = config.model_copy(update={"runs_dir": config.runs_dir.resolve()})
     failures: list[str] = []
+    lock = threading.Lock()
 
     def serve(index: int, group: list[Shard]) -> None:
         try:
@@ -153,7 +154,10 @@ def dispatch_shards(
             path = shard_folder(stage.run_dir, model, shard) / "generations.parquet"
             if path.exists():
                 worker = json.loads((path.parent / "worker.json").read_text(encoding="utf-8"))
-                on_done(str(path), bool(worker.get("cached")))
+                cached = bool(worker.get("cached"))
+                with lock:
+                    stage.note("generate", str(path), cached, device=worker.get("device"))
+                on_done(str(path), cached)
 
     threads = [
         threading.Thread(target=serve, args=(i, group))

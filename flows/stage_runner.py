@@ -49,6 +49,12 @@ class StageRunner:
         self.last_cached = cached
         return str(path)
 
+    def note(self, stage: str, path: str, cached: bool, **extra: Any) -> None:
+        """Record an artifact another process made (a shard served by a GPU worker)."""
+        record = self._record(stage, path, cached, time.perf_counter())
+        record["seconds"] = None
+        self.records.append({**record, **extra})
+
     def _record(self, stage: str, path: str, cached: bool, started: float) -> dict[str, Any]:
         artifact = Path(path)
         rows = pq.read_metadata(artifact).num_rows if artifact.suffix == ".parquet" else None

@@ -249,10 +249,8 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
         run_dir = next(
             p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p.name != ".cache"
         )
-        finished_at_kill = {
-            p.parent.name for p in run_dir.glob("models/*/shards/*/generations.parquet")
-        }
         _, err = run.communicate(timeout=SILENCE_S + 300)
+        finished = {p.parent.name for p in run_dir.glob("models/*/shards/*/generations.parquet")}
         assert run.returncode != 0 and "did not complete" in err, err[-3000:]
         assert "Crashed" in err  # the automation marked the silent run crashed
         assert not list(run_dir.rglob("*.tmp"))
@@ -274,5 +272,11 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
     hits = _generate_hits(run_dir)
     assert len(hits) == 18
     recomputed = {label for label, hit in hits.items() if not hit}
-    assert recomputed == set(hits) - finished_at_kill  # only what the kill left unfinished
+    assert recomputed == set(hits) - finished  # only what the kill left unfinished ...
     assert 0 < len(recomputed) < 9
+    devices = {
+        p.parent.name: json.loads(p.read_text())["device"]
+        for p in run_dir.glob("models/*/shards/*/worker.json")
+    }
+    assert {devices[label] for label in recomputed} == {"1"}  # ... all of the killed worker
+    print(f"shards: 18, finished before resume {len(finished)}, recomputed {len(recomputed)}")
