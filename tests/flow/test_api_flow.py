@@ -5,7 +5,6 @@ asked twice, the judge audit round-trips."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -18,14 +17,6 @@ pytestmark = pytest.mark.slow
 
 API_MODEL = "litellm:openai/mock-1"
 JUDGE = "litellm:openai/judge-1"
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield
 
 
 def _config(tiny: Path, runs: Path, base_url: str) -> RunConfig:

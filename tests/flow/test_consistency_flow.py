@@ -3,7 +3,6 @@ the heatmap, sign agreement, and values equal to a recomputation from the scores
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,14 +14,6 @@ from sago_core.consistency.config import build_consistency_config
 pytestmark = pytest.mark.slow
 
 OODS = ["builtin_truthfulqa", "builtin_nq_open", "builtin_hotpotqa"]
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield
 
 
 @pytest.fixture(scope="module")

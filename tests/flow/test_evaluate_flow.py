@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -54,14 +53,6 @@ CONTRACT = {
         "p_eps_0_10",
     ],
 }
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield
 
 
 def _config(model_dir: Path, runs: Path) -> RunConfig:

@@ -5,7 +5,6 @@ report artifacts."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,16 +12,9 @@ import polars as pl
 import pytest
 
 from sago_core.config import RunConfig, build_config
+from tests.manifests import generate_cache_hits
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield
 
 
 def _config(tiny: Path, runs: Path, shard_size: int) -> RunConfig:
@@ -41,15 +33,6 @@ def _config(tiny: Path, runs: Path, shard_size: int) -> RunConfig:
             },
         },
     )
-
-
-def _generate_hits(run_dir: Path) -> dict[str, bool]:
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    return {
-        s["path"].split("/shards/")[1].split("/")[0]: s["cache_hit"]
-        for s in manifest["stages"]
-        if s["stage"] == "generate"
-    }
 
 
 def test_results_do_not_depend_on_the_shard_size(
@@ -104,7 +87,7 @@ def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
     assert not list(run_dir.rglob("*.tmp"))
 
     assert main(["resume", str(run_dir)]) == 0
-    hits = _generate_hits(run_dir)
+    hits = generate_cache_hits(run_dir)
     assert len(hits) == 12
     assert sum(hits.values()) == 3  # the finished shards were not recomputed
     assert all(hits[p.parent.name] for p in finished)

@@ -63,14 +63,6 @@ def test_vllm_and_transformers_agree_at_t0_and_share_the_response_tokens(engines
     assert "single-process" in engine["determinism"]
 
 
-@pytest.fixture(scope="module")
-def harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield
-
-
 def test_one_run_with_a_vllm_model_and_an_api_model(
     engines: tuple, harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,7 +4,6 @@ overlapping watch runs; the registry and the leaderboard live in the artifact st
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,14 +21,6 @@ OVERRIDES = {
         "structural": None,
     },
 }
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield
 
 
 def test_a_new_model_is_evaluated_once_even_by_overlapping_watch_runs(

@@ -22,6 +22,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tests.manifests import generate_cache_hits
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -205,15 +207,6 @@ def _kill_tree(root: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _generate_hits(run_dir: Path) -> dict[str, bool]:
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    return {
-        s["path"].split("/shards/")[1].split("/")[0]: s["cache_hit"]
-        for s in manifest["stages"]
-        if s["stage"] == "generate"
-    }
-
-
 def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shards(
     server: dict[str, str], tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -269,7 +262,7 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
             if worker.poll() is None:
                 os.killpg(worker.pid, signal.SIGTERM)
                 worker.wait(timeout=60)
-    hits = _generate_hits(run_dir)
+    hits = generate_cache_hits(run_dir)
     assert len(hits) == 18
     recomputed = {label for label, hit in hits.items() if not hit}
     assert recomputed == set(hits) - finished  # only what the kill left unfinished ...
