@@ -252,11 +252,12 @@ def resume_command(run_dir: Path) -> int:
 
     from pydantic import ValidationError
 
+    from flows.layout import RUN_CONFIG
     from sago_core.errors import InputError
 
-    saved = run_dir / "run_config.json"
+    saved = run_dir / RUN_CONFIG
     if not saved.is_file():
-        raise InputError("has no run_config.json (not a sago run folder)", file=str(run_dir))
+        raise InputError(f"has no {RUN_CONFIG} (not a sago run folder)", file=str(run_dir))
     try:
         config = RunConfig.model_validate(json.loads(saved.read_text(encoding="utf-8")))
     except (ValueError, ValidationError) as exc:

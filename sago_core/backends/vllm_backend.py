@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -121,6 +122,7 @@ class VllmBackend:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+        shutil.rmtree(self._work, ignore_errors=True)  # the request/response exchange files
 
     # -- generation (vLLM) ------------------------------------------------------------
     def generate(

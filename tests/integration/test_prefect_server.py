@@ -87,6 +87,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         process.wait(timeout=60)
 
 
+def _sago(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The sago command line in a fresh process, talking to the test's server."""
+    return subprocess.run(
+        [sys.executable, "-m", "flows.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
 def _prefect(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
         [PREFECT, "--no-prompt", *args], env=env, cwd=ROOT, capture_output=True, text=True
@@ -99,23 +111,7 @@ SILENCE_S = 75  # the dead-worker automation; workers beat every 30 s
 
 
 def _setup_and_deploy(env: dict[str, str]) -> None:
-    setup = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "flows.cli",
-            "server-setup",
-            "--devices",
-            "2",
-            "--silence",
-            str(SILENCE_S),
-        ],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    setup = _sago(env, "server-setup", "--devices", "2", "--silence", str(SILENCE_S))
     assert setup.returncode == 0, setup.stderr[-3000:]
     _prefect(env, "deploy", "--all", "--prefect-file", "deployments/prefect.yaml")
 
@@ -144,14 +140,7 @@ def test_shards_spread_over_two_pinned_workers_and_match_an_in_process_run(
     try:
         config = tmp_path / "run.json"
         config.write_text(json.dumps(_config(tiny_model_dir, tmp_path / "runs", "deployments")))
-        done = subprocess.run(
-            [sys.executable, "-m", "flows.cli", "run", "--config", str(config)],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        done = _sago(env, "run", "--config", str(config))
         assert done.returncode == 0, done.stderr[-4000:]
     finally:
         for worker in workers:
@@ -168,14 +157,12 @@ def test_shards_spread_over_two_pinned_workers_and_match_an_in_process_run(
 
     local_config = tmp_path / "local.json"
     local_config.write_text(json.dumps(_config(tiny_model_dir, tmp_path / "local", "local")))
-    local = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "run", "--config", str(local_config)],
-        env={k: v for k, v in env.items() if k != "PREFECT_API_URL"}
-        | {"PREFECT_HOME": str(tmp_path / "ephemeral")},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    ephemeral = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+    local = _sago(
+        ephemeral | {"PREFECT_HOME": str(tmp_path / "ephemeral")},
+        "run",
+        "--config",
+        str(local_config),
     )
     assert local.returncode == 0, local.stderr[-4000:]
     local_dir = next(p for p in (tmp_path / "local").iterdir() if (p / "manifest.json").exists())
@@ -248,14 +235,7 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
         assert "Crashed" in err  # the automation marked the silent run crashed
         assert not list(run_dir.rglob("*.tmp"))
         workers["1"] = _worker(env, "1")
-        resumed = subprocess.run(
-            [sys.executable, "-m", "flows.cli", "resume", str(run_dir)],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        resumed = _sago(env, "resume", str(run_dir))
         assert resumed.returncode == 0, resumed.stderr[-4000:]
     finally:
         for worker in workers.values():
