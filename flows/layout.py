@@ -30,9 +30,11 @@ def backend_options(config: RunConfig, run_dir: Path, model: str) -> dict[str, A
     backend = parse_model_spec(model).backend
     if backend == "litellm":
         return api_options(config, run_dir)
+    trusted = {"trust_remote_code": True} if model in config.trust_remote_code else {}
     if backend == "vllm":
-        return {"vllm": config.vllm, "cache_dir": str(config.runs_dir.resolve() / ".cache")}
-    return {}
+        cache = str(config.runs_dir.resolve() / ".cache")
+        return {"vllm": config.vllm, "cache_dir": cache, **trusted}
+    return trusted
 
 
 def api_options(config: RunConfig, run_dir: Path) -> dict[str, Any]:

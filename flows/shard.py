@@ -7,13 +7,17 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import polars as pl
 from prefect import flow
 
+from flows.devices import device_ids
 from flows.layout import backend_options, model_slug
 from flows.stage_runner import StageRunner
 from sago_core.artifacts.store import write_json
@@ -29,6 +33,12 @@ def shard_folder(run_dir: Path, model: str, shard: Shard) -> Path:
     return run_dir / "models" / model_slug(model) / "shards" / shard.label
 
 
+def all_answered(generations_path: str) -> bool:
+    """A shard is committed only when every request got a valid answer."""
+    failures = pl.scan_parquet(generations_path).select(pl.col("failure_reason").count())
+    return failures.collect().item() == 0
+
+
 def run_shard(
     stage: StageRunner, config: RunConfig, model: str, identity: str, shard: Shard
 ) -> tuple[str, str, bool]:
@@ -39,6 +49,7 @@ def run_shard(
     generated = stage(
         generate_task,
         run_tags=labels,
+        commit_if=all_answered,
         model=model,
         shard=shard.label,
         model_identity=identity,
@@ -111,45 +122,37 @@ def dispatch_shards(
     shards: list[Shard],
     on_done: ShardDone,
 ) -> None:
-    """Every shard of one model, locally or through the `sago-shard` deployment."""
+    """Every shard of one model: in this process (one device), in one local worker process
+    per device (several devices, no server needed), or through the `sago-shard` deployment
+    (one work queue per device, served by workers anywhere)."""
     settings = config.orchestration
-    if settings.mode == "local":
+    devices = device_ids(settings.devices)
+    if settings.mode == "local" and len(devices) == 1:
         for shard in shards:
             generated, _, cached = run_shard(stage, config, model, identity, shard)
             on_done(generated, cached)
         return
-    from prefect.deployments import run_deployment
-
     portable = config.model_copy(update={"runs_dir": config.runs_dir.resolve()})
     failures: list[str] = []
     lock = threading.Lock()
 
     def serve(index: int, group: list[Shard]) -> None:
-        try:
-            serve_group(index, group)
-        except Exception as exc:  # reported below, after every group has finished
-            failures.append(f"{settings.queue_prefix}{index}: {type(exc).__name__}: {exc}")
-
-    def serve_group(index: int, group: list[Shard]) -> None:
         queue = f"{settings.queue_prefix}{index}"
-        run = run_deployment(
-            settings.shard_deployment,
-            parameters={
-                "config": portable.model_dump(mode="json", by_alias=True),
-                "model": model,
-                "identity": identity,
-                "shards": [asdict(s) for s in group],
-                "run_dir": str(stage.run_dir),
-                "device_queue": queue,
-            },
-            work_queue_name=queue,
-            timeout=None,
-            poll_interval=2,
-            tags=[f"model:{model}", queue],
-        )
-        state = getattr(run, "state", None)
-        if state is None or not state.is_completed():
-            failures.append(f"{queue}: {state.name if state else 'no state'}")
+        parameters = {
+            "config": portable.model_dump(mode="json", by_alias=True),
+            "model": model,
+            "identity": identity,
+            "shards": [asdict(s) for s in group],
+            "run_dir": str(stage.run_dir),
+            "device_queue": queue,
+        }
+        try:
+            serve_one = local_device if settings.mode == "local" else through_deployment
+            problem = serve_one(settings.shard_deployment, devices[index], parameters)
+        except Exception as exc:  # reported below, after every group has finished
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem:
+            failures.append(f"{queue}: {problem}")
         for shard in group:
             path = shard_folder(stage.run_dir, model, shard) / "generations.parquet"
             if path.exists():
@@ -161,7 +164,7 @@ def dispatch_shards(
 
     threads = [
         threading.Thread(target=serve, args=(i, group))
-        for i, group in enumerate(device_groups(shards, settings.devices))
+        for i, group in enumerate(device_groups(shards, len(devices)))
     ]
     for thread in threads:
         thread.start()
@@ -172,3 +175,49 @@ def dispatch_shards(
             f"shard runs of {model} did not complete ({'; '.join(failures)}); finished "
             "shards are kept: `sago resume` computes only the rest"
         )
+
+
+def through_deployment(deployment: str, device: str, parameters: dict) -> str | None:
+    """One `sago-shard` flow run on the device's work queue; the problem, if any."""
+    from prefect.deployments import run_deployment
+
+    queue = parameters["device_queue"]
+    run = run_deployment(
+        deployment,
+        parameters=parameters,
+        work_queue_name=queue,
+        timeout=None,
+        poll_interval=2,
+        tags=[f"model:{parameters['model']}", queue],
+    )
+    state = getattr(run, "state", None)
+    return (
+        None
+        if state is not None and state.is_completed()
+        else (state.name if state else "no state")
+    )
+
+
+def local_device(deployment: str, device: str, parameters: dict) -> str | None:
+    """One worker process for ``device`` on this machine (CUDA_VISIBLE_DEVICES set before
+    it starts), reporting to this run's Prefect API; the problem, if any."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        api_url = str(client.api_url)
+    folder = Path(parameters["run_dir"]) / "shards"
+    payload = folder / f"device-{parameters['device_queue']}-{model_slug(parameters['model'])}.json"
+    write_json(parameters, payload)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": device, "PREFECT_API_URL": api_url.rstrip("/")}
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.device_worker", str(payload)],
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if done.returncode == 0:
+        return None
+    tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+    return f"device worker failed: {tail[0][:300]}"

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from sago_core.errors import ConfigError
 
@@ -212,10 +219,19 @@ class OrchestrationSettings(StrictModel):
     # local: shards run in this process. deployments: each device queue of the work pool
     # (``<queue_prefix>0`` .. ``<queue_prefix><devices-1>``, one worker per GPU, each queue
     # limited to one run) serves a group of shards through the ``sago-shard`` deployment.
+    # local with several devices: one worker process per device on this machine, each with
+    # CUDA_VISIBLE_DEVICES set before it starts. "auto": every GPU found (or the CPU alone).
     mode: Literal["local", "deployments"] = "local"
-    devices: int = Field(default=1, ge=1)
+    devices: int | Literal["auto"] = 1
     queue_prefix: str = "device-"
     shard_deployment: str = "sago-shard/sago-shard"
+
+    @field_validator("devices")
+    @classmethod
+    def _at_least_one(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("devices must be >= 1 or 'auto'")
+        return value
 
 
 class RunConfig(StrictModel):
@@ -225,6 +241,13 @@ class RunConfig(StrictModel):
     data_dir: Path | None = None
     n: int = Field(default=16, ge=1)
     question_column: str = "question"
+    # Users' own prompt files: longest prompt accepted, and whether "{name}" (usually a
+    # template field left unfilled) may appear in a prompt.
+    max_prompt_chars: int = Field(default=100_000, ge=1)
+    # Models (specs as in ``models``) whose repositories may run their own Python code when
+    # loaded. Empty by default: no model runs code from its folder or hub repository.
+    trust_remote_code: tuple[str, ...] = ()
+    allow_placeholders: bool = False
     seed: int = 0
     runs_dir: Path = Path("runs")
     run_id: str | None = None
@@ -252,6 +275,13 @@ class RunConfig(StrictModel):
         if value is not None and (not value or "/" in value or value.startswith(".")):
             raise ValueError(f"run_id {value!r} must be a plain folder name")
         return value
+
+    @model_validator(mode="after")
+    def _trusted_models_are_evaluated(self) -> RunConfig:
+        strangers = [m for m in self.trust_remote_code if m not in self.models]
+        if strangers:
+            raise ValueError(f"trust_remote_code lists {strangers}, which are not in models")
+        return self
 
     def result_hash(self) -> str:
         """Hash of everything that changes results (not where they are written)."""

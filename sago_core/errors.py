@@ -15,6 +15,10 @@ class ModelNotFoundError(SagoError):
     """A model spec points at nothing that can be loaded."""
 
 
+class ModelLoadError(SagoError):
+    """Model files exist but cannot be loaded safely (corrupt, crafted or incomplete)."""
+
+
 class InputError(SagoError):
     """Bad input data, located by file, row and column where known."""
 

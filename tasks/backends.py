@@ -60,10 +60,12 @@ def backend_for(
     cache_dir: str | None,
     ledger_file: str | None,
     vllm: VllmSettings | None = None,
+    trust_remote_code: bool = False,
 ) -> Backend:
     if is_api_model(model):
         return api_backend(model, api, cache_dir, ledger_file)
+    trusted = {"trust_remote_code": True} if trust_remote_code else {}
     if parse_model_spec(model).backend == "vllm":
         weights = str(Path(cache_dir) / "materialised") if cache_dir else None
-        return get_backend(model, vllm=vllm or VllmSettings(), weights_cache_dir=weights)
-    return get_backend(model)
+        return get_backend(model, vllm=vllm or VllmSettings(), weights_cache_dir=weights, **trusted)
+    return get_backend(model, **trusted)

@@ -30,10 +30,11 @@ def generate_task(
     cache_dir: str | None = None,
     ledger_file: str | None = None,
     vllm: VllmSettings | None = None,
+    trust_remote_code: bool = False,
 ) -> str:
     """``model_identity`` (weights digest, hub revision or API endpoint) is in the cache key."""
     frame = generate_responses(
-        backend_for(model, api, cache_dir, ledger_file, vllm),
+        backend_for(model, api, cache_dir, ledger_file, vllm, trust_remote_code),
         model,
         read_parquet(prompts_path),
         read_parquet(variants_path),
@@ -54,7 +55,8 @@ def analyse_task(
     cache_dir: str | None = None,
     ledger_file: str | None = None,
     vllm: VllmSettings | None = None,
+    trust_remote_code: bool = False,
 ) -> str:
-    backend = backend_for(model, api, cache_dir, ledger_file, vllm)
+    backend = backend_for(model, api, cache_dir, ledger_file, vllm, trust_remote_code)
     frame = analyse_pairs(backend, read_parquet(generations_path), settings)
     return str(write_parquet(frame, Path(out_dir) / "analysis.parquet", ANALYSIS))

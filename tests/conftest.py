@@ -14,6 +14,8 @@ os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from collections.abc import Iterator  # noqa: E402
+
 import pytest  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -55,3 +57,12 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[None]:
+    """One temporary in-process Prefect API per test module (flow tests)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield

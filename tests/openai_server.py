@@ -4,7 +4,8 @@ Answers are deterministic functions of the request. A script is a list of rules 
 order; the first rule whose ``match`` is a substring of the last user message (``*`` for
 any) and that has uses left decides the reply:
 
-    ok | delay (seconds, then ok) | 429 (with Retry-After) | 500 | 502 | 503 | malformed
+    ok | delay (seconds, then ok) | 429 (with Retry-After) | 401_echo (echoes the
+    Authorization header in its body and headers) | 500 | 502 | 503 | malformed
     (not JSON) | truncated (JSON cut in half) | error_body (200 with an error object) |
     empty (content "") | length (finish_reason "length") | hang (never answers in time) |
     close (drops the connection)
@@ -12,7 +13,11 @@ any) and that has uses left decides the reply:
 Judge requests (containing "Answer YES or NO") are answered YES when the response under
 review ("Response B") holds a courtesy word, else NO, unless a rule says otherwise.
 
-Counters: every request is counted by a key of (model, messages); GET /_stats returns them.
+``first: N`` limits a rule to the first N attempts of each distinct request (a transient
+fault: the request succeeds once it is retried enough).
+
+Counters: every request is counted by a key of (model, messages), with its arrival times;
+GET /_stats returns the counts.
 Run in-process (``ScriptedServer``) or as a process (``python -m tests.openai_server``).
 """
 
@@ -40,8 +45,11 @@ class Rule:
     times: int | None = None  # None: always
     retry_after: float | None = None
     delay: float = 0.0
+    first: int | None = None  # only the first N attempts of each distinct request
 
-    def applies(self, text: str) -> bool:
+    def applies(self, text: str, attempt: int) -> bool:
+        if self.first is not None and attempt > self.first:
+            return False
         return (self.times is None or self.times > 0) and (self.match == "*" or self.match in text)
 
 
@@ -50,12 +58,14 @@ class State:
     rules: list[Rule] = field(default_factory=list)
     calls: Counter = field(default_factory=Counter)
     actions: Counter = field(default_factory=Counter)
+    arrivals: dict[str, list[float]] = field(default_factory=dict)  # key -> monotonic times
+    credentials: Counter = field(default_factory=Counter)  # Authorization headers received
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def choose(self, text: str) -> Rule:
+    def choose(self, text: str, attempt: int = 1) -> Rule:
         with self.lock:
             for rule in self.rules:
-                if rule.applies(text):
+                if rule.applies(text, attempt):
                     if rule.times is not None:
                         rule.times -= 1
                     self.actions[rule.action] += 1
@@ -145,9 +155,13 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             request = json.loads(raw)
             model, messages = request.get("model", ""), request.get("messages", [])
             text = str(messages[-1].get("content", "")) if messages else ""
+            key = request_key(model, messages)
             with state.lock:
-                state.calls[request_key(model, messages)] += 1
-            self._reply(state.choose(text), model, text)
+                state.credentials[self.headers.get("Authorization", "")] += 1
+                state.calls[key] += 1
+                state.arrivals.setdefault(key, []).append(time.monotonic())
+                attempt = state.calls[key]
+            self._reply(state.choose(text, attempt), model, text)
 
         def _reply(self, rule: Rule, model: str, text: str) -> None:
             action = rule.action
@@ -165,6 +179,11 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 headers = {"Retry-After": f"{rule.retry_after or 1}"}
                 error = {"error": {"message": "rate limited", "type": "rate_limit"}}
                 self._send(429, json.dumps(error).encode(), headers)
+                return
+            if action == "401_echo":  # a careless upstream that echoes the credential back
+                auth = self.headers.get("Authorization", "")
+                error = {"error": {"message": f"invalid key in header: {auth}", "type": "auth"}}
+                self._send(401, json.dumps(error).encode(), {"WWW-Authenticate": auth})
                 return
             if action in ("500", "502", "503"):
                 error = {"error": {"message": f"server error {action}", "type": "server"}}
@@ -235,8 +254,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file", type=Path, required=True)
+    parser.add_argument("--rules", type=Path, help="a JSON list of rules to start with")
     args = parser.parse_args()
-    server = ScriptedServer(port=args.port)
+    rules = [Rule(**r) for r in json.loads(args.rules.read_text())] if args.rules else []
+    server = ScriptedServer(rules, port=args.port)
     args.port_file.write_text(str(server.httpd.server_address[1]))
     server.httpd.serve_forever()
 

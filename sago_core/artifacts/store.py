@@ -1,7 +1,10 @@
 """Atomic artifact writes (temp file, fsync, rename) and content hashes.
 
 A reader never sees a half-written file: the temp file lives in the same folder and is
-renamed over the target only after its bytes reach the disk.
+renamed over the target only after its bytes reach the disk. A temp file's name carries its
+writer (host digest and process id), so a process killed between write and rename (kill -9
+runs no cleanup) leaves a file the next run can recognise as orphaned and remove, without
+touching the temp file of a writer that is still alive.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import hashlib
 import io
 import json
 import os
+import re
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,9 +38,35 @@ def _umask() -> int:
     return current
 
 
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TEMP = re.compile(r"\.w(?P<host>[0-9a-f]{8})-(?P<pid>\d+)\.[^/]*\.tmp$")
+
+
+def _writer_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+def sweep_orphaned_temps(root: Path) -> list[Path]:
+    """Remove temp files under ``root`` whose writer on this host has died; returns them."""
+    removed = []
+    for path in root.rglob("*.tmp") if root.is_dir() else []:
+        found = _TEMP.search(path.name)
+        if found and found["host"] == _HOST and not _writer_alive(int(found["pid"])):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    writer = f"w{_HOST}-{os.getpid()}"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{writer}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; artifacts are for sharing
         with os.fdopen(fd, "wb") as handle:

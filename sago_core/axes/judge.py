@@ -19,6 +19,7 @@ from sago_core.artifacts.json_cache import JsonCache
 from sago_core.axes.mirroring import Mirroring
 
 JUDGE_PROMPT_VERSION = "register-judge-v1"
+JUDGE_CALL_FAILED = "judge call failed"
 QUESTIONS = {
     "politer": (
         "Is Response B noticeably MORE POLITE than Response A (more courteous, warmer, more "
@@ -94,7 +95,7 @@ class RegisterJudge:
             ]
             for i, (raw, failure) in zip(pending, self.complete(conversations, 5), strict=True):
                 if failure is not None or raw is None:
-                    verdicts[i] = Mirroring(None, None, f"judge call failed: {failure}")
+                    verdicts[i] = Mirroring(None, None, f"{JUDGE_CALL_FAILED}: {failure}")
                     continue
                 self.cache.put(self._key(requests[i]), {"raw": raw, "judge": self.identity})
                 verdicts[i] = _mirroring(raw)

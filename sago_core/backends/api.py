@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,8 +134,16 @@ class ApiBackend:
         return [Generation(a.text or "", (), a.finish_reason, a.failure) for a in answers]
 
     # -- requests -----------------------------------------------------------------------
-    def request_key(self, messages: list[dict[str, str]], max_tokens: int) -> str:
-        params = {"temperature": 0, "max_tokens": max_tokens, "version": REQUEST_VERSION}
+    def request_key(self, messages: list[dict[str, str]], max_tokens: int, repeat: int = 0) -> str:
+        """``repeat`` k > 0: the k-th repeat of the same messages in one batch (the noise
+        floor's replay of the base prompt) is a request of its own, asked and cached apart."""
+        params: dict[str, object] = {
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "version": REQUEST_VERSION,
+        }
+        if repeat:
+            params["repeat"] = repeat
         payload = [self.model, self.settings.base_url, params, messages]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -147,22 +156,31 @@ class ApiBackend:
         self, conversations: list[list[dict[str, str]]], max_tokens: int
     ) -> list[Answer]:
         gate = asyncio.Semaphore(self.settings.concurrency)
+        seen: Counter[str] = Counter()
+        keys = []
+        for messages in conversations:
+            first = self.request_key(messages, max_tokens)
+            keys.append(self.request_key(messages, max_tokens, seen[first]))
+            seen[first] += 1
 
-        async def one(messages: list[dict[str, str]]) -> Answer | BudgetExhausted:
+        async def one(messages: list[dict[str, str]], key: str) -> Answer | BudgetExhausted:
             async with gate:
                 try:
-                    return await self._complete_one(messages, max_tokens)
+                    return await self._complete_one(messages, max_tokens, key)
                 except BudgetExhausted as stop:
                     return stop
 
-        results = await asyncio.gather(*(one(m) for m in conversations))
+        results = await asyncio.gather(
+            *(one(m, k) for m, k in zip(conversations, keys, strict=True))
+        )
         for result in results:
             if isinstance(result, BudgetExhausted):
                 raise result
         return [r for r in results if isinstance(r, Answer)]
 
-    async def _complete_one(self, messages: list[dict[str, str]], max_tokens: int) -> Answer:
-        key = self.request_key(messages, max_tokens)
+    async def _complete_one(
+        self, messages: list[dict[str, str]], max_tokens: int, key: str
+    ) -> Answer:
         cached = self.cache.get(key)
         if isinstance(cached, dict) and cached.get("text"):
             return Answer(cached["text"], cached["finish_reason"], None, True)

@@ -38,15 +38,17 @@ def get_ledger(path: str, budget: ApiBudget):  # type: ignore[no-untyped-def]
 @lru_cache(maxsize=8)
 def get_backend(
     spec_text: str,
-    device: str = "cpu",
+    device: str = "auto",
     api: ApiSettings | None = None,
     api_cache_dir: str | None = None,
     ledger_file: str | None = None,
     api_key: str | None = None,
     vllm: VllmSettings | None = None,
     weights_cache_dir: str | None = None,
+    trust_remote_code: bool = False,
 ) -> Backend:
-    """The process-wide engine for a model spec (loaded on first use)."""
+    """The process-wide engine for a model spec (loaded on first use). ``trust_remote_code``
+    only for models the user listed under ``trust_remote_code``."""
     check_backend_available(spec_text)
     spec = parse_model_spec(spec_text)
     if spec.backend == "litellm":
@@ -60,7 +62,10 @@ def get_backend(
         from sago_core.backends.vllm_backend import VllmBackend
 
         root = Path(weights_cache_dir or Path.cwd() / "runs" / ".cache" / "materialised")
-        return VllmBackend(resolve_local_model(spec.model_id), vllm or VllmSettings(), root)
+        source = resolve_local_model(spec.model_id)
+        return VllmBackend(source, vllm or VllmSettings(), root, trust_remote_code)
     from sago_core.backends.hf import HFBackend
 
-    return HFBackend(resolve_local_model(spec.model_id), device=device)
+    return HFBackend(
+        resolve_local_model(spec.model_id), device=device, trust_remote_code=trust_remote_code
+    )

@@ -14,16 +14,19 @@ import inspect
 import math
 import platform
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sago_core.backends.gguf_probe import probe_gguf
 from sago_core.backends.model_source import LocalModel
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
 from sago_core.backends.tensor_ops import (
     last_prompt_index,
     response_logprob_and_entropy,
 )
+from sago_core.errors import ModelLoadError
 
 
 def _length_sorted_batches(
@@ -52,23 +55,49 @@ def _length_sorted_batches(
 MIN_SHARED_PREFIX = 8
 
 
+def load_pretrained(source: LocalModel, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """Tokenizer and model; a folder that fails to load is a typed error naming it."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    where = Path(source.location) / (source.gguf_file or "")
+    tokenizer_kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source.location, **tokenizer_kwargs)
+        model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc)
+        raise ModelLoadError(f"model {where} could not be loaded: {message}") from exc
+    return tokenizer, model
+
+
 class HFBackend:
     name = "hf"
 
-    def __init__(self, source: LocalModel, device: str = "cpu", dtype: str = "auto") -> None:
+    def __init__(
+        self,
+        source: LocalModel,
+        device: str = "auto",
+        dtype: str = "auto",
+        trust_remote_code: bool = False,
+    ) -> None:
+        """``device`` "auto": the process's GPU when it has one (a worker pinned with
+        CUDA_VISIBLE_DEVICES sees exactly one), else the CPU. ``trust_remote_code``: run the
+        model repository's own Python code (only for models the user lists in
+        ``trust_remote_code``; never by default)."""
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self._torch = torch
-        kwargs: dict[str, Any] = {"trust_remote_code": False}
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
         if source.gguf_file:
+            probe_gguf(Path(source.location) / source.gguf_file)
             kwargs["gguf_file"] = source.gguf_file
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(source.location, **kwargs)
         if dtype != "auto":
             kwargs["dtype"] = getattr(torch, dtype)
         elif device != "cpu":
             kwargs["dtype"] = torch.bfloat16
-        model: Any = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
+        self.tokenizer, model = load_pretrained(source, kwargs)
         self.model: Any = model.to(device)
         self.model.eval()
         self.device = device

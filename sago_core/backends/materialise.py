@@ -41,11 +41,13 @@ def materialised_folder(source: LocalModel, cache_root: Path) -> Path:
     if (target / "config.json").is_file():
         return target
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from sago_core.backends.gguf_probe import probe_gguf
+    from sago_core.backends.hf import load_pretrained
+
+    probe_gguf(Path(source.location) / source.gguf_file)
     kwargs: dict[str, Any] = {"gguf_file": source.gguf_file, "trust_remote_code": False}
-    tokenizer = AutoTokenizer.from_pretrained(source.location, **kwargs)
-    loaded = AutoModelForCausalLM.from_pretrained(source.location, dtype=torch.float32, **kwargs)
+    tokenizer, loaded = load_pretrained(source, {**kwargs, "dtype": torch.float32})
     cache_root.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=".building-", dir=cache_root))
     try:

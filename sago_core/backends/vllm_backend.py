@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,26 @@ from sago_core.config import VllmSettings
 from sago_core.errors import ConfigError, SagoError
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
+LOG = logging.getLogger("sago.vllm")
+
+
+def forward_logs(stream: Any, tail: deque[str]) -> None:
+    """The worker's log lines into the ``sago.vllm`` logger (which a flow shows in the
+    Prefect UI): warnings and errors at their level, vLLM's chatty INFO lines at DEBUG. The
+    last lines are kept for the error message if the worker dies."""
+    for raw in stream:
+        line = raw.rstrip()
+        if not line:
+            continue
+        tail.append(line)
+        if " ERROR " in line or line.startswith(("ERROR", "Traceback")):
+            LOG.error("vllm: %s", line)
+        elif " WARNING " in line or line.startswith("WARNING"):
+            LOG.warning("vllm: %s", line)
+        else:
+            LOG.debug("vllm: %s", line)
+
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -52,15 +74,23 @@ def vllm_python(settings: VllmSettings) -> str:
 class VllmBackend:
     name = "vllm"
 
-    def __init__(self, source: LocalModel, settings: VllmSettings, cache_root: Path) -> None:
+    def __init__(
+        self,
+        source: LocalModel,
+        settings: VllmSettings,
+        cache_root: Path,
+        trust_remote_code: bool = False,
+    ) -> None:
         self.source = source
         self.settings = settings
+        self.trust_remote_code = trust_remote_code
         self.folder = materialised_folder(source, cache_root)
         self._scorer: Any = None
         self._lock = threading.Lock()
         self._work = Path(tempfile.mkdtemp(prefix="sago-vllm-"))
         self._process: subprocess.Popen[str] | None = None
         self.engine: dict[str, Any] = {}
+        self.log_tail: deque[str] = deque(maxlen=50)
 
     def _start(self) -> subprocess.Popen[str]:
         """The worker, started on the first generation (a scoring-only use never pays the
@@ -75,6 +105,7 @@ class VllmBackend:
             "tensor_parallel_size": settings.tensor_parallel_size,
             "enforce_eager": settings.enforce_eager,
             "cpu_kv_cache_gib": settings.cpu_kv_cache_gib,
+            "trust_remote_code": self.trust_remote_code,
         }
         if os.environ.get("CUDA_VISIBLE_DEVICES", "") not in ("", "-1"):
             options["gpu_memory_utilization"] = settings.gpu_memory_utilization
@@ -86,13 +117,17 @@ class VllmBackend:
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=None,  # the engine's logs go to this process's stderr
+            stderr=subprocess.PIPE,  # forwarded to the sago.vllm logger
             text=True,
         )
+        threading.Thread(
+            target=forward_logs, args=(self._process.stderr, self.log_tail), daemon=True
+        ).start()
         atexit.register(self.close)
         self.engine = self._read_reply(self._process, settings.startup_timeout_s)
         if not self.engine.get("ready"):
             raise VllmWorkerError(f"vLLM worker did not start: {self.engine}")
+        LOG.info("vLLM engine ready: %s", json.dumps(self.engine, sort_keys=True))
         return self._process
 
     def _read_reply(self, process: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
@@ -110,7 +145,8 @@ class VllmBackend:
             self.close()
             raise VllmWorkerError(f"vLLM worker gave no answer within {timeout:.0f} s")
         if "error" in result:
-            raise VllmWorkerError(f"vLLM worker: {result['error']}")
+            last = " | ".join(list(self.log_tail)[-3:])
+            raise VllmWorkerError(f"vLLM worker: {result['error']} (last log lines: {last})")
         return result
 
     def close(self) -> None:

@@ -6,23 +6,33 @@ import hashlib
 from pathlib import Path
 
 from sago_core.artifacts.store import sha256_of
-from sago_core.config import BUILTIN_DATASET, DATASET_NAMES
+from sago_core.config import BUILTIN_DATASET, DATASET_NAMES, RunConfig
 from sago_core.data.builtin import builtin_prompts
 from sago_core.data.datasets import SOURCES, find_dataset_file, load_dataset_file
 from sago_core.data.prompt import Prompt, content_id, source_of
-from sago_core.data.records import read_records, require_text, text_list
+from sago_core.data.records import (
+    PromptRules,
+    check_prompt,
+    read_records,
+    require_text,
+    text_list,
+)
 from sago_core.data.sampling import sample_prompts
 from sago_core.errors import ConfigError, InputError
 
 USER_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
+DEFAULT_RULES = PromptRules()
 
 
-def load_user_file(path: Path, question_column: str = "question") -> list[Prompt]:
+def load_user_file(
+    path: Path, question_column: str = "question", rules: PromptRules = DEFAULT_RULES
+) -> list[Prompt]:
     """A user's own CSV/JSONL/JSON/Parquet file; dataset name = file stem."""
     records = read_records(path)
     prompts = []
     for row, rec in enumerate(records, start=1):
         text = require_text(rec, question_column, file=path, row=row)
+        check_prompt(text, rules, file=path, row=row, column=question_column)
         raw_id = rec.get("id") or rec.get("prompt_id")
         pid = str(raw_id) if raw_id not in (None, "") else content_id(path.stem, text)
         refs = text_list(rec.get("answers") if "answers" in rec else rec.get("answer"))
@@ -30,7 +40,9 @@ def load_user_file(path: Path, question_column: str = "question") -> list[Prompt
     return prompts
 
 
-def _load_one(name: str, data_dir: Path | None, question_column: str) -> list[Prompt]:
+def _load_one(
+    name: str, data_dir: Path | None, question_column: str, rules: PromptRules
+) -> list[Prompt]:
     if name == BUILTIN_DATASET:
         return builtin_prompts()
     if name in SOURCES:
@@ -45,7 +57,7 @@ def _load_one(name: str, data_dir: Path | None, question_column: str) -> list[Pr
     if path.suffix.lower() in USER_FILE_SUFFIXES:
         if not path.exists():
             raise InputError("does not exist", file=str(path))
-        return load_user_file(path, question_column)
+        return load_user_file(path, question_column, rules)
     known = ", ".join((BUILTIN_DATASET, *DATASET_NAMES))
     raise ConfigError(f"unknown dataset {name!r}; use one of {known}, or a data file path")
 
@@ -70,11 +82,13 @@ def load_prompts(
     n: int,
     seed: int,
     question_column: str = "question",
+    rules: PromptRules = DEFAULT_RULES,
 ) -> list[Prompt]:
-    """All requested datasets, validated and sampled (N per dataset, seeded)."""
+    """All requested datasets, validated and sampled (N per dataset, seeded). ``rules``
+    apply to users' own files (the known datasets are read as published)."""
     chosen: list[Prompt] = []
     for name in datasets:
-        prompts = _load_one(name, data_dir, question_column)
+        prompts = _load_one(name, data_dir, question_column, rules)
         if not prompts:
             raise InputError("holds no rows", file=name)
         check_unique_ids(prompts, name)
@@ -93,3 +107,11 @@ def source_digest(datasets: tuple[str, ...], data_dir: Path | None) -> str:
         elif Path(name).is_file():
             digest.update(sha256_of(name).encode())
     return digest.hexdigest()
+
+
+def load_run_prompts(config: RunConfig) -> list[Prompt]:
+    """The prompts of a run, under its config's rules for users' own files."""
+    rules = PromptRules(config.max_prompt_chars, config.allow_placeholders)
+    return load_prompts(
+        config.datasets, config.data_dir, config.n, config.seed, config.question_column, rules
+    )

@@ -10,6 +10,8 @@ import csv
 import difflib
 import io
 import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,11 @@ def require_text(record: Record, column: str, *, file: Path, row: int) -> str:
         )
     if "\x00" in value:
         raise InputError("contains a NUL byte", file=str(file), row=row, column=column)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        message = f"holds a lone surrogate at character {exc.start} (not valid Unicode)"
+        raise InputError(message, file=str(file), row=row, column=column) from exc
     if not value.strip():
         raise InputError("is empty", file=str(file), row=row, column=column)
     return value.strip()
@@ -124,3 +131,31 @@ def text_list(value: Any, *, separator: str | None = None) -> tuple[str, ...]:
     if isinstance(value, list | tuple):
         return tuple(str(v).strip() for v in value if str(v).strip())
     return (str(value),)
+
+
+# An unrendered template field: {x}, {question}, {{ name }}.
+PLACEHOLDER = re.compile(r"\{\{?\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}?")
+
+
+@dataclass(frozen=True)
+class PromptRules:
+    """What a user's prompt may be (``max_prompt_chars``, ``allow_placeholders`` in config)."""
+
+    max_chars: int = 100_000
+    allow_placeholders: bool = False
+
+
+def check_prompt(text: str, rules: PromptRules, *, file: Path, row: int, column: str) -> None:
+    where = {"file": str(file), "row": row, "column": column}
+    if len(text) > rules.max_chars:
+        raise InputError(
+            f"is {len(text):,} characters long, over max_prompt_chars {rules.max_chars:,}",
+            **where,  # type: ignore[arg-type]
+        )
+    found = None if rules.allow_placeholders else PLACEHOLDER.search(text)
+    if found:
+        raise InputError(
+            f"holds an unfilled template placeholder {found.group()!r} (set "
+            "allow_placeholders: true if it is meant literally)",
+            **where,  # type: ignore[arg-type]
+        )

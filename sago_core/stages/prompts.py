@@ -6,13 +6,11 @@ import polars as pl
 
 from sago_core.artifacts.schemas import PROMPTS, conform
 from sago_core.config import RunConfig
-from sago_core.data import load_prompts
+from sago_core.data.loading import load_run_prompts
 
 
 def prepare_prompts(config: RunConfig) -> pl.DataFrame:
-    prompts = load_prompts(
-        config.datasets, config.data_dir, config.n, config.seed, config.question_column
-    )
+    prompts = load_run_prompts(config)
     frame = pl.DataFrame(
         {
             "dataset": [p.dataset for p in prompts],

@@ -5,6 +5,7 @@ report artifacts."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -107,3 +108,30 @@ def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
     assert progress.data == 100.0 and "12/12 shards" in (progress.description or "")
     table = next(a for a in artifacts if a.key == keys[1])
     assert "bleu" in json.dumps(table.data)
+
+
+def test_local_devices_get_one_worker_process_each_with_the_same_results(
+    harness: None, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """No server: devices=2 starts one worker process per device (CUDA_VISIBLE_DEVICES=0
+    and 1 set before each starts; CPU backend here) and the results equal one process."""
+    from flows.evaluate import evaluate
+
+    one = _config(tiny_model_dir, tmp_path / "one", shard_size=1)
+    two = one.model_copy(
+        update={
+            "runs_dir": tmp_path / "two",
+            "orchestration": one.orchestration.model_copy(update={"devices": 2}),
+        }
+    )
+    alone = Path(evaluate(one))
+    spread = Path(evaluate(two))
+    workers = [json.loads(p.read_text()) for p in spread.glob("models/*/shards/*/worker.json")]
+    assert len(workers) == 12
+    assert {w["device"] for w in workers} == {"0", "1"}
+    assert len({w["pid"] for w in workers}) == 2  # one process per device, engine reused
+    assert all(w["pid"] != os.getpid() for w in workers)
+    key = ["model", "dataset", "prompt_id", "variant_id"]
+    a = pl.read_parquet(alone / "generations.parquet").sort(key).drop("engine")
+    b = pl.read_parquet(spread / "generations.parquet").sort(key).drop("engine")
+    assert a.equals(b)

@@ -10,11 +10,9 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,16 +21,10 @@ import polars as pl
 import pytest
 
 from tests.manifests import generate_cache_hits
+from tests.prefect_server import ROOT, prefect_server
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _config(tiny: Path, runs: Path, mode: str) -> dict:
@@ -52,39 +44,8 @@ def _config(tiny: Path, runs: Path, mode: str) -> dict:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    home = tmp_path_factory.mktemp("prefect-server")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home}/prefect.db",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
-        "SAGO_HOME": str(ROOT),
-        "PYTHONPATH": str(ROOT),
-    }
-    process = subprocess.Popen(
-        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/health", timeout=2):
-                    break
-            except OSError:
-                if time.time() > deadline or process.poll() is not None:
-                    pytest.fail("the Prefect server did not come up within 180 s")
-                time.sleep(1)
+    with prefect_server(tmp_path_factory.mktemp("prefect-server")) as env:
         yield env
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=60)
 
 
 def _sago(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,5 +1,6 @@
-"""Supply chain: the compromised LiteLLM releases can never be installed, and nothing runs
-code at interpreter start-up from an unexpected .pth file."""
+"""Supply chain: the compromised LiteLLM releases can never be installed, setup installs
+from hash-locked files, and nothing runs code at interpreter start-up from an unexpected
+.pth file."""
 
 from __future__ import annotations
 
@@ -30,3 +31,49 @@ def test_no_unexpected_pth_file_in_site_packages() -> None:
     site = Path(sysconfig.get_paths()["purelib"])
     found = {p.name for p in site.glob("*.pth")}
     assert found <= EXPECTED_PTH, f"unexpected start-up hooks: {sorted(found - EXPECTED_PTH)}"
+
+
+def _locked(path: Path) -> dict[str, tuple[str, list[str]]]:
+    """name -> (pinned version, sha256 hashes) of a pip-compile lock file."""
+    entries: dict[str, tuple[str, list[str]]] = {}
+    current = None
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("--hash=sha256:") and current:
+            entries[current][1].append(line.split(":", 1)[1].rstrip(" \\"))
+        elif "==" in line:
+            name, version = line.rstrip(" \\").split("==", 1)
+            current = name.lower().replace("_", "-")
+            entries[current] = (version, [])
+    return entries
+
+
+def test_setup_installs_from_hash_locked_files() -> None:
+    """`make setup` installs every dependency with --require-hashes from the lock files."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--require-hashes -r requirements.lock" in makefile
+    assert "--require-hashes -r requirements-models.lock" in makefile
+    for lock in ("requirements.lock", "requirements-models.lock"):
+        entries = _locked(ROOT / lock)
+        assert entries and all(len(h) == 64 for _, hashes in entries.values() for h in hashes)
+        assert all(hashes for _, hashes in entries.values()), f"{lock}: a pin without a hash"
+    main = _locked(ROOT / "requirements.lock")
+    assert main["litellm"][0] not in COMPROMISED_LITELLM
+    assert "torch" not in main  # installed first, pinned, from the CPU build (see Makefile)
+    gpu_only = [n for n in main if n.startswith(("nvidia-", "cuda-", "triton"))]
+    assert not gpu_only, f"CUDA wheels in the CPU lock: {gpu_only}"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [
+        Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]
+    ]
+    for requirement in wanted:
+        if requirement.name != "torch":
+            version, _ = main[requirement.name.lower()]
+            assert requirement.specifier.contains(version), (requirement, version)
+
+
+def test_the_installed_environment_matches_the_lock() -> None:
+    for name, (version, _) in _locked(ROOT / "requirements.lock").items():
+        assert importlib.metadata.version(name) == version, name

@@ -1,0 +1,60 @@
+"""A real Prefect server on 127.0.0.1 with a temporary home and SQLite database."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def prefect_server(home: Path, startup_s: float = 180) -> Iterator[dict[str, str]]:
+    """Start ``prefect server start``; yield the environment a client process needs."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home}/prefect.db",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "SAGO_HOME": str(ROOT),
+        "PYTHONPATH": str(ROOT),
+    }
+    process = subprocess.Popen(
+        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + startup_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/health", timeout=2):
+                    break
+            except OSError as exc:
+                if time.time() > deadline or process.poll() is not None:
+                    raise RuntimeError(f"no Prefect server within {startup_s:.0f} s") from exc
+                time.sleep(1)
+        yield env
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)

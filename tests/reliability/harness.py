@@ -1,0 +1,161 @@
+"""Shared pieces of the reliability suite: inputs for a small run on the fake backend,
+running the target in a subprocess, and reading what a run folder committed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import yaml
+
+from sago_core.artifacts.store import sha256_of
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTIONS = (
+    "What is the boiling point of water at sea level?",
+    "Who wrote the novel Pride and Prejudice?",
+    "How many legs does a spider have?",
+    "Which planet is known as the red planet?",
+)
+FINAL_TABLES = ("generations", "deltas", "scores", "summary")
+
+
+def write_inputs(shared: Path, root: Path) -> Path:
+    """The run config of ``root`` (runs in ``root/runs``), over a fake model folder and a
+    four-question data file in ``shared`` (the same paths for every run that is compared)."""
+    model = shared / "fake-model"
+    model.mkdir(parents=True, exist_ok=True)
+    (model / "config.json").write_text('{"model_type": "fake"}\n')
+    (model / "model.safetensors").write_bytes(bytes(range(256)) * 4)
+    data = shared / "questions.jsonl"
+    data.write_text("".join(json.dumps({"question": q}) + "\n" for q in QUESTIONS))
+    runs_dir = root / "runs"
+    root.mkdir(parents=True, exist_ok=True)
+    config = {
+        "models": [f"hf:{model}"],
+        "datasets": [str(data)],
+        "n": len(QUESTIONS),
+        "runs_dir": str(runs_dir),
+        "generation": {"max_new_tokens": 8, "batch_size": 3},
+        "analysis": {"batch_size": 3},
+        "bertscore": {"model": "minilm-l6", "num_layers": 6, "semantic_threshold": 0.78},
+        "orchestration": {"shard_size": 2},
+        "variants": {
+            "register": {"strengths": [-4, 4], "positions": ["suffix"]},
+            "noise": {
+                "spacing": [5],
+                "punctuation": [3],
+                "capitalization": [50],
+                "positions": ["global"],
+            },
+            "structural": None,
+        },
+    }
+    path = root / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@dataclass
+class Outcome:
+    pid: int
+    returncode: int
+    output: str
+    committed_before: set[str] = field(default_factory=set)
+
+
+def run_target(
+    config: Path, calls: Path, env: dict[str, str], kill: tuple[str, int] | None = None
+) -> Outcome:
+    """One `sago run` of ``config`` in a fresh process on the fake backend."""
+    runs_dir = Path(yaml.safe_load(config.read_text())["runs_dir"])
+    committed = committed_results(runs_dir)
+    command = [sys.executable, "-m", "tests.reliability.target", str(config), str(calls)]
+    if kill is not None:
+        command += [kill[0], str(kill[1])]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output, _ = process.communicate(timeout=600)
+    return Outcome(process.pid, process.returncode, output, committed)
+
+
+def run_dirs(runs_dir: Path) -> list[Path]:
+    return [p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+
+
+def committed_results(runs_dir: Path) -> set[str]:
+    """Artifact paths (relative to their run folder) whose Prefect result record exists."""
+    if not runs_dir.is_dir():
+        return set()
+    done = set()
+    for run_dir in run_dirs(runs_dir):
+        records = run_dir / ".prefect-results"
+        for record in records.glob("*") if records.is_dir() else []:
+            if record.is_file() and not record.name.startswith("."):
+                path = json.loads(json.loads(record.read_bytes())["result"])
+                done.add(str(Path(path).relative_to(run_dir)))
+    return done
+
+
+def shard_of_prompt(run_dir: Path) -> dict[str, str]:
+    """Prompt text (base or variant) -> label of the shard that asks it."""
+    owner = {}
+    for shard in json.loads((run_dir / "shards" / "shards.json").read_text()):
+        for text in pl.read_parquet(shard["prompts_path"])["prompt"]:
+            owner[text] = shard["label"]
+        for text in pl.read_parquet(shard["variants_path"])["text"]:
+            owner[text] = shard["label"]
+    return owner
+
+
+def calls_by_process(calls: Path) -> dict[int, list[dict[str, str]]]:
+    out: dict[int, list[dict[str, str]]] = {}
+    if calls.exists():
+        for line in calls.read_text().splitlines():
+            call = json.loads(line)
+            out.setdefault(call["pid"], []).append(call)
+    return out
+
+
+def manifest_problems(run_dir: Path) -> list[str]:
+    """Every artifact the manifest lists exists with its recorded sha256 and row count."""
+    problems = []
+    for stage in json.loads((run_dir / "manifest.json").read_text())["stages"]:
+        path = run_dir / stage["path"]
+        if not path.exists():
+            problems.append(f"{stage['path']}: missing")
+            continue
+        if sha256_of(path) != stage["sha256"]:
+            problems.append(f"{stage['path']}: sha256 differs from the manifest")
+        if stage["rows"] is not None and pq.read_metadata(path).num_rows != stage["rows"]:
+            problems.append(f"{stage['path']}: row count differs from the manifest")
+    return problems
+
+
+def unreadable_parquet(root: Path) -> list[str]:
+    bad = []
+    for path in root.rglob("*.parquet"):
+        try:
+            pq.read_table(path)
+        except Exception as exc:  # any failure to read is the finding
+            bad.append(f"{path}: {exc}")
+    return bad
+
+
+def final_tables(run_dir: Path) -> dict[str, pl.DataFrame]:
+    tables = {}
+    for name in FINAL_TABLES:
+        frame = pl.read_parquet(run_dir / f"{name}.parquet")
+        tables[name] = frame.sort(frame.columns[: min(4, len(frame.columns))])
+    return tables
