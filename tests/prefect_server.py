@@ -58,3 +58,15 @@ def prefect_server(home: Path, startup_s: float = 180) -> Iterator[dict[str, str
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
+
+
+def run_sago(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The sago command line in a fresh process with ``env``."""
+    return subprocess.run(
+        [sys.executable, "-m", "flows.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )

@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 from tests.manifests import generate_cache_hits
-from tests.prefect_server import ROOT, prefect_server
+from tests.prefect_server import ROOT, prefect_server, run_sago
 
 pytestmark = pytest.mark.slow
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -48,16 +48,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         yield env
 
 
-def _sago(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The sago command line in a fresh process, talking to the test's server."""
-    return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+_sago = run_sago  # the sago command line in a fresh process, talking to the test's server
 
 
 def _prefect(env: dict[str, str], *args: str) -> str:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.openai_server import Rule, ScriptedServer
+from tests.prefect_server import run_sago
 from tests.reliability.harness import QUESTIONS, ROOT
 
 pytestmark = pytest.mark.slow
@@ -91,14 +92,7 @@ def test_canary_keys_appear_nowhere(tmp_path: Path) -> None:
     env.pop("PREFECT_API_URL", None)
 
     def sago(*args: str, log: str) -> int:
-        done = subprocess.run(
-            [sys.executable, "-m", "flows.cli", *args],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        done = run_sago(env, *args)
         (logs / f"{log}.out").write_text(done.stdout)
         (logs / f"{log}.err").write_text(done.stderr)
         return done.returncode
