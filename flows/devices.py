@@ -31,10 +31,13 @@ def detect_gpus() -> list[str]:
 
 
 def device_ids(devices: int | Literal["auto"]) -> list[str]:
-    """The devices shards are spread over: "auto" = every GPU found (or the CPU alone)."""
+    """The devices shards are spread over: "auto" = every GPU found (or the CPU alone); N =
+    the first N GPUs this process may use (a CUDA_VISIBLE_DEVICES of "2,3" gives 2 and 3),
+    or plain indexes 0..N-1 where fewer are found (CPU-only machines, tests)."""
+    found = detect_gpus()
     if devices == "auto":
-        return detect_gpus() or ["cpu"]
-    return [str(i) for i in range(devices)]
+        return found or ["cpu"]
+    return found[:devices] if len(found) >= devices else [str(i) for i in range(devices)]
 
 
 @contextmanager
