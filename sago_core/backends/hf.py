@@ -64,7 +64,7 @@ def load_pretrained(source: LocalModel, kwargs: dict[str, Any]) -> tuple[Any, An
     try:
         tokenizer = AutoTokenizer.from_pretrained(source.location, **tokenizer_kwargs)
         model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except Exception as exc:  # any failure to load (safetensors, tokenizers, ...) is the folder's
         message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc)
         raise ModelLoadError(f"model {where} could not be loaded: {message}") from exc
     return tokenizer, model

@@ -163,6 +163,22 @@ def test_a_model_folder_that_asks_to_run_its_code_is_refused(tmp_path: Path) -> 
     assert not marker.exists()
 
 
+def test_a_folder_with_corrupt_weights_is_a_typed_error(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from sago_core.backends.hf import HFBackend
+    from sago_core.backends.model_source import resolve_local_model
+
+    folder = tmp_path / "corrupt-weights"
+    shutil.copytree(tiny_model_dir, folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # a download cut short
+    with pytest.raises(ModelLoadError, match="corrupt-weights"):
+        HFBackend(resolve_local_model(str(folder)))
+
+
 def _gguf_header(n_tensors: int, n_kv: int) -> bytes:
     return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv)
 
