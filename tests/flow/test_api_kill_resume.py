@@ -62,7 +62,9 @@ def test_killed_during_api_calls_resumes_without_asking_twice(tmp_path: Path) ->
                     "runs_dir": str(tmp_path / "runs"),
                     "run_id": "api-kill",
                     "api": {"base_url": f"{root}/v1", "concurrency": 2, "backoff_s": 0},
-                    "variants": {"structural": None},
+                    # no replay: the server counts by messages, and the replay asks the
+                    # base prompt's messages again on purpose (a request of its own)
+                    "variants": {"structural": None, "replay": False},
                 }
             )
         )
