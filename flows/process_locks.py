@@ -13,11 +13,22 @@ import fcntl
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio.to_thread
 
 _POLL_S = 0.05
+
+
+def _poll(done: Callable[[], bool], timeout: float | None) -> bool:
+    """Until ``done()`` (True) or ``timeout`` seconds (False); None waits for ever."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL_S)
+    return True
 
 
 class ProcessLockManager:
@@ -49,19 +60,18 @@ class ProcessLockManager:
         hold_timeout: float | None = None,
     ) -> bool:
         """Block until the lock is ours (or ``acquire_timeout`` passes: False)."""
-        deadline = None if acquire_timeout is None else time.monotonic() + acquire_timeout
-        while True:
+
+        def take() -> bool:
             with self._guard:
                 held = self._held.get(key)
-                if held is not None and held[0] == holder:
-                    return True
-                fd = self._try_flock(key) if held is None else None
+                if held is not None:
+                    return held[0] == holder
+                fd = self._try_flock(key)
                 if fd is not None:
                     self._held[key] = (holder, fd)
-                    return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            time.sleep(_POLL_S)
+                return fd is not None
+
+        return _poll(take, acquire_timeout)
 
     async def aacquire_lock(
         self,
@@ -102,12 +112,7 @@ class ProcessLockManager:
             return held is not None and held[0] == holder
 
     def wait_for_lock(self, key: str, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.is_locked(key):
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            time.sleep(_POLL_S)
-        return True
+        return _poll(lambda: not self.is_locked(key), timeout)
 
     async def await_for_lock(self, key: str, timeout: float | None = None) -> bool:
         return await anyio.to_thread.run_sync(self.wait_for_lock, key, timeout)

@@ -244,10 +244,10 @@ class RunConfig(StrictModel):
     # Users' own prompt files: longest prompt accepted, and whether "{name}" (usually a
     # template field left unfilled) may appear in a prompt.
     max_prompt_chars: int = Field(default=100_000, ge=1)
+    allow_placeholders: bool = False
     # Models (specs as in ``models``) whose repositories may run their own Python code when
     # loaded. Empty by default: no model runs code from its folder or hub repository.
     trust_remote_code: tuple[str, ...] = ()
-    allow_placeholders: bool = False
     seed: int = 0
     runs_dir: Path = Path("runs")
     run_id: str | None = None

@@ -64,6 +64,8 @@ def backend_for(
 ) -> Backend:
     if is_api_model(model):
         return api_backend(model, api, cache_dir, ledger_file)
+    # Passed only when set: get_backend is memoised on its arguments, and the same spec used
+    # elsewhere (the structural rewriter) must find the engine already loaded.
     trusted = {"trust_remote_code": True} if trust_remote_code else {}
     if parse_model_spec(model).backend == "vllm":
         weights = str(Path(cache_dir) / "materialised") if cache_dir else None

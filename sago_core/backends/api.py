@@ -160,7 +160,8 @@ class ApiBackend:
         keys = []
         for messages in conversations:
             first = self.request_key(messages, max_tokens)
-            keys.append(self.request_key(messages, max_tokens, seen[first]))
+            repeat = seen[first]
+            keys.append(self.request_key(messages, max_tokens, repeat) if repeat else first)
             seen[first] += 1
 
         async def one(messages: list[dict[str, str]], key: str) -> Answer | BudgetExhausted:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,16 @@ def _limit_memory(cap_bytes: int) -> None:
 
 
 def probe_gguf(path: Path, timeout_s: float = 120.0, memory_mb: int = 2048) -> dict[str, Any]:
-    """The header summary, read by a capped child process; ModelLoadError if it fails."""
-    cap = path.stat().st_size + memory_mb * 2**20
+    """The header summary, read by a capped child process; ModelLoadError if it fails.
+    A file version (path, size, mtime) that passed is not probed again in this process."""
+    stat = path.stat()
+    return dict(_probe(str(path), stat.st_size, stat.st_mtime_ns, timeout_s, memory_mb))
+
+
+@lru_cache(maxsize=32)
+def _probe(name: str, size: int, mtime_ns: int, timeout_s: float, memory_mb: int) -> dict[str, Any]:
+    path = Path(name)
+    cap = size + memory_mb * 2**20
     try:
         done = subprocess.run(
             [sys.executable, "-m", "sago_core.backends.gguf_probe", str(path)],

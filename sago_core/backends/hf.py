@@ -65,7 +65,8 @@ def load_pretrained(source: LocalModel, kwargs: dict[str, Any]) -> tuple[Any, An
         tokenizer = AutoTokenizer.from_pretrained(source.location, **tokenizer_kwargs)
         model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
     except Exception as exc:  # any failure to load (safetensors, tokenizers, ...) is the folder's
-        message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc)
+        text = str(exc).strip()
+        message = text.splitlines()[0][:300] if text else type(exc).__name__
         raise ModelLoadError(f"model {where} could not be loaded: {message}") from exc
     return tokenizer, model
 

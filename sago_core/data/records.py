@@ -146,16 +146,13 @@ class PromptRules:
 
 
 def check_prompt(text: str, rules: PromptRules, *, file: Path, row: int, column: str) -> None:
-    where = {"file": str(file), "row": row, "column": column}
+    problem = None
     if len(text) > rules.max_chars:
-        raise InputError(
-            f"is {len(text):,} characters long, over max_prompt_chars {rules.max_chars:,}",
-            **where,  # type: ignore[arg-type]
-        )
-    found = None if rules.allow_placeholders else PLACEHOLDER.search(text)
-    if found:
-        raise InputError(
+        problem = f"is {len(text):,} characters long, over max_prompt_chars {rules.max_chars:,}"
+    elif not rules.allow_placeholders and (found := PLACEHOLDER.search(text)):
+        problem = (
             f"holds an unfilled template placeholder {found.group()!r} (set "
-            "allow_placeholders: true if it is meant literally)",
-            **where,  # type: ignore[arg-type]
+            "allow_placeholders: true if it is meant literally)"
         )
+    if problem:
+        raise InputError(problem, file=str(file), row=row, column=column)
