@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -128,9 +129,36 @@ class BertScoreSettings(StrictModel):
     batch_size: int = Field(default=64, ge=1)
 
 
+TemplateValue = bool | int | float | str
+TemplateKwargs = tuple[tuple[str, TemplateValue], ...]
+
+
 class GenerationSettings(StrictModel):
+    """Decoding and prompt rendering, the same on every backend.
+
+    Greedy (T = 0) is argmax decoding: no repetition penalty, no top-k/top-p, no
+    temperature, whatever a checkpoint's ``generation_config`` says; ``use_model_defaults``
+    opts into the checkpoint's own settings instead (recorded in every ``engine`` record).
+    ``chat_template_kwargs`` go to the chat template (null: ``{enable_thinking: false}``
+    where the template takes that variable, so thinking models answer directly).
+    """
+
     max_new_tokens: int = Field(default=100, ge=1, le=4096)
     batch_size: int = Field(default=16, ge=1)
+    use_model_defaults: bool = False
+    # Stored as sorted (key, value) pairs so the settings stay hashable; written as a mapping.
+    chat_template_kwargs: TemplateKwargs | None = None
+
+    @field_validator("chat_template_kwargs", mode="before")
+    @classmethod
+    def _template_pairs(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return tuple(sorted(value.items()))
+        return value
+
+    @field_serializer("chat_template_kwargs")
+    def _template_mapping(self, value: TemplateKwargs | None) -> dict[str, TemplateValue] | None:
+        return None if value is None else dict(value)
 
 
 class AnalysisSettings(StrictModel):
@@ -223,6 +251,10 @@ class OrchestrationSettings(StrictModel):
     # CUDA_VISIBLE_DEVICES set before it starts. "auto": every GPU found (or the CPU alone).
     mode: Literal["local", "deployments"] = "local"
     devices: int | Literal["auto"] = 1
+    # A model larger than one device: each worker owns this many devices (consecutive ids);
+    # the transformers pass spreads the model over them (device_map), vLLM uses them as its
+    # tensor-parallel group. ``devices`` counts devices, so workers = devices // this.
+    devices_per_worker: int = Field(default=1, ge=1)
     queue_prefix: str = "device-"
     shard_deployment: str = "sago-shard/sago-shard"
 
@@ -232,6 +264,15 @@ class OrchestrationSettings(StrictModel):
         if isinstance(value, int) and value < 1:
             raise ValueError("devices must be >= 1 or 'auto'")
         return value
+
+    @model_validator(mode="after")
+    def _whole_workers(self) -> OrchestrationSettings:
+        if isinstance(self.devices, int) and self.devices % self.devices_per_worker:
+            raise ValueError(
+                f"devices ({self.devices}) must be a multiple of devices_per_worker "
+                f"({self.devices_per_worker})"
+            )
+        return self
 
 
 class RunConfig(StrictModel):
