@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", type=Path, help="where runs/<run_id>/ go (default ./runs)")
     run.add_argument("--run-id", help="run folder name (default: preset + config hash)")
     run.add_argument("--prefect-home", type=Path, help="Prefect home (default <runs-dir>/.prefect)")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (prompts, variants, generations, API requests, tokens, cost "
+        "ceiling, budget) without loading a model or calling an API",
+    )
     report = commands.add_parser(
         "report",
         help="rebuild report.html of a finished run from its artifacts alone (no model)",
@@ -164,15 +170,13 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 def preflight(config: RunConfig) -> None:
     """Everything that can be wrong with the inputs, found before a model loads."""
     from sago_core.backends.api import api_key_from_environment
-    from sago_core.backends.factory import is_api_model
-
-    if config.judge.model and not is_api_model(config.judge.model):
-        raise ConfigError(f"judge.model {config.judge.model!r} must be an API model (litellm:...)")
     from sago_core.backends.factory import check_backend_available
     from sago_core.backends.model_source import parse_model_spec, resolve_local_model
     from sago_core.data.loading import load_run_prompts
 
-    for model in config.models:
+    structural = config.variants.structural
+    tools = [structural.rewriter if structural else None, config.judge.model]
+    for model in [*config.models, *(t for t in tools if t)]:
         check_backend_available(model)
         if parse_model_spec(model).backend == "litellm":
             api_key_from_environment(config.api)  # a named key variable must be set
@@ -194,6 +198,28 @@ def configure_environment(config: RunConfig) -> None:
     # sago's own loggers (the vLLM worker's forwarded lines among them) reach the UI.
     os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "sago")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+def dry_run_command(config: RunConfig) -> int:
+    """The plan of ``config``: inputs are validated as for a run, nothing is loaded or sent."""
+    from sago_core.artifacts.layout import RunLayout
+    from sago_core.backends.api import token_prices
+    from sago_core.backends.target import run_targets
+    from sago_core.run_plan import plan_run, render_plan
+    from sago_core.stages.prompts import prepare_prompts
+
+    targets = run_targets(config)  # resolves local weights (hashes), loads nothing
+    prices = {
+        spec: token_prices(target.model_id, config.api)
+        for spec, target in targets.items()
+        if target.is_api
+    }
+    layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
+    plan = plan_run(config, prepare_prompts(config), targets, layout, prices)
+    if prices and config.api.key_env and not os.environ.get(config.api.key_env):
+        plan.warnings.append(f"api.key_env {config.api.key_env!r} is not set: a real run stops")
+    print(render_plan(plan, config))
+    return 0
 
 
 def run_command(config: RunConfig) -> int:
@@ -254,7 +280,7 @@ def resume_command(run_dir: Path) -> int:
 
     from pydantic import ValidationError
 
-    from flows.layout import RUN_CONFIG
+    from sago_core.artifacts.layout import RUN_CONFIG
     from sago_core.errors import InputError
 
     saved = run_dir / RUN_CONFIG
@@ -337,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "checkpoints":
             return checkpoints_command(args)
         config = config_from_args(args)
-        return run_command(config)
+        return dry_run_command(config) if args.dry_run else run_command(config)
     except SagoError as exc:
         print(f"sago: error: {exc}", file=sys.stderr)
         return 2

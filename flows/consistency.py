@@ -3,14 +3,14 @@ ID and OOD datasets, then ask whether one OOD dataset's scores predict another's
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from prefect import flow
 
 from flows.evaluate import evaluate
-from flows.layout import model_slug
 from flows.stage_runner import StageRunner
+from sago_core.artifacts.layout import RunLayout
+from sago_core.backends.target import run_targets
 from sago_core.consistency.config import ConsistencyConfig
 from sago_core.errors import ConfigError
 from tasks.consistency import (
@@ -36,18 +36,20 @@ def check_datasets(config: ConsistencyConfig, present: set[str]) -> None:
 @flow(name="sago-consistency", flow_run_name="consistency", log_prints=True)
 def consistency(config: ConsistencyConfig) -> str:
     evaluation = Path(evaluate(config.evaluation))
-    run_dir = config.run_dir()
-    stage = StageRunner(run_dir, storage_name=f"sago-results-{run_dir.name}")
-    identities = json.loads((evaluation / "manifest.json").read_text(encoding="utf-8"))["models"]
+    layout = RunLayout(config.run_dir())
+    run_dir = layout.run_dir
+    stage = StageRunner(layout, storage_name=f"sago-results-{run_dir.name}")
+    targets = run_targets(config.evaluation)
     prompts = str(evaluation / "prompts.parquet")
     likelihoods = [
         stage(
             reference_likelihood_task,
             model=model,
-            model_identity=identities[model]["identity"],
+            target=targets[model],
             prompts_path=prompts,
             settings=config.evaluation.analysis,
-            out_dir=str(run_dir / "models" / model_slug(model)),
+            out_dir=str(layout.model_dir(model)),
+            cache_dir=str(layout.cache.root),
         )
         for model in config.evaluation.models
     ]

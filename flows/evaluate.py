@@ -8,12 +8,13 @@ from pathlib import Path
 import polars as pl
 from prefect import flow
 
-from flows.layout import RUN_CONFIG, api_options, model_slug, run_dir_for
 from flows.monitor import RunMonitor
-from flows.shard import dispatch_shards, shard_folder
+from flows.shard import dispatch_shards
 from flows.stage_runner import StageRunner
+from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.axes.judge import JUDGE_CALL_FAILED
+from sago_core.backends.target import ModelTarget
 from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard, read_shards
 from tasks.metrics import (
@@ -32,7 +33,7 @@ from tasks.prepare import (
     plan_shards_task,
     rewrite_structural_task,
 )
-from tasks.provenance import provenance, resolve_inputs_task, write_manifest_task
+from tasks.provenance import provenance, resolve_inputs_task, targets_of, write_manifest_task
 from tasks.report import render_report_task
 
 
@@ -42,25 +43,28 @@ def all_judged(mirroring_path: str) -> bool:
     return pl.scan_parquet(mirroring_path).filter(failed).collect().height == 0
 
 
+def layout_of(config: RunConfig) -> RunLayout:
+    return RunLayout.of(config.runs_dir, config.resolved_run_id())
+
+
 def evaluate_model(
     stage: StageRunner,
     config: RunConfig,
-    model: str,
-    identity: str,
+    target: ModelTarget,
+    judge: ModelTarget | None,
     shards: list[Shard],
     monitor: RunMonitor,
 ) -> dict[str, str]:
-    out = str(stage.run_dir / "models" / model_slug(model))
-    dispatch_shards(stage, config, model, identity, shards, monitor.shard_finished)
+    layout, model = stage.layout, target.spec
+    out = str(layout.model_dir(model))
+    dispatch_shards(stage, config, target, shards, monitor.shard_finished)
     generations, analysis = (
         stage(
             assemble_task,
             run_tags=[f"model:{model}"],
             name=name,
             schema_name=name.upper(),
-            part_paths=[
-                str(shard_folder(stage.run_dir, model, s) / f"{name}.parquet") for s in shards
-            ],
+            part_paths=[str(layout.shard_dir(model, s.label) / f"{name}.parquet") for s in shards],
             out_dir=out,
         )
         for name in ("generations", "analysis")
@@ -72,18 +76,15 @@ def evaluate_model(
         bertscore=config.bertscore,
         out_dir=out,
     )
-    judge = (
-        {"judge_model": config.judge.model, **api_options(config, stage.run_dir)}
-        if config.judge.model
-        else {}
-    )
     mirroring = stage(
         detect_mirroring_task,
         commit_if=all_judged,
         model=model,
         generations_path=generations,
         out_dir=out,
-        **judge,
+        judge=judge,
+        cache_dir=str(layout.cache.root),
+        ledger_file=str(layout.ledger),
     )
     deltas = stage(
         compute_deltas_task,
@@ -99,12 +100,15 @@ def evaluate_model(
 
 @flow(name="sago-evaluate", flow_run_name="evaluate-{config.preset}", log_prints=True)
 def evaluate(config: RunConfig) -> str:
-    run_dir = run_dir_for(config)
-    stage = StageRunner(run_dir, storage_name=f"sago-results-{config.resolved_run_id()}")
+    layout = layout_of(config)
+    run_dir = layout.run_dir
+    stage = StageRunner(layout, storage_name=f"sago-results-{config.resolved_run_id()}")
     # What `sago resume` reads back.
-    write_json(config.model_dump(mode="json", by_alias=True), run_dir / RUN_CONFIG)
+    write_json(config.model_dump(mode="json", by_alias=True), layout.run_config)
     out = str(run_dir)
     inputs = resolve_inputs_task(config)
+    targets = targets_of(inputs)
+    structural = config.variants.structural
     prompts = stage(
         load_prompts_task, config=config, prompt_source_digest=inputs["data_digest"], out_dir=out
     )
@@ -113,16 +117,17 @@ def evaluate(config: RunConfig) -> str:
         prompts_path=prompts,
         grid=config.variants,
         seed=config.seed,
-        out_dir=str(run_dir / "stages"),
+        out_dir=str(layout.stages),
     )
     rewrites = stage(
         rewrite_structural_task,
         prompts_path=prompts,
-        grid=config.variants.structural,
-        rewriter_identity=inputs["rewriter_identity"],
+        grid=structural,
+        rewriter=targets[structural.rewriter] if structural else None,
         seed=config.seed,
-        cache_dir=str(config.runs_dir / ".cache" / "rewrites"),
-        out_dir=str(run_dir / "stages"),
+        cache_dir=str(layout.cache.root),
+        out_dir=str(layout.stages),
+        ledger_file=str(layout.ledger),
     )
     variants = stage(
         filter_variants_task,
@@ -136,12 +141,13 @@ def evaluate(config: RunConfig) -> str:
         prompts_path=prompts,
         variants_path=variants,
         shard_size=config.orchestration.shard_size,
-        out_dir=str(run_dir / "shards"),
+        out_dir=str(layout.shards),
     )
     shards = read_shards(plan)
     monitor = RunMonitor(config.resolved_run_id(), len(shards) * len(config.models))
+    judge = targets[config.judge.model] if config.judge.model else None
     per_model = [
-        evaluate_model(stage, config, model, inputs["models"][model]["identity"], shards, monitor)
+        evaluate_model(stage, config, targets[model], judge, shards, monitor)
         for model in config.models
     ]
     generations = stage(

@@ -18,19 +18,16 @@ import polars as pl
 from prefect import flow
 
 from flows.devices import device_ids
-from flows.layout import backend_options, model_slug
 from flows.stage_runner import StageRunner
+from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
+from sago_core.backends.target import ModelTarget
 from sago_core.config import RunConfig
 from sago_core.errors import SagoError
 from sago_core.stages.shards import Shard
 from tasks.models import analyse_task, generate_task
 
 ShardDone = Callable[[str, bool], None]  # (generations path, fully cached)
-
-
-def shard_folder(run_dir: Path, model: str, shard: Shard) -> Path:
-    return run_dir / "models" / model_slug(model) / "shards" / shard.label
 
 
 def all_answered(generations_path: str) -> bool:
@@ -40,11 +37,12 @@ def all_answered(generations_path: str) -> bool:
 
 
 def run_shard(
-    stage: StageRunner, config: RunConfig, model: str, identity: str, shard: Shard
+    stage: StageRunner, config: RunConfig, target: ModelTarget, shard: Shard
 ) -> tuple[str, str, bool]:
     """Generation and the scoring pass of one shard; (generations, analysis, cached)."""
-    options = backend_options(config, stage.run_dir, model)
-    where = str(shard_folder(stage.run_dir, model, shard))
+    model, layout = target.spec, stage.layout
+    where = str(layout.shard_dir(model, shard.label))
+    places = {"cache_dir": str(layout.cache.root), "ledger_file": str(layout.ledger)}
     labels = [f"model:{model}", f"dataset:{shard.dataset}", f"shard:{shard.label}"]
     generated = stage(
         generate_task,
@@ -52,12 +50,12 @@ def run_shard(
         commit_if=all_answered,
         model=model,
         shard=shard.label,
-        model_identity=identity,
+        target=target,
         prompts_path=shard.prompts_path,
         variants_path=shard.variants_path,
         settings=config.generation,
         out_dir=where,
-        **options,
+        **places,
     )
     cached = stage.last_cached
     analysed = stage(
@@ -65,11 +63,11 @@ def run_shard(
         run_tags=labels,
         model=model,
         shard=shard.label,
-        model_identity=identity,
+        target=target,
         generations_path=generated,
         settings=config.analysis,
         out_dir=where,
-        **options,
+        **places,
     )
     return generated, analysed, cached and stage.last_cached
 
@@ -82,18 +80,19 @@ def run_shard(
 def shard_flow(
     config: RunConfig,
     model: str,
-    identity: str,
+    target: ModelTarget,
     shards: list[dict],
     run_dir: str,
     device_queue: str = "local",
 ) -> list[str]:
-    """Serve a group of shards in this worker process (its device comes from the worker's
-    CUDA_VISIBLE_DEVICES, set before anything touched CUDA)."""
-    stage = StageRunner(Path(run_dir), storage_name=f"sago-results-{Path(run_dir).name}")
+    """Serve a group of shards of ``model`` in this worker process (its devices come from
+    the worker's CUDA_VISIBLE_DEVICES, set before anything touched CUDA)."""
+    layout = RunLayout(Path(run_dir))
+    stage = StageRunner(layout, storage_name=f"sago-results-{layout.run_dir.name}")
     done = []
     for raw in shards:
         shard = Shard(**raw)
-        generated, _, cached = run_shard(stage, config, model, identity, shard)
+        generated, _, cached = run_shard(stage, config, target, shard)
         write_json(
             {
                 "device": os.environ.get("CUDA_VISIBLE_DEVICES", "cpu"),
@@ -102,7 +101,7 @@ def shard_flow(
                 "pid": os.getpid(),
                 "cached": cached,
             },
-            shard_folder(Path(run_dir), model, shard) / "worker.json",
+            layout.shard_dir(model, shard.label) / "worker.json",
         )
         done.append(generated)
     return done
@@ -117,19 +116,18 @@ def device_groups(shards: list[Shard], devices: int) -> list[list[Shard]]:
 def dispatch_shards(
     stage: StageRunner,
     config: RunConfig,
-    model: str,
-    identity: str,
+    target: ModelTarget,
     shards: list[Shard],
     on_done: ShardDone,
 ) -> None:
     """Every shard of one model: in this process (one device), in one local worker process
     per device (several devices, no server needed), or through the `sago-shard` deployment
     (one work queue per device, served by workers anywhere)."""
-    settings = config.orchestration
+    settings, model = config.orchestration, target.spec
     devices = device_ids(settings.devices)
     if settings.mode == "local" and len(devices) == 1:
         for shard in shards:
-            generated, _, cached = run_shard(stage, config, model, identity, shard)
+            generated, _, cached = run_shard(stage, config, target, shard)
             on_done(generated, cached)
         return
     portable = config.model_copy(update={"runs_dir": config.runs_dir.resolve()})
@@ -141,7 +139,7 @@ def dispatch_shards(
         parameters = {
             "config": portable.model_dump(mode="json", by_alias=True),
             "model": model,
-            "identity": identity,
+            "target": target.model_dump(mode="json"),
             "shards": [asdict(s) for s in group],
             "run_dir": str(stage.run_dir),
             "device_queue": queue,
@@ -154,7 +152,7 @@ def dispatch_shards(
         if problem:
             failures.append(f"{queue}: {problem}")
         for shard in group:
-            path = shard_folder(stage.run_dir, model, shard) / "generations.parquet"
+            path = stage.layout.shard_dir(model, shard.label) / "generations.parquet"
             if path.exists():
                 worker = json.loads((path.parent / "worker.json").read_text(encoding="utf-8"))
                 cached = bool(worker.get("cached"))
@@ -205,8 +203,8 @@ def local_device(deployment: str, device: str, parameters: dict) -> str | None:
 
     with get_client(sync_client=True) as client:
         api_url = str(client.api_url)
-    folder = Path(parameters["run_dir"]) / "shards"
-    payload = folder / f"device-{parameters['device_queue']}-{model_slug(parameters['model'])}.json"
+    layout = RunLayout(Path(parameters["run_dir"]))
+    payload = layout.device_payload(parameters["device_queue"], parameters["model"])
     write_json(parameters, payload)
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": device, "PREFECT_API_URL": api_url.rstrip("/")}
     done = subprocess.run(

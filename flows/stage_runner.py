@@ -18,20 +18,22 @@ import pyarrow.parquet as pq
 
 from flows.process_locks import ProcessLockManager
 from flows.result_storage import JsonResultStorage
+from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import sha256_of, sweep_orphaned_temps
 
 
 class StageRunner:
-    def __init__(self, run_dir: Path, storage_name: str) -> None:
-        self.run_dir = run_dir
+    def __init__(self, layout: RunLayout, storage_name: str) -> None:
+        self.layout = layout
+        self.run_dir = run_dir = layout.run_dir
         # What a killed run left half-written: its own folder and the shared caches.
-        for folder in (run_dir, run_dir.parent / ".cache"):
+        for folder in (run_dir, layout.cache.root):
             sweep_orphaned_temps(folder)
-        storage = JsonResultStorage(basepath=str(run_dir / ".prefect-results"))
+        storage = JsonResultStorage(basepath=str(layout.results))
         storage.save(storage_name, overwrite=True)
         self.storage = storage
         # Runs on one folder share these locks: each cached stage is computed once.
-        self.locks = ProcessLockManager(run_dir / ".prefect-results" / ".locks")
+        self.locks = ProcessLockManager(layout.results / ".locks")
         self.records: list[dict[str, Any]] = []
         self.last_cached = False
 

@@ -1,18 +1,20 @@
-"""Backends for tasks: API keys resolved here (environment or Prefect Secret block), never
-passed as parameters, so they can never reach a cache key, an artifact or a log."""
+"""Backends for tasks, from a ``ModelTarget``: API keys resolved here (environment or Prefect
+Secret block), never passed as parameters, so they can never reach a cache key, an artifact
+or a log. ``cache_dir`` (the shared cache root) and ``ledger_file`` are locations, outside
+every cache key."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from sago_core.artifacts.json_cache import JsonCache
+from sago_core.artifacts.layout import CacheLayout
 from sago_core.axes.judge import RegisterJudge
 from sago_core.backends.api import ApiBackend, api_key_from_environment
-from sago_core.backends.factory import get_backend, is_api_model
-from sago_core.backends.model_source import parse_model_spec
+from sago_core.backends.factory import BackendPlaces, open_backend
 from sago_core.backends.protocol import Backend
-from sago_core.config import ApiSettings, VllmSettings
-from sago_core.errors import ConfigError
+from sago_core.backends.target import ModelTarget
+from sago_core.config import ApiSettings
 
 
 def resolve_api_key(settings: ApiSettings) -> str | None:
@@ -24,50 +26,31 @@ def resolve_api_key(settings: ApiSettings) -> str | None:
     return api_key_from_environment(settings)
 
 
-def api_backend(
-    model: str, api: ApiSettings | None, cache_dir: str | None, ledger_file: str | None
-) -> ApiBackend:
-    settings = api or ApiSettings()
-    backend = get_backend(
-        model,
-        api=settings,
-        api_cache_dir=str(Path(cache_dir) / "api") if cache_dir else None,
-        ledger_file=ledger_file,
-        api_key=resolve_api_key(settings),
+def backend_for(target: ModelTarget, cache_dir: str | None, ledger_file: str | None) -> Backend:
+    places = BackendPlaces(
+        CacheLayout(Path(cache_dir)) if cache_dir else None,
+        Path(ledger_file) if ledger_file else None,
     )
-    assert isinstance(backend, ApiBackend)
-    return backend
+    key = resolve_api_key(target.api) if target.is_api and target.api else None
+    return open_backend(target, places, key)
 
 
-def register_judge(
-    model: str, api: ApiSettings | None, cache_dir: str, ledger_file: str
-) -> RegisterJudge:
-    if not is_api_model(model):
-        raise ConfigError(f"judge.model {model!r} must be an API model (litellm:...)")
-    backend = api_backend(model, api, cache_dir, ledger_file)
+LOCAL_JUDGE_BATCH = 16
+
+
+def register_judge(target: ModelTarget, cache_dir: str, ledger_file: str) -> RegisterJudge:
+    """The register judge on any backend: an API model (the paper's choice) or a local one,
+    asked the same single-message YES/NO question at T = 0."""
+    backend = backend_for(target, cache_dir, ledger_file)
 
     def complete(
         conversations: list[list[dict[str, str]]], max_tokens: int
     ) -> list[tuple[str | None, str | None]]:
-        return [(a.text, a.failure) for a in backend.complete(conversations, max_tokens)]
+        if isinstance(backend, ApiBackend):
+            return [(a.text, a.failure) for a in backend.complete(conversations, max_tokens)]
+        prompts = [conversation[-1]["content"] for conversation in conversations]
+        answers = backend.generate(prompts, max_tokens, LOCAL_JUDGE_BATCH)
+        return [(a.response_text, a.failure_reason) for a in answers]
 
-    return RegisterJudge(backend.identity(), complete, JsonCache(Path(cache_dir) / "judge"))
-
-
-def backend_for(
-    model: str,
-    api: ApiSettings | None,
-    cache_dir: str | None,
-    ledger_file: str | None,
-    vllm: VllmSettings | None = None,
-    trust_remote_code: bool = False,
-) -> Backend:
-    if is_api_model(model):
-        return api_backend(model, api, cache_dir, ledger_file)
-    # Passed only when set: get_backend is memoised on its arguments, and the same spec used
-    # elsewhere (the structural rewriter) must find the engine already loaded.
-    trusted = {"trust_remote_code": True} if trust_remote_code else {}
-    if parse_model_spec(model).backend == "vllm":
-        weights = str(Path(cache_dir) / "materialised") if cache_dir else None
-        return get_backend(model, vllm=vllm or VllmSettings(), weights_cache_dir=weights, **trusted)
-    return get_backend(model, **trusted)
+    cache = JsonCache(CacheLayout(Path(cache_dir)).judge)
+    return RegisterJudge(target.identity, complete, cache)

@@ -13,20 +13,27 @@ from sago_core.artifacts.schemas import (
     SIGN_AGREEMENT,
 )
 from sago_core.artifacts.store import read_parquet, write_parquet, write_text
-from sago_core.backends.factory import get_backend
+from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings
 from sago_core.consistency.matrix import partial_correlation_table, sign_agreement
 from sago_core.consistency.report import render_consistency
 from sago_core.consistency.scores import checkpoint_scores
 from sago_core.stages.reference_likelihood import reference_likelihood
+from tasks.backends import backend_for
 from tasks.stage import stage_task
 
 
 @stage_task("reference-likelihood", run_name="reference-likelihood[{model}]")
 def reference_likelihood_task(
-    model: str, model_identity: str, prompts_path: str, settings: AnalysisSettings, out_dir: str
+    model: str,
+    target: ModelTarget,
+    prompts_path: str,
+    settings: AnalysisSettings,
+    out_dir: str,
+    cache_dir: str | None = None,
 ) -> str:
-    frame = reference_likelihood(get_backend(model), model, read_parquet(prompts_path), settings)
+    backend = backend_for(target, cache_dir, None)
+    frame = reference_likelihood(backend, model, read_parquet(prompts_path), settings)
     return str(
         write_parquet(frame, Path(out_dir) / "reference_likelihood.parquet", REFERENCE_LIKELIHOOD)
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sago_core.artifacts.schemas import MIRRORING
 from sago_core.artifacts.store import read_parquet, write_parquet
-from sago_core.config import ApiSettings
+from sago_core.backends.target import ModelTarget
 from sago_core.stages.pairs import detect_mirroring_frame
 from tasks.backends import register_judge
 from tasks.stage import stage_task
@@ -21,15 +21,14 @@ def detect_mirroring_task(
     model: str,
     generations_path: str,
     out_dir: str,
-    judge_model: str | None = None,
-    api: ApiSettings | None = None,
+    judge: ModelTarget | None = None,
     cache_dir: str | None = None,
     ledger_file: str | None = None,
 ) -> str:
-    """Rule detectors, or the LLM judge for register pairs when ``judge_model`` is set (its
-    identity and the API settings are then part of the cache key)."""
-    judge = None
-    if judge_model and cache_dir and ledger_file:
-        judge = register_judge(judge_model, api, cache_dir, ledger_file)
-    frame = detect_mirroring_frame(read_parquet(generations_path), judge)
+    """Rule detectors, or the LLM judge for register pairs when ``judge`` is set (its
+    target, identity and settings included, is then part of the cache key)."""
+    register = None
+    if judge is not None and cache_dir and ledger_file:
+        register = register_judge(judge, cache_dir, ledger_file)
+    frame = detect_mirroring_frame(read_parquet(generations_path), register)
     return str(write_parquet(frame, Path(out_dir) / "mirroring.parquet", MIRRORING))

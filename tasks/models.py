@@ -1,7 +1,8 @@
 """Tasks that run a model: generation and the teacher-forced scoring pass.
 
-API models also get their settings (part of the cache key), the shared answer cache and the
-run's spending ledger (locations, not inputs: outside the cache key).
+The model comes as a ``ModelTarget`` (its identity and its own backend's options are part of
+the cache key); ``cache_dir`` (the shared caches) and ``ledger_file`` (the run's spending)
+are locations, outside the key.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from sago_core.artifacts.schemas import ANALYSIS, GENERATIONS
 from sago_core.artifacts.store import read_parquet, write_parquet
-from sago_core.config import AnalysisSettings, ApiSettings, GenerationSettings, VllmSettings
+from sago_core.backends.target import ModelTarget
+from sago_core.config import AnalysisSettings, GenerationSettings
 from sago_core.stages.analysis import analyse_pairs
 from sago_core.stages.generation import generate_responses
 from tasks.backends import backend_for
@@ -21,20 +23,16 @@ from tasks.stage import stage_task
 def generate_task(
     model: str,
     shard: str,
-    model_identity: str,
+    target: ModelTarget,
     prompts_path: str,
     variants_path: str,
     settings: GenerationSettings,
     out_dir: str,
-    api: ApiSettings | None = None,
     cache_dir: str | None = None,
     ledger_file: str | None = None,
-    vllm: VllmSettings | None = None,
-    trust_remote_code: bool = False,
 ) -> str:
-    """``model_identity`` (weights digest, hub revision or API endpoint) is in the cache key."""
     frame = generate_responses(
-        backend_for(model, api, cache_dir, ledger_file, vllm, trust_remote_code),
+        backend_for(target, cache_dir, ledger_file),
         model,
         read_parquet(prompts_path),
         read_parquet(variants_path),
@@ -47,16 +45,13 @@ def generate_task(
 def analyse_task(
     model: str,
     shard: str,
-    model_identity: str,
+    target: ModelTarget,
     generations_path: str,
     settings: AnalysisSettings,
     out_dir: str,
-    api: ApiSettings | None = None,
     cache_dir: str | None = None,
     ledger_file: str | None = None,
-    vllm: VllmSettings | None = None,
-    trust_remote_code: bool = False,
 ) -> str:
-    backend = backend_for(model, api, cache_dir, ledger_file, vllm, trust_remote_code)
+    backend = backend_for(target, cache_dir, ledger_file)
     frame = analyse_pairs(backend, read_parquet(generations_path), settings)
     return str(write_parquet(frame, Path(out_dir) / "analysis.parquet", ANALYSIS))

@@ -7,15 +7,17 @@ from pathlib import Path
 import polars as pl
 
 from sago_core.artifacts.json_cache import JsonCache
+from sago_core.artifacts.layout import CacheLayout
 from sago_core.artifacts.schemas import PROMPTS, VARIANTS, empty
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
-from sago_core.backends.factory import get_backend
+from sago_core.backends.target import ModelTarget
 from sago_core.config import BertScoreSettings, RunConfig, StructuralGrid, VariantGrid
 from sago_core.stages.prompts import prepare_prompts
 from sago_core.stages.shards import write_shards
 from sago_core.stages.structural import rewrite_structural
 from sago_core.stages.variants import build_variant_candidates, filter_variants
+from tasks.backends import backend_for
 from tasks.stage import stage_task
 
 
@@ -45,24 +47,26 @@ def build_variants_task(prompts_path: str, grid: VariantGrid, seed: int, out_dir
 def rewrite_structural_task(
     prompts_path: str,
     grid: StructuralGrid | None,
-    rewriter_identity: str | None,
+    rewriter: ModelTarget | None,
     seed: int,
     cache_dir: str,
     out_dir: str,
+    ledger_file: str | None = None,
 ) -> str:
-    """Length and mood variants from the rewriter; an empty artifact when none are asked for."""
-    target = Path(out_dir) / "structural_candidates.parquet"
-    if grid is None or rewriter_identity is None:
-        return str(write_parquet(empty(VARIANTS), target, VARIANTS))
+    """Length and mood variants from the rewriter (any backend, API models included); an
+    empty artifact when none are asked for. ``cache_dir``: the shared cache root."""
+    path = Path(out_dir) / "structural_candidates.parquet"
+    if grid is None or rewriter is None:
+        return str(write_parquet(empty(VARIANTS), path, VARIANTS))
     frame = rewrite_structural(
         read_parquet(prompts_path),
         grid,
-        get_backend(grid.rewriter),
-        rewriter_identity,
-        JsonCache(Path(cache_dir)),
+        backend_for(rewriter, cache_dir, ledger_file),
+        rewriter.identity,
+        JsonCache(CacheLayout(Path(cache_dir)).rewrites),
         seed,
     )
-    return str(write_parquet(frame, target, VARIANTS))
+    return str(write_parquet(frame, path, VARIANTS))
 
 
 @stage_task("filter-variants")

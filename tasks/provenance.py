@@ -11,8 +11,7 @@ from typing import Any
 from prefect import task
 
 from sago_core.artifacts.store import write_json
-from sago_core.backends.factory import check_backend_available
-from sago_core.backends.model_source import parse_model_spec, resolve_local_model
+from sago_core.backends.target import ModelTarget, run_targets
 from sago_core.config import RunConfig
 from sago_core.data.loading import source_digest
 
@@ -33,38 +32,24 @@ PACKAGES = (
 
 @task(name="resolve-inputs", task_run_name="resolve-inputs")
 def resolve_inputs_task(config: RunConfig) -> dict[str, Any]:
-    """Model identities and the data digest; fails here, before any model is loaded."""
-    models = {model: _describe_model(model, config) for model in config.models}
+    """Every model's target (evaluated models, rewriter, judge) and the data digest; fails
+    here, before any model is loaded. Targets travel as JSON (``ModelTarget`` validates
+    them back): a flow's inputs are never pickled."""
+    targets = run_targets(config)
+    described = {spec: target.describe() for spec, target in targets.items()}
     structural = config.variants.structural
-    rewriter = _describe_model(structural.rewriter, config) if structural else None
+    rewriter = structural.rewriter if structural else None
     return {
-        "models": models,
-        "rewriter": rewriter,
-        "rewriter_identity": rewriter["identity"] if rewriter else None,
+        "targets": {spec: target.model_dump(mode="json") for spec, target in targets.items()},
+        "models": {model: described[model] for model in config.models},
+        "rewriter": described[rewriter] if rewriter else None,
+        "judge": described[config.judge.model] if config.judge.model else None,
         "data_digest": source_digest(config.datasets, config.data_dir),
     }
 
 
-def _describe_model(model: str, config: RunConfig) -> dict[str, Any]:
-    check_backend_available(model)
-    spec = parse_model_spec(model)
-    if spec.backend == "litellm":
-        endpoint = config.api.base_url or "provider-default"
-        return {
-            "spec": model,
-            "identity": f"api:{spec.model_id}@{endpoint}",
-            "kind": "api",
-            "location": endpoint,
-            "gguf_file": None,
-        }
-    source = resolve_local_model(spec.model_id)
-    return {
-        "spec": model,
-        "identity": source.identity,
-        "kind": source.kind,
-        "location": source.location,
-        "gguf_file": source.gguf_file,
-    }
+def targets_of(inputs: dict[str, Any]) -> dict[str, ModelTarget]:
+    return {spec: ModelTarget.model_validate(raw) for spec, raw in inputs["targets"].items()}
 
 
 def package_versions() -> dict[str, str]:
@@ -86,6 +71,7 @@ def provenance(config: RunConfig, inputs: dict[str, Any], run_dir: Path) -> dict
         "seed": config.seed,
         "models": inputs["models"],
         "rewriter": inputs["rewriter"],
+        "judge": inputs.get("judge"),
         "packages": package_versions(),
     }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flows.cli import build_parser, main
-from sago_core.backends.factory import get_backend
+from sago_core.backends.factory import loaded_engines
 
 OPTIONS = [
     "--config",
@@ -36,10 +36,10 @@ def test_help_documents_every_option() -> None:
 
 
 def _fails(argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> str:
-    before = get_backend.cache_info().currsize
+    before = loaded_engines()
     code = main(["run", "--runs-dir", str(tmp_path / "runs"), *argv])
     assert code == 2
-    assert get_backend.cache_info().currsize == before, "no model was loaded"
+    assert loaded_engines() == before, "no model was loaded"
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("demo-*"))
     return capsys.readouterr().err
 
@@ -89,7 +89,7 @@ def test_bad_input_loses_nothing_already_computed(
 
 
 def test_model_folders_never_collide() -> None:
-    from flows.evaluate import model_slug
+    from sago_core.artifacts.layout import model_slug
 
     assert model_slug("hf:org/model") != model_slug("hf:org_model")
     assert model_slug("hf:smollm2-135m").startswith("hf_smollm2-135m-")

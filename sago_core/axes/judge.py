@@ -20,6 +20,7 @@ from sago_core.axes.mirroring import Mirroring
 
 JUDGE_PROMPT_VERSION = "register-judge-v1"
 JUDGE_CALL_FAILED = "judge call failed"
+JUDGE_MAX_TOKENS = 5  # room for "YES", "No." and an end token
 QUESTIONS = {
     "politer": (
         "Is Response B noticeably MORE POLITE than Response A (more courteous, warmer, more "
@@ -93,7 +94,9 @@ class RegisterJudge:
             conversations = [
                 [{"role": "user", "content": judge_prompt(requests[i])}] for i in pending
             ]
-            for i, (raw, failure) in zip(pending, self.complete(conversations, 5), strict=True):
+            for i, (raw, failure) in zip(
+                pending, self.complete(conversations, JUDGE_MAX_TOKENS), strict=True
+            ):
                 if failure is not None or raw is None:
                     verdicts[i] = Mirroring(None, None, f"{JUDGE_CALL_FAILED}: {failure}")
                     continue

@@ -42,6 +42,18 @@ def import_litellm() -> Any:
     return litellm
 
 
+def token_prices(model: str, settings: ApiSettings) -> tuple[float, float] | None:
+    """USD per input and per output token: ``api.prices``, else LiteLLM's local price
+    table; None when neither knows the model."""
+    if settings.prices is not None:
+        return settings.prices.input_per_million / 1e6, settings.prices.output_per_million / 1e6
+    entry = import_litellm().model_cost.get(model)
+    if not isinstance(entry, dict):
+        return None
+    read, write = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+    return (float(read), float(write)) if read is not None and write is not None else None
+
+
 @dataclass(frozen=True)
 class Answer:
     text: str | None
@@ -105,9 +117,7 @@ class ApiBackend:
         return bool(params) and "logprobs" in params
 
     def _price_unknown(self) -> bool:
-        if self.settings.prices is not None:
-            return False
-        return self.model not in self._litellm.model_cost
+        return token_prices(self.model, self.settings) is None
 
     # -- protocol -----------------------------------------------------------------------
     def encode_response(self, text: str) -> tuple[int, ...] | None:

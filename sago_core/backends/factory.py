@@ -1,16 +1,25 @@
-"""Pick a backend by spec; build each engine once per worker process and reuse it."""
+"""Build a backend from a ``ModelTarget``; each engine once per worker process, reused.
+
+The one way to get a backend: the evaluated models, the structural rewriter, the judge and
+the consistency checkpoints all come through ``open_backend``, memoised on the target (what
+the engine is) and the places its backend writes to, so two callers naming the same model
+share one engine however they spell the call.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sago_core.backends.model_source import parse_model_spec, resolve_local_model
+from sago_core.artifacts.layout import CacheLayout
+from sago_core.backends.model_source import BACKENDS, parse_model_spec
 from sago_core.backends.protocol import Backend
-from sago_core.config import ApiBudget, ApiSettings, VllmSettings
+from sago_core.backends.target import ModelTarget
+from sago_core.config import ApiBudget, VllmSettings
 from sago_core.errors import ConfigError
 
-AVAILABLE = ("hf", "vllm", "litellm")
+AVAILABLE = BACKENDS
 
 
 def check_backend_available(spec_text: str) -> None:
@@ -27,45 +36,75 @@ def is_api_model(spec_text: str) -> bool:
     return parse_model_spec(spec_text).backend == "litellm"
 
 
+@dataclass(frozen=True)
+class BackendPlaces:
+    """Where a backend keeps files: the shared caches and the run's spending ledger."""
+
+    cache: CacheLayout | None = None
+    ledger: Path | None = None
+
+
 @lru_cache(maxsize=8)
-def get_ledger(path: str, budget: ApiBudget):  # type: ignore[no-untyped-def]
+def get_ledger(path: Path, budget: ApiBudget):  # type: ignore[no-untyped-def]
     """One ledger per run file in this process, shared by every API model and the judge."""
     from sago_core.backends.api_ledger import ApiLedger
 
-    return ApiLedger(Path(path), budget)
+    return ApiLedger(path, budget)
+
+
+def open_backend(
+    target: ModelTarget,
+    places: BackendPlaces | None = None,
+    api_key: str | None = None,
+    device: str = "auto",
+) -> Backend:
+    """The process-wide engine of ``target`` (built on first use). Only the places its own
+    backend uses count, so a transformers model is one engine whoever asks for it."""
+    places = places or BackendPlaces()
+    if target.backend == "hf":
+        places = BackendPlaces()
+    elif target.backend == "vllm":
+        places = BackendPlaces(places.cache)
+    return _open(target, places, api_key if target.is_api else None, device)
 
 
 @lru_cache(maxsize=8)
-def get_backend(
-    spec_text: str,
-    device: str = "auto",
-    api: ApiSettings | None = None,
-    api_cache_dir: str | None = None,
-    ledger_file: str | None = None,
-    api_key: str | None = None,
-    vllm: VllmSettings | None = None,
-    weights_cache_dir: str | None = None,
-    trust_remote_code: bool = False,
-) -> Backend:
-    """The process-wide engine for a model spec (loaded on first use). ``trust_remote_code``
-    only for models the user listed under ``trust_remote_code``."""
-    check_backend_available(spec_text)
-    spec = parse_model_spec(spec_text)
-    if spec.backend == "litellm":
-        if api is None or api_cache_dir is None or ledger_file is None:
-            raise ConfigError(f"model {spec_text!r} needs the api settings, cache and ledger")
+def _open(target: ModelTarget, places: BackendPlaces, api_key: str | None, device: str) -> Backend:
+    if target.backend == "litellm":
+        if target.api is None or places.cache is None or places.ledger is None:
+            raise ConfigError(f"model {target.spec!r} needs the api settings, cache and ledger")
         from sago_core.backends.api import ApiBackend
 
-        ledger = get_ledger(ledger_file, api.budget)
-        return ApiBackend(spec.model_id, api, Path(api_cache_dir), ledger, api_key)
-    if spec.backend == "vllm":
+        ledger = get_ledger(places.ledger, target.api.budget)
+        return ApiBackend(target.model_id, target.api, places.cache.api, ledger, api_key)
+    if target.source is None:
+        raise ConfigError(f"model {target.spec!r} has no resolved weights")
+    if target.backend == "vllm":
+        if places.cache is None:
+            raise ConfigError(f"model {target.spec!r} needs the cache for materialised weights")
         from sago_core.backends.vllm_backend import VllmBackend
 
-        root = Path(weights_cache_dir or Path.cwd() / "runs" / ".cache" / "materialised")
-        source = resolve_local_model(spec.model_id)
-        return VllmBackend(source, vllm or VllmSettings(), root, trust_remote_code)
+        return VllmBackend(
+            target.source,
+            target.vllm or VllmSettings(),
+            places.cache.materialised,
+            trust_remote_code=target.trust_remote_code,
+            chat_template_kwargs=target.chat_template_kwargs,
+            use_model_defaults=target.use_model_defaults,
+            devices=target.devices,
+        )
     from sago_core.backends.hf import HFBackend
 
     return HFBackend(
-        resolve_local_model(spec.model_id), device=device, trust_remote_code=trust_remote_code
+        target.source,
+        device=device,
+        trust_remote_code=target.trust_remote_code,
+        chat_template_kwargs=target.chat_template_kwargs,
+        use_model_defaults=target.use_model_defaults,
+        devices=target.devices,
     )
+
+
+def loaded_engines() -> int:
+    """How many engines this process has built (tests: a dry run builds none)."""
+    return _open.cache_info().currsize

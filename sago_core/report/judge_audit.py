@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.analysis.agreement import agreement
+from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.mirroring import register_mirroring
 from sago_core.errors import InputError
 from sago_core.scoring.axes import BASE_VARIANT_ID
@@ -29,7 +30,7 @@ COLUMNS = ["pair_id", "direction", "question", "response_a_base", "response_b_va
 def judged_pairs(run_dir: Path) -> pl.DataFrame:
     """Register pairs the judge decided, with both answers, the judge's and the offline
     detector's verdicts."""
-    parts = [pl.read_parquet(p) for p in sorted(run_dir.glob("models/*/mirroring.parquet"))]
+    parts = [pl.read_parquet(p) for p in RunLayout(run_dir).per_model_files("mirroring.parquet")]
     if not parts:
         raise InputError("holds no mirroring artifacts (is it a finished run?)", file=str(run_dir))
     mirroring = pl.concat(parts).filter(pl.col("detector").str.starts_with("judge:"))

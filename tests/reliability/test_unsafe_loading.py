@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sago_core.artifacts.layout import RunLayout
 from sago_core.config import build_config
 from sago_core.errors import ConfigError, ModelLoadError
 
@@ -73,7 +74,7 @@ def _stage_once(run_dir: Path, out: Path) -> tuple[str, bool]:
     from tasks.prepare import load_prompts_task
 
     config = build_config("demo", {"n": 1, "variants": {"structural": None}})
-    stage = StageRunner(run_dir, storage_name=f"sago-results-{run_dir.name}")
+    stage = StageRunner(RunLayout(run_dir), storage_name=f"sago-results-{run_dir.name}")
     path = stage(load_prompts_task, config=config, prompt_source_digest="x", out_dir=str(out))
     return path, stage.last_cached
 
@@ -123,14 +124,16 @@ def test_prefect_itself_would_run_the_planted_pickle(
 
 
 def test_remote_code_runs_only_for_models_the_user_names(tmp_path: Path) -> None:
-    from flows.layout import backend_options
+    from sago_core.backends.model_source import LocalModel
+    from sago_core.backends.target import model_target
 
     config = build_config(
         "demo",
         {"models": ["hf:org/a", "hf:org/b"], "trust_remote_code": ["hf:org/b"]},
     )
-    assert backend_options(config, tmp_path, "hf:org/a") == {}
-    assert backend_options(config, tmp_path, "hf:org/b") == {"trust_remote_code": True}
+    hub = LocalModel("hub", "org/x", None, "hub:org/x@unresolved")
+    assert model_target(config, "hf:org/a", hub).trust_remote_code is False
+    assert model_target(config, "hf:org/b", hub).trust_remote_code is True
     assert build_config("demo", {}).trust_remote_code == ()
     with pytest.raises(ConfigError, match="not in models"):
         build_config("demo", {"trust_remote_code": ["hf:org/c"]})

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from sago_core.backends.factory import get_backend
+from sago_core.backends.factory import open_backend
 from sago_core.backends.protocol import ScoringRequest
+from sago_core.backends.target import model_target
+from sago_core.config import RunConfig
 
 pytestmark = pytest.mark.slow
 
 
 def test_embedded_smollm2_generates_and_scores() -> None:
-    backend = get_backend("hf:smollm2-135m")
+    backend = open_backend(model_target(RunConfig(), "hf:smollm2-135m"))
     assert backend.describe()["layers"] == "30"
     [answer] = backend.generate(["What is the capital of France?"], 16, 1)
     assert "Paris" in answer.response_text

@@ -1,0 +1,122 @@
+"""Where a run's files and the shared caches live: one owner for every path.
+
+```
+<runs_dir>/
+  .cache/api/            validated API answers, shared by every run
+  .cache/rewrites/       structural rewrites (rewriter identity, instruction version, prompt)
+  .cache/judge/          register-judge verdicts
+  .cache/materialised/   GGUF weights materialised for vLLM (keyed by sha256)
+  .prefect/              Prefect home when none is given
+  <run_id>/
+    run_config.json      what `sago resume` reads back
+    api_ledger.jsonl     the run's API spending
+    stages/              intermediate candidates (variant candidates, rewrites)
+    shards/              the shard plan and each shard's inputs
+    models/<slug>/       per-model artifacts; shards/<label>/ per shard
+    prompts.parquet, variants.parquet, ... summary.parquet, report.html, manifest.json
+```
+A module that needs a path asks a ``RunLayout``; none builds one itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+RUN_CONFIG = "run_config.json"
+MANIFEST = "manifest.json"
+
+
+def model_slug(model: str) -> str:
+    """A readable folder name per model spec; the hash keeps "a/b" and "a_b" apart."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[:60]
+    return f"{readable}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    """The caches every run under one runs folder shares."""
+
+    root: Path  # <runs_dir>/.cache
+
+    @property
+    def api(self) -> Path:
+        return self.root / "api"
+
+    @property
+    def rewrites(self) -> Path:
+        return self.root / "rewrites"
+
+    @property
+    def judge(self) -> Path:
+        return self.root / "judge"
+
+    @property
+    def materialised(self) -> Path:
+        return self.root / "materialised"
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    run_dir: Path  # absolute: <runs_dir>/<run_id>
+
+    @classmethod
+    def of(cls, runs_dir: Path, run_id: str) -> RunLayout:
+        return cls((runs_dir / run_id).resolve())
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.run_dir.parent
+
+    @property
+    def cache(self) -> CacheLayout:
+        return CacheLayout(self.runs_dir / ".cache")
+
+    @property
+    def run_config(self) -> Path:
+        return self.run_dir / RUN_CONFIG
+
+    @property
+    def manifest(self) -> Path:
+        return self.run_dir / MANIFEST
+
+    @property
+    def results(self) -> Path:
+        """Prefect's result records (JSON), and the stage locks beside them."""
+        return self.run_dir / ".prefect-results"
+
+    @property
+    def ledger(self) -> Path:
+        return self.run_dir / "api_ledger.jsonl"
+
+    @property
+    def stages(self) -> Path:
+        return self.run_dir / "stages"
+
+    @property
+    def shards(self) -> Path:
+        return self.run_dir / "shards"
+
+    @property
+    def models(self) -> Path:
+        return self.run_dir / "models"
+
+    def model_dir(self, model: str) -> Path:
+        return self.models / model_slug(model)
+
+    def shard_dir(self, model: str, shard_label: str) -> Path:
+        return self.model_dir(model) / "shards" / shard_label
+
+    def per_model_files(self, name: str) -> list[Path]:
+        """``models/*/<name>`` of every model of the run, in a stable order."""
+        return sorted(self.models.glob(f"*/{name}"))
+
+    def device_payload(self, queue: str, model: str) -> Path:
+        """The parameters a local device worker reads for its group of shards."""
+        return self.shards / f"device-{queue}-{model_slug(model)}.json"
+
+
+def default_prefect_home(runs_dir: Path) -> Path:
+    return runs_dir / ".prefect"

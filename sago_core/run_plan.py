@@ -1,0 +1,265 @@
+"""What a run would do, worked out without loading a model or calling an API (`--dry-run`).
+
+Exact where the configuration decides: prompts per dataset, variant candidates per family
+(surface noise and the replay are always kept), rewrite requests, generations and
+teacher-forced sequences per model, API requests and the output tokens they may ask for.
+Bounded where only a model decides: register and structural variants pass the semantic
+filter (BERTScore, a model) at run time and the rewriter may fail, so their kept counts,
+and the generations and judge calls that follow from them, are upper bounds ("up to").
+
+Tokens sent to an API are estimated as characters / 4 (a provider's tokenizer is not
+available offline); the characters themselves are exact. The cost uses ``api.prices`` or
+LiteLLM's local price table, with every request asking for its full ``max_tokens``: a
+ceiling, not a forecast. Answers already cached are not subtracted (the plan is for a
+fresh cache), except structural rewrites, whose cache is checked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from sago_core.artifacts.json_cache import JsonCache
+from sago_core.artifacts.layout import RunLayout
+from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
+from sago_core.backends.target import ModelTarget
+from sago_core.config import RunConfig
+from sago_core.stages.structural import INSTRUCTION_VERSION, rewrite_tasks
+from sago_core.stages.variants import build_variant_candidates
+
+CHARS_PER_TOKEN = 4
+FILTERED = ("register", "structural")  # kept only if the semantic filter passes them
+
+
+@dataclass
+class ApiTraffic:
+    """Requests one API model (or tool) would be sent, and what they carry."""
+
+    spec: str
+    role: str  # "evaluated", "rewriter" or "judge"
+    requests: int = 0
+    requests_bounded: bool = False  # True: an upper bound (depends on the semantic filter)
+    input_chars: int = 0
+    output_token_ceiling: int = 0
+
+    @property
+    def input_tokens_estimate(self) -> int:
+        return math.ceil(self.input_chars / CHARS_PER_TOKEN)
+
+
+@dataclass
+class RunPlan:
+    prompts: dict[str, int]
+    candidates: dict[str, int]  # per family, before the semantic filter
+    kept_exact: dict[str, int]  # per family always kept (noise, replay)
+    kept_up_to: dict[str, int]  # per family decided by the filter (upper bound)
+    rewrites_cached: int
+    generations: dict[str, int]  # per model, upper bound when filtered families exist
+    teacher_forced: dict[str, int]  # per local model
+    api: list[ApiTraffic] = field(default_factory=list)
+    cost_usd: float | None = None
+    cost_unknown: list[str] = field(default_factory=list)
+    budget_hits: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _prompt_counts(prompts: pl.DataFrame) -> dict[str, int]:
+    return dict(sorted(Counter(prompts["dataset"].to_list()).items()))
+
+
+def _rewrites(
+    prompts: pl.DataFrame, config: RunConfig, rewriter: ModelTarget | None, layout: RunLayout
+) -> tuple[list[str], int]:
+    """Instructions the rewriter would be sent, and how many are already cached."""
+    grid = config.variants.structural
+    if grid is None or rewriter is None:
+        return [], 0
+    cache = JsonCache(layout.cache.rewrites)
+    todo, cached = [], 0
+    for prompt in prompts["prompt"].to_list():
+        for task in rewrite_tasks(prompt, grid):
+            key = JsonCache.key(
+                rewriter.identity, INSTRUCTION_VERSION, task.subtype, f"{task.strength:g}", prompt
+            )
+            if cache.get(key) is None:
+                todo.append(task.instruction)
+            else:
+                cached += 1
+    return todo, cached
+
+
+def plan_run(
+    config: RunConfig,
+    prompts: pl.DataFrame,
+    targets: dict[str, ModelTarget],
+    layout: RunLayout,
+    prices: dict[str, tuple[float, float] | None],
+) -> RunPlan:
+    """``prices``: USD per input and output token per API spec (None: unknown)."""
+    candidates = build_variant_candidates(prompts, config.variants, config.seed)
+    structural = config.variants.structural
+    rewriter = targets.get(structural.rewriter) if structural else None
+    instructions, rewrites_cached = _rewrites(prompts, config, rewriter, layout)
+    families = Counter(candidates["family"].to_list())
+    if structural is not None:
+        families["structural"] = sum(
+            len(rewrite_tasks(p, structural)) for p in prompts["prompt"].to_list()
+        )
+    kept_exact = {f: n for f, n in families.items() if f not in FILTERED}
+    kept_up_to = {f: n for f, n in families.items() if f in FILTERED}
+    per_model = len(prompts) + sum(families.values())
+    bounded = any(kept_up_to.values())
+    plan = RunPlan(
+        prompts=_prompt_counts(prompts),
+        candidates=dict(sorted(families.items())),
+        kept_exact=dict(sorted(kept_exact.items())),
+        kept_up_to=dict(sorted(kept_up_to.items())),
+        rewrites_cached=rewrites_cached,
+        generations={m: per_model for m in config.models},
+        teacher_forced={m: per_model for m in config.models if not targets[m].is_api},
+    )
+    max_new = config.generation.max_new_tokens
+    # Texts every model answers: the base prompts and every candidate variant.
+    texts = prompts["prompt"].to_list() + candidates["text"].to_list()
+    chars = sum(len(t) for t in texts) + _structural_chars(prompts, config)
+    for model in config.models:
+        if targets[model].is_api:
+            plan.api.append(
+                ApiTraffic(model, "evaluated", per_model, bounded, chars, per_model * max_new)
+            )
+    if rewriter is not None and rewriter.is_api and instructions:
+        assert structural is not None
+        plan.api.append(
+            ApiTraffic(
+                rewriter.spec,
+                "rewriter",
+                len(instructions),
+                False,
+                sum(len(i) for i in instructions),
+                len(instructions) * structural.max_new_tokens,
+            )
+        )
+    judge = targets.get(config.judge.model) if config.judge.model else None
+    register = candidates.filter(pl.col("family") == "register")
+    if judge is not None and judge.is_api and len(register):
+        calls = len(register) * len(config.models)
+        # The judge's question wraps two answers of at most max_new_tokens each.
+        template = len(judge_prompt(JudgeRequest(1.0, "", "")))
+        answers = 2 * max_new * CHARS_PER_TOKEN
+        plan.api.append(
+            ApiTraffic(
+                judge.spec,
+                "judge",
+                calls,
+                True,
+                calls * (template + answers),
+                calls * JUDGE_MAX_TOKENS,
+            )
+        )
+    _price(plan, prices)
+    _budget(plan, config)
+    return plan
+
+
+def _structural_chars(prompts: pl.DataFrame, config: RunConfig) -> int:
+    """Structural variants do not exist before the rewriter runs: a length variant is
+    counted as its prompt times the multiplier, a mood variant as its prompt."""
+    grid = config.variants.structural
+    if grid is None:
+        return 0
+    scale = sum(grid.lengths) + (1.0 if grid.mood else 0.0)
+    return round(sum(len(p) for p in prompts["prompt"].to_list()) * scale)
+
+
+def _price(plan: RunPlan, prices: dict[str, tuple[float, float] | None]) -> None:
+    total = 0.0
+    for traffic in plan.api:
+        price = prices.get(traffic.spec)
+        if price is None:
+            plan.cost_unknown.append(traffic.spec)
+            continue
+        total += traffic.input_tokens_estimate * price[0] + traffic.output_token_ceiling * price[1]
+    plan.cost_usd = total if plan.api and not plan.cost_unknown else None
+
+
+def _budget(plan: RunPlan, config: RunConfig) -> None:
+    budget = config.api.budget
+    requests = sum(t.requests for t in plan.api)
+    tokens = sum(t.input_tokens_estimate + t.output_token_ceiling for t in plan.api)
+    if budget.max_requests is not None and requests > budget.max_requests:
+        plan.budget_hits.append(
+            f"api.budget.max_requests {budget.max_requests}: the run would stop after "
+            f"{budget.max_requests} of up to {requests} requests"
+        )
+    if budget.max_tokens is not None and tokens > budget.max_tokens:
+        plan.budget_hits.append(
+            f"api.budget.max_tokens {budget.max_tokens}: up to {tokens} tokens (estimate)"
+        )
+    cost = plan.cost_usd
+    if budget.max_cost_usd is not None and cost is not None and cost > budget.max_cost_usd:
+        plan.budget_hits.append(
+            f"api.budget.max_cost_usd {budget.max_cost_usd}: up to ${cost:.2f} (ceiling)"
+        )
+
+
+def render_plan(plan: RunPlan, config: RunConfig) -> str:
+    lines = [f"Plan for run {config.resolved_run_id()} (dry run: no model loaded, no API call)"]
+    lines.append("")
+    lines.append("Prompts: " + ", ".join(f"{d} {n}" for d, n in plan.prompts.items()))
+    lines.append(f"  total {sum(plan.prompts.values())}")
+    lines.append("Variants per family (candidates -> kept):")
+    for family, count in plan.candidates.items():
+        if family in plan.kept_exact:
+            lines.append(f"  {family:<11} {count:>6} -> {count} (kept by construction)")
+        else:
+            lines.append(f"  {family:<11} {count:>6} -> up to {count} (semantic filter)")
+    if plan.rewrites_cached:
+        lines.append(f"  structural rewrites already cached: {plan.rewrites_cached}")
+    bound = "up to " if any(plan.kept_up_to.values()) else ""
+    lines.append("Per model:")
+    for model, count in plan.generations.items():
+        scored = plan.teacher_forced.get(model)
+        forced = f", {bound}{scored} teacher-forced sequences" if scored is not None else ""
+        tokens = count * config.generation.max_new_tokens
+        lines.append(f"  {model}: {bound}{count} generations (at most {tokens} new tokens){forced}")
+    if plan.api:
+        lines.append("API requests:")
+        for t in plan.api:
+            up = "up to " if t.requests_bounded else ""
+            lines.append(
+                f"  {t.spec} ({t.role}): {up}{t.requests} requests, {t.input_chars} input "
+                f"characters (~{t.input_tokens_estimate} tokens), at most "
+                f"{t.output_token_ceiling} output tokens"
+            )
+        if plan.cost_usd is not None:
+            lines.append(f"  cost ceiling: ${plan.cost_usd:.4f}")
+        for spec in plan.cost_unknown:
+            lines.append(f"  cost of {spec}: unknown (no price; set api.prices)")
+    lines.extend(f"Budget: {hit}" for hit in plan.budget_hits)
+    lines.extend(f"Warning: {w}" for w in plan.warnings)
+    return "\n".join(lines)
+
+
+def plan_summary(plan: RunPlan) -> dict[str, Any]:
+    """The plan as plain data (tests, tools)."""
+    return {
+        "prompts": plan.prompts,
+        "candidates": plan.candidates,
+        "generations": plan.generations,
+        "teacher_forced": plan.teacher_forced,
+        "api": {
+            f"{t.spec}|{t.role}": {
+                "requests": t.requests,
+                "bounded": t.requests_bounded,
+                "input_chars": t.input_chars,
+                "output_token_ceiling": t.output_token_ceiling,
+            }
+            for t in plan.api
+        },
+        "cost_usd": plan.cost_usd,
+        "budget_hits": plan.budget_hits,
+    }
