@@ -45,6 +45,7 @@ class ApiTraffic:
     requests_bounded: bool = False  # True: an upper bound (depends on the semantic filter)
     input_chars: int = 0
     output_token_ceiling: int = 0
+    estimated_chars: int = 0  # the part of input_chars that is an estimate (unwritten texts)
 
     @property
     def input_tokens_estimate(self) -> int:
@@ -125,11 +126,14 @@ def plan_run(
     max_new = config.generation.max_new_tokens
     # Texts every model answers: the base prompts and every candidate variant.
     texts = prompts["prompt"].to_list() + candidates["text"].to_list()
-    chars = sum(len(t) for t in texts) + _structural_chars(prompts, config)
+    unwritten = _structural_chars(prompts, config)
+    chars = sum(len(t) for t in texts) + unwritten
     for model in config.models:
         if targets[model].is_api:
             plan.api.append(
-                ApiTraffic(model, "evaluated", per_model, bounded, chars, per_model * max_new)
+                ApiTraffic(
+                    model, "evaluated", per_model, bounded, chars, per_model * max_new, unwritten
+                )
             )
     if rewriter is not None and rewriter.is_api and instructions:
         assert structural is not None
@@ -149,15 +153,16 @@ def plan_run(
         calls = len(register) * len(config.models)
         # The judge's question wraps two answers of at most max_new_tokens each.
         template = len(judge_prompt(JudgeRequest(1.0, "", "")))
-        answers = 2 * max_new * CHARS_PER_TOKEN
+        answers = calls * 2 * max_new * CHARS_PER_TOKEN
         plan.api.append(
             ApiTraffic(
                 judge.spec,
                 "judge",
                 calls,
                 True,
-                calls * (template + answers),
+                calls * template + answers,
                 calls * JUDGE_MAX_TOKENS,
+                answers,
             )
         )
     _price(plan, prices)
@@ -180,7 +185,8 @@ def _price(plan: RunPlan, prices: dict[str, tuple[float, float] | None]) -> None
     for traffic in plan.api:
         price = prices.get(traffic.spec)
         if price is None:
-            plan.cost_unknown.append(traffic.spec)
+            if traffic.spec not in plan.cost_unknown:
+                plan.cost_unknown.append(traffic.spec)
             continue
         total += traffic.input_tokens_estimate * price[0] + traffic.output_token_ceiling * price[1]
     plan.cost_usd = total if plan.api and not plan.cost_unknown else None
@@ -256,6 +262,7 @@ def plan_summary(plan: RunPlan) -> dict[str, Any]:
                 "requests": t.requests,
                 "bounded": t.requests_bounded,
                 "input_chars": t.input_chars,
+                "estimated_chars": t.estimated_chars,
                 "output_token_ceiling": t.output_token_ceiling,
             }
             for t in plan.api

@@ -60,6 +60,8 @@ class State:
     actions: Counter = field(default_factory=Counter)
     arrivals: dict[str, list[float]] = field(default_factory=dict)  # key -> monotonic times
     credentials: Counter = field(default_factory=Counter)  # Authorization headers received
+    # Every request as received: model, characters of its messages, max_tokens asked for.
+    received: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def choose(self, text: str, attempt: int = 1) -> Rule:
@@ -160,6 +162,13 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 state.credentials[self.headers.get("Authorization", "")] += 1
                 state.calls[key] += 1
                 state.arrivals.setdefault(key, []).append(time.monotonic())
+                state.received.append(
+                    {
+                        "model": model,
+                        "chars": sum(len(str(m.get("content", ""))) for m in messages),
+                        "max_tokens": request.get("max_tokens"),
+                    }
+                )
                 attempt = state.calls[key]
             self._reply(state.choose(text, attempt), model, text)
 

