@@ -26,9 +26,9 @@ DRIFTED = [
 
 @pytest.fixture(scope="module")
 def demo_filter() -> tuple[object, float]:
-    settings = PRESETS["demo"]["bertscore"]
-    scorer = get_bert_scorer(settings["model"], settings["num_layers"])
-    return scorer, settings["semantic_threshold"]
+    settings = PRESETS["demo"].bertscore
+    scorer = get_bert_scorer(settings.model, settings.num_layers)
+    return scorer, settings.semantic_threshold
 
 
 def test_content_changes_are_rejected(demo_filter: tuple) -> None:
