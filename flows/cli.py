@@ -171,16 +171,21 @@ def preflight(config: RunConfig) -> None:
     """Everything that can be wrong with the inputs, found before a model loads."""
     from sago_core.backends.api import api_key_from_environment
     from sago_core.backends.factory import check_backend_available
-    from sago_core.backends.model_source import parse_model_spec, resolve_local_model
+    from sago_core.backends.model_source import (
+        LOCAL_BACKENDS,
+        parse_model_spec,
+        resolve_local_model,
+    )
     from sago_core.data.loading import load_run_prompts
 
     structural = config.variants.structural
     tools = [structural.rewriter if structural else None, config.judge.model]
     for model in [*config.models, *(t for t in tools if t)]:
         check_backend_available(model)
-        if parse_model_spec(model).backend == "litellm":
+        backend = parse_model_spec(model).backend
+        if backend == "litellm":
             api_key_from_environment(config.api)  # a named key variable must be set
-        else:
+        elif backend in LOCAL_BACKENDS:
             resolve_local_model(parse_model_spec(model).model_id)
     load_run_prompts(config)
 

