@@ -7,6 +7,8 @@ when ``SAGO_MOCK_CALLS`` names a file, as one JSON line (pid, kind, prompt) appe
 fsynced, so a test can count calls across processes. ``SAGO_MOCK_FAIL_ON=TEXT`` makes a
 generation that is asked the prompt TEXT (``*``: any prompt) raise ``MockBackendFailure``: a
 backend that falls over mid-run, for resume tests, whatever the batching.
+``MockBackend.observers``: callables told (kind, prompt) right after each prompt is
+recorded, one prompt at a time, so a harness can act inside a batch.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,7 @@ def mock_answer(prompt: str) -> str:
 
 class MockBackend:
     name = "mock"
+    observers: list[Callable[[str, str], None]] = []  # noqa: RUF012 - shared on purpose
 
     def __init__(self, model_id: str) -> None:
         self.model_id = model_id
@@ -49,17 +52,17 @@ class MockBackend:
         fail_on = os.environ.get(FAIL_ENV)
         if kind == "generate" and fail_on and (fail_on == "*" or fail_on in prompts):
             raise MockBackendFailure(f"mock backend {self.model_id} fell over (asked {fail_on!r})")
-        self.calls.extend((kind, p) for p in prompts)
         log = os.environ.get(CALLS_ENV)
-        if not log:
-            return
-        lines = "".join(
-            json.dumps({"pid": os.getpid(), "kind": kind, "prompt": p}) + "\n" for p in prompts
-        )
-        with Path(log).open("a", encoding="utf-8") as handle:
-            handle.write(lines)
-            handle.flush()
-            os.fsync(handle.fileno())
+        for prompt in prompts:
+            self.calls.append((kind, prompt))
+            if log:
+                line = json.dumps({"pid": os.getpid(), "kind": kind, "prompt": prompt})
+                with Path(log).open("a", encoding="utf-8") as handle:
+                    handle.write(line + "\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            for observe in self.observers:
+                observe(kind, prompt)
 
     def generate(
         self, prompts: Sequence[str], max_new_tokens: int, batch_size: int

@@ -26,18 +26,15 @@ FINAL_TABLES = ("generations", "deltas", "scores", "summary")
 
 
 def write_inputs(shared: Path, root: Path) -> Path:
-    """The run config of ``root`` (runs in ``root/runs``), over a fake model folder and a
+    """The run config of ``root`` (runs in ``root/runs``), over the ``mock:`` backend and a
     four-question data file in ``shared`` (the same paths for every run that is compared)."""
-    model = shared / "fake-model"
-    model.mkdir(parents=True, exist_ok=True)
-    (model / "config.json").write_text('{"model_type": "fake"}\n')
-    (model / "model.safetensors").write_bytes(bytes(range(256)) * 4)
+    shared.mkdir(parents=True, exist_ok=True)
     data = shared / "questions.jsonl"
     data.write_text("".join(json.dumps({"question": q}) + "\n" for q in QUESTIONS))
     runs_dir = root / "runs"
     root.mkdir(parents=True, exist_ok=True)
     config = {
-        "models": [f"hf:{model}"],
+        "models": ["mock:reliability"],
         "datasets": [str(data)],
         "n": len(QUESTIONS),
         "runs_dir": str(runs_dir),

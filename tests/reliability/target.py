@@ -1,11 +1,12 @@
-"""One `sago run` in this process, on a deterministic fake backend, that may SIGKILL itself.
+"""One `sago run` in this process, on the deterministic ``mock:`` backend, that may SIGKILL
+itself.
 
     python -m tests.reliability.target CONFIG.yaml CALLS.jsonl [POINT HIT]
 
-The fake backend answers from the prompt text alone (and a word-overlap F1 stands in for
-BERTScore, so no scorer model loads) and appends one line per prompt it is
-asked (generation or teacher-forced scoring) to CALLS.jsonl, with this process's id: the
-call counter the harness reads across processes. With POINT and HIT the process sends
+The mock backend answers from the prompt text alone (and a word-overlap F1 stands in for
+BERTScore, so no scorer model loads) and appends one line per prompt it is asked
+(generation or teacher-forced scoring) to CALLS.jsonl, with this process's id: the call
+counter the harness reads across processes. With POINT and HIT the process sends
 itself SIGKILL (no cleanup of any kind runs) the HIT-th time it reaches POINT:
 
     generation    inside a generation batch, after the backend was asked
@@ -17,8 +18,6 @@ itself SIGKILL (no cleanup of any kind runs) the HIT-th time it reaches POINT:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import signal
 import sys
@@ -36,68 +35,6 @@ def reach(point: str) -> None:
     _hits[point] += 1
     if _plan is not None and _plan == (point, _hits[point]):
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def answer(prompt: str) -> str:
-    """Deterministic, prompt-dependent, a few words long."""
-    words = [w.strip(".,!?;:").lower() for w in prompt.split()]
-    words = [w for w in words if w][:6]
-    return "The answer concerns " + " ".join(reversed(words)) + "."
-
-
-class CountingFakeBackend:
-    name = "fake"
-
-    def __init__(self, calls: Path) -> None:
-        self.calls = calls
-
-    def _log(self, kind: str, prompts: Sequence[str]) -> None:
-        lines = "".join(
-            json.dumps({"pid": os.getpid(), "kind": kind, "prompt": p}) + "\n" for p in prompts
-        )
-        with self.calls.open("a", encoding="utf-8") as handle:
-            handle.write(lines)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    def generate(self, prompts: Sequence[str], max_new_tokens: int, batch_size: int) -> list:
-        from sago_core.backends.protocol import Generation
-
-        out = []
-        for prompt in prompts:  # one prompt at a time: a kill lands inside the batch
-            self._log("generate", [prompt])
-            reach("generation")
-            text = answer(prompt)
-            out.append(Generation(text, tuple(range(len(text.split()))), "stop"))
-        return out
-
-    def score(self, requests: Sequence[Any], batch_size: int, max_batch_tokens: Any = None) -> list:
-        import numpy as np
-
-        from sago_core.backends.protocol import TeacherForced
-
-        out = []
-        for r in requests:
-            self._log("score", [r.prompt])
-            reach("scoring")
-            seed = int.from_bytes(hashlib.sha256(r.prompt.encode()).digest()[:8], "little")
-            rng = np.random.default_rng(seed)
-            hidden = rng.normal(size=(2, 4)).astype(np.float32)
-            n = len(r.response_token_ids)
-            out.append(TeacherForced(hidden, float(-rng.random()), float(rng.random()), n))
-        return out
-
-    def encode_response(self, text: str) -> tuple[int, ...]:
-        return tuple(range(len(text.split())))
-
-    def prompt_lengths(self, prompts: Sequence[str]) -> list[int]:
-        return [len(p.split()) for p in prompts]
-
-    def context_window(self) -> None:
-        return None
-
-    def describe(self) -> dict[str, str]:
-        return {"backend": self.name}
 
 
 class WordOverlapScorer:
@@ -120,23 +57,39 @@ def _counted(fn: Callable[..., Any], point: str) -> Callable[..., Any]:
     return wrapper
 
 
+def _patch(module: Any, name: str, value: Any) -> None:
+    """Replace ``module.name``, refusing a name the module lacks: after a rename this fails
+    loudly instead of silently testing nothing."""
+    if not hasattr(module, name):
+        raise AttributeError(f"{module.__name__} has no {name!r}: the harness is out of date")
+    setattr(module, name, value)
+
+
+def _observe(kind: str, prompt: str) -> None:
+    reach("generation" if kind == "generate" else "scoring")
+
+
 def install(calls: Path, runs_dir: Path) -> None:
+    """The backend is ``mock:`` (chosen by the config, its calls logged to ``calls``); the
+    kill points hook into its observers, the scorer, BLEU, the statistics and renames."""
     import sago_core.scoring.summary
     import sago_core.stages.pairs
     import tasks.metrics
-    import tasks.models
     import tasks.prepare
+    from sago_core.backends.mock import CALLS_ENV, MockBackend
 
-    backend = CountingFakeBackend(calls)
-    tasks.models.backend_for = lambda *args, **kwargs: backend  # type: ignore[assignment]
+    os.environ[CALLS_ENV] = str(calls)
+    MockBackend.observers.append(_observe)
     scorer = WordOverlapScorer()
-    tasks.metrics.get_bert_scorer = lambda *args, **kwargs: scorer  # type: ignore[assignment]
-    tasks.prepare.get_bert_scorer = lambda *args, **kwargs: scorer  # type: ignore[assignment]
-    sago_core.stages.pairs.sentence_bleu = _counted(  # type: ignore[assignment]
-        sago_core.stages.pairs.sentence_bleu, "scoring"
+    _patch(tasks.metrics, "get_bert_scorer", lambda *args, **kwargs: scorer)
+    _patch(tasks.prepare, "get_bert_scorer", lambda *args, **kwargs: scorer)
+    _patch(
+        sago_core.stages.pairs,
+        "sentence_bleu",
+        _counted(sago_core.stages.pairs.sentence_bleu, "scoring"),
     )
-    sago_core.scoring.summary._row = _counted(  # type: ignore[assignment]
-        sago_core.scoring.summary._row, "statistics"
+    _patch(
+        sago_core.scoring.summary, "_row", _counted(sago_core.scoring.summary._row, "statistics")
     )
     real_replace = os.replace
     root = str(runs_dir.resolve())
@@ -149,7 +102,7 @@ def install(calls: Path, runs_dir: Path) -> None:
         if ours:
             reach("renamed")
 
-    os.replace = replace  # type: ignore[assignment]
+    _patch(os, "replace", replace)
 
 
 def main(argv: list[str]) -> int:
