@@ -41,7 +41,8 @@ def evaluate_models(
     preset: str = "demo",
     overrides: dict[str, Any] | None = None,
 ) -> str:
-    """The deployment's face of `sago-evaluate`: plain parameters, one strict config."""
+    """The deployment's face of the `sago-evaluate` flow: plain parameters, one strict
+    config."""
     values = dict(overrides or {})
     values["models"] = models
     if datasets:

@@ -85,7 +85,7 @@ def test_shards_spread_over_two_pinned_workers_and_match_an_in_process_run(
     env = server
     _setup_and_deploy(env)
     deployments = _prefect(env, "deployment", "ls")
-    for name in ("sago-evaluate", "sago-shard", "sago-watch"):
+    for name in ("sago-evaluate-models", "sago-shard", "sago-watch"):
         assert name in deployments
 
     workers = [_worker(env, d) for d in ("0", "1")]
