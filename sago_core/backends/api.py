@@ -66,6 +66,10 @@ class Answer:
 
 class ApiBackend:
     name = "litellm"
+    # Requests are independent (no batches, no padding), and a repeated prompt is a request
+    # of its own only within one call (``request_key``'s ``repeat``): the replay of a base
+    # prompt must come in the same call as its base.
+    repeats_within_call = True
 
     def __init__(
         self,

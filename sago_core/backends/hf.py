@@ -5,15 +5,29 @@ Batches are formed from length-sorted requests to limit padding; results come ba
 caller's order. Generation pads on the left (so new tokens line up), scoring on the right;
 both locate the last prompt token from the attention mask, never from pad-token ids (the
 embedded model's pad token equals its end-of-sequence token).
+
+Every family is read through its text config and its decoder (``get_text_config``,
+``get_decoder``), so multimodal ``...ForConditionalGeneration`` checkpoints (Gemma 3) work
+like plain causal LMs. The scoring pass normally runs the decoder alone with hooks that keep
+one row per layer, and applies the output head (with the family's final-logit scaling) only
+at the response positions. At load a self-check compares that fast path with the model's own
+full forward on a short padded batch; where they disagree, the model is scored through its
+own forward (``output_hidden_states`` and its own logits), and ``describe()`` says so.
+
+T=0 has one meaning: argmax at every step. The checkpoint's ``generation_config`` (repetition
+penalty, top-k, sampling, ...) is replaced by a clean greedy one keeping only its token ids,
+unless the user opts into the checkpoint's own defaults (``use_model_defaults``).
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import json
 import math
 import platform
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +40,7 @@ from sago_core.backends.tensor_ops import (
     last_prompt_index,
     response_logprob_and_entropy,
 )
-from sago_core.errors import ModelLoadError
+from sago_core.errors import ConfigError, ModelLoadError
 
 
 def _length_sorted_batches(
@@ -53,6 +67,119 @@ def _length_sorted_batches(
 
 # Below this many shared tokens a prefix forward saves less than it costs.
 MIN_SHARED_PREFIX = 8
+# Greedy decoding parameters reported by describe() (what generate() actually uses).
+DECODING_KEYS = (
+    "do_sample",
+    "num_beams",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "repetition_penalty",
+    "no_repeat_ngram_size",
+    "length_penalty",
+    "bad_words_ids",
+    "suppress_tokens",
+    "begin_suppress_tokens",
+    "sequence_bias",
+    "forced_bos_token_id",
+    "forced_eos_token_id",
+    "min_length",
+    "min_new_tokens",
+)
+# What a clean greedy config sets explicitly, so no checkpoint value can fill a gap.
+GREEDY = {
+    "do_sample": False,
+    "num_beams": 1,
+    "temperature": 1.0,
+    "top_k": None,
+    "top_p": 1.0,
+    "min_p": None,
+    "typical_p": 1.0,
+    "repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "length_penalty": 1.0,
+    "min_length": 0,
+    "min_new_tokens": None,
+}
+PROBE_PROMPTS = ("Hi", "Which river runs through the middle of Paris, and how long is it?")
+PROBE_RESPONSE = " The Seine, about 777 km long."
+
+
+def placement_kwargs(
+    device: str, devices: int, gpu_memory: Sequence[int], headroom: float = 0.9
+) -> dict[str, Any]:
+    """from_pretrained arguments that place the model: nothing for one device, else
+    ``device_map="auto"`` over the first ``devices`` GPUs with ``max_memory`` per GPU (no CPU
+    entry: a model that does not fit is an error, never silently offloaded).
+
+    ``gpu_memory``: total bytes of each visible GPU (empty on a CPU-only machine)."""
+    if devices < 1:
+        raise ConfigError(f"devices must be at least 1, got {devices}")
+    if devices == 1:
+        return {}
+    if device == "cpu" or not gpu_memory:
+        raise ConfigError(
+            f"devices={devices} spreads a model over several GPUs, but this machine has no "
+            "visible GPU; use devices=1 on a CPU"
+        )
+    if devices > len(gpu_memory):
+        raise ConfigError(
+            f"devices={devices} asks for more GPUs than are visible ({len(gpu_memory)})"
+        )
+    budget = {i: f"{int(gpu_memory[i] * headroom) // 2**20}MiB" for i in range(devices)}
+    return {"device_map": "auto", "max_memory": budget}
+
+
+def template_variables(template: str | dict[str, str] | None) -> set[str]:
+    """Names a chat template reads from its context (jinja2 undeclared variables), over every
+    named template when the tokenizer has several. Empty without a template."""
+    if not template:
+        return set()
+    from jinja2 import meta
+
+    sources = template.values() if isinstance(template, dict) else [template]
+    names: set[str] = set()
+    for source in sources:
+        try:  # transformers' own environment knows its extra tags ({% generation %})
+            from transformers.utils.chat_template_utils import _compile_jinja_template
+
+            environment = _compile_jinja_template(source).environment
+        except Exception:  # fall back to a plain sandbox
+            from jinja2.ext import loopcontrols
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+            environment = ImmutableSandboxedEnvironment(extensions=[loopcontrols])
+        names |= meta.find_undeclared_variables(environment.parse(source))
+    return names
+
+
+def resolve_chat_template_kwargs(
+    template: str | dict[str, str] | None,
+    requested: Sequence[tuple[str, Any]] | dict[str, Any] | None,
+    model_name: str,
+) -> dict[str, Any]:
+    """Keyword arguments for ``apply_chat_template``. None: thinking off where the template
+    offers ``enable_thinking``, else nothing. A key the template never reads is an error (a
+    typo would otherwise change nothing, silently)."""
+    variables = template_variables(template)
+    if requested is None:
+        return {"enable_thinking": False} if "enable_thinking" in variables else {}
+    chosen = dict(requested)
+    if chosen and not template:
+        raise ConfigError(
+            f"model {model_name}: chat_template_kwargs {sorted(chosen)} given, but the model "
+            "has no chat template"
+        )
+    unknown = sorted(k for k in chosen if k not in variables)
+    if unknown:
+        raise ConfigError(
+            f"model {model_name}: chat_template_kwargs key {unknown[0]!r} is not used by its "
+            f"chat template (it reads: {', '.join(sorted(variables)) or 'nothing'})"
+        )
+    return chosen
 
 
 def load_pretrained(source: LocalModel, kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -60,7 +187,9 @@ def load_pretrained(source: LocalModel, kwargs: dict[str, Any]) -> tuple[Any, An
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     where = Path(source.location) / (source.gguf_file or "")
-    tokenizer_kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
+    tokenizer_kwargs = {
+        k: v for k, v in kwargs.items() if k not in ("dtype", "device_map", "max_memory")
+    }
     try:
         tokenizer = AutoTokenizer.from_pretrained(source.location, **tokenizer_kwargs)
         model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
@@ -69,6 +198,43 @@ def load_pretrained(source: LocalModel, kwargs: dict[str, Any]) -> tuple[Any, An
         message = text.splitlines()[0][:300] if text else type(exc).__name__
         raise ModelLoadError(f"model {where} could not be loaded: {message}") from exc
     return tokenizer, model
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    ids: list[int]
+    user_end: int  # index in ids of the last token of the user's own text
+
+
+def _tolerance(dtype: Any) -> float:
+    import torch
+
+    return 1e-4 if dtype == torch.float32 or dtype == torch.float64 else 3e-2
+
+
+def _close(a: Any, b: Any, dtype: Any) -> tuple[bool, float]:
+    """Whether two tensors agree within the dtype's tolerance (relative to their scale)."""
+    import torch
+
+    if a is None or b is None:
+        return a is None and b is None, 0.0
+    if a.shape != b.shape:
+        return False, float("inf")
+    a, b = a.float(), b.float().to(a.device)
+    # equal values (the same -inf of a masked token included) differ by 0, not NaN
+    diff = torch.where(a == b, torch.zeros_like(a), a - b)
+    error = float(diff.abs().max()) if a.numel() else 0.0
+    finite = b[torch.isfinite(b)]
+    scale = max(1.0, float(finite.abs().max()) if finite.numel() else 0.0)
+    ok = bool(math.isfinite(error)) and error <= _tolerance(dtype) * scale
+    return ok, error
+
+
+def _rows_at(hidden: Any, rows: Any, positions: Any) -> Any:
+    """``hidden[rows, positions]`` (B, d), gathered onto the rows' device (a model spread
+    over several GPUs has its layers, and their outputs, on different devices)."""
+    where = hidden.device
+    return hidden[rows.to(where), positions.to(where)].to(rows.device)
 
 
 class HFBackend:
@@ -80,17 +246,34 @@ class HFBackend:
         device: str = "auto",
         dtype: str = "auto",
         trust_remote_code: bool = False,
+        chat_template_kwargs: Sequence[tuple[str, Any]] | None = None,
+        use_model_defaults: bool = False,
+        devices: int = 1,
     ) -> None:
         """``device`` "auto": the process's GPU when it has one (a worker pinned with
         CUDA_VISIBLE_DEVICES sees exactly one), else the CPU. ``trust_remote_code``: run the
         model repository's own Python code (only for models the user lists in
-        ``trust_remote_code``; never by default)."""
+        ``trust_remote_code``; never by default). ``chat_template_kwargs``: (key, value)
+        pairs for the chat template (None: thinking off where the template offers it).
+        ``use_model_defaults``: decode with the checkpoint's own generation_config instead of
+        plain argmax. ``devices``: GPUs to spread one model over (``device_map="auto"``)."""
         import torch
 
         self._torch = torch
+        self.source = source
+        self.where = str(Path(source.location) / (source.gguf_file or ""))
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        gpus = (
+            [
+                torch.cuda.get_device_properties(i).total_memory
+                for i in range(torch.cuda.device_count())
+            ]
+            if device != "cpu" and torch.cuda.is_available()
+            else []
+        )
         kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+        kwargs.update(placement_kwargs(device, devices, gpus))
         if source.gguf_file:
             probe_gguf(Path(source.location) / source.gguf_file)
             kwargs["gguf_file"] = source.gguf_file
@@ -99,39 +282,233 @@ class HFBackend:
         elif device != "cpu":
             kwargs["dtype"] = torch.bfloat16
         self.tokenizer, model = load_pretrained(source, kwargs)
-        self.model: Any = model.to(device)
+        self.devices = devices
+        if devices > 1:
+            self.model: Any = model
+            device = str(next(model.parameters()).device)  # inputs go to the first device
+        else:
+            self.model = model.to(device)
         self.model.eval()
         self.device = device
-        self.source = source
-        self.eos_ids = self._eos_ids()
+        self.text_config = self.model.config.get_text_config(decoder=True)
+        self.decoder, self.layers = self._find_decoder()
+        self.n_layers = len(self.layers)
+        self.head = self.model.get_output_embeddings()
+        if self.head is None:
+            raise ModelLoadError(f"model {self.where}: no output head (get_output_embeddings)")
+        self.altup_index = getattr(self.text_config, "altup_active_idx", 0)
+        self.stop_ids = self._stop_ids()
         self.pad_id = (
             self.tokenizer.pad_token_id
             if self.tokenizer.pad_token_id is not None
-            else min(self.eos_ids)
+            else min(self.stop_ids)
         )
-        self.softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        self.use_model_defaults = use_model_defaults
+        self.checkpoint_generation_config = copy.deepcopy(self.model.generation_config)
+        self.generation_config = self._decoding_config()
+        # generate() fills every unset value from model.generation_config: make it the clean one
+        self.model.generation_config = copy.deepcopy(self.generation_config)
+        self.chat_template_kwargs = resolve_chat_template_kwargs(
+            self.tokenizer.chat_template, chat_template_kwargs, self.where
+        )
+        self._encoded: dict[str, _Encoded] = {}
         # transformers 5 names the KV-cache argument ``cache``, 4.x ``past_key_values``
-        forward = inspect.signature(self.model.base_model.forward).parameters
+        forward = inspect.signature(self.decoder.forward).parameters
         self.cache_arg = "cache" if "cache" in forward else "past_key_values"
+        self.logit_transform, self.logit_note = self._configured_logit_transform()
+        self.exact = False  # True: score through the model's own forward (slow path)
+        self.use_prefix = True
+        self.self_check = self._self_check()
 
-    def _eos_ids(self) -> set[int]:
+    # ---------------------------------------------------------------- load-time checks
+
+    def _find_decoder(self) -> tuple[Any, Any]:
+        """The text decoder and its list of layers, one per text-config hidden layer."""
+        decoder: Any = None
+        try:
+            decoder = self.model.get_decoder()
+        except Exception:  # handled below
+            decoder = None
+        for candidate in (decoder, getattr(self.model, "model", None), self.model.base_model):
+            if candidate is None or candidate is self.model:
+                continue
+            if getattr(candidate, "layers", None) is None and hasattr(candidate, "decoder"):
+                candidate = candidate.decoder  # OPT-style: model.decoder.layers
+            layers = getattr(candidate, "layers", None)
+            if layers is not None and len(layers) > 0:
+                expected = getattr(self.text_config, "num_hidden_layers", None)
+                if expected is not None and len(layers) > int(expected):
+                    layers = layers[: int(expected)]
+                return candidate, layers
+        raise ModelLoadError(
+            f"model {self.where}: its decoder layers could not be found "
+            f"({type(self.model).__name__}); sago needs a decoder with a list of layers"
+        )
+
+    def _stop_ids(self) -> set[int]:
         ids = self.model.generation_config.eos_token_id
-        if ids is None:
-            ids = self.tokenizer.eos_token_id
-        return set(ids if isinstance(ids, list) else [ids])
+        found: set[int] = set()
+        if ids is not None:
+            found |= set(ids if isinstance(ids, list) else [ids])
+        if self.tokenizer.eos_token_id is not None:
+            found.add(int(self.tokenizer.eos_token_id))
+        if not found:
+            raise ModelLoadError(f"model {self.where}: no end-of-sequence token id")
+        return {int(i) for i in found}
+
+    def _decoding_config(self) -> Any:
+        from transformers import GenerationConfig
+
+        checkpoint = self.checkpoint_generation_config
+        if self.use_model_defaults:
+            config = copy.deepcopy(checkpoint)
+        else:
+            config = GenerationConfig(**GREEDY)
+            config.bos_token_id = checkpoint.bos_token_id
+            config.decoder_start_token_id = checkpoint.decoder_start_token_id
+        config.eos_token_id = sorted(self.stop_ids)
+        config.pad_token_id = self.pad_id
+        return config
+
+    def _effective_decoding(self) -> dict[str, Any]:
+        """The decoding parameters generate() ends up with (unset ones take transformers'
+        global defaults)."""
+        from transformers import GenerationConfig
+
+        defaults: dict[str, Any] = {}
+        getter = getattr(GenerationConfig, "_get_default_generation_params", None)
+        if callable(getter):
+            defaults = dict(getter())
+        values = self.generation_config.to_dict()
+        effective = {}
+        for key in DECODING_KEYS:
+            value = values.get(key)
+            effective[key] = defaults.get(key) if value is None else value
+        if not effective.get("do_sample"):  # warpers are off without sampling
+            for key in ("temperature", "top_k", "top_p", "min_p", "typical_p"):
+                effective.pop(key, None)
+        effective = {k: v for k, v in effective.items() if v is not None}
+        effective["source"] = (
+            "checkpoint generation_config" if self.use_model_defaults else "greedy (argmax)"
+        )
+        return effective
+
+    def _configured_logit_transform(self) -> tuple[Callable[[Any], Any] | None, str]:
+        """The final-logit scaling the family applies after the head, from the text config."""
+        torch = self._torch
+        config = self.text_config
+        softcap = getattr(config, "final_logit_softcapping", None)
+        scale = getattr(config, "logit_scale", None)  # Cohere: logits * logit_scale
+        divisor = getattr(config, "logits_scaling", None)  # Granite: logits / logits_scaling
+        steps: list[Callable[[Any], Any]] = []
+        notes = []
+        if isinstance(scale, (int, float)) and scale != 1:
+            steps.append(lambda x: x * scale)
+            notes.append(f"x{scale}")
+        if isinstance(divisor, (int, float)) and divisor != 1:
+            steps.append(lambda x: x / divisor)
+            notes.append(f"/{divisor}")
+        if softcap:
+            steps.append(lambda x: torch.tanh(x / softcap) * softcap)
+            notes.append(f"softcap {softcap}")
+        if not steps:
+            return None, "head"
+
+        def transform(x: Any) -> Any:
+            for step in steps:
+                x = step(x)
+            return x
+
+        return transform, "head " + " ".join(notes)
+
+    def _probe_rows(self) -> tuple[list[_Encoded], list[list[int]]]:
+        encoded = [self._encode(p) for p in PROBE_PROMPTS]
+        response = self.tokenizer(PROBE_RESPONSE, add_special_tokens=False)["input_ids"]
+        response = [*list(response)[:6], min(self.stop_ids)]
+        return encoded, [e.ids + response for e in encoded]
+
+    def _probe(
+        self, encoded: list[_Encoded], rows: list[list[int]], n_resp: int, exact: bool
+    ) -> list[Any]:
+        """Every tensor the scoring pass yields for the probe rows, in a fixed order."""
+        out: dict[int, list[Any]] = {}
+        for index, hidden, user, logits in self._score_rows(
+            encoded, rows, [n_resp] * len(rows), exact
+        ):
+            out[index] = [hidden, user, logits]
+        return [t for i in sorted(out) for t in out[i]]
+
+    def _self_check(self) -> str:
+        """Compare the fast scoring path (hooks, head at response positions, shared-prefix
+        cache) with the model's own full forward on a two-row padded batch, and keep the
+        fastest setting that agrees. The model's own forward failing is a ModelLoadError."""
+        torch = self._torch
+        encoded, rows = self._probe_rows()
+        n_resp = len(rows[0]) - len(encoded[0].ids)
+        dtype = next(self.model.parameters()).dtype
+        try:
+            with torch.inference_mode():
+                exact = self._probe(encoded, rows, n_resp, exact=True)
+        except Exception as exc:  # a model that cannot run is the folder's
+            raise ModelLoadError(
+                f"model {self.where}: its forward pass failed on a test batch: "
+                f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+            ) from exc
+        transforms = [(self.logit_transform, self.logit_note)]
+        if self.logit_transform is not None:
+            transforms.append((None, "head (config scaling not applied by the model)"))
+        errors: list[str] = []
+        for use_prefix in (True, False):
+            for transform, note in transforms:
+                self.logit_transform, self.use_prefix = transform, use_prefix
+                try:
+                    with torch.inference_mode():
+                        fast = self._probe(encoded, rows, n_resp, exact=False)
+                except Exception as exc:  # the slow path still works
+                    errors.append(f"{type(exc).__name__}: {str(exc)[:120]}")
+                    continue
+                worst = 0.0
+                agree = True
+                for a, b in zip(fast, exact, strict=True):
+                    ok, error = _close(a, b, dtype)
+                    agree, worst = agree and ok, max(worst, error)
+                if agree:
+                    prefix = "" if use_prefix else ", shared-prefix cache off"
+                    return f"fast ({note}{prefix}; max |diff| {worst:.2e} vs own forward)"
+                errors.append(f"{note}: max |diff| {worst:.2e}")
+        self.exact, self.logit_transform, self.use_prefix = True, None, False
+        return "slow: model's own forward (fast path disagreed: " + "; ".join(errors) + ")"
+
+    # ---------------------------------------------------------------- public helpers
 
     def describe(self) -> dict[str, str]:
         import torch
         import transformers
 
-        return {
+        description = {
             "backend": self.name,
             "transformers": transformers.__version__,
             "torch": torch.__version__,
             "device": self.device if self.device != "cpu" else f"cpu ({platform.machine()})",
             "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
-            "layers": str(self.model.config.num_hidden_layers),
+            "layers": str(self.n_layers),
+            "architecture": type(self.model).__name__,
+            "decoding": json.dumps(self._effective_decoding(), sort_keys=True, default=str),
+            "chat_template_kwargs": json.dumps(self.chat_template_kwargs, sort_keys=True),
+            "stop_token_ids": json.dumps(self.stop_token_ids()),
+            "scoring_path": self.self_check,
         }
+        if self.devices > 1:
+            description["devices"] = str(self.devices)
+        return description
+
+    def stop_token_ids(self) -> list[int]:
+        """Token ids that end a response (generation_config's and the tokenizer's eos)."""
+        return sorted(self.stop_ids)
+
+    @property
+    def eos_ids(self) -> set[int]:
+        return self.stop_ids
 
     def encode_response(self, text: str) -> tuple[int, ...] | None:
         return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -140,17 +517,73 @@ class HFBackend:
         return [len(self.encode_prompt(p)) for p in prompts]
 
     def context_window(self) -> int | None:
-        window = getattr(self.model.config, "max_position_embeddings", None)
+        window = getattr(self.text_config, "max_position_embeddings", None)
         return int(window) if window else None
 
-    def encode_prompt(self, prompt: str) -> list[int]:
-        """Token ids of the prompt as the model sees it: chat template and assistant header."""
-        if self.tokenizer.chat_template:
+    def render_prompt(self, prompt: str) -> str | None:
+        """The prompt as text after the chat template (None: the model has none)."""
+        if not self.tokenizer.chat_template:
+            return None
+        try:
             text = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
+                [{"role": "user", "content": prompt}],
+                add_generation_prompt=True,
+                tokenize=False,
+                **self.chat_template_kwargs,
             )
-            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-        return list(self.tokenizer(prompt, add_special_tokens=True)["input_ids"])
+        except Exception as exc:  # a broken template is the model's
+            raise ConfigError(
+                f"model {self.where}: its chat template failed to render: "
+                f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+            ) from exc
+        return str(text)
+
+    def render_prompt_ids(self, prompt: str) -> list[int]:
+        """Token ids of the prompt as the model sees it: chat template and assistant header
+        (what another engine must be fed to see the same prompt)."""
+        return list(self._encode(prompt).ids)
+
+    encode_prompt = render_prompt_ids
+
+    def user_text_end(self, prompt: str) -> int:
+        """Index, in ``render_prompt_ids(prompt)``, of the last token of the user's text."""
+        return self._encode(prompt).user_end
+
+    def _encode(self, prompt: str) -> _Encoded:
+        cached = self._encoded.get(prompt)
+        if cached is not None:
+            return cached
+        text = self.render_prompt(prompt)
+        if text is None:
+            ids = list(self.tokenizer(prompt, add_special_tokens=True)["input_ids"])
+            encoded = _Encoded(ids, len(ids) - 1)
+        else:
+            encoded = self._encode_rendered(text, prompt)
+        if len(self._encoded) > 100_000:
+            self._encoded.clear()
+        self._encoded[prompt] = encoded
+        return encoded
+
+    def _encode_rendered(self, text: str, prompt: str) -> _Encoded:
+        needle = prompt if prompt in text else prompt.strip()
+        start = text.rfind(needle) if needle else -1
+        end_char = start + len(needle) if start >= 0 else len(text)
+        try:
+            enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+            ids = list(enc["input_ids"])
+            offsets = enc["offset_mapping"]
+            user_end = max(
+                (i for i, (a, b) in enumerate(offsets) if a < end_char and b > a), default=0
+            )
+        except (NotImplementedError, ValueError, KeyError, TypeError):  # slow tokenizer
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            head = self.tokenizer(text[:end_char], add_special_tokens=False)["input_ids"]
+            user_end = min(len(head), len(ids)) - 1
+        if start < 0 or not ids:
+            user_end = len(ids) - 1
+        return _Encoded(ids, max(0, min(user_end, len(ids) - 1)))
+
+    # ---------------------------------------------------------------- generation
 
     def _pad(self, rows: list[list[int]], side: str) -> tuple[Any, Any]:
         torch = self._torch
@@ -165,7 +598,7 @@ class HFBackend:
 
     def _cut(self, new_ids: list[int]) -> tuple[tuple[int, ...], str]:
         for position, token in enumerate(new_ids):
-            if token in self.eos_ids:
+            if token in self.stop_ids:
                 return tuple(new_ids[: position + 1]), "stop"
         return tuple(new_ids), "length"
 
@@ -174,15 +607,14 @@ class HFBackend:
     ) -> list[Generation]:
         encoded = [self.encode_prompt(p) for p in prompts]
         results: list[Generation | None] = [None] * len(prompts)
+        config = copy.deepcopy(self.generation_config)
+        config.max_new_tokens = max_new_tokens
+        config.max_length = None
         with self._torch.inference_mode():
             for batch in _length_sorted_batches([len(e) for e in encoded], batch_size):
                 ids, mask = self._pad([encoded[i] for i in batch], side="left")
                 out = self.model.generate(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    do_sample=False,
-                    max_new_tokens=max_new_tokens,
-                    pad_token_id=self.pad_id,
+                    input_ids=ids, attention_mask=mask, generation_config=config
                 )
                 for row, index in enumerate(batch):
                     token_ids, reason = self._cut(out[row, ids.shape[1] :].tolist())
@@ -190,20 +622,25 @@ class HFBackend:
                     results[index] = Generation(text, token_ids, reason)
         return [r for r in results if r is not None]
 
-    def _last_prompt_states(
-        self, ids: Any, mask: Any, positions: Any, prefix: Any = None
-    ) -> tuple[Any, Any]:
-        """(B, L, d) hidden states at ``positions`` for every layer, and the final states.
+    # ---------------------------------------------------------------- scoring
 
-        Hooks keep only the needed row of each layer's output instead of every position of
-        every layer; the last layer uses the model's normed output, exactly as
-        ``output_hidden_states`` reports it. ``prefix``: a KV cache of tokens shared by every
-        row, already computed (positions and ``ids`` then start after it).
-        """
+    def _pick(self, hidden: Any) -> Any:
+        """A layer's (B, S, d) state; AltUp models (Gemma 3n) stack (streams, B, S, d), and
+        the active stream is the one the model carries forward."""
+        return hidden[self.altup_index] if hidden.dim() == 4 else hidden
+
+    def _forward(
+        self, ids: Any, mask: Any, positions: list[Any], prefix: Any, exact: bool
+    ) -> tuple[list[Any], Any, Any]:
+        """(B, L, d) states at each set of ``positions`` for every decoder layer, the final
+        normed states (B, S, d) and, on the exact path, the model's own logits (B, S, V).
+
+        Fast path: hooks keep only the needed rows of each layer's output, the last layer is
+        the decoder's normed output, exactly as ``output_hidden_states`` reports it. Exact
+        path: the model's own forward with ``output_hidden_states``. ``prefix``: a KV cache
+        of tokens shared by every row, already computed (``ids`` then start after it)."""
         torch = self._torch
-        base = self.model.base_model
-        layers = getattr(base, "layers", None)
-        rows = torch.arange(ids.shape[0])
+        rows = torch.arange(ids.shape[0], device=ids.device)
         kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if prefix is not None:
             cache = copy.deepcopy(prefix)  # the forward appends to it
@@ -212,37 +649,104 @@ class HFBackend:
             kwargs["attention_mask"] = torch.cat(
                 [torch.ones_like(mask[:, :1]).expand(-1, cache.get_seq_length()), mask], dim=1
             )
-        if layers is None:  # unknown architecture: fall back to all hidden states
-            out = base(**kwargs, output_hidden_states=True)
-            states = torch.stack([h[rows, positions] for h in out.hidden_states[1:]], dim=1)
-            return states, out.last_hidden_state
-        captured: list[Any] = []
+        finals: list[Any] = []
+
+        def keep_final(module: Any, inputs: Any, output: Any) -> None:
+            finals.append(
+                output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
+            )
+
+        if exact:
+            handle = self.decoder.register_forward_hook(keep_final)
+            try:
+                out = self.model(**kwargs, output_hidden_states=True, use_cache=False)
+            finally:
+                handle.remove()
+            final = finals[-1]
+            layers = [self._pick(h) for h in out.hidden_states[1 : self.n_layers]] + [final]
+            states = [torch.stack([_rows_at(h, rows, p) for h in layers], dim=1) for p in positions]
+            return states, final, out.logits
+        captured: list[list[Any]] = [[] for _ in positions]
 
         def keep_rows(module: Any, inputs: Any, output: Any) -> None:
-            hidden = output[0] if isinstance(output, tuple) else output
-            captured.append(hidden[rows, positions])
+            hidden = self._pick(output[0] if isinstance(output, tuple) else output)
+            for store, p in zip(captured, positions, strict=True):
+                store.append(_rows_at(hidden, rows, p))
 
-        count = self.model.config.num_hidden_layers
-        handles = [layer.register_forward_hook(keep_rows) for layer in layers[: count - 1]]
+        handles = [layer.register_forward_hook(keep_rows) for layer in self.layers[:-1]]
         try:
-            out = base(**kwargs)
+            out = self.decoder(**kwargs, use_cache=prefix is not None)
         finally:
             for handle in handles:
                 handle.remove()
-        captured.append(out.last_hidden_state[rows, positions])
-        return torch.stack(captured, dim=1), out.last_hidden_state
+        final = out.last_hidden_state
+        states = []
+        for store, p in zip(captured, positions, strict=True):
+            store.append(_rows_at(final, rows, p))
+            states.append(torch.stack(store, dim=1))
+        return states, final, None
 
-    def _shared_prefix(self, rows: list[list[int]], prompt_lengths: list[int]) -> Any:
+    def _shared_prefix(
+        self,
+        rows: list[list[int]],
+        prompt_lengths: list[int],
+        user_ends: Sequence[int] | None = None,
+    ) -> Any:
         """KV cache of the tokens every row starts with (the chat template's system header),
-        or None. Capped so every row's last prompt token comes after it."""
-        first, limit, n = rows[0], min(prompt_lengths) - 1, 0
+        or None. Capped so every row's last prompt token, and the last token of its user
+        text (``user_ends``), come after it."""
+        limit = min(prompt_lengths) - 1
+        if user_ends:
+            limit = min(limit, min(user_ends))
+        first, n = rows[0], 0
         while n < limit and all(len(r) > n and r[n] == first[n] for r in rows):
             n += 1
-        if n < MIN_SHARED_PREFIX or getattr(self.model.base_model, "layers", None) is None:
+        if n < MIN_SHARED_PREFIX or self.exact or not self.use_prefix:
             return None
         ids = self._torch.tensor([first[:n]], device=self.device)
-        out = self.model.base_model(input_ids=ids, use_cache=True)
+        out = self.decoder(input_ids=ids, use_cache=True)
         return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+
+    def _score_rows(
+        self,
+        encoded: list[_Encoded],
+        rows: list[list[int]],
+        n_responses: list[int],
+        exact: bool,
+        batch_size: int | None = None,
+        max_batch_tokens: int | None = None,
+    ) -> Iterator[tuple[int, Any, Any, Any | None]]:
+        """Per row, batch by batch: (index, states (L, d) at the last prompt token, states at
+        the user's last token, response logits (n, vocab) float32 or None without response).
+        A generator, so each batch's logits are dropped once the caller has reduced them."""
+        torch = self._torch
+        n = len(rows)
+        prompt_lengths = [len(e.ids) for e in encoded]
+        user_ends = [e.user_end for e in encoded]
+        prefix = None if exact else self._shared_prefix(rows, prompt_lengths, user_ends)
+        skip = prefix.get_seq_length() if prefix is not None else 0
+        lengths = [len(r) - skip for r in rows]
+        for batch in _length_sorted_batches(lengths, batch_size or n, max_batch_tokens):
+            ids, mask = self._pad([rows[i][skip:] for i in batch], side="right")
+            n_prompt = torch.tensor([prompt_lengths[i] - skip for i in batch])
+            last = last_prompt_index(mask.cpu(), n_prompt, side="right").to(ids.device)
+            user = torch.tensor([encoded[i].user_end - skip for i in batch], device=ids.device)
+            states, final, logits = self._forward(ids, mask, [last, user], prefix, exact)
+            for row, index in enumerate(batch):
+                start, n_resp = prompt_lengths[index] - skip, n_responses[index]
+                row_logits = None
+                if n_resp > 0:
+                    # Position t predicts token t+1: response tokens are predicted by the
+                    # states at start-1 .. start+n_resp-2. Only those rows get logits.
+                    span = slice(start - 1, start + n_resp - 1)
+                    if logits is not None:
+                        row_logits = logits[row, span].float()
+                    else:
+                        head_out = self.head(final[row, span].to(self.head.weight.device))
+                        if self.logit_transform is not None:
+                            head_out = self.logit_transform(head_out)
+                        row_logits = head_out.float()
+                yield index, states[0][row], states[1][row], row_logits
 
     def score(
         self,
@@ -250,33 +754,29 @@ class HFBackend:
         batch_size: int,
         max_batch_tokens: int | None = None,
     ) -> list[TeacherForced]:
+        """Teacher-forced pass. ``hidden``: states at the rendered prompt's last token (where
+        the answer starts); ``hidden_user``: at the last token of the user's own text."""
         torch = self._torch
-        prompts = [self.encode_prompt(r.prompt) for r in requests]
-        rows = [p + list(r.response_token_ids) for p, r in zip(prompts, requests, strict=True)]
+        if not requests:
+            return []
+        encoded = [self._encode(r.prompt) for r in requests]
+        rows = [e.ids + list(r.response_token_ids) for e, r in zip(encoded, requests, strict=True)]
+        n_resp = [len(r.response_token_ids) for r in requests]
         results: list[TeacherForced | None] = [None] * len(requests)
-        head = self.model.get_output_embeddings()
         with torch.inference_mode():
-            prefix = self._shared_prefix(rows, [len(p) for p in prompts]) if rows else None
-            skip = prefix.get_seq_length() if prefix is not None else 0
-            lengths = [len(r) - skip for r in rows]
-            for batch in _length_sorted_batches(lengths, batch_size, max_batch_tokens):
-                ids, mask = self._pad([rows[i][skip:] for i in batch], side="right")
-                prompt_lengths = torch.tensor([len(prompts[i]) - skip for i in batch])
-                last = last_prompt_index(mask.cpu(), prompt_lengths, side="right").to(self.device)
-                states, final = self._last_prompt_states(ids, mask, last, prefix)
-                for row, index in enumerate(batch):
-                    hidden = states[row].float().cpu().numpy().astype(np.float32)
-                    n_prompt = len(prompts[index]) - skip
-                    n_resp = len(requests[index].response_token_ids)
-                    if n_resp == 0:
-                        results[index] = TeacherForced(hidden, 0.0, None, 0)
-                        continue
-                    # Position t predicts token t+1: response tokens are predicted by the
-                    # states at n_prompt-1 .. n_prompt+n_resp-2. Only those rows get logits.
-                    logits = head(final[row, n_prompt - 1 : n_prompt + n_resp - 1]).float()
-                    if self.softcap:
-                        logits = torch.tanh(logits / self.softcap) * self.softcap
-                    target = ids[row, n_prompt : n_prompt + n_resp]
-                    logprob, entropy = response_logprob_and_entropy(logits, target)
-                    results[index] = TeacherForced(hidden, logprob, entropy, n_resp)
+            scored = self._score_rows(
+                encoded, rows, n_resp, self.exact, batch_size, max_batch_tokens
+            )
+            for index, hidden_t, user_t, logits in scored:
+                hidden = hidden_t.float().cpu().numpy().astype(np.float32)
+                user = user_t.float().cpu().numpy().astype(np.float32)
+                if logits is None:
+                    results[index] = TeacherForced(hidden, 0.0, None, 0, hidden_user=user)
+                    continue
+                ids = requests[index].response_token_ids
+                target = torch.tensor(ids, device=logits.device)
+                logprob, entropy = response_logprob_and_entropy(logits, target)
+                results[index] = TeacherForced(
+                    hidden, logprob, entropy, n_resp[index], hidden_user=user
+                )
         return [r for r in results if r is not None]

@@ -10,6 +10,13 @@ the hidden state of the last prompt token at every transformer layer (not the em
 output), log p(response | prompt) summed over response tokens, and the mean over response
 positions of the full next-token distribution's entropy (nats). A backend that cannot give
 one of these returns None for it, and the pipeline records the axis as missing.
+
+Where Act is read: ``hidden`` is taken at the last token of the prompt as the model sees it
+(the rendered chat prompt's last token, e.g. the end of the assistant header, where the
+answer starts). ``hidden_user`` is taken at the last token of the user's own text inside
+that rendered prompt, a diagnostic recorded beside it; without a chat template both are
+the same position. A non-finite log-probability or entropy (e.g. -inf logits in bf16) is
+returned as it is; the pipeline records it as missing.
 """
 
 from __future__ import annotations
@@ -39,14 +46,22 @@ class ScoringRequest:
 
 @dataclass(frozen=True)
 class TeacherForced:
-    hidden: np.ndarray | None  # (layers, hidden_size) float32
+    # (layers, hidden_size) float32 at the rendered prompt's last token (where Act is read)
+    hidden: np.ndarray | None
     logprob: float | None
     mean_entropy: float | None
     n_response_tokens: int
     missing_reason: str | None = None  # why hidden/logprob/entropy are None, if they are
+    # (layers, hidden_size) float32 at the last token of the user's own text; None where a
+    # backend does not give it
+    hidden_user: np.ndarray | None = None
 
 
 class Backend(Protocol):
+    """``repeats_within_call`` (optional, default False): the backend tells a repeated
+    prompt apart only within one ``generate`` call (the API backend's request keys), so the
+    noise floor's replay is sent in the call of its base instead of a call of its own."""
+
     name: str
 
     def generate(

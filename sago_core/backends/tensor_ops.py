@@ -22,10 +22,16 @@ def response_logprob_and_entropy(logits: Any, target: Any) -> tuple[float, float
     """Sum of log p(target_t) and mean entropy (nats) of the full next-token distributions.
 
     ``logits``: (n, vocab) float32 for the n response positions; ``target``: (n,) token ids.
+    A token of probability 0 (a -inf logit) adds 0 to the entropy, as 0 log 0 = 0; anything
+    non-finite that remains (a -inf log-probability of a target, NaN logits) is returned as
+    it is, for the caller to record as missing.
     """
     import torch
 
-    logp = torch.log_softmax(logits, dim=-1)
-    token_logp = logp.gather(1, target.unsqueeze(1)).squeeze(1)
-    entropy = -(logp.exp() * logp).sum(dim=-1)
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    token_logp = logp.gather(1, target.long().unsqueeze(1)).squeeze(1)
+    p = logp.exp()
+    terms = torch.where(p > 0, -p * logp, torch.zeros_like(p))
+    terms = torch.where(torch.isnan(logp), logp, terms)  # NaN stays NaN
+    entropy = terms.sum(dim=-1)
     return float(token_logp.sum()), float(entropy.mean())

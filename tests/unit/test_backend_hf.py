@@ -152,3 +152,156 @@ def test_shared_prefix_is_used_and_changes_nothing(
         np.testing.assert_allclose(a.hidden, b.hidden, atol=1e-4)
         assert a.logprob == pytest.approx(b.logprob, abs=1e-3)
         assert a.mean_entropy == pytest.approx(b.mean_entropy, abs=1e-4)
+
+
+def test_entropy_ignores_zero_probability_tokens_and_keeps_non_finite() -> None:
+    logits = torch.tensor([[0.0, 0.0, float("-inf")]])
+    logprob, entropy = response_logprob_and_entropy(logits, torch.tensor([0]))
+    assert logprob == pytest.approx(np.log(0.5))
+    assert entropy == pytest.approx(np.log(2))  # 0 log 0 = 0, not NaN
+    # a target of probability 0: -inf comes back as it is (the stage records it missing)
+    logprob, entropy = response_logprob_and_entropy(logits, torch.tensor([2]))
+    assert logprob == float("-inf") and np.isfinite(entropy)
+    logprob, entropy = response_logprob_and_entropy(
+        torch.tensor([[float("nan"), 0.0]]), torch.tensor([1])
+    )
+    assert np.isnan(logprob) and np.isnan(entropy)
+
+
+def test_placement_over_several_gpus() -> None:
+    from sago_core.backends.hf import placement_kwargs
+    from sago_core.errors import ConfigError
+
+    assert placement_kwargs("cpu", 1, []) == {}
+    assert placement_kwargs("cuda", 1, [80 * 2**30]) == {}
+    two = placement_kwargs("cuda", 2, [80 * 2**30, 80 * 2**30, 40 * 2**30])
+    assert two == {"device_map": "auto", "max_memory": {0: "73728MiB", 1: "73728MiB"}}
+    with pytest.raises(ConfigError, match="no visible GPU"):
+        placement_kwargs("cpu", 2, [])
+    with pytest.raises(ConfigError, match="no visible GPU"):
+        placement_kwargs("cuda", 2, [])
+    with pytest.raises(ConfigError, match=r"more GPUs than are visible \(1\)"):
+        placement_kwargs("cuda", 2, [80 * 2**30])
+    with pytest.raises(ConfigError, match="at least 1"):
+        placement_kwargs("cuda", 0, [80 * 2**30])
+
+
+def test_several_devices_on_a_cpu_machine_is_a_config_error(tiny_model_dir: Path) -> None:
+    from sago_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="devices=2"):
+        HFBackend(resolve_local_model(str(tiny_model_dir)), device="cpu", devices=2)
+
+
+THINKING = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+    "{% endif %}{% endif %}"
+)
+
+
+def test_chat_template_kwargs_resolution() -> None:
+    from sago_core.backends.hf import resolve_chat_template_kwargs, template_variables
+    from sago_core.errors import ConfigError
+
+    assert "enable_thinking" in template_variables(THINKING)
+    assert "enable_thinking" in template_variables({"default": THINKING, "tool_use": "x"})
+    assert template_variables(None) == set()
+    assert resolve_chat_template_kwargs(THINKING, None, "m") == {"enable_thinking": False}
+    assert resolve_chat_template_kwargs("{{ messages }}", None, "m") == {}
+    assert resolve_chat_template_kwargs(None, None, "m") == {}
+    chosen = resolve_chat_template_kwargs(THINKING, (("enable_thinking", True),), "m")
+    assert chosen == {"enable_thinking": True}
+    with pytest.raises(ConfigError, match=r"model /models/q.*'thinking'"):
+        resolve_chat_template_kwargs(THINKING, (("thinking", True),), "/models/q")
+    with pytest.raises(ConfigError, match="no chat template"):
+        resolve_chat_template_kwargs(None, (("enable_thinking", True),), "m")
+
+
+def test_a_chat_template_that_fails_to_render_is_a_config_error(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from sago_core.errors import ConfigError
+
+    folder = tmp_path / "broken-template"
+    shutil.copytree(tiny_model_dir, folder)
+    for name in ("chat_template.json", "chat_template.jinja"):
+        (folder / name).unlink(missing_ok=True)
+    (folder / "chat_template.jinja").write_text("{{ raise_exception('no user turns here') }}")
+    with pytest.raises(ConfigError, match=r"broken-template.*failed to render"):
+        HFBackend(resolve_local_model(str(folder)))
+
+
+def test_a_model_whose_forward_fails_is_a_load_error(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import LlamaForCausalLM
+
+    from sago_core.errors import ModelLoadError
+
+    def broken(self: object, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("this architecture cannot run here")
+
+    monkeypatch.setattr(LlamaForCausalLM, "forward", broken)
+    with pytest.raises(ModelLoadError, match=rf"{tiny_model_dir.name}.*forward pass failed"):
+        HFBackend(resolve_local_model(str(tiny_model_dir)))
+
+
+def test_public_prompt_ids_stop_ids_and_description(backend: HFBackend) -> None:
+    import json
+
+    ids = backend.render_prompt_ids(PROMPTS[0])
+    assert ids == backend.encode_prompt(PROMPTS[0])
+    assert backend.stop_token_ids() == sorted(backend.eos_ids)
+    assert backend.tokenizer.eos_token_id in backend.stop_token_ids()
+    user = backend.user_text_end(PROMPTS[0])
+    assert PROMPTS[0] in backend.tokenizer.decode(ids[: user + 1])
+    assert PROMPTS[0] not in backend.tokenizer.decode(ids[:user])
+    description = backend.describe()
+    decoding = json.loads(description["decoding"])
+    assert decoding["do_sample"] is False and decoding["repetition_penalty"] == 1.0
+    assert description["layers"] == "3"
+    assert json.loads(description["chat_template_kwargs"]) == {}
+    assert description["scoring_path"].startswith("fast")
+    result = backend.score([ScoringRequest(PROMPTS[0], (42, 7))], batch_size=1)[0]
+    assert result.hidden is not None and result.hidden_user is not None
+    assert result.hidden_user.shape == result.hidden.shape == (3, 64)
+    assert not np.allclose(result.hidden_user, result.hidden)
+
+
+def test_an_unknown_logit_scaling_falls_back_to_the_models_own_forward(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An architecture whose forward scales its logits in a way sago does not know: the
+    load-time self-check sees the fast path disagree and scores through the model's own
+    forward, which then gives the model's own numbers."""
+    from transformers import LlamaForCausalLM
+
+    original = LlamaForCausalLM.forward
+
+    def halved(self: LlamaForCausalLM, *args: object, **kwargs: object) -> object:
+        out = original(self, *args, **kwargs)  # type: ignore[arg-type]
+        out.logits = out.logits * 0.5
+        return out
+
+    monkeypatch.setattr(LlamaForCausalLM, "forward", halved)
+    backend = HFBackend(resolve_local_model(str(tiny_model_dir)))
+    assert backend.describe()["scoring_path"].startswith("slow")
+    response = (42, 7, 1000, 5)
+    results = backend.score(
+        [ScoringRequest(PROMPTS[0], response), ScoringRequest(PROMPTS[2], response)], 2
+    )
+    prompt_ids = backend.render_prompt_ids(PROMPTS[0])
+    ids = torch.tensor([prompt_ids + list(response)])
+    with torch.inference_mode():
+        out = backend.model(input_ids=ids, output_hidden_states=True)
+    logp = torch.log_softmax(out.logits[0].float(), dim=-1)
+    n = len(prompt_ids)
+    expected = sum(float(logp[n - 1 + t, tok]) for t, tok in enumerate(response))
+    assert results[0].logprob == pytest.approx(expected, abs=1e-4)
+    assert results[0].hidden is not None
+    np.testing.assert_allclose(results[0].hidden[0], out.hidden_states[1][0, n - 1], atol=1e-5)
+    np.testing.assert_allclose(results[0].hidden[-1], out.hidden_states[-1][0, n - 1], atol=1e-5)
