@@ -95,7 +95,7 @@ def evaluate_model(
         mirroring_path=mirroring,
         out_dir=out,
     )
-    return {"generations": generations, "deltas": deltas}
+    return {"generations": generations, "analysis": analysis, "deltas": deltas}
 
 
 @flow(name="sago-evaluate", flow_run_name="evaluate-{config.preset}", log_prints=True)
@@ -182,6 +182,7 @@ def evaluate(config: RunConfig) -> str:
         generations_path=generations,
         provenance=provenance(config, inputs, run_dir),
         out_dir=out,
+        analysis_paths=[m["analysis"] for m in per_model],
     )
     write_manifest_task(config, inputs, stage.records, out)
     monitor.finish(summary, Path(report))

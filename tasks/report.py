@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sago_core.artifacts.store import read_parquet, write_text
-from sago_core.report.html import render_report
+from sago_core.report.html import read_analysis, render_report
 from tasks.stage import stage_task
 
 
@@ -20,7 +20,9 @@ def render_report_task(
     generations_path: str,
     provenance: dict[str, Any],
     out_dir: str,
+    analysis_paths: list[str] | None = None,
 ) -> str:
+    """``analysis_paths``: every model's analysis.parquet (the per-layer curves)."""
     page = render_report(
         read_parquet(summary_path),
         read_parquet(scores_path),
@@ -29,5 +31,6 @@ def render_report_task(
         read_parquet(prompts_path),
         read_parquet(generations_path),
         provenance,
+        analysis=read_analysis(analysis_paths) if analysis_paths else None,
     )
     return str(write_text(page, Path(out_dir) / "report.html"))

@@ -29,8 +29,11 @@ def bootstrap_pooled_ci(
     level: float = 0.95,
 ) -> tuple[float | None, float | None]:
     """Interval for the equal-weight mean of group means; None when there is no spread
-    to resample (fewer than two values in every group)."""
-    arrays = [np.asarray(g, dtype=np.float64) for g in groups if len(g)]
+    to resample (fewer than two values in every group). Non-finite values are left out
+    (they are missing measurements, not numbers to average)."""
+    arrays = [np.asarray(g, dtype=np.float64) for g in groups]
+    arrays = [a[np.isfinite(a)] for a in arrays]
+    arrays = [a for a in arrays if len(a)]
     if not arrays or all(len(a) < 2 for a in arrays):
         return None, None
     rng = np.random.default_rng(seed)

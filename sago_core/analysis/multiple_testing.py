@@ -1,4 +1,9 @@
-"""Holm and Benjamini-Hochberg adjusted p-values over a family of tests (None stays None)."""
+"""Holm and Benjamini-Hochberg adjusted p-values over a family of tests.
+
+A missing p-value (None, or NaN as a null becomes in a numpy array) stays missing and is not
+a member of the family: m counts only the tests that have a p-value, and one missing p never
+turns the others into NaN.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,9 @@ import numpy as np
 
 
 def _present(pvalues: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
-    index = np.array([i for i, p in enumerate(pvalues) if p is not None], dtype=int)
+    index = np.array(
+        [i for i, p in enumerate(pvalues) if p is not None and not np.isnan(p)], dtype=int
+    )
     values = np.array([pvalues[i] for i in index], dtype=np.float64)
     return index, values
 

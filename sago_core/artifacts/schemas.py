@@ -48,7 +48,10 @@ GENERATIONS: Schema = {
     "variant_id": pl.String,
     **VARIANT_KEY,
     "prompt_text": pl.String,
-    "response_text": pl.String,
+    "response_text": pl.String,  # raw decoded response, reasoning block included
+    # the answer compared by BLEU, BERTScore and mirroring: response_text after its reasoning
+    # block (axes/reasoning.py); null when that block never closed or the generation failed
+    "answer_text": pl.String,
     "response_token_ids": pl.List(pl.Int32),
     "finish_reason": pl.String,
     "failure_reason": pl.String,  # typed reason when no valid answer came back; text is null
@@ -60,7 +63,12 @@ ANALYSIS: Schema = {
     "dataset": pl.String,
     "prompt_id": pl.String,
     "variant_id": pl.String,
+    # per-layer cos against the base at the rendered prompt's last token (where the answer
+    # starts): the Act axis
     "layer_cosines": pl.List(pl.Float64),
+    # the same at the last token of the user's own text (diagnostic); null when the backend
+    # gives no such hidden states
+    "layer_cosines_user": pl.List(pl.Float64),
     "act_cos_mean": pl.Float64,
     "logprob": pl.Float64,
     "mean_entropy": pl.Float64,

@@ -21,6 +21,11 @@ Our documented choices (the spec fixes the shape, not the numbers):
   question (ends with '?') for a question variant; an imperative (its first word is a
   command verb from the list below) for an imperative variant. M(y_base, v) applies the
   same test to the base response, so a model that always answers in one mood scores 0.
+- Replay (the noise floor's row: the base prompt asked again unchanged): the prompt has no
+  surface form beyond the base's own, so there is nothing to mirror. M(y_replay, v) =
+  M(y_base, v) = 0 by construction and the MR floor is exactly 0, whatever the replay's
+  answer; this is a measurement (MR cannot vary on an unchanged prompt), not a gap, so a run
+  testing against the floor can mark MR.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from sago_core.scoring.axes import REPLAY_FAMILY
 from sago_core.variants.noise import PUNCTUATION_MARKS
 
 POLITENESS_MARKERS = (
@@ -209,6 +215,8 @@ def detect_mirroring(
     family: str, subtype: str, strength: float, response: str, base: str, variant_prompt: str
 ) -> Mirroring:
     """M(y^v, v) and M(y_base, v) for one variant, or a reason why no detector applies."""
+    if family == REPLAY_FAMILY:
+        return Mirroring(0, 0)  # an unchanged prompt: no surface form to mirror
     if family == "noise":
         return Mirroring(noise_mirroring(subtype, strength, response, base), 0)
     if family == "register":

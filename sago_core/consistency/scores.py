@@ -15,6 +15,7 @@ import polars as pl
 from sago_core.analysis.correctness import is_correct
 from sago_core.artifacts.schemas import CHECKPOINT_SCORES, conform
 from sago_core.scoring.axes import AXES, BASE_VARIANT_ID, POOLED
+from sago_core.stages.pairs import with_answers
 
 Checkpoint = tuple[str, int, str]  # family, position, model spec
 
@@ -44,8 +45,10 @@ def _row(
 def accuracy_rows(
     checkpoints: list[Checkpoint], prompts: pl.DataFrame, generations: pl.DataFrame
 ) -> list[dict]:
-    base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).join(
-        prompts.select("dataset", "prompt_id", "references"), on=["dataset", "prompt_id"]
+    base = (
+        with_answers(generations)
+        .filter(pl.col("variant_id") == BASE_VARIANT_ID)
+        .join(prompts.select("dataset", "prompt_id", "references"), on=["dataset", "prompt_id"])
     )
     rows = []
     for family, position, model in checkpoints:
@@ -54,7 +57,7 @@ def accuracy_rows(
             chosen = answers.filter(pl.col("dataset") == dataset)
             verdicts = [
                 is_correct(text, refs or [])
-                for text, refs in chosen.select("response_text", "references").iter_rows()
+                for text, refs in chosen.select("answer_text", "references").iter_rows()
             ]
             known = [v for v in verdicts if v is not None]
             value = sum(known) / len(known) if known else None

@@ -4,7 +4,10 @@
 - heatmap: SGS per dataset x axis, one panel per model;
 - dose-response: mean |normalised delta| against strength per axis, one line per
   position; politer (+) and ruder (-) register levels side by side;
-- distributions: per-prompt scores s per axis, one box per model.
+- distributions: per-prompt scores s per axis, one box per model;
+- layer curves (from analysis.parquet): mean cos - 1 per layer, one panel per model and
+  variant family, two lines: at the answer start (the rendered prompt's last token, the Act
+  axis) and at the end of the user's own text (where the variant's words end).
 """
 
 from __future__ import annotations
@@ -152,4 +155,78 @@ def distributions(scores: pl.DataFrame) -> bytes:
             ax.text(0.5, 0.5, "NA", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(axis)
     figure.suptitle("Per-prompt scores s (RMS of normalised deltas)")
+    return _png(figure)
+
+
+CURVES = (("layer_cosines", "answer start (axis)"), ("layer_cosines_user", "end of user text"))
+
+
+def _mean_curve(column: pl.Series) -> np.ndarray | None:
+    """Mean over rows of cos - 1 per layer; non-finite cosines are left out."""
+    lists = [c for c in column.to_list() if c is not None]
+    if not lists or len({len(c) for c in lists}) != 1:
+        return None
+    values = np.array(lists, dtype=np.float64)
+    values[~np.isfinite(values)] = np.nan
+    if np.isnan(values).all():
+        return None
+    return np.nanmean(values, axis=0) - 1.0
+
+
+def layer_curves(analysis: pl.DataFrame) -> bytes:
+    """``analysis`` rows with a ``family`` column (base rows are left out)."""
+    plt = _pyplot()
+    rows = analysis.filter(pl.col("family") != "base")
+    models = sorted(rows["model"].unique().to_list())
+    families = sorted(rows["family"].unique().to_list(), key=lambda f: (f == "replay", f))
+    figure, axes = plt.subplots(
+        max(len(models), 1),
+        max(len(families), 1),
+        figsize=(3.2 * max(len(families), 1), 2.6 * max(len(models), 1)),
+        squeeze=False,
+        sharey="row",
+    )
+    for i, model in enumerate(models):
+        for j, family in enumerate(families):
+            ax = axes[i][j]
+            chosen = rows.filter((pl.col("model") == model) & (pl.col("family") == family))
+            drawn = 0
+            for column, label in CURVES:
+                curve = _mean_curve(chosen[column]) if column in chosen.columns else None
+                if curve is not None:
+                    ax.plot(range(1, len(curve) + 1), curve, marker=".", label=label)
+                    drawn += 1
+            if not drawn:
+                ax.text(
+                    0.5,
+                    0.5,
+                    "no hidden states",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                    fontsize=8,
+                    color="grey",
+                )
+            ax.axhline(0.0, color="grey", linewidth=0.5)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+            title = "replay (floor)" if family == "replay" else family
+            ax.set_title(f"{title} — {model.split(':')[-1][:18]}", fontsize=8)
+            if i == len(models) - 1:
+                ax.set_xlabel("layer")
+            if j == 0:
+                ax.set_ylabel("mean cos - 1")
+    legend: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    if legend:
+        figure.legend(
+            list(legend.values()),
+            list(legend),
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.04),
+            ncol=len(legend),
+            fontsize=8,
+        )
+    figure.suptitle("Where Act is read: per-layer cosine to the base, two positions", y=1.02)
     return _png(figure)

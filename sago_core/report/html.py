@@ -2,8 +2,10 @@
 artifacts alone, so it opens offline and ``sago report <run>`` needs no model.
 
 Sections: pooled SGS per model and axis with p-values at the three tolerances and marks;
-per dataset; variants kept and rejected per family; missing axes with their reasons;
-figures; provenance from the manifest.
+per dataset; variants kept and rejected per family; missing axes with their reasons (and
+how many measurements were non-finite); figures; where Act is read (per-layer cosine curves
+at the answer start and at the end of the user's text, from analysis.parquet, when the
+caller passes it); provenance from the manifest.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sago_core.analysis.rankings import rank_agreement, rank_reversals
 from sago_core.report import figures
 from sago_core.report.summary_md import kept_counts, sgs_cell
 from sago_core.scoring.axes import AXES, POOLED, REPLAY_FAMILY
+from sago_core.scoring.deltas import NON_FINITE
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
@@ -164,13 +167,48 @@ def _missing(deltas: pl.DataFrame) -> str:
         .len()
         .sort("model", "axis")
     )
+    non_finite = int(gaps.filter(pl.col("missing_reason") == NON_FINITE)["len"].sum())
+    count = (
+        f"<p>{html.escape(NON_FINITE)}: {non_finite} (a NaN or inf from the backend or a "
+        "scorer, recorded as missing, never averaged).</p>"
+    )
     if not len(gaps):
-        return "<p>Every axis was measured for every kept variant.</p>"
+        return "<p>Every axis was measured for every kept variant.</p>" + count
     rows = [
         [html.escape(r["model"]), r["axis"], html.escape(r["missing_reason"]), str(r["len"])]
         for r in gaps.iter_rows(named=True)
     ]
-    return _table(["model", "axis", "reason", "variants"], rows, left=3)
+    return _table(["model", "axis", "reason", "variants"], rows, left=3) + count
+
+
+ANALYSIS_KEY = ["model", "dataset", "prompt_id", "variant_id"]
+
+
+def _layer_section(analysis: pl.DataFrame, deltas: pl.DataFrame) -> str:
+    """Per-layer cosine curves per variant family, at both positions (analysis.parquet; the
+    family comes from the deltas, the base rows are left out)."""
+    families = deltas.select([*ANALYSIS_KEY, "family"]).unique(ANALYSIS_KEY)
+    rows = analysis.join(families, on=ANALYSIS_KEY, how="left").with_columns(
+        pl.coalesce(pl.col("family"), pl.col("variant_id").str.split(":").list.first())
+    )
+    if "layer_cosines_user" not in rows.columns:  # analysis written before the second curve
+        rows = rows.with_columns(pl.lit(None, pl.List(pl.Float64)).alias("layer_cosines_user"))
+    measured = rows.filter(pl.col("family") != "base")
+    if not len(measured.drop_nulls("layer_cosines")):
+        return "<p>No hidden states in this run (e.g. an API model): no layer curves.</p>"
+    user = measured["layer_cosines_user"].drop_nulls().len()
+    note = (
+        ""
+        if user
+        else " The backend gave no hidden states at the end of the user's text: one line."
+    )
+    return (
+        "<p>Mean over variants of cos(h_l(variant), h_l(base)) - 1 per layer l. "
+        "<b>answer start (axis)</b>: the rendered prompt's last token, where the answer starts, "
+        "the position Act is measured at; <b>end of user text</b>: the last token of the "
+        f"user's own text inside the chat template.{note}</p>"
+        + _image("layer-curves", figures.layer_curves(rows))
+    )
 
 
 def _provenance(manifest: dict[str, Any]) -> str:
@@ -200,6 +238,8 @@ def _provenance(manifest: dict[str, Any]) -> str:
 def _correctness_section(
     prompts: pl.DataFrame, generations: pl.DataFrame, scores: pl.DataFrame
 ) -> str:
+    # a thinking model's answer is what follows its reasoning block (answer_text)
+    answers = "answer_text" if "answer_text" in generations.columns else "response_text"
     base = generations.filter(pl.col("variant_id") == "base").join(
         prompts.select("dataset", "prompt_id", "references"), on=["dataset", "prompt_id"]
     )
@@ -210,7 +250,7 @@ def _correctness_section(
             "prompt_id": base["prompt_id"],
             "correct": [
                 is_correct(r, refs)
-                for r, refs in zip(base["response_text"], base["references"], strict=True)
+                for r, refs in zip(base[answers], base["references"], strict=True)
             ],
         },
         schema_overrides={"correct": pl.Boolean},
@@ -299,7 +339,14 @@ def report_from_run(run_dir: Path) -> str:
         pl.read_parquet(run_dir / "prompts.parquet"),
         pl.read_parquet(run_dir / "generations.parquet"),
         provenance_of(manifest),
+        read_analysis(sorted((run_dir / "models").glob("*/analysis.parquet"))),
     )
+
+
+def read_analysis(paths: list[Path] | list[str]) -> pl.DataFrame | None:
+    """Every model's analysis.parquet as one frame (None when there is none)."""
+    frames = [pl.read_parquet(p) for p in paths]
+    return pl.concat(frames, how="diagonal_relaxed") if frames else None
 
 
 def render_report(
@@ -310,7 +357,10 @@ def render_report(
     prompts: pl.DataFrame,
     generations: pl.DataFrame,
     provenance: dict[str, Any],
+    analysis: pl.DataFrame | None = None,
 ) -> str:
+    """The page; ``analysis`` (the models' analysis.parquet, concatenated) adds the
+    where-Act-is-read section, left out when None."""
     kept = kept_counts(variants)
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     sections = [
@@ -342,6 +392,14 @@ def render_report(
         _image("heatmap", figures.heatmap(summary)),
         _image("dose-response", figures.dose_response(variant_deltas)),
         _image("distributions", figures.distributions(scores)),
+        *(
+            [
+                "<h2>Where Act is read (per-layer cosines)</h2>",
+                _layer_section(analysis, deltas),
+            ]
+            if analysis is not None
+            else []
+        ),
         "<h2>Provenance</h2>",
         _provenance(provenance),
     ]

@@ -22,6 +22,7 @@ from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.mirroring import register_mirroring
 from sago_core.errors import InputError
 from sago_core.scoring.axes import BASE_VARIANT_ID
+from sago_core.stages.pairs import with_answers
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 COLUMNS = ["pair_id", "direction", "question", "response_a_base", "response_b_variant"]
@@ -34,9 +35,10 @@ def judged_pairs(run_dir: Path) -> pl.DataFrame:
     if not parts:
         raise InputError("holds no mirroring artifacts (is it a finished run?)", file=str(run_dir))
     mirroring = pl.concat(parts).filter(pl.col("detector").str.starts_with("judge:"))
-    generations = pl.read_parquet(run_dir / "generations.parquet")
+    # The texts the judge compared: the answers after any reasoning block.
+    generations = with_answers(pl.read_parquet(run_dir / "generations.parquet"))
     base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        "model", "dataset", "prompt_id", pl.col("response_text").alias("base_response")
+        "model", "dataset", "prompt_id", pl.col("answer_text").alias("base_response")
     )
     joined = (
         mirroring.join(generations, on=KEY, how="inner")
@@ -45,7 +47,7 @@ def judged_pairs(run_dir: Path) -> pl.DataFrame:
     )
     offline = [
         register_mirroring(s, r, b)
-        for s, r, b in joined.select("strength", "response_text", "base_response").iter_rows()
+        for s, r, b in joined.select("strength", "answer_text", "base_response").iter_rows()
     ]
     pair_ids = [
         hashlib.sha256("\x1f".join(k).encode()).hexdigest()[:12]
@@ -81,7 +83,7 @@ def export_sample(run_dir: Path, out: Path, share: float = 0.1, seed: int = 0) -
                     row["direction"],
                     row["prompt_text"],
                     row["base_response"],
-                    row["response_text"],
+                    row["answer_text"],
                     "",
                 ]
             )

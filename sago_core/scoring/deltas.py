@@ -4,6 +4,15 @@ Every delta compares a variant with the base of the same prompt and model: BLEU/
 the one base response (never regenerated per variant), Prob/Ent of the base response scored
 under the variant prompt minus under the base prompt, Act from the per-layer cosines, MR from
 the mirroring indicators. A null measurement gives a null delta and a missing_reason.
+
+A non-finite measurement (NaN or inf logprob, entropy, cosine, BLEU, BERTScore: a backend's
+underflow, a scorer's NaN) is not a number to subtract: its delta is null with the reason
+``NON_FINITE``, so one poisoned value removes exactly its own deltas and never turns the
+prompt's s, the SGS, a p-value or the Holm/BH family into NaN. A subtraction that overflows
+to inf is treated the same way.
+
+BLEU, BERT and MR compare answers (``answer_text``): a pair whose answer is still inside a
+reasoning block is missing with that reason (axes/reasoning.py).
 """
 
 from __future__ import annotations
@@ -11,7 +20,10 @@ from __future__ import annotations
 import polars as pl
 
 from sago_core.artifacts.schemas import DELTAS, conform
+from sago_core.axes.reasoning import UNCLOSED_REASONING, answer_text
 from sago_core.scoring.axes import AXES, BASE_VARIANT_ID, SCALES
+
+NON_FINITE = "non-finite measurement"
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 PROMPT_KEY = ["model", "dataset", "prompt_id"]
@@ -24,11 +36,16 @@ def compute_deltas(
     pairs: pl.DataFrame,
     mirroring: pl.DataFrame,
 ) -> pl.DataFrame:
+    generations = _with_thinking_flag(generations)
     variants = generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).select(
-        KEY + VARIANT_COLUMNS + [pl.col("failure_reason").alias("variant_failure")]
+        KEY + VARIANT_COLUMNS + [pl.col("failure_reason").alias("variant_failure"), "thinking"]
     )
     base_failures = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        [*PROMPT_KEY, pl.col("failure_reason").alias("base_failure")]
+        [
+            *PROMPT_KEY,
+            pl.col("failure_reason").alias("base_failure"),
+            pl.col("thinking").alias("base_thinking"),
+        ]
     )
     base = analysis.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
         [
@@ -53,10 +70,20 @@ def compute_deltas(
     analysis_reason = pl.coalesce(
         pl.col("missing_reason"), pl.col("reason_base"), pl.lit("not measured by the backend")
     )
+    thinking = pl.when(pl.col("thinking")).then(pl.lit(f"variant {UNCLOSED_REASONING}"))
+    unanswered = pl.coalesce(
+        thinking, pl.when(pl.col("base_thinking")).then(pl.lit(f"base {UNCLOSED_REASONING}"))
+    )
     measures = {
         "act": (pl.col("act_cos_mean") - 1.0, analysis_reason),
-        "bleu": (pl.col("bleu") - 100.0, pl.lit("no BLEU for this pair")),
-        "bert": (pl.col("bert_f1") - 1.0, pl.lit("no BERTScore for this pair")),
+        "bleu": (
+            pl.col("bleu") - 100.0,
+            pl.coalesce(unanswered, pl.lit("no BLEU for this pair")),
+        ),
+        "bert": (
+            pl.col("bert_f1") - 1.0,
+            pl.coalesce(unanswered, pl.lit("no BERTScore for this pair")),
+        ),
         "prob": (pl.col("logprob") - pl.col("logprob_base"), analysis_reason),
         "ent": (pl.col("mean_entropy") - pl.col("ent_base"), analysis_reason),
         "mr": (
@@ -67,7 +94,8 @@ def compute_deltas(
     frames = []
     for axis in AXES:
         value, reason = measures[axis]
-        delta = value.cast(pl.Float64)
+        raw = value.cast(pl.Float64)
+        delta = pl.when(raw.is_finite()).then(raw).otherwise(None)
         frames.append(
             wide.select(
                 KEY
@@ -76,11 +104,24 @@ def compute_deltas(
                     pl.lit(axis).alias("axis"),
                     delta.alias("delta"),
                     (delta / SCALES[axis]).alias("delta_norm"),
-                    pl.when(delta.is_null())
+                    pl.when(raw.is_null())
                     .then(pl.coalesce(failed, reason))
+                    .when(delta.is_null())
+                    .then(pl.lit(NON_FINITE))
                     .otherwise(None)
                     .alias("missing_reason"),
                 ]
             )
         )
     return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])
+
+
+def _with_thinking_flag(generations: pl.DataFrame) -> pl.DataFrame:
+    """``thinking``: a response that came back but whose answer is still inside its reasoning
+    block (``answer_text`` null); derived from ``response_text`` for frames without it."""
+    if "answer_text" not in generations.columns:
+        answers = [answer_text(r) for r in generations["response_text"].to_list()]
+        generations = generations.with_columns(pl.Series("answer_text", answers, pl.String))
+    return generations.with_columns(
+        (pl.col("response_text").is_not_null() & pl.col("answer_text").is_null()).alias("thinking")
+    )

@@ -2,6 +2,9 @@
 
 The replay row (the base prompt asked again) is not a variant: it never enters s. Its
 |delta_norm| is kept beside s as that prompt's noise floor.
+
+A non-finite delta_norm (only in deltas written before deltas.py made them missing) counts
+as missing with the reason "non-finite measurement": s is the RMS over the finite ones.
 """
 
 from __future__ import annotations
@@ -10,12 +13,21 @@ import polars as pl
 
 from sago_core.artifacts.schemas import SCORES, conform
 from sago_core.scoring.axes import REPLAY_FAMILY
+from sago_core.scoring.deltas import NON_FINITE
 
 GROUP = ["model", "dataset", "prompt_id", "axis"]
 
 
 def score_prompts(deltas: pl.DataFrame) -> pl.DataFrame:
     """RMS per (model, dataset, prompt, axis); null with a reason when no delta exists."""
+    finite = pl.col("delta_norm").is_finite()
+    deltas = deltas.with_columns(
+        pl.when(finite).then(pl.col("delta_norm")).alias("delta_norm"),
+        pl.when(pl.col("delta_norm").is_not_null() & ~finite)
+        .then(pl.lit(NON_FINITE))
+        .otherwise(pl.col("missing_reason"))
+        .alias("missing_reason"),
+    )
     variants = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     values = pl.col("delta_norm").drop_nulls()
     scale = values.abs().max()

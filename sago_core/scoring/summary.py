@@ -15,6 +15,10 @@ Noise floor: ``floor`` is the mean per-prompt replay |delta_norm| (equal-weight 
 when pooled) and ``p_floor`` a one-sided paired t-test of s - floor > 0 over the prompts that
 have both. ``test_against`` picks which of p_eps_0_05 and p_floor is ``p_reference``, the
 p-value behind the significance marks and the Holm/BH corrections.
+
+Only finite numbers enter: a non-finite s or floor (deltas.py already makes non-finite
+measurements missing) is left out like a null one, and a row without a p-value (too few
+prompts, no floor) keeps a null p_holm/p_bh and is not part of the correction family.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def _floor_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float | No
     """Mean floor (equal weight per dataset) and the paired test of s over its floor."""
     means, diffs = [], []
     for s, floor in pairs:
-        have = ~np.isnan(floor)
+        have = np.isfinite(floor) & np.isfinite(s)
         if have.any():
             means.append(float(floor[have].mean()))
             diffs.append(s[have] - floor[have])
@@ -68,7 +72,8 @@ def _row(model: str, dataset: str, axis: str, groups: list[tuple[np.ndarray, np.
     )
     row["floor"], row["p_floor"] = _floor_stats(groups)
     effect = minimum_detectable_effect(len(values))
-    row["mde"] = effect * float(values.std(ddof=1)) if effect is not None else None
+    mde = effect * float(values.std(ddof=1)) if effect is not None else None
+    row["mde"] = mde if mde is not None and np.isfinite(mde) else None
     return row
 
 
@@ -81,7 +86,7 @@ def _scores_and_floors(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 def summarize(scores: pl.DataFrame, test_against: str = "eps") -> pl.DataFrame:
     rows = []
-    valid = scores.filter(pl.col("s").is_not_null())
+    valid = scores.filter(pl.col("s").is_not_null() & pl.col("s").is_finite())
     for (model, axis), frame in scores.group_by(["model", "axis"], maintain_order=True):
         have = valid.filter((pl.col("model") == model) & (pl.col("axis") == axis))
         groups = []

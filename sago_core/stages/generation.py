@@ -1,4 +1,17 @@
-"""Stage: greedy responses to the base prompt and every kept variant -> generations.parquet."""
+"""Stage: greedy responses to the base prompt and every kept variant -> generations.parquet.
+
+The replay rows (the noise floor: each base prompt asked again) are generated in a backend
+call of their own, after the call holding the bases and variants: a replay never shares a
+batch with its base, so it gets other batch companions and other padding. The noise floor
+therefore includes what batching and padding change by themselves (on a GPU, batched
+kernels need not be bitwise equal across batch shapes), not only a rerun's noise. A backend
+that says ``repeats_within_call`` (the API backend: no batches or padding, and it tells a
+replay from its base only when both arrive in one call, its request key counting repeats
+within a call) gets the replay in the call of its base. Rows keep their order whatever the calls.
+
+``answer_text`` is the response after its reasoning block (axes/reasoning.py), the text the
+pair scores and mirroring compare; ``response_text`` stays the raw decoded response.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +20,22 @@ import json
 import polars as pl
 
 from sago_core.artifacts.schemas import GENERATIONS, conform
-from sago_core.backends.protocol import Backend
+from sago_core.axes.reasoning import answer_text
+from sago_core.backends.protocol import Backend, Generation
 from sago_core.config import GenerationSettings
 from sago_core.data.prompt import split_source
 from sago_core.errors import InputError
-from sago_core.scoring.axes import BASE_VARIANT_ID
+from sago_core.scoring.axes import BASE_VARIANT_ID, REPLAY_FAMILY
+
+
+def replay_apart(backend: Backend, families: list[str]) -> list[list[int]]:
+    """Row indices per backend call: every non-replay row first, then the replay rows in a
+    call of their own (one call when there is no replay, or the backend needs one call)."""
+    replay = [i for i, family in enumerate(families) if family == REPLAY_FAMILY]
+    rest = [i for i, family in enumerate(families) if family != REPLAY_FAMILY]
+    if not replay or not rest or getattr(backend, "repeats_within_call", False):
+        return [list(range(len(families)))]
+    return [rest, replay]
 
 
 def generation_requests(prompts: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
@@ -85,16 +109,21 @@ def generate_responses(
     requests = generation_requests(prompts, variants)
     texts = requests["prompt_text"].to_list()
     ensure_fits(backend, texts, prompt_origins(requests, prompts), settings.max_new_tokens)
-    outputs = backend.generate(
-        requests["prompt_text"].to_list(), settings.max_new_tokens, settings.batch_size
-    )
+    slots: list[Generation | None] = [None] * len(texts)
+    for call in replay_apart(backend, requests["family"].to_list()):
+        answers = backend.generate(
+            [texts[i] for i in call], settings.max_new_tokens, settings.batch_size
+        )
+        if len(answers) != len(call):
+            raise RuntimeError(f"backend {backend.name} answered {len(answers)} of {len(call)}")
+        for i, answer in zip(call, answers, strict=True):
+            slots[i] = answer
+    outputs = [o for o in slots if o is not None]
+    responses = [None if o.failure_reason else o.response_text for o in outputs]
     frame = requests.with_columns(
         pl.lit(model).alias("model"),
-        pl.Series(
-            "response_text",
-            [None if o.failure_reason else o.response_text for o in outputs],
-            dtype=pl.String,
-        ),
+        pl.Series("response_text", responses, dtype=pl.String),
+        pl.Series("answer_text", [answer_text(r) for r in responses], dtype=pl.String),
         pl.Series(
             "response_token_ids",
             [list(o.response_token_ids) for o in outputs],

@@ -1,4 +1,11 @@
-"""Stages: pair scores (BLEU, BERTScore of y^v against y) and mirroring verdicts."""
+"""Stages: pair scores (BLEU, BERTScore of y^v against y) and mirroring verdicts.
+
+Both compare answers, ``answer_text`` (the response after a thinking model's reasoning block,
+axes/reasoning.py), never the raw ``response_text``. A generations frame without that column
+(written before it existed) gets it derived from ``response_text`` here. A pair whose answer
+is still inside its reasoning block has no BLEU/BERTScore (null; deltas.py gives the reason)
+and no mirroring verdict (missing with that reason).
+"""
 
 from __future__ import annotations
 
@@ -9,16 +16,31 @@ import polars as pl
 from sago_core.artifacts.schemas import MIRRORING, PAIRS, conform
 from sago_core.axes.judge import JudgeRequest, RegisterJudge
 from sago_core.axes.mirroring import Mirroring, detect_mirroring
+from sago_core.axes.reasoning import UNCLOSED_REASONING, answer_text
 from sago_core.axes.text_similarity import sentence_bleu
 from sago_core.scoring.axes import BASE_VARIANT_ID
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
+NO_ANSWER = "no answer to compare (generation failed)"
+
+
+def with_answers(generations: pl.DataFrame) -> pl.DataFrame:
+    """``generations`` with its ``answer_text`` column (derived when absent)."""
+    if "answer_text" in generations.columns:
+        return generations
+    answers = [answer_text(r) for r in generations["response_text"].to_list()]
+    return generations.with_columns(pl.Series("answer_text", answers, dtype=pl.String))
 
 
 def _with_base_response(generations: pl.DataFrame) -> pl.DataFrame:
+    generations = with_answers(generations)
     base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        "model", "dataset", "prompt_id", pl.col("response_text").alias("base_response")
+        "model",
+        "dataset",
+        "prompt_id",
+        pl.col("answer_text").alias("base_answer"),
+        pl.col("response_text").alias("base_response"),
     )
     return generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).join(
         base, on=["model", "dataset", "prompt_id"], how="left"
@@ -26,12 +48,13 @@ def _with_base_response(generations: pl.DataFrame) -> pl.DataFrame:
 
 
 def score_pairs(generations: pl.DataFrame, f1: F1Fn) -> pl.DataFrame:
-    """BLEU and BERTScore per pair; a pair whose variant or base answer failed is null."""
+    """BLEU and BERTScore per pair of answers; a pair whose variant or base answer failed,
+    or is still inside its reasoning block, is null."""
     rows = _with_base_response(generations)
     answered = rows.filter(
-        pl.col("response_text").is_not_null() & pl.col("base_response").is_not_null()
+        pl.col("answer_text").is_not_null() & pl.col("base_answer").is_not_null()
     )
-    hyps, refs = answered["response_text"].to_list(), answered["base_response"].to_list()
+    hyps, refs = answered["answer_text"].to_list(), answered["base_answer"].to_list()
     scored = answered.select(KEY).with_columns(
         pl.Series(
             "bleu", [sentence_bleu(h, r) for h, r in zip(hyps, refs, strict=True)], pl.Float64
@@ -41,35 +64,44 @@ def score_pairs(generations: pl.DataFrame, f1: F1Fn) -> pl.DataFrame:
     return conform(rows.select(KEY).join(scored, on=KEY, how="left"), PAIRS)
 
 
+def _gap(row: dict) -> str | None:
+    """Why a pair has no two answers to compare, or None when it has them."""
+    if row["response_text"] is None or row["base_response"] is None:
+        return NO_ANSWER
+    if row["answer_text"] is None or row["base_answer"] is None:
+        return UNCLOSED_REASONING
+    return None
+
+
 def detect_mirroring_frame(
     generations: pl.DataFrame, judge: RegisterJudge | None = None
 ) -> pl.DataFrame:
     """Rule detectors for every family; register pairs go to the judge when one is given."""
     rows = _with_base_response(generations)
+    named = list(rows.iter_rows(named=True))
+    gaps = [_gap(r) for r in named]
     verdicts = [
         detect_mirroring(
             r["family"],
             r["subtype"],
             r["strength"],
-            r["response_text"],
-            r["base_response"],
+            r["answer_text"],
+            r["base_answer"],
             r["prompt_text"],
         )
-        if r["response_text"] is not None and r["base_response"] is not None
-        else Mirroring(None, None, "no answer to compare (generation failed)")
-        for r in rows.iter_rows(named=True)
+        if gap is None
+        else Mirroring(None, None, gap)
+        for r, gap in zip(named, gaps, strict=True)
     ]
     detectors = ["rules"] * len(verdicts)
     if judge is not None:
         judged = [
             i
-            for i, r in enumerate(rows.iter_rows(named=True))
-            if r["family"] == "register"
-            and r["response_text"] is not None
-            and r["base_response"] is not None
+            for i, (r, gap) in enumerate(zip(named, gaps, strict=True))
+            if r["family"] == "register" and gap is None
         ]
         requests = [
-            JudgeRequest(rows["strength"][i], rows["response_text"][i], rows["base_response"][i])
+            JudgeRequest(named[i]["strength"], named[i]["answer_text"], named[i]["base_answer"])
             for i in judged
         ]
         for i, verdict in zip(judged, judge.judge(requests), strict=True):

@@ -118,7 +118,7 @@ def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
     assert not any(_stages(run_dir).values())
     assert (run_dir / "summary.md").read_text().startswith("# SAGO summary")
     report = (run_dir / "report.html").read_text()
-    assert report.count("data:image/png;base64,") == 4
+    assert report.count("data:image/png;base64,") == 5
     summary = pl.read_parquet(run_dir / "summary.parquet")
     pooled = summary.filter(pl.col("dataset") == "__pooled__")
     assert pooled["ci_low"].null_count() == 0 and pooled["p_holm"].null_count() == 0

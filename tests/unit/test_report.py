@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 
 from sago_core.report.html import render_report
 from sago_core.scoring.axes import AXES, SCALES
@@ -43,8 +46,8 @@ def _deltas() -> pl.DataFrame:
                             else None,
                         }
                     )
-            for axis in AXES:  # the replay: a small floor on prob, exact elsewhere, no MR
-                delta = {"prob": -0.5, "mr": None}.get(axis, 0.0)
+            for axis in AXES:  # the replay: a small floor on prob, exact elsewhere
+                delta = {"prob": -0.5}.get(axis, 0.0)
                 rows.append(
                     {
                         "model": "hf:m",
@@ -58,9 +61,7 @@ def _deltas() -> pl.DataFrame:
                         "axis": axis,
                         "delta": delta,
                         "delta_norm": None if delta is None else delta / SCALES[axis],
-                        "missing_reason": "no mirroring detector for replay/base"
-                        if delta is None
-                        else None,
+                        "missing_reason": None,
                     }
                 )
     return pl.DataFrame(rows)
@@ -113,7 +114,9 @@ def test_report_tables_equal_values_recomputed_from_deltas() -> None:
     assert "backend exposes no hidden states" in page
     floor_row = re.search(r'<td class="l">prob</td><td>([0-9.]+)</td><td>8</td>', page)
     assert floor_row is not None and float(floor_row.group(1)) == round(0.5 / SCALES["prob"], 4)
-    assert "no mirroring detector for replay/base" in page  # the floor's NA, with its reason
+    mr_floor = re.search(r'<td class="l">mr</td><td>([0-9.]+)</td><td>8</td>', page)
+    assert mr_floor is not None and float(mr_floor.group(1)) == 0.0  # MR floor: 0 by design
+    assert "non-finite measurement: 0 " in page
 
 
 def test_report_splits_stability_by_correctness_and_ranks_need_two_models() -> None:
@@ -132,3 +135,76 @@ def test_report_splits_stability_by_correctness_and_ranks_need_two_models() -> N
     )
     page_two = render_report(two, scores, deltas, variants, prompts, generations, {})
     assert "Kendall tau" in page_two
+
+
+def _analysis(deltas: pl.DataFrame) -> pl.DataFrame:
+    """Per-layer cosines per variant: 1 - 0.1 x layer at the answer start, half that at the
+    end of the user's text; the replay at 1 (no movement)."""
+    keys = deltas.select("model", "dataset", "prompt_id", "variant_id").unique(maintain_order=True)
+    replay = keys["variant_id"].str.starts_with("replay")
+    return keys.with_columns(
+        pl.Series(
+            "layer_cosines",
+            [[1.0] * 3 if r else [0.9, 0.8, 0.7] for r in replay],
+            dtype=pl.List(pl.Float64),
+        ),
+        pl.Series(
+            "layer_cosines_user",
+            [[1.0] * 3 if r else [0.95, 0.9, 0.85] for r in replay],
+            dtype=pl.List(pl.Float64),
+        ),
+    )
+
+
+def test_report_draws_both_layer_curves_from_analysis() -> None:
+    from sago_core.report.figures import _mean_curve
+
+    deltas = _deltas()
+    scores = score_prompts(deltas)
+    summary = summarize(scores)
+    prompts, generations = _answers()
+    variants = pl.DataFrame({"family": ["register"], "kept": [True]})
+    analysis = _analysis(deltas)
+    page = render_report(
+        summary, scores, deltas, variants, prompts, generations, {}, analysis=analysis
+    )
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == 5 and 'id="fig-layer-curves"' in page
+    assert "answer start (axis)" in page and "end of user text" in page
+    register = analysis.filter(~pl.col("variant_id").str.starts_with("replay"))
+    axis_curve = _mean_curve(register["layer_cosines"])
+    user_curve = _mean_curve(register["layer_cosines_user"])
+    assert axis_curve is not None and user_curve is not None
+    assert axis_curve.tolist() == pytest.approx([-0.1, -0.2, -0.3])
+    assert user_curve.tolist() == pytest.approx([-0.05, -0.1, -0.15])
+    # an old analysis file, or a backend without user-text states: one line, said so
+    old = analysis.drop("layer_cosines_user")
+    page_old = render_report(summary, scores, deltas, variants, prompts, generations, {}, old)
+    assert 'id="fig-layer-curves"' in page_old and "one line" in page_old
+    # no analysis passed: no section
+    plain = render_report(summary, scores, deltas, variants, prompts, generations, {})
+    assert "fig-layer-curves" not in plain
+
+
+def test_sago_report_rebuilds_the_layer_curves_from_each_models_analysis(tmp_path: Path) -> None:
+    from sago_core.report.html import report_from_run
+
+    deltas = _deltas()
+    scores = score_prompts(deltas)
+    prompts, generations = _answers()
+    frames = {
+        "summary": summarize(scores),
+        "scores": scores,
+        "deltas": deltas,
+        "variants": pl.DataFrame({"family": ["register"], "kept": [True]}),
+        "prompts": prompts,
+        "generations": generations,
+    }
+    for name, frame in frames.items():
+        frame.write_parquet(tmp_path / f"{name}.parquet")
+    manifest = {"run_id": "r", "config": {}, "models": {}, "packages": {}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert "fig-layer-curves" not in report_from_run(tmp_path)  # no model folder: no section
+    (tmp_path / "models" / "hf_m-1234").mkdir(parents=True)
+    _analysis(deltas).write_parquet(tmp_path / "models" / "hf_m-1234" / "analysis.parquet")
+    assert 'id="fig-layer-curves"' in report_from_run(tmp_path)

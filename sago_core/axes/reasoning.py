@@ -1,0 +1,45 @@
+"""The answer of a thinking model: what follows its reasoning block.
+
+A reasoning model writes ``<think>...</think>`` (or ``<thinking>``, ``<reasoning>``; any
+case) before its answer. BLEU, BERTScore and mirroring compare answers, so they read
+``answer_text``: the text after the last closing tag, stripped. Qwen3's chat template opens
+the block itself when thinking is on, so a response may hold a closing tag without an
+opening one; that is still a reasoning block. A block that never closes (max_new_tokens ran
+out while the model was thinking, or it opened a new block after the last closing tag) has
+no answer: None, and the axes comparing answers are missing with ``UNCLOSED_REASONING``.
+
+A response without any tag is returned unchanged (not stripped), so non-thinking models'
+scores are exactly what they were before this module existed. Known limit: when a template
+opened the block and the budget ran out before any closing tag, the response carries no tag
+at all and reads as an answer; the run's ``chat_template_kwargs`` (thinking off, the
+default) is what avoids that case.
+"""
+
+from __future__ import annotations
+
+import re
+
+UNCLOSED_REASONING = "answer still inside a reasoning block (max_new_tokens reached while thinking)"
+
+_TAGS = r"(?:think|thinking|reasoning)"
+_OPEN = re.compile(rf"<\s*{_TAGS}\s*>", re.IGNORECASE)
+_CLOSE = re.compile(rf"<\s*/\s*{_TAGS}\s*>", re.IGNORECASE)
+
+
+def answer_text(response: str | None) -> str | None:
+    """The answer part of ``response``; None when there is none (no response, or the
+    reasoning block is still open)."""
+    if response is None:
+        return None
+    closes = list(_CLOSE.finditer(response))
+    if not closes:
+        return None if _OPEN.search(response) else response
+    after = response[closes[-1].end() :]
+    if _OPEN.search(after):
+        return None  # a new block opened after the last one closed, and never closed
+    return after.strip()
+
+
+def still_thinking(response: str | None) -> bool:
+    """A response that exists but has no answer yet (its reasoning block never closed)."""
+    return response is not None and answer_text(response) is None
