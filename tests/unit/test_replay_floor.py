@@ -58,9 +58,12 @@ def _state(text: str, salt: float) -> np.ndarray:
 class RecordingBackend(FakeBackend):
     """Records every call's prompts; answers depend on the prompt; scores depend on the text."""
 
-    def __init__(self, name: str = "recording", user_states: bool = True) -> None:
+    def __init__(
+        self, name: str = "recording", user_states: bool = True, repeats_within_call: bool = False
+    ) -> None:
         super().__init__(lambda p: "Thank you! " + p[:12] if "  " in p else "Paris " + p[-6:])
         self.name = name
+        self.repeats_within_call = repeats_within_call
         self.user_states = user_states
         self.generate_batches: list[list[str]] = []
         self.score_batches: list[list[str]] = []
@@ -126,7 +129,7 @@ def test_the_replay_is_generated_and_scored_in_calls_apart_from_its_base() -> No
 
 def test_an_api_backend_keeps_the_replay_in_the_call_of_its_base() -> None:
     """An API tells a repeat from its original only within one call (ApiBackend.request_key)."""
-    backend = RecordingBackend(name="litellm")
+    backend = RecordingBackend(name="litellm", repeats_within_call=True)
     _run(backend)
     assert len(backend.generate_batches) == 1
 
