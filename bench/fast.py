@@ -14,8 +14,9 @@ from bench.workload import BERTSCORE, MODEL, Workload
 from sago_core.artifacts.schemas import DELTAS, GENERATIONS
 from sago_core.artifacts.store import write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
-from sago_core.backends.factory import get_backend
-from sago_core.config import AnalysisSettings, GenerationSettings
+from sago_core.backends.factory import open_backend
+from sago_core.backends.target import model_target
+from sago_core.config import AnalysisSettings, GenerationSettings, RunConfig
 from sago_core.scoring.deltas import compute_deltas
 from sago_core.stages.analysis import analyse_pairs
 from sago_core.stages.generation import generate_responses
@@ -26,7 +27,8 @@ def run(workdir: Path, name: str) -> None:
     spec, prompts, variants = Workload.load(workdir)
     watch = Stopwatch()
     with watch.stage("load"):
-        backend = get_backend(MODEL)  # once per process, whatever the number of datasets
+        # once per process, whatever the number of datasets
+        backend = open_backend(model_target(RunConfig(), MODEL))
         scorer = get_bert_scorer(*BERTSCORE)
     with watch.stage("generation"):
         settings = GenerationSettings(max_new_tokens=spec.max_new_tokens, batch_size=96)

@@ -57,7 +57,7 @@ def build_model(size: str, folder: Path) -> int:
     )
     torch.manual_seed(0)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-        model = LlamaForCausalLM(config).to(torch.bfloat16)
+        model = LlamaForCausalLM(config).bfloat16()
     model.generation_config.eos_token_id = 0
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)

@@ -8,6 +8,7 @@ sago's own, so any difference in results comes from the model-calling strategy a
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,10 @@ import polars as pl
 
 from bench.timing import Stopwatch
 from bench.workload import BERTSCORE, MODEL, Workload
-from sago_core.artifacts.schemas import ANALYSIS, DELTAS, GENERATIONS, PAIRS, conform
+from sago_core.artifacts.schemas import ANALYSIS, DELTAS, GENERATIONS, PAIRS, Schema, conform
 from sago_core.artifacts.store import write_parquet
 from sago_core.axes.activation import layer_cosines
+from sago_core.axes.reasoning import answer_text
 from sago_core.axes.text_similarity import sentence_bleu
 from sago_core.backends.model_source import (
     parse_model_spec,
@@ -124,7 +126,7 @@ def run(workdir: Path) -> None:
                     }
                 )
     decode = load_model()[1].decode
-    generations = conform(
+    generations = generations_frame(
         requests.with_columns(
             pl.Series(
                 "response_token_ids",
@@ -136,18 +138,56 @@ def run(workdir: Path) -> None:
                 [decode(responses[k], skip_special_tokens=True).strip() for k in _keys(requests)],
             ),
             pl.lit("n/a").alias("finish_reason"),
-        ),
-        GENERATIONS,
+        )
     )
-    analysis = conform(pl.DataFrame(analysis_rows), ANALYSIS)
+    analysis = fill_schema(pl.DataFrame(analysis_rows), ANALYSIS, {})
     with watch.stage("metrics"):
         pairs = naive_pairs(generations, bert_score)
         mirroring = detect_mirroring_frame(generations)
         deltas = compute_deltas(generations, analysis, pairs, mirroring)
-    out = workdir / "naive"
-    write_parquet(generations, out / "generations.parquet", GENERATIONS)
-    write_parquet(deltas, out / "deltas.parquet", DELTAS)
-    watch.write(out / "timings.json", tokens=tokens)
+    folder = workdir / "naive"
+    write_parquet(generations, folder / "generations.parquet", GENERATIONS)
+    write_parquet(deltas, folder / "deltas.parquet", DELTAS)
+    watch.write(folder / "timings.json", tokens=tokens)
+
+
+def naive_engine() -> str:
+    import torch
+    import transformers
+
+    return json.dumps(
+        {
+            "backend": "naive (bench)",
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "device": "cpu",
+        },
+        sort_keys=True,
+    )
+
+
+def fill_schema(frame: pl.DataFrame, schema: Schema, known: dict[str, pl.Expr]) -> pl.DataFrame:
+    """``frame`` as an artifact of ``schema``, whatever columns the schema has gained.
+
+    The naive pipeline builds only the columns it computes. Each other schema column gets its
+    value from ``known`` when the bench knows how to derive it, else null of its declared
+    type, so a column added to a schema later does not stop the bench.
+    """
+    fill = [
+        known.get(name, pl.lit(None)).cast(dtype).alias(name)
+        for name, dtype in schema.items()
+        if name not in frame.columns
+    ]
+    return conform(frame.with_columns(fill), schema)
+
+
+def generations_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """The naive responses as a GENERATIONS artifact: no failures, the answer derived from
+    the response as sago derives it, the naive engine."""
+    answers = [answer_text(r) for r in frame["response_text"].to_list()]
+    frame = frame.with_columns(pl.Series("answer_text", answers, dtype=pl.String))
+    known = {"failure_reason": pl.lit(None, dtype=pl.String), "engine": pl.lit(naive_engine())}
+    return fill_schema(frame, GENERATIONS, known)
 
 
 def _keys(frame: pl.DataFrame) -> list[tuple[str, str, str]]:
@@ -158,24 +198,27 @@ def naive_pairs(generations: pl.DataFrame, bert_score: Any) -> pl.DataFrame:
     """BLEU and bert_score.score() called once per pair (it builds its model every call)."""
     model, layers = BERTSCORE
     base = {
-        (r["dataset"], r["prompt_id"]): r["response_text"]
+        (r["dataset"], r["prompt_id"]): r["answer_text"]
         for r in generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).iter_rows(named=True)
     }
     rows = []
     for r in generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).iter_rows(named=True):
         ref = base[(r["dataset"], r["prompt_id"])]
-        cand = r["response_text"]
-        if cand.strip() and ref.strip():
-            _, _, f1 = bert_score(
-                [cand], [ref], model_type=resolve_bertscore_model(model), num_layers=layers
-            )
-            bert = float(f1[0])
-        else:
-            bert = 1.0 if cand == ref else 0.0
+        cand = r["answer_text"]
+        bleu = bert = None
+        if cand is not None and ref is not None:  # no answer (reasoning never closed): null
+            bleu = sentence_bleu(cand, ref)
+            if cand.strip() and ref.strip():
+                _, _, f1 = bert_score(
+                    [cand], [ref], model_type=resolve_bertscore_model(model), num_layers=layers
+                )
+                bert = float(f1[0])
+            else:
+                bert = 1.0 if cand == ref else 0.0
         rows.append(
             {
                 **{k: r[k] for k in ("model", "dataset", "prompt_id", "variant_id")},
-                "bleu": sentence_bleu(cand, ref),
+                "bleu": bleu,
                 "bert_f1": bert,
             }
         )

@@ -34,13 +34,20 @@ class Workload:
     n: int
     max_new_tokens: int
     seed: int = 0
+    limit: int | None = None  # keep only the first ``limit`` prompts (smoke-sized runs)
+    per_family: int | None = None  # keep only the first variants of each family and prompt
 
     def save(self, folder: Path) -> None:
         """Write prompts.parquet, variants.parquet and workload.json into ``folder``."""
         folder.mkdir(parents=True, exist_ok=True)
         config = build_config("demo", {"n": self.n, "seed": self.seed, "variants": GRID})
         prompts = prepare_prompts(config)
+        if self.limit is not None:
+            prompts = prompts.head(self.limit)
         variants = build_variant_candidates(prompts, VariantGrid.model_validate(GRID), self.seed)
+        if self.per_family is not None:
+            rank = pl.int_range(pl.len()).over("dataset", "prompt_id", "family")
+            variants = variants.filter(rank < self.per_family)
         write_parquet(prompts, folder / "prompts.parquet", PROMPTS)
         write_parquet(variants, folder / "variants.parquet", VARIANTS)
         (folder / "workload.json").write_text(json.dumps(asdict(self)))

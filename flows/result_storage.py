@@ -45,21 +45,23 @@ class JsonResultStorage(LocalFileSystem):
     _block_type_name = "Sago JSON Result Storage"
     _block_type_slug = "sago-json-result-storage"
 
+    # Prefect's base class types these as coroutines; async_dispatch serves both worlds, so
+    # the synchronous signatures below are the ones callers see.
     async def aread_path(self, path: str) -> bytes:
-        return self.read_path(path, _sync=True)  # type: ignore[call-arg]
+        return self.read_path(path, _sync=True)  # type: ignore[call-arg,return-value]
 
     @async_dispatch(aread_path)
-    def read_path(self, path: str) -> bytes:
+    def read_path(self, path: str) -> bytes:  # type: ignore[override]
         resolved = Path(self._resolve_path(path))
         if not resolved.is_file():
             raise ValueError(f"Path {resolved} does not exist or is not a file.")
         return check_result_record(resolved.read_bytes(), str(resolved))
 
     async def awrite_path(self, path: str, content: bytes) -> str:
-        return self.write_path(path, content, _sync=True)  # type: ignore[call-arg]
+        return self.write_path(path, content, _sync=True)  # type: ignore[call-arg,return-value]
 
     @async_dispatch(awrite_path)
-    def write_path(self, path: str, content: bytes) -> str:
+    def write_path(self, path: str, content: bytes) -> str:  # type: ignore[override]
         resolved = Path(self._resolve_path(path))
         atomic_write_bytes(resolved, content)
         return str(resolved)

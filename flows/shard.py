@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from prefect import flow
@@ -42,7 +43,10 @@ def run_shard(
     """Generation and the scoring pass of one shard; (generations, analysis, cached)."""
     model, layout = target.spec, stage.layout
     where = str(layout.shard_dir(model, shard.label))
-    places = {"cache_dir": str(layout.cache.root), "ledger_file": str(layout.ledger)}
+    places: dict[str, Any] = {
+        "cache_dir": str(layout.cache.root),
+        "ledger_file": str(layout.ledger),
+    }
     labels = [f"model:{model}", f"dataset:{shard.dataset}", f"shard:{shard.label}"]
     generated = stage(
         generate_task,

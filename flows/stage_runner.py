@@ -79,7 +79,7 @@ class StageRunner:
     def _withdraw(self, state: Any) -> None:
         key = getattr(getattr(state.data, "metadata", None), "storage_key", None)
         if key:
-            (Path(self.storage.basepath) / key).unlink(missing_ok=True)
+            (Path(str(self.storage.basepath)) / key).unlink(missing_ok=True)
 
     def note(self, stage: str, path: str, cached: bool, **extra: Any) -> None:
         """Record an artifact another process made (a shard served by a GPU worker)."""

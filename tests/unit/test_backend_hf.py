@@ -45,6 +45,7 @@ def test_logprob_and_entropy_helper_golden() -> None:
     assert entropy == pytest.approx((np.log(2) + h2) / 2)
 
 
+@pytest.mark.slow
 def test_batched_scoring_equals_one_by_one(backend: HFBackend) -> None:
     responses = backend.generate(PROMPTS, max_new_tokens=6, batch_size=4)
     requests = [
@@ -60,6 +61,7 @@ def test_batched_scoring_equals_one_by_one(backend: HFBackend) -> None:
         assert a.mean_entropy == pytest.approx(b.mean_entropy, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_batched_generation_equals_one_by_one(backend: HFBackend) -> None:
     batched = backend.generate(PROMPTS, max_new_tokens=6, batch_size=4)
     single = [backend.generate([p], max_new_tokens=6, batch_size=1)[0] for p in PROMPTS]
@@ -67,6 +69,7 @@ def test_batched_generation_equals_one_by_one(backend: HFBackend) -> None:
     assert all(len(g.response_token_ids) <= 6 for g in batched)
 
 
+@pytest.mark.slow
 def test_teacher_forced_logprob_is_sum_of_per_token_log_softmax(backend: HFBackend) -> None:
     prompt = PROMPTS[0]
     response = (42, 7, 1000, 5)
@@ -89,6 +92,7 @@ def test_teacher_forced_logprob_is_sum_of_per_token_log_softmax(backend: HFBacke
     np.testing.assert_allclose(result.hidden[0], states[1][0, n - 1].numpy(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_generation_stops_at_eos_and_keeps_it(backend: HFBackend) -> None:
     eos = min(backend.eos_ids)
     assert backend._cut([5, 6, eos, eos, eos]) == ((5, 6, eos), "stop")
@@ -119,6 +123,7 @@ def test_batches_respect_row_and_token_budgets() -> None:
     assert list(_length_sorted_batches([5, 5], batch_size=8)) == [[0, 1]]
 
 
+@pytest.mark.slow
 def test_token_budget_does_not_change_results(backend: HFBackend) -> None:
     responses = backend.generate(PROMPTS, max_new_tokens=6, batch_size=4)
     requests = [
@@ -132,6 +137,7 @@ def test_token_budget_does_not_change_results(backend: HFBackend) -> None:
         assert a.logprob == pytest.approx(b.logprob, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_shared_prefix_is_used_and_changes_nothing(
     backend: HFBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -186,6 +192,7 @@ def test_placement_over_several_gpus() -> None:
         placement_kwargs("cuda", 0, [80 * 2**30])
 
 
+@pytest.mark.slow
 def test_several_devices_on_a_cpu_machine_is_a_config_error(tiny_model_dir: Path) -> None:
     from sago_core.errors import ConfigError
 
@@ -219,6 +226,7 @@ def test_chat_template_kwargs_resolution() -> None:
         resolve_chat_template_kwargs(None, (("enable_thinking", True),), "m")
 
 
+@pytest.mark.slow
 def test_a_chat_template_that_fails_to_render_is_a_config_error(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -235,6 +243,7 @@ def test_a_chat_template_that_fails_to_render_is_a_config_error(
         HFBackend(resolve_local_model(str(folder)))
 
 
+@pytest.mark.slow
 def test_a_model_whose_forward_fails_is_a_load_error(
     tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -250,6 +259,7 @@ def test_a_model_whose_forward_fails_is_a_load_error(
         HFBackend(resolve_local_model(str(tiny_model_dir)))
 
 
+@pytest.mark.slow
 def test_public_prompt_ids_stop_ids_and_description(backend: HFBackend) -> None:
     import json
 

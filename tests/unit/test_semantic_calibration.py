@@ -31,12 +31,14 @@ def demo_filter() -> tuple[object, float]:
     return scorer, settings.semantic_threshold
 
 
+@pytest.mark.slow
 def test_content_changes_are_rejected(demo_filter: tuple) -> None:
     scorer, threshold = demo_filter
     scores = scorer.f1([b for _, b in DRIFTED], [a for a, _ in DRIFTED])
     assert all(s <= threshold for s in scores), scores
 
 
+@pytest.mark.slow
 def test_light_register_variants_are_kept(demo_filter: tuple) -> None:
     scorer, threshold = demo_filter
     bases = [p.prompt for p in builtin_prompts()]
@@ -47,6 +49,7 @@ def test_light_register_variants_are_kept(demo_filter: tuple) -> None:
         assert min(scores) > threshold, (position, min(scores))
 
 
+@pytest.mark.slow
 def test_strong_register_variants_are_mostly_rejected(demo_filter: tuple) -> None:
     scorer, threshold = demo_filter
     bases = [p.prompt for p in builtin_prompts()]
@@ -55,6 +58,7 @@ def test_strong_register_variants_are_mostly_rejected(demo_filter: tuple) -> Non
     assert sum(s > threshold for s in scores) / len(scores) < 0.2
 
 
+@pytest.mark.slow
 def test_bertscore_wiring_matches_a_direct_bert_score_call(demo_filter: tuple) -> None:
     from bert_score import score
 

@@ -46,6 +46,7 @@ def _deltas(backend: HFBackend, variants: pl.DataFrame) -> pl.DataFrame:
     return compute_deltas(generations, analysis, pairs, mirroring)
 
 
+@pytest.mark.slow
 def test_a_prompt_compared_with_itself_has_zero_delta_on_every_axis(backend: HFBackend) -> None:
     grid = VariantGrid.model_validate({"register": {"strengths": [2]}, "noise": None})
     candidates = build_variant_candidates(PROMPTS, grid, seed=0)
@@ -65,6 +66,7 @@ def test_a_prompt_compared_with_itself_has_zero_delta_on_every_axis(backend: HFB
     assert replay_mr["delta"].to_list() == [0.0, 0.0]
 
 
+@pytest.mark.slow
 def test_real_variants_fill_every_axis(backend: HFBackend) -> None:
     grid = VariantGrid.model_validate(
         {

@@ -4,12 +4,15 @@ from hash-locked files, and nothing runs code at interpreter start-up from an un
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
+import sys
 import sysconfig
 import tomllib
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPROMISED_LITELLM = ("1.82.7", "1.82.8")
@@ -77,3 +80,61 @@ def test_setup_installs_from_hash_locked_files() -> None:
 def test_the_installed_environment_matches_the_lock() -> None:
     for name, (version, _) in _locked(ROOT / "requirements.lock").items():
         assert importlib.metadata.version(name) == version, name
+
+
+FIRST_PARTY = {"sago_core", "tasks", "flows"}
+# Imported by sago but installed elsewhere on purpose: the reason is the declaration.
+NOT_IN_THIS_ENVIRONMENT = {
+    "vllm": "its own environment (make setup-vllm); only the worker imports it",
+    "datasets": "the hub extra (pip install sago[hub]); imported only for hub: datasets",
+}
+
+
+def _third_party_imports() -> dict[str, set[str]]:
+    """Top-level module -> files importing it, over sago_core/, tasks/ and flows/."""
+    found: dict[str, set[str]] = {}
+    for package in sorted(FIRST_PARTY):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.partition(".")[0]
+                    if top not in FIRST_PARTY and top not in sys.stdlib_module_names:
+                        found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_third_party_import_is_a_declared_dependency() -> None:
+    """What the code imports is what pyproject.toml declares: an import that works only
+    because another package happens to pull its distribution in breaks when that one moves."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {})
+    declared = {
+        canonicalize_name(Requirement(r).name)
+        for r in [*project["dependencies"], *(r for group in extras.values() for r in group)]
+    }
+    distributions = importlib.metadata.packages_distributions()
+    imports = _third_party_imports()
+    assert {"polars", "prefect", "torch"} <= set(imports)  # the scan sees the code
+    undeclared = {}
+    for module, files in sorted(imports.items()):
+        if module in NOT_IN_THIS_ENVIRONMENT:
+            continue
+        provided = {canonicalize_name(d) for d in distributions.get(module, [])}
+        if not provided & declared:
+            undeclared[module] = (sorted(provided) or "not installed", sorted(files))
+    assert not undeclared, f"imported but not declared in pyproject.toml: {undeclared}"
+
+
+def test_the_vllm_environment_gets_the_locked_pyarrow() -> None:
+    """The vLLM worker writes Parquet that sago reads: `make setup-vllm` pins pyarrow to the
+    main lock's version (the Makefile reads it from requirements.lock)."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "PYARROW_PIN  := $(shell grep -m1 '^pyarrow==' requirements.lock" in makefile
+    assert "'$(VLLM_PACKAGE)' '$(PYARROW_PIN)'" in makefile
+    assert _locked(ROOT / "requirements.lock")["pyarrow"][0]

@@ -1,0 +1,68 @@
+"""Running the two pipelines and checking they agree (shared by ``python -m bench`` and the
+smoke test): identical responses, deltas within tolerance per axis."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+TOLERANCE = {"act": 1e-4, "bleu": 1e-6, "bert": 2e-3, "prob": 2e-2, "ent": 1e-3, "mr": 0.0}
+MIN_IDENTICAL = 0.9
+
+
+def run_pipeline(module: str, workdir: Path, *args: str) -> dict:
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", module, str(workdir), *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-20:])
+        raise RuntimeError(f"{module} failed (exit {done.returncode}):\n{tail}")
+    name = args[0] if args else ("naive" if module == "bench.naive" else "sago")
+    return json.loads((workdir / name / "timings.json").read_text())
+
+
+def compare(workdir: Path) -> tuple[float, dict[str, float]]:
+    """Share of identical responses, and max |delta difference| per axis where they agree."""
+    key = ["dataset", "prompt_id", "variant_id"]
+    naive = pl.read_parquet(workdir / "naive/generations.parquet")
+    fast = pl.read_parquet(workdir / "sago/generations.parquet")
+    joined = naive.join(fast, on=key, suffix="_sago")
+    same = joined.filter(pl.col("response_token_ids") == pl.col("response_token_ids_sago"))
+    share = same.height / joined.height
+    agreeing_prompts = set(
+        joined.group_by("dataset", "prompt_id")
+        .agg((pl.col("response_token_ids") == pl.col("response_token_ids_sago")).all().alias("ok"))
+        .filter("ok")
+        .select("dataset", "prompt_id")
+        .iter_rows()
+    )
+    deltas = pl.read_parquet(workdir / "naive/deltas.parquet").join(
+        pl.read_parquet(workdir / "sago/deltas.parquet"), on=[*key, "axis"], suffix="_sago"
+    )
+    deltas = deltas.filter(
+        pl.struct("dataset", "prompt_id").map_elements(
+            lambda s: (s["dataset"], s["prompt_id"]) in agreeing_prompts, return_dtype=pl.Boolean
+        )
+    )
+    worst = {}
+    for (axis,), frame in deltas.group_by("axis"):
+        gap = (frame["delta"] - frame["delta_sago"]).abs().max()
+        worst[str(axis)] = float(gap) if isinstance(gap, int | float) else 0.0
+    return share, worst
+
+
+def agree(share: float, worst: dict[str, float]) -> bool:
+    """At least 90% identical responses, and every axis's deltas within its tolerance."""
+    return share >= MIN_IDENTICAL and all(worst.get(a, 0.0) <= t for a, t in TOLERANCE.items())
