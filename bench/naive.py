@@ -28,10 +28,10 @@ from sago_core.backends.model_source import (
     resolve_bertscore_model,
     resolve_local_model,
 )
-from sago_core.scoring.axes import BASE_VARIANT_ID
 from sago_core.scoring.deltas import compute_deltas
 from sago_core.stages.generation import generation_requests
 from sago_core.stages.pairs import detect_mirroring_frame
+from sago_core.vocabulary import BASE_VARIANT_ID
 
 
 def load_model() -> tuple[Any, Any]:

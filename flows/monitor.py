@@ -25,7 +25,7 @@ from prefect.artifacts import (
 )
 
 from sago_core.report.summary_md import significance_mark
-from sago_core.scoring.axes import POOLED
+from sago_core.vocabulary import POOLED
 
 
 def artifact_key(kind: str, run_id: str) -> str:

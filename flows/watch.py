@@ -20,7 +20,7 @@ from sago_core.artifacts.store import write_parquet, write_text
 from sago_core.backends.model_source import LOCAL_BACKENDS, parse_model_spec, resolve_local_model
 from sago_core.config import build_config
 from sago_core.report.compare import compare_runs
-from sago_core.scoring.axes import POOLED
+from sago_core.vocabulary import POOLED
 from sago_core.watch.registry import Registry, discover_models
 
 LEADERBOARD = {

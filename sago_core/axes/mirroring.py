@@ -34,8 +34,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from sago_core.scoring.axes import REPLAY_FAMILY
 from sago_core.variants.noise import PUNCTUATION_MARKS
+from sago_core.vocabulary import REPLAY_FAMILY
 
 POLITENESS_MARKERS = (
     "please",

@@ -2,7 +2,7 @@
 
 For each family and metric and each pair of OOD datasets (a, b): the partial correlation,
 across the family's checkpoints, of the metric on a and on b, controlling for the metric on
-the in-distribution dataset (``sago_core.analysis.partial_correlation``: regress both on ID,
+the in-distribution dataset (``sago_core.statistics.partial_correlation``: regress both on ID,
 correlate the residuals; t-test with n - 3 df). Checkpoints missing any of the three values
 are left out and ``n`` says how many remain; fewer than 4, or a constant score, gives a null r
 with the reason.
@@ -19,8 +19,8 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from sago_core.analysis.partial_correlation import partial_correlation
 from sago_core.artifacts.schemas import PARTIAL_CORRELATIONS, SIGN_AGREEMENT, conform
+from sago_core.statistics.partial_correlation import partial_correlation
 
 
 def _aligned(frame: pl.DataFrame, datasets: list[str]) -> np.ndarray:

@@ -1,7 +1,7 @@
 """One table of scores per (checkpoint, dataset, metric): accuracy, reference likelihood, SGS.
 
 - ``accuracy``: share of base answers judged correct by the documented normalised match
-  (``sago_core.analysis.correctness``), over prompts that have references.
+  (``sago_core.statistics.correctness``), over prompts that have references.
 - ``ref_loglik``: mean over prompts of the per-token log-likelihood of the first reference.
 - ``sgs_<axis>``: the dataset's SGS on that axis from the evaluation summary.
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from sago_core.analysis.correctness import is_correct
 from sago_core.artifacts.schemas import CHECKPOINT_SCORES, conform
-from sago_core.scoring.axes import AXES, BASE_VARIANT_ID, POOLED
 from sago_core.stages.pairs import with_answers
+from sago_core.statistics.correctness import is_correct
+from sago_core.vocabulary import AXES, BASE_VARIANT_ID, POOLED
 
 Checkpoint = tuple[str, int, str]  # family, position, model spec
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sago_core.scoring.axes import AXES, POOLED
+from sago_core.vocabulary import AXES, POOLED
 
 
 def _pyplot() -> Any:

@@ -19,12 +19,12 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.analysis.correctness import is_correct
-from sago_core.analysis.rankings import rank_agreement, rank_reversals
 from sago_core.report import figures
 from sago_core.report.summary_md import kept_counts, sgs_cell
-from sago_core.scoring.axes import AXES, POOLED, REPLAY_FAMILY
 from sago_core.scoring.deltas import NON_FINITE
+from sago_core.statistics.correctness import is_correct
+from sago_core.statistics.rankings import rank_agreement, rank_reversals
+from sago_core.vocabulary import AXES, POOLED, REPLAY_FAMILY
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}

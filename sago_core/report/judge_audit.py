@@ -17,12 +17,12 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.analysis.agreement import agreement
 from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.mirroring import register_mirroring
 from sago_core.errors import InputError
-from sago_core.scoring.axes import BASE_VARIANT_ID
 from sago_core.stages.pairs import with_answers
+from sago_core.statistics.agreement import agreement
+from sago_core.vocabulary import BASE_VARIANT_ID
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 COLUMNS = ["pair_id", "direction", "question", "response_a_base", "response_b_variant"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sago_core.scoring.axes import AXES, POOLED
+from sago_core.vocabulary import AXES, POOLED
 
 
 def significance_mark(p: float | None) -> str:

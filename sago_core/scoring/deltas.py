@@ -21,7 +21,7 @@ import polars as pl
 
 from sago_core.artifacts.schemas import DELTAS, conform
 from sago_core.axes.reasoning import UNCLOSED_REASONING, answer_text
-from sago_core.scoring.axes import AXES, BASE_VARIANT_ID, SCALES
+from sago_core.vocabulary import AXES, BASE_VARIANT_ID, SCALES
 
 NON_FINITE = "non-finite measurement"
 

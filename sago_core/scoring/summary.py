@@ -28,12 +28,12 @@ import hashlib
 import numpy as np
 import polars as pl
 
-from sago_core.analysis.intervals import bootstrap_pooled_ci
-from sago_core.analysis.multiple_testing import benjamini_hochberg, holm
-from sago_core.analysis.power import minimum_detectable_effect
 from sago_core.artifacts.schemas import SUMMARY, conform
-from sago_core.scoring.axes import EPSILONS, MAIN_EPSILON, POOLED
 from sago_core.scoring.significance import one_sided_t_test
+from sago_core.statistics.intervals import bootstrap_pooled_ci
+from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
+from sago_core.statistics.power import minimum_detectable_effect
+from sago_core.vocabulary import EPSILONS, MAIN_EPSILON, POOLED
 
 
 def _seed(*parts: str) -> int:

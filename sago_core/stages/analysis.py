@@ -29,7 +29,7 @@ from sago_core.artifacts.schemas import ANALYSIS, conform
 from sago_core.axes.activation import layer_cosines
 from sago_core.backends.protocol import Backend, ScoringRequest, TeacherForced
 from sago_core.config import AnalysisSettings
-from sago_core.scoring.axes import BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
 
 PROMPT_KEY = ["dataset", "prompt_id"]
 

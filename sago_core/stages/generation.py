@@ -25,7 +25,7 @@ from sago_core.backends.protocol import Backend, Generation
 from sago_core.config import GenerationSettings
 from sago_core.data.prompt import split_source
 from sago_core.errors import InputError
-from sago_core.scoring.axes import BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
 
 
 def replay_apart(backend: Backend, families: list[str]) -> list[list[int]]:

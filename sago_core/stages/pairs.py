@@ -18,7 +18,7 @@ from sago_core.axes.judge import JudgeRequest, RegisterJudge
 from sago_core.axes.mirroring import Mirroring, detect_mirroring
 from sago_core.axes.reasoning import UNCLOSED_REASONING, answer_text
 from sago_core.axes.text_similarity import sentence_bleu
-from sago_core.scoring.axes import BASE_VARIANT_ID
+from sago_core.vocabulary import BASE_VARIANT_ID
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from sago_core.config import Position, VariantGrid
 from sago_core.data.prompt import Prompt
-from sago_core.scoring.axes import REPLAY_FAMILY
 from sago_core.variants.noise import add_punctuation, add_spaces, capitalize_share
 from sago_core.variants.register import apply_register
 from sago_core.variants.seeding import variant_rng, variant_seed
+from sago_core.vocabulary import REPLAY_FAMILY, REPLAY_VARIANT_ID
 
 NoiseFn = Callable[[str, int, Position, random.Random], str]
 NOISE_BUILDERS: dict[str, NoiseFn] = {
@@ -40,9 +40,6 @@ class Variant:
     position: Position
     text: str
     seed: int
-
-
-REPLAY_VARIANT_ID = "replay:base:0:global"
 
 
 def _replay_variant(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:

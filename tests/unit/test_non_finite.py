@@ -8,15 +8,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sago_core.analysis.intervals import bootstrap_pooled_ci
-from sago_core.analysis.multiple_testing import benjamini_hochberg, holm
 from sago_core.artifacts.schemas import ANALYSIS, GENERATIONS, MIRRORING, PAIRS, conform
 from sago_core.report.html import render_report
-from sago_core.scoring.axes import AXES, POOLED
 from sago_core.scoring.deltas import NON_FINITE, compute_deltas
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.significance import one_sided_t_test
 from sago_core.scoring.summary import summarize
+from sago_core.statistics.intervals import bootstrap_pooled_ci
+from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
+from sago_core.vocabulary import AXES, POOLED
 
 PROMPTS = ("p1", "p2", "p3", "p4")
 VARIANTS = ("register:+2:prefix", "register:-2:prefix")

@@ -12,7 +12,6 @@ import pytest
 
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
 from sago_core.config import AnalysisSettings, GenerationSettings, VariantGrid
-from sago_core.scoring.axes import POOLED
 from sago_core.scoring.deltas import compute_deltas
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
@@ -20,6 +19,7 @@ from sago_core.stages.analysis import analyse_pairs
 from sago_core.stages.generation import generate_responses, generation_requests
 from sago_core.stages.pairs import detect_mirroring_frame, score_pairs
 from sago_core.stages.variants import build_variant_candidates
+from sago_core.vocabulary import POOLED
 from tests.fakes import FakeBackend
 
 PROMPTS = pl.DataFrame(

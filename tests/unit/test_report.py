@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 from sago_core.report.html import render_report
-from sago_core.scoring.axes import AXES, SCALES
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
+from sago_core.vocabulary import AXES, SCALES
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from sago_core.scoring.axes import AXES, POOLED, SCALES, normalise
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.significance import one_sided_t_test
 from sago_core.scoring.summary import summarize
+from sago_core.vocabulary import AXES, POOLED, SCALES, normalise
 
 
 def _deltas(values: list[float | None], axis: str = "bleu", prompt: str = "p1") -> pl.DataFrame:

@@ -12,12 +12,12 @@ from sago_core.axes.text_similarity import get_bert_scorer
 from sago_core.backends.hf import HFBackend
 from sago_core.backends.model_source import resolve_local_model
 from sago_core.config import AnalysisSettings, GenerationSettings, VariantGrid
-from sago_core.scoring.axes import AXES
 from sago_core.scoring.deltas import compute_deltas
 from sago_core.stages.analysis import analyse_pairs
 from sago_core.stages.generation import generate_responses
 from sago_core.stages.pairs import detect_mirroring_frame, score_pairs
 from sago_core.stages.variants import build_variant_candidates
+from sago_core.vocabulary import AXES
 
 PROMPTS = pl.DataFrame(
     {

@@ -1,4 +1,6 @@
-"""The six axes and their fixed scales R_X (spec section 4)."""
+"""sago's shared vocabulary: the six axes and their fixed scales R_X (spec section 4), the
+tolerances of the tests, and the ids of the base prompt, its replay and the pooled row.
+One home for these words; every other module asks here."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ BASE_VARIANT_ID = "base"
 POOLED = "__pooled__"
 # The base prompt asked again: its deltas are the noise floor, never part of a score.
 REPLAY_FAMILY = "replay"
+REPLAY_VARIANT_ID = "replay:base:0:global"
 
 
 def normalise(axis: str, delta: float) -> float:

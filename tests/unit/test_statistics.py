@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sago_core.analysis.agreement import agreement
-from sago_core.analysis.intervals import bootstrap_mean_ci, bootstrap_pooled_ci
-from sago_core.analysis.multiple_testing import benjamini_hochberg, holm
-from sago_core.analysis.partial_correlation import partial_correlation
-from sago_core.analysis.power import minimum_detectable_effect
-from sago_core.analysis.rankings import rank_agreement, rank_reversals
+from sago_core.statistics.agreement import agreement
+from sago_core.statistics.intervals import bootstrap_mean_ci, bootstrap_pooled_ci
+from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
+from sago_core.statistics.partial_correlation import partial_correlation
+from sago_core.statistics.power import minimum_detectable_effect
+from sago_core.statistics.rankings import rank_agreement, rank_reversals
 
 
 def test_partial_correlation_matches_the_precision_matrix_formula() -> None:
@@ -83,7 +83,7 @@ def test_rank_agreement_and_reversals() -> None:
 
 
 def test_correctness_uses_a_normalised_whole_word_match() -> None:
-    from sago_core.analysis.correctness import is_correct, normalise_answer
+    from sago_core.statistics.correctness import is_correct, normalise_answer
 
     assert normalise_answer("The  Eiffel-Tower!") == "eiffel tower"
     assert is_correct("It is located in Paris, France.", ["Paris"]) is True
