@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from sago_core.config import RunConfig, build_config
-from sago_core.scoring.axes import AXES
+from sago_core.vocabulary import AXES
 
 pytestmark = pytest.mark.slow
 
