@@ -112,7 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="create the work pools, one GPU queue per device and the dead-worker automation "
         "on the Prefect server at PREFECT_API_URL",
     )
-    server.add_argument("--devices", type=int, default=1, help="GPU queues device-0..N-1")
+    server.add_argument(
+        "--devices",
+        type=int,
+        default=1,
+        help="GPU queues device-0..N-1, one per worker (devices / devices_per_worker)",
+    )
     server.add_argument(
         "--silence",
         type=int,

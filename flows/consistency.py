@@ -8,7 +8,7 @@ from pathlib import Path
 from prefect import flow
 
 from flows.evaluate import evaluate
-from flows.stage_runner import StageRunner
+from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import RunLayout
 from sago_core.backends.target import run_targets
 from sago_core.consistency.config import ConsistencyConfig

@@ -1,8 +1,10 @@
 """A local device worker: ``python -m flows.device_worker PAYLOAD.json``.
 
-The parent run starts one per device with CUDA_VISIBLE_DEVICES already in the environment,
-so CUDA (if any) initialises in this process seeing exactly its one device. The worker
-holds that device's machine-wide lock, builds the engine once and serves its group of
+The parent run starts one per device group (``orchestration.devices_per_worker``
+consecutive devices, usually one) with CUDA_VISIBLE_DEVICES already in the environment
+("3" or "2,3"), so CUDA (if any) initialises in this process seeing exactly its devices. The
+worker holds the machine-wide lock of each of them, builds the engine once (over all of
+them: vLLM's tensor-parallel group, the transformers device map) and serves its group of
 shards as one `sago-shard` flow run, reporting to the parent's Prefect API.
 """
 
@@ -12,20 +14,36 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str]) -> int:
     payload = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    from flows.devices import device_lock
+    from flows.devices import device_lock, group_members
     from flows.shard import shard_flow
     from sago_core.config import RunConfig
+    from sago_core.errors import ConfigError
 
     config = RunConfig.model_validate(payload["config"])
-    with device_lock(os.environ.get("CUDA_VISIBLE_DEVICES") or "cpu"):
+    group = os.environ.get("CUDA_VISIBLE_DEVICES") or "cpu"
+    owned = group_members(group)
+    wanted = config.orchestration.devices_per_worker
+    if owned != ["cpu"] and len(owned) != wanted:
+        raise ConfigError(
+            f"device worker sees CUDA_VISIBLE_DEVICES={group!r} ({len(owned)} devices) but "
+            f"orchestration.devices_per_worker is {wanted}"
+        )
+    if "target" in payload:  # the model and every option of its backend (devices included)
+        from sago_core.backends.target import ModelTarget
+
+        model: Any = ModelTarget.model_validate(payload["target"])
+    else:  # an older payload: the weights identity only
+        model = payload["identity"]
+    with device_lock(group):
         shard_flow(
             config,
             payload["model"],
-            payload["identity"],
+            model,
             payload["shards"],
             payload["run_dir"],
             device_queue=payload["device_queue"],

@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 from prefect import flow
 
-from flows.monitor import RunMonitor
+from flows.runtime.monitor import RunMonitor
+from flows.runtime.stage_runner import StageRunner
 from flows.shard import dispatch_shards
-from flows.stage_runner import StageRunner
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.axes.judge import JUDGE_CALL_FAILED

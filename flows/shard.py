@@ -18,8 +18,8 @@ from typing import Any
 import polars as pl
 from prefect import flow
 
-from flows.devices import device_ids
-from flows.stage_runner import StageRunner
+from flows.devices import worker_devices
+from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.backends.target import ModelTarget
@@ -128,7 +128,7 @@ def dispatch_shards(
     per device (several devices, no server needed), or through the `sago-shard` deployment
     (one work queue per device, served by workers anywhere)."""
     settings, model = config.orchestration, target.spec
-    devices = device_ids(settings.devices)
+    devices = worker_devices(settings.devices, settings.devices_per_worker)
     if settings.mode == "local" and len(devices) == 1:
         for shard in shards:
             generated, _, cached = run_shard(stage, config, target, shard)

@@ -67,7 +67,7 @@ def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
 ) -> None:
     from flows.cli import main
     from flows.evaluate import evaluate
-    from flows.monitor import artifact_key
+    from flows.runtime.monitor import artifact_key
     from sago_core.backends.mock import FAIL_ENV, MockBackendFailure
     from sago_core.stages.prompts import prepare_prompts
 

@@ -70,7 +70,7 @@ def test_every_stage_task_stores_json_results() -> None:
 
 
 def _stage_once(run_dir: Path, out: Path) -> tuple[str, bool]:
-    from flows.stage_runner import StageRunner
+    from flows.runtime.stage_runner import StageRunner
     from tasks.prepare import load_prompts_task
 
     config = build_config("demo", {"n": 1, "variants": {"structural": None}})
@@ -105,7 +105,7 @@ def test_prefect_itself_would_run_the_planted_pickle(
     from prefect.filesystems import LocalFileSystem
     from prefect.results import ResultStore
 
-    from flows.result_storage import JsonResultStorage, UnsafeResultRecord
+    from flows.runtime.result_storage import JsonResultStorage, UnsafeResultRecord
 
     marker = tmp_path / "marker"
     monkeypatch.setenv(MARKER_ENV, str(marker))

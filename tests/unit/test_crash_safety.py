@@ -10,14 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from flows.process_locks import ProcessLockManager
+from flows.runtime.process_locks import ProcessLockManager
 from sago_core.artifacts import store
 from sago_core.artifacts.store import atomic_write_bytes, sweep_orphaned_temps
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from flows.process_locks import ProcessLockManager
+from flows.runtime.process_locks import ProcessLockManager
 locks = ProcessLockManager(Path(sys.argv[1]))
 assert locks.acquire_lock("key-1", holder="child")
 print("held", flush=True)
@@ -64,7 +64,7 @@ def test_prefects_file_lock_would_wait_on_a_dead_holder_forever(tmp_path: Path) 
 
     prefect_locks = FileSystemLockManager(tmp_path)
     script = HOLD.replace(
-        "from flows.process_locks import ProcessLockManager\nlocks = ProcessLockManager",
+        "from flows.runtime.process_locks import ProcessLockManager\nlocks = ProcessLockManager",
         "from prefect.locking.filesystem import FileSystemLockManager\n"
         "locks = FileSystemLockManager",
     )

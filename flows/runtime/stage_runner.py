@@ -16,8 +16,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from flows.process_locks import ProcessLockManager
-from flows.result_storage import JsonResultStorage
+from flows.runtime.process_locks import ProcessLockManager
+from flows.runtime.result_storage import JsonResultStorage
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import sha256_of, sweep_orphaned_temps
 
