@@ -19,8 +19,6 @@ from sago_core.run_plan import plan_run, plan_summary
 from sago_core.stages.prompts import prepare_prompts
 from tests.openai_server import ScriptedServer
 
-pytestmark = pytest.mark.slow
-
 MODEL, TOOL = "openai/mock-1", "openai/tool-1"
 MAX_NEW = 7
 
@@ -54,6 +52,7 @@ def _values(runs: Path, base_url: str) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_the_plan_is_what_the_run_sends(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -114,3 +113,24 @@ def test_the_plan_is_what_the_run_sends(
     kept = variants.filter(pl.col("kept") & (pl.col("family") == "structural"))
     known = evaluated["input_chars"] - evaluated["estimated_chars"]
     assert sum(r["chars"] for r in asked) == known + sum(len(t) for t in kept["text"])
+
+
+def test_the_paper_example_plans_offline(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """examples/paper.yaml validates and plans with no key, no network, no GPU."""
+    from flows.cli import main
+    from sago_core.backends.factory import loaded_engines
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "paper.yaml"
+    engines = loaded_engines()
+    argv = ["run", "--config", str(example), "--data-dir", str(shared_data), "--dry-run"]
+    assert main([*argv, "--runs-dir", str(tmp_path / "runs")]) == 0
+    printed = capsys.readouterr().out
+    assert loaded_engines() == engines and not (tmp_path / "runs").exists()
+    assert "total 96" in printed  # six datasets x N = 16
+    for family in ("noise", "register", "replay", "structural"):
+        assert family in printed
+    assert "litellm:openai/gpt-4o-mini (rewriter): 576 requests" in printed  # 96 x (5 + 1)
+    assert "litellm:openai/gpt-4o-mini (judge): up to" in printed
+    assert "cost ceiling: $" in printed
