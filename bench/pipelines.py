@@ -58,11 +58,21 @@ def compare(workdir: Path) -> tuple[float, dict[str, float]]:
     )
     worst = {}
     for (axis,), frame in deltas.group_by("axis"):
+        # A delta one pipeline has and the other lacks is a disagreement, not a gap of 0.
+        one_sided = (frame["delta"].is_null() != frame["delta_sago"].is_null()).any()
         gap = (frame["delta"] - frame["delta_sago"]).abs().max()
-        worst[str(axis)] = float(gap) if isinstance(gap, int | float) else 0.0
+        if one_sided:
+            worst[str(axis)] = float("inf")
+        elif isinstance(gap, int | float):
+            worst[str(axis)] = float(gap)
+        else:  # missing in both for every pair: nothing measured, nothing to agree on
+            worst[str(axis)] = float("nan")
     return share, worst
 
 
 def agree(share: float, worst: dict[str, float]) -> bool:
-    """At least 90% identical responses, and every axis's deltas within its tolerance."""
-    return share >= MIN_IDENTICAL and all(worst.get(a, 0.0) <= t for a, t in TOLERANCE.items())
+    """At least 90% identical responses, and every axis's deltas within its tolerance (an
+    axis never compared, or missing on one side, disagrees)."""
+    return share >= MIN_IDENTICAL and all(
+        worst.get(a, float("inf")) <= t for a, t in TOLERANCE.items()
+    )

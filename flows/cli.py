@@ -175,7 +175,6 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 def preflight(config: RunConfig) -> None:
     """Everything that can be wrong with the inputs, found before a model loads."""
     from sago_core.backends.api import api_key_from_environment
-    from sago_core.backends.factory import check_backend_available
     from sago_core.backends.model_source import (
         LOCAL_BACKENDS,
         parse_model_spec,
@@ -186,7 +185,6 @@ def preflight(config: RunConfig) -> None:
     structural = config.variants.structural
     tools = [structural.rewriter if structural else None, config.judge.model]
     for model in [*config.models, *(t for t in tools if t)]:
-        check_backend_available(model)
         backend = parse_model_spec(model).backend
         if backend == "litellm":
             api_key_from_environment(config.api)  # a named key variable must be set
@@ -219,11 +217,8 @@ def dry_run_command(config: RunConfig) -> int:
     from sago_core.stages.prompts import prepare_prompts
 
     targets = run_targets(config)  # resolves local weights (hashes), loads nothing
-    prices = {
-        spec: token_prices(target.model_id, config.api)
-        for spec, target in targets.items()
-        if target.is_api
-    }
+    every = [*targets.models.values(), *targets.tools()]
+    prices = {t.spec: token_prices(t.model_id, config.api) for t in every if t.is_api}
     layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
     plan = plan_run(config, prepare_prompts(config), targets, layout, prices)
     if prices and config.api.key_env and not os.environ.get(config.api.key_env):

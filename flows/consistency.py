@@ -3,6 +3,7 @@ ID and OOD datasets, then ask whether one OOD dataset's scores predict another's
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from prefect import flow
@@ -10,7 +11,6 @@ from prefect import flow
 from flows.evaluate import evaluate
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import RunLayout
-from sago_core.backends.target import run_targets
 from sago_core.consistency.config import ConsistencyConfig
 from sago_core.errors import ConfigError
 from tasks.consistency import (
@@ -20,6 +20,7 @@ from tasks.consistency import (
     render_consistency_task,
     sign_agreement_task,
 )
+from tasks.provenance import targets_of
 
 
 def check_datasets(config: ConsistencyConfig, present: set[str]) -> None:
@@ -39,7 +40,8 @@ def consistency(config: ConsistencyConfig) -> str:
     layout = RunLayout(config.run_dir())
     run_dir = layout.run_dir
     stage = StageRunner(layout, storage_name=f"sago-results-{run_dir.name}")
-    targets = run_targets(config.evaluation)
+    manifest = json.loads(RunLayout(evaluation).manifest.read_text(encoding="utf-8"))
+    targets = targets_of(manifest).models  # the models the evaluation resolved
     prompts = str(evaluation / "prompts.parquet")
     likelihoods = [
         stage(

@@ -14,7 +14,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 
 def main(argv: list[str]) -> int:
@@ -33,17 +32,14 @@ def main(argv: list[str]) -> int:
             f"device worker sees CUDA_VISIBLE_DEVICES={group!r} ({len(owned)} devices) but "
             f"orchestration.devices_per_worker is {wanted}"
         )
-    if "target" in payload:  # the model and every option of its backend (devices included)
-        from sago_core.backends.target import ModelTarget
+    from sago_core.backends.target import ModelTarget
 
-        model: Any = ModelTarget.model_validate(payload["target"])
-    else:  # an older payload: the weights identity only
-        model = payload["identity"]
+    target = ModelTarget.model_validate(payload["target"])  # devices included
     with device_lock(group):
         shard_flow(
             config,
             payload["model"],
-            model,
+            target,
             payload["shards"],
             payload["run_dir"],
             device_queue=payload["device_queue"],

@@ -123,7 +123,7 @@ def evaluate(config: RunConfig) -> str:
         rewrite_structural_task,
         prompts_path=prompts,
         grid=structural,
-        rewriter=targets[structural.rewriter] if structural else None,
+        rewriter=targets.rewriter,
         seed=config.seed,
         cache_dir=str(layout.cache.root),
         out_dir=str(layout.stages),
@@ -145,10 +145,9 @@ def evaluate(config: RunConfig) -> str:
     )
     shards = read_shards(plan)
     monitor = RunMonitor(config.resolved_run_id(), len(shards) * len(config.models))
-    judge = targets[config.judge.model] if config.judge.model else None
     per_model = [
-        evaluate_model(stage, config, targets[model], judge, shards, monitor)
-        for model in config.models
+        evaluate_model(stage, config, target, targets.judge, shards, monitor)
+        for target in targets.models.values()
     ]
     generations = stage(
         assemble_task,

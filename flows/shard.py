@@ -22,7 +22,7 @@ from flows.devices import worker_devices
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
-from sago_core.backends.target import ModelTarget
+from sago_core.backends.target import ModelTarget, relocated
 from sago_core.config import RunConfig
 from sago_core.errors import SagoError
 from sago_core.stages.shards import Shard
@@ -92,6 +92,7 @@ def shard_flow(
     """Serve a group of shards of ``model`` in this worker process (its devices come from
     the worker's CUDA_VISIBLE_DEVICES, set before anything touched CUDA)."""
     layout = RunLayout(Path(run_dir))
+    target = relocated(target)  # a worker on another machine has the weights elsewhere
     stage = StageRunner(layout, storage_name=f"sago-results-{layout.run_dir.name}")
     done = []
     for raw in shards:

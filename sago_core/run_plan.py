@@ -26,13 +26,13 @@ import polars as pl
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
-from sago_core.backends.target import ModelTarget
+from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key
 from sago_core.config import RunConfig
-from sago_core.stages.structural import INSTRUCTION_VERSION, rewrite_tasks
+from sago_core.stages.structural import rewrite_key, rewrite_tasks
 from sago_core.stages.variants import build_variant_candidates
+from sago_core.variants.grid import FILTERED_FAMILIES
 
 CHARS_PER_TOKEN = 4
-FILTERED = ("register", "structural")  # kept only if the semantic filter passes them
 
 
 @dataclass
@@ -83,9 +83,7 @@ def _rewrites(
     todo, cached = [], 0
     for prompt in prompts["prompt"].to_list():
         for task in rewrite_tasks(prompt, grid):
-            key = JsonCache.key(
-                rewriter.identity, INSTRUCTION_VERSION, task.subtype, f"{task.strength:g}", prompt
-            )
+            key = rewrite_key(behaviour_key(rewriter), task, prompt, grid.max_new_tokens)
             if cache.get(key) is None:
                 todo.append(task.instruction)
             else:
@@ -96,22 +94,22 @@ def _rewrites(
 def plan_run(
     config: RunConfig,
     prompts: pl.DataFrame,
-    targets: dict[str, ModelTarget],
+    targets: RunTargets,
     layout: RunLayout,
     prices: dict[str, tuple[float, float] | None],
 ) -> RunPlan:
     """``prices``: USD per input and output token per API spec (None: unknown)."""
     candidates = build_variant_candidates(prompts, config.variants, config.seed)
     structural = config.variants.structural
-    rewriter = targets.get(structural.rewriter) if structural else None
+    rewriter = targets.rewriter
     instructions, rewrites_cached = _rewrites(prompts, config, rewriter, layout)
     families = Counter(candidates["family"].to_list())
     if structural is not None:
         families["structural"] = sum(
             len(rewrite_tasks(p, structural)) for p in prompts["prompt"].to_list()
         )
-    kept_exact = {f: n for f, n in families.items() if f not in FILTERED}
-    kept_up_to = {f: n for f, n in families.items() if f in FILTERED}
+    kept_exact = {f: n for f, n in families.items() if f not in FILTERED_FAMILIES}
+    kept_up_to = {f: n for f, n in families.items() if f in FILTERED_FAMILIES}
     per_model = len(prompts) + sum(families.values())
     bounded = any(kept_up_to.values())
     plan = RunPlan(
@@ -121,7 +119,7 @@ def plan_run(
         kept_up_to=dict(sorted(kept_up_to.items())),
         rewrites_cached=rewrites_cached,
         generations={m: per_model for m in config.models},
-        teacher_forced={m: per_model for m in config.models if not targets[m].is_api},
+        teacher_forced={m: per_model for m, t in targets.models.items() if not t.is_api},
     )
     max_new = config.generation.max_new_tokens
     # Texts every model answers: the base prompts and every candidate variant.
@@ -129,7 +127,7 @@ def plan_run(
     unwritten = _structural_chars(prompts, config)
     chars = sum(len(t) for t in texts) + unwritten
     for model in config.models:
-        if targets[model].is_api:
+        if targets.models[model].is_api:
             plan.api.append(
                 ApiTraffic(
                     model, "evaluated", per_model, bounded, chars, per_model * max_new, unwritten
@@ -147,7 +145,7 @@ def plan_run(
                 len(instructions) * structural.max_new_tokens,
             )
         )
-    judge = targets.get(config.judge.model) if config.judge.model else None
+    judge = targets.judge
     register = candidates.filter(pl.col("family") == "register")
     if judge is not None and judge.is_api and len(register):
         calls = len(register) * len(config.models)

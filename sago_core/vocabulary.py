@@ -20,6 +20,8 @@ POOLED = "__pooled__"
 # The base prompt asked again: its deltas are the noise floor, never part of a score.
 REPLAY_FAMILY = "replay"
 REPLAY_VARIANT_ID = "replay:base:0:global"
+# A NaN or inf measurement is missing with this reason, never a number in a score.
+NON_FINITE = "non-finite measurement"
 
 
 def normalise(axis: str, delta: float) -> float:

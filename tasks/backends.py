@@ -13,7 +13,7 @@ from sago_core.axes.judge import RegisterJudge
 from sago_core.backends.api import ApiBackend, api_key_from_environment
 from sago_core.backends.factory import BackendPlaces, open_backend
 from sago_core.backends.protocol import Backend
-from sago_core.backends.target import ModelTarget
+from sago_core.backends.target import ModelTarget, behaviour_key
 from sago_core.config import ApiSettings
 
 
@@ -53,4 +53,4 @@ def register_judge(target: ModelTarget, cache_dir: str, ledger_file: str) -> Reg
         return [(a.response_text, a.failure_reason) for a in answers]
 
     cache = JsonCache(CacheLayout(Path(cache_dir)).judge)
-    return RegisterJudge(target.identity, complete, cache)
+    return RegisterJudge(behaviour_key(target), complete, cache)

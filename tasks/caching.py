@@ -3,8 +3,9 @@
 A key is the hash of what determines a stage's output: the task name, the code version of
 that task (see ``code_version``), every input artifact's bytes (parameters named ``*_path``
 or ``*_paths``), and every other parameter's JSON form, except where output is written
-(``out_dir``, ``cache_dir``) or where spending is booked (``ledger_file``). Never the run
-id: a rerun or a resumed run hits the cache.
+(``out_dir``, ``cache_dir``) or where spending is booked (``ledger_file``), and, of a
+``ModelTarget``, everything but where its weights lie. Never the run id: a rerun or a
+resumed run hits the cache.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from sago_core.artifacts.store import sha256_of
+from sago_core.backends.target import ModelTarget, cache_fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
 OWN_PACKAGES = ("sago_core", "tasks")
@@ -110,10 +112,14 @@ def _module_digest(name: str) -> str:
 
 
 def _fingerprint(name: str, value: Any) -> str:
+    if value is None:
+        return "null"
     if name.endswith("_path"):
         return sha256_of(value)
     if name.endswith("_paths"):
         return json.dumps([sha256_of(v) for v in value])
+    if isinstance(value, ModelTarget):  # its weights' identity, never where they lie
+        return cache_fingerprint(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(value, sort_keys=True, default=str)

@@ -11,7 +11,7 @@ from sago_core.artifacts.layout import CacheLayout
 from sago_core.artifacts.schemas import PROMPTS, VARIANTS, empty
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
-from sago_core.backends.target import ModelTarget
+from sago_core.backends.target import ModelTarget, behaviour_key
 from sago_core.config import BertScoreSettings, RunConfig, StructuralGrid, VariantGrid
 from sago_core.stages.prompts import prepare_prompts
 from sago_core.stages.shards import write_shards
@@ -62,7 +62,7 @@ def rewrite_structural_task(
         read_parquet(prompts_path),
         grid,
         backend_for(rewriter, cache_dir, ledger_file),
-        rewriter.identity,
+        behaviour_key(rewriter),
         JsonCache(CacheLayout(Path(cache_dir)).rewrites),
         seed,
     )

@@ -11,7 +11,7 @@ from typing import Any
 from prefect import task
 
 from sago_core.artifacts.store import write_json
-from sago_core.backends.target import ModelTarget, run_targets
+from sago_core.backends.target import RunTargets, run_targets
 from sago_core.config import RunConfig
 from sago_core.data.loading import source_digest
 
@@ -36,20 +36,18 @@ def resolve_inputs_task(config: RunConfig) -> dict[str, Any]:
     here, before any model is loaded. Targets travel as JSON (``ModelTarget`` validates
     them back): a flow's inputs are never pickled."""
     targets = run_targets(config)
-    described = {spec: target.describe() for spec, target in targets.items()}
-    structural = config.variants.structural
-    rewriter = structural.rewriter if structural else None
     return {
-        "targets": {spec: target.model_dump(mode="json") for spec, target in targets.items()},
-        "models": {model: described[model] for model in config.models},
-        "rewriter": described[rewriter] if rewriter else None,
-        "judge": described[config.judge.model] if config.judge.model else None,
+        "targets": targets.model_dump(mode="json"),
+        "models": {spec: target.describe() for spec, target in targets.models.items()},
+        "rewriter": targets.rewriter.describe() if targets.rewriter else None,
+        "judge": targets.judge.describe() if targets.judge else None,
         "data_digest": source_digest(config.datasets, config.data_dir),
     }
 
 
-def targets_of(inputs: dict[str, Any]) -> dict[str, ModelTarget]:
-    return {spec: ModelTarget.model_validate(raw) for spec, raw in inputs["targets"].items()}
+def targets_of(inputs: dict[str, Any]) -> RunTargets:
+    """The run's targets from ``resolve-inputs``' result or the run's manifest."""
+    return RunTargets.model_validate(inputs["targets"])
 
 
 def package_versions() -> dict[str, str]:
@@ -87,5 +85,7 @@ def write_manifest_task(
         "python": platform.python_version(),
         "platform": platform.platform(),
         "stages": stages,
+        # Read back by the consistency study, so it scores the very models evaluated.
+        "targets": inputs["targets"],
     }
     return str(write_json(manifest, Path(run_dir) / "manifest.json"))

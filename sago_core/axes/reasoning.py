@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+import polars as pl
+
 UNCLOSED_REASONING = "answer still inside a reasoning block (max_new_tokens reached while thinking)"
 
 _TAGS = r"(?:think|thinking|reasoning)"
@@ -38,6 +40,17 @@ def answer_text(response: str | None) -> str | None:
     if _OPEN.search(after):
         return None  # a new block opened after the last one closed, and never closed
     return after.strip()
+
+
+def with_answers(generations: pl.DataFrame) -> pl.DataFrame:
+    """``generations`` with its ``answer_text`` column (derived when absent: older files),
+    and ``thinking``: an answer that came back but is still inside its reasoning block."""
+    if "answer_text" not in generations.columns:
+        answers = [answer_text(r) for r in generations["response_text"].to_list()]
+        generations = generations.with_columns(pl.Series("answer_text", answers, pl.String))
+    return generations.with_columns(
+        (pl.col("response_text").is_not_null() & pl.col("answer_text").is_null()).alias("thinking")
+    )
 
 
 def still_thinking(response: str | None) -> bool:

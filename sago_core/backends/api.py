@@ -24,6 +24,7 @@ from sago_core.artifacts.json_cache import JsonCache
 from sago_core.backends.api_failures import Failure, classify_exception, validate_response
 from sago_core.backends.api_ledger import ApiLedger, BudgetExhausted
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+from sago_core.backends.target import api_identity
 from sago_core.config import ApiSettings
 from sago_core.errors import ConfigError
 
@@ -94,7 +95,7 @@ class ApiBackend:
 
     # -- identity -----------------------------------------------------------------------
     def identity(self) -> str:
-        return f"api:{self.model}@{self.settings.base_url or 'provider-default'}"
+        return api_identity(self.model, self.settings)
 
     def describe(self) -> dict[str, str]:
         version = getattr(self._litellm, "__version__", None)

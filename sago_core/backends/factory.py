@@ -13,27 +13,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from sago_core.artifacts.layout import CacheLayout
-from sago_core.backends.model_source import BACKENDS, parse_model_spec
 from sago_core.backends.protocol import Backend
 from sago_core.backends.target import ModelTarget
 from sago_core.config import ApiBudget, VllmSettings
 from sago_core.errors import ConfigError
-
-AVAILABLE = BACKENDS
-
-
-def check_backend_available(spec_text: str) -> None:
-    """Fail before any model is loaded if the spec names a backend this build lacks."""
-    spec = parse_model_spec(spec_text)
-    if spec.backend not in AVAILABLE:
-        raise ConfigError(
-            f"model {spec_text!r}: the {spec.backend!r} backend is not available; "
-            f"use one of {', '.join(AVAILABLE)}"
-        )
-
-
-def is_api_model(spec_text: str) -> bool:
-    return parse_model_spec(spec_text).backend == "litellm"
 
 
 @dataclass(frozen=True)
@@ -61,7 +44,7 @@ def open_backend(
     """The process-wide engine of ``target`` (built on first use). Only the places its own
     backend uses count, so a transformers model is one engine whoever asks for it."""
     places = places or BackendPlaces()
-    if target.backend == "hf":
+    if target.backend in ("hf", "mock"):
         places = BackendPlaces()
     elif target.backend == "vllm":
         places = BackendPlaces(places.cache)
@@ -110,5 +93,5 @@ def _open(target: ModelTarget, places: BackendPlaces, api_key: str | None, devic
 
 
 def loaded_engines() -> int:
-    """How many engines this process has built (tests: a dry run builds none)."""
-    return _open.cache_info().currsize
+    """How many engines this process has ever built (tests: a dry run builds none)."""
+    return _open.cache_info().misses

@@ -1,6 +1,6 @@
 """transformers backend: batched greedy generation and the teacher-forced scoring pass.
 
-Loaded once per worker process (see ``factory.get_backend``) and called with whole batches.
+Loaded once per worker process (see ``factory.open_backend``) and called with whole batches.
 Batches are formed from length-sorted requests to limit padding; results come back in the
 caller's order. Generation pads on the left (so new tokens line up), scoring on the right;
 both locate the last prompt token from the attention mask, never from pad-token ids (the

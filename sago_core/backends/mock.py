@@ -30,7 +30,7 @@ LAYERS, WIDTH = 2, 4
 
 
 class MockBackendFailure(SagoError):
-    """The failure ``SAGO_MOCK_FAIL_AT`` asked for."""
+    """The failure ``SAGO_MOCK_FAIL_ON`` asked for."""
 
 
 def mock_answer(prompt: str) -> str:

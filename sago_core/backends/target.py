@@ -12,12 +12,15 @@ a transformers target, so it never invalidates transformers results.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from sago_core.backends.model_source import LocalModel, parse_model_spec, resolve_local_model
 from sago_core.config import ApiSettings, RunConfig, TemplateKwargs, VllmSettings
+from sago_core.errors import ModelNotFoundError
 
 BackendName = Literal["hf", "vllm", "litellm", "mock"]
 
@@ -68,10 +71,11 @@ def api_identity(model_id: str, api: ApiSettings) -> str:
 
 
 def model_target(
-    config: RunConfig, spec_text: str, source: LocalModel | None = None
+    config: RunConfig, spec_text: str, source: LocalModel | None = None, devices: int = 1
 ) -> ModelTarget:
     """The target of ``spec_text`` under ``config``; ``source``: weights already resolved
-    (resolving hashes a GGUF file, so it is done once per spec)."""
+    (resolving hashes a GGUF file, so it is done once per spec); ``devices``: how many
+    devices one worker spreads it over (evaluated models only: tools run in the flow)."""
     spec = parse_model_spec(spec_text)
     generation = config.generation
     if spec.backend == "mock":
@@ -96,18 +100,81 @@ def model_target(
         trust_remote_code=spec_text in config.trust_remote_code,
         chat_template_kwargs=generation.chat_template_kwargs,
         use_model_defaults=generation.use_model_defaults,
-        devices=config.orchestration.devices_per_worker,
+        devices=devices,
         vllm=config.vllm if spec.backend == "vllm" else None,
     )
 
 
-def run_targets(config: RunConfig) -> dict[str, ModelTarget]:
-    """One target per spec the run uses (evaluated models, rewriter, judge); a spec used
-    twice (a model that is also the rewriter) is resolved once, so it shares its engine."""
+class RunTargets(BaseModel):
+    """Every model a run uses: the evaluated models (on the shard workers, each spread over
+    ``devices_per_worker`` devices) and the tools the flow itself runs (the structural
+    rewriter and the judge, one device). A tool that is also an evaluated model reuses its
+    resolved weights, and with one device per worker it is the very same target, so the
+    same engine."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: dict[str, ModelTarget]
+    rewriter: ModelTarget | None = None
+    judge: ModelTarget | None = None
+
+    def tools(self) -> list[ModelTarget]:
+        return [t for t in (self.rewriter, self.judge) if t is not None]
+
+
+def run_targets(config: RunConfig) -> RunTargets:
+    """Resolve every model of ``config`` once (the ``resolve-inputs`` task does this)."""
+    per_worker = config.orchestration.devices_per_worker
+    models = {m: model_target(config, m, devices=per_worker) for m in config.models}
+
+    def tool(spec: str | None) -> ModelTarget | None:
+        if spec is None:
+            return None
+        known = models.get(spec)
+        return model_target(config, spec, known.source if known else None)
+
     structural = config.variants.structural
-    specs = [*config.models, structural.rewriter if structural else None, config.judge.model]
-    targets: dict[str, ModelTarget] = {}
-    for spec in specs:
-        if spec and spec not in targets:
-            targets[spec] = model_target(config, spec)
-    return targets
+    return RunTargets(
+        models=models,
+        rewriter=tool(structural.rewriter if structural else None),
+        judge=tool(config.judge.model),
+    )
+
+
+def cache_fingerprint(target: ModelTarget) -> str:
+    """What of a target determines results, for cache keys: everything but where the
+    weights happen to lie (their identity is the content)."""
+    payload = target.model_dump(mode="json")
+    if payload.get("source"):
+        payload["source"].pop("location", None)
+    return json.dumps(payload, sort_keys=True)
+
+
+def behaviour_key(target: ModelTarget) -> str:
+    """The identity a tool's answers are cached under (structural rewrites, judge verdicts):
+    the weights or endpoint, plus the rendering and decoding options that change answers
+    (left out when they are the defaults, so default runs keep their caches)."""
+    options = {
+        "chat_template_kwargs": dict(target.chat_template_kwargs)
+        if target.chat_template_kwargs is not None
+        else None,
+        "use_model_defaults": target.use_model_defaults,
+    }
+    if target.is_api or options == {"chat_template_kwargs": None, "use_model_defaults": False}:
+        return target.identity
+    return f"{target.identity}|{json.dumps(options, sort_keys=True)}"
+
+
+def relocated(target: ModelTarget) -> ModelTarget:
+    """``target`` on this machine: a worker elsewhere finds the weights under its own path
+    (re-resolved from the model id), and they must be the same weights."""
+    source = target.source
+    if source is None or source.kind == "hub" or Path(source.location).exists():
+        return target
+    local = resolve_local_model(target.model_id)
+    if local.identity != target.identity:
+        raise ModelNotFoundError(
+            f"model {target.spec!r}: this machine has other weights ({local.identity}) than "
+            f"the run was started with ({target.identity})"
+        )
+    return target.model_copy(update={"source": local})

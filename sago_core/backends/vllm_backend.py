@@ -18,7 +18,6 @@ by its sha256).
 from __future__ import annotations
 
 import atexit
-import inspect
 import json
 import logging
 import os
@@ -28,14 +27,14 @@ import subprocess
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from sago_core.backends.materialise import materialised_folder
 from sago_core.backends.model_source import LocalModel
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
-from sago_core.config import VllmSettings
+from sago_core.config import TemplateKwargs, VllmSettings
 from sago_core.errors import ConfigError, SagoError
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
@@ -73,16 +72,6 @@ class VllmUnsupportedModelError(VllmWorkerError):
 # The last "SomeError: message" logged (a failed architecture inspection logs its cause).
 ERROR_LINE = re.compile(r"\b[A-Z]\w*(Error|Exception): .*$")
 UNSUPPORTED_MARKERS = ("are not supported", "failed to be inspected", "No model architectures")
-
-TemplateKwargs = Mapping[str, Any] | Sequence[tuple[str, Any]] | None
-
-
-def template_pairs(kwargs: TemplateKwargs) -> tuple[tuple[str, Any], ...] | None:
-    """Chat-template kwargs as sorted pairs (hashable, the form the settings keep)."""
-    if kwargs is None:
-        return None
-    items = kwargs.items() if isinstance(kwargs, Mapping) else kwargs
-    return tuple(sorted((str(k), v) for k, v in items))
 
 
 def tensor_parallel_size(settings: VllmSettings, devices: int) -> int:
@@ -163,7 +152,7 @@ class VllmBackend:
         settings: VllmSettings,
         cache_root: Path,
         trust_remote_code: bool = False,
-        chat_template_kwargs: TemplateKwargs = None,
+        chat_template_kwargs: TemplateKwargs | None = None,
         use_model_defaults: bool = False,
         devices: int = 1,
         reuse_worker: bool = False,
@@ -178,7 +167,7 @@ class VllmBackend:
         self.source = source
         self.settings = settings
         self.trust_remote_code = trust_remote_code
-        self.chat_template_kwargs = template_pairs(chat_template_kwargs)
+        self.chat_template_kwargs = chat_template_kwargs
         self.use_model_defaults = use_model_defaults
         self.devices = max(int(devices), 1)
         self.reuse_worker = reuse_worker
@@ -369,15 +358,12 @@ class VllmBackend:
         if self._scorer is None:
             from sago_core.backends.hf import HFBackend
 
-            wanted: dict[str, Any] = {
-                "trust_remote_code": self.trust_remote_code,
-                "chat_template_kwargs": self.chat_template_kwargs,
-                "use_model_defaults": self.use_model_defaults,
-                "devices": self.devices,
-            }
-            accepted = inspect.signature(HFBackend).parameters
             self._scorer = HFBackend(
-                self.source, **{k: v for k, v in wanted.items() if k in accepted}
+                self.source,
+                trust_remote_code=self.trust_remote_code,
+                chat_template_kwargs=self.chat_template_kwargs,
+                use_model_defaults=self.use_model_defaults,
+                devices=self.devices,
             )
         return self._scorer
 
@@ -437,19 +423,14 @@ class VllmBackend:
 
 def render_prompt_ids(scorer: Any, prompt: str) -> list[int]:
     """The prompt's token ids exactly as the transformers side feeds them to its model."""
-    render = getattr(scorer, "render_prompt_ids", None) or scorer.encode_prompt
-    return [int(i) for i in render(prompt)]
+    return [int(i) for i in scorer.render_prompt_ids(prompt)]
 
 
 def stop_token_ids(scorer: Any) -> list[int]:
     """The ids that end a transformers generation (its end-of-sequence set)."""
-    stops = getattr(scorer, "stop_token_ids", None)
-    ids = stops() if callable(stops) else scorer.eos_ids
-    return sorted({int(i) for i in ids if i is not None})
+    return sorted({int(i) for i in scorer.stop_token_ids() if i is not None})
 
 
 def decode_response(scorer: Any, token_ids: Sequence[int]) -> str:
-    decode = getattr(scorer, "decode_response", None)
-    if callable(decode):
-        return str(decode(tuple(token_ids)))
+    """vLLM's ids decoded by the transformers tokenizer: same ids, same text."""
     return str(scorer.tokenizer.decode(list(token_ids), skip_special_tokens=True).strip())

@@ -53,7 +53,7 @@ def partial_correlation_table(
         matrix = _aligned(frame.select("position", "dataset", "value"), datasets)
         for a, b in combinations(range(1, len(datasets)), 2):
             x, y, z = matrix[:, a], matrix[:, b], matrix[:, 0]
-            keep = ~(np.isnan(x) | np.isnan(y) | np.isnan(z))
+            keep = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
             result = partial_correlation(x[keep], y[keep], z[keep])
             rows.append(
                 {

@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from sago_core.artifacts.schemas import CHECKPOINT_SCORES, conform
-from sago_core.stages.pairs import with_answers
+from sago_core.axes.reasoning import with_answers
 from sago_core.statistics.correctness import is_correct
 from sago_core.vocabulary import AXES, BASE_VARIANT_ID, POOLED
 

@@ -19,12 +19,12 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.artifacts.layout import RunLayout
 from sago_core.report import figures
 from sago_core.report.summary_md import kept_counts, sgs_cell
-from sago_core.scoring.deltas import NON_FINITE
 from sago_core.statistics.correctness import is_correct
 from sago_core.statistics.rankings import rank_agreement, rank_reversals
-from sago_core.vocabulary import AXES, POOLED, REPLAY_FAMILY
+from sago_core.vocabulary import AXES, NON_FINITE, POOLED, REPLAY_FAMILY
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
@@ -330,7 +330,8 @@ def provenance_of(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def report_from_run(run_dir: Path) -> str:
     """Rebuild the report of a finished run from its artifacts alone."""
-    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    layout = RunLayout(run_dir)
+    manifest = json.loads(layout.manifest.read_text(encoding="utf-8"))
     return render_report(
         pl.read_parquet(run_dir / "summary.parquet"),
         pl.read_parquet(run_dir / "scores.parquet"),
@@ -339,7 +340,7 @@ def report_from_run(run_dir: Path) -> str:
         pl.read_parquet(run_dir / "prompts.parquet"),
         pl.read_parquet(run_dir / "generations.parquet"),
         provenance_of(manifest),
-        read_analysis(sorted((run_dir / "models").glob("*/analysis.parquet"))),
+        read_analysis(layout.per_model_files("analysis.parquet")),
     )
 
 

@@ -19,8 +19,8 @@ import polars as pl
 
 from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.mirroring import register_mirroring
+from sago_core.axes.reasoning import with_answers
 from sago_core.errors import InputError
-from sago_core.stages.pairs import with_answers
 from sago_core.statistics.agreement import agreement
 from sago_core.vocabulary import BASE_VARIANT_ID
 

@@ -20,10 +20,8 @@ from __future__ import annotations
 import polars as pl
 
 from sago_core.artifacts.schemas import DELTAS, conform
-from sago_core.axes.reasoning import UNCLOSED_REASONING, answer_text
-from sago_core.vocabulary import AXES, BASE_VARIANT_ID, SCALES
-
-NON_FINITE = "non-finite measurement"
+from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
+from sago_core.vocabulary import AXES, BASE_VARIANT_ID, NON_FINITE, SCALES
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 PROMPT_KEY = ["model", "dataset", "prompt_id"]
@@ -36,7 +34,7 @@ def compute_deltas(
     pairs: pl.DataFrame,
     mirroring: pl.DataFrame,
 ) -> pl.DataFrame:
-    generations = _with_thinking_flag(generations)
+    generations = with_answers(generations)
     variants = generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).select(
         KEY + VARIANT_COLUMNS + [pl.col("failure_reason").alias("variant_failure"), "thinking"]
     )
@@ -114,14 +112,3 @@ def compute_deltas(
             )
         )
     return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])
-
-
-def _with_thinking_flag(generations: pl.DataFrame) -> pl.DataFrame:
-    """``thinking``: a response that came back but whose answer is still inside its reasoning
-    block (``answer_text`` null); derived from ``response_text`` for frames without it."""
-    if "answer_text" not in generations.columns:
-        answers = [answer_text(r) for r in generations["response_text"].to_list()]
-        generations = generations.with_columns(pl.Series("answer_text", answers, pl.String))
-    return generations.with_columns(
-        (pl.col("response_text").is_not_null() & pl.col("answer_text").is_null()).alias("thinking")
-    )

@@ -12,8 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from sago_core.artifacts.schemas import SCORES, conform
-from sago_core.scoring.deltas import NON_FINITE
-from sago_core.vocabulary import REPLAY_FAMILY
+from sago_core.vocabulary import NON_FINITE, REPLAY_FAMILY
 
 GROUP = ["model", "dataset", "prompt_id", "axis"]
 

@@ -88,7 +88,7 @@ def analyse_pairs(
     for row, result in zip(rows.iter_rows(named=True), results, strict=True):
         if row["variant_id"] == BASE_VARIANT_ID:
             key = (row["dataset"], row["prompt_id"])
-            base_hidden[key] = (result.hidden, getattr(result, "hidden_user", None))
+            base_hidden[key] = (result.hidden, result.hidden_user)
     cosines: list[list[float] | None] = []
     cosines_user: list[list[float] | None] = []
     reasons: list[str | None] = []
@@ -97,7 +97,7 @@ def analyse_pairs(
             (row["dataset"], row["prompt_id"]), (None, None)
         )
         cosines.append(_cosines(result.hidden, reference))
-        cosines_user.append(_cosines(getattr(result, "hidden_user", None), reference_user))
+        cosines_user.append(_cosines(result.hidden_user, reference_user))
         if cosines[-1] is None:
             default = f"backend {backend.name} exposes no hidden states"
             reasons.append(result.missing_reason or default)

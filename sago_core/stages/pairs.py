@@ -16,21 +16,13 @@ import polars as pl
 from sago_core.artifacts.schemas import MIRRORING, PAIRS, conform
 from sago_core.axes.judge import JudgeRequest, RegisterJudge
 from sago_core.axes.mirroring import Mirroring, detect_mirroring
-from sago_core.axes.reasoning import UNCLOSED_REASONING, answer_text
+from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
 from sago_core.axes.text_similarity import sentence_bleu
 from sago_core.vocabulary import BASE_VARIANT_ID
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
 NO_ANSWER = "no answer to compare (generation failed)"
-
-
-def with_answers(generations: pl.DataFrame) -> pl.DataFrame:
-    """``generations`` with its ``answer_text`` column (derived when absent)."""
-    if "answer_text" in generations.columns:
-        return generations
-    answers = [answer_text(r) for r in generations["response_text"].to_list()]
-    return generations.with_columns(pl.Series("answer_text", answers, dtype=pl.String))
 
 
 def _with_base_response(generations: pl.DataFrame) -> pl.DataFrame:

@@ -7,11 +7,14 @@ and backends that cannot tokenise or score, give null with a reason.
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from sago_core.artifacts.schemas import REFERENCE_LIKELIHOOD, conform
 from sago_core.backends.protocol import Backend, ScoringRequest
 from sago_core.config import AnalysisSettings
+from sago_core.vocabulary import NON_FINITE
 
 
 def reference_likelihood(
@@ -35,10 +38,12 @@ def reference_likelihood(
     results = backend.score(requests, settings.batch_size, settings.max_batch_tokens)
     for row, result in zip(scored_rows, results, strict=True):
         row["n_tokens"] = result.n_response_tokens
-        row["logprob"] = result.logprob
         if result.logprob is None:
             row["missing_reason"] = "the backend gives no log-probabilities"
+        elif not math.isfinite(result.logprob):
+            row["missing_reason"] = NON_FINITE
         else:
+            row["logprob"] = result.logprob
             row["logprob_per_token"] = result.logprob / max(result.n_response_tokens, 1)
     frame = pl.DataFrame(rows, schema=REFERENCE_LIKELIHOOD)
     return conform(frame, REFERENCE_LIKELIHOOD).sort(["model", "dataset", "prompt_id"])

@@ -41,6 +41,19 @@ def _origin(row: dict, task: RewriteTask) -> Origin:
     return file, line, f"prompt {row['prompt_id']} (rewrite {structural_variant_id(task)})"
 
 
+def rewrite_key(rewriter_identity: str, task: RewriteTask, prompt: str, max_new_tokens: int) -> str:
+    """The cache key of one rewrite: who rewrote (``behaviour_key`` of the rewriter), the
+    instruction's version, what was asked, the token budget and the prompt."""
+    return JsonCache.key(
+        rewriter_identity,
+        INSTRUCTION_VERSION,
+        task.subtype,
+        f"{task.strength:g}",
+        f"max_new_tokens={max_new_tokens}",
+        prompt,
+    )
+
+
 def rewrite_structural(
     prompts: pl.DataFrame,
     grid: StructuralGrid,
@@ -52,13 +65,7 @@ def rewrite_structural(
     jobs = []
     for row in prompts.iter_rows(named=True):
         for task in rewrite_tasks(row["prompt"], grid):
-            key = JsonCache.key(
-                rewriter_identity,
-                INSTRUCTION_VERSION,
-                task.subtype,
-                f"{task.strength:g}",
-                row["prompt"],
-            )
+            key = rewrite_key(rewriter_identity, task, row["prompt"], grid.max_new_tokens)
             jobs.append((row, task, key, cache.get(key)))
     todo = [j for j in jobs if j[3] is None]
     ensure_fits(

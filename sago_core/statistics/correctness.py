@@ -21,9 +21,11 @@ def normalise_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
-def is_correct(response: str, references: Sequence[str]) -> bool | None:
+def is_correct(response: str | None, references: Sequence[str]) -> bool | None:
+    """None (unknown) without references or without an answer (a failed request, or a
+    reasoning block that never closed)."""
     targets = [normalise_answer(r) for r in references if normalise_answer(r)]
-    if not targets:
+    if not targets or response is None:
         return None
     padded = f" {normalise_answer(response)} "
     return any(f" {target} " in padded for target in targets)

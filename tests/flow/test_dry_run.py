@@ -75,7 +75,8 @@ def test_the_plan_is_what_the_run_sends(
         config = build_config("demo", values)
         layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
         targets = run_targets(config)
-        prices = {spec: (1e-6, 2e-6) for spec, t in targets.items() if t.is_api}
+        every = [*targets.models.values(), *targets.tools()]
+        prices = {t.spec: (1e-6, 2e-6) for t in every if t.is_api}
         plan = plan_summary(plan_run(config, prepare_prompts(config), targets, layout, prices))
 
         del values["api"]["budget"]  # the run itself goes to the end

@@ -218,7 +218,7 @@ def test_the_worker_gets_rendered_prompt_ids_and_the_stop_ids(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     backend, log = scripted_backend(
-        tmp_path, monkeypatch, chat_template_kwargs={"enable_thinking": True}
+        tmp_path, monkeypatch, chat_template_kwargs=(("enable_thinking", True),)
     )
     try:
         answers = backend.generate(["one three", "a bb ccc"], 5, 4)

@@ -4,7 +4,6 @@ and the second per-layer curve (end of the user's text)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -43,11 +42,6 @@ GRID = VariantGrid.model_validate(
 )
 
 
-@dataclass(frozen=True)
-class WithUser(TeacherForced):
-    hidden_user: np.ndarray | None = None
-
-
 def _state(text: str, salt: float) -> np.ndarray:
     """Deterministic (layers=3, d=4) states from a prompt's text."""
     codes = np.array([ord(c) for c in text], dtype=np.float64)
@@ -82,7 +76,7 @@ class RecordingBackend(FakeBackend):
     ) -> list[TeacherForced]:
         self.score_batches.append([r.prompt for r in requests])
         return [
-            WithUser(
+            TeacherForced(
                 _state(r.prompt, 0.0),
                 -float(len(r.prompt)),
                 len(r.prompt) / 100,
@@ -178,7 +172,7 @@ def test_layer_cosines_user_golden() -> None:
             for r in requests:
                 base = r.prompt == PROMPTS["prompt"][0]
                 user = np.array([[1, 0], [2, 2]] if base else [[0, 3], [1, 1]], dtype=np.float32)
-                out.append(WithUser(np.ones((2, 2), np.float32), -1.0, 0.1, 1, None, user))
+                out.append(TeacherForced(np.ones((2, 2), np.float32), -1.0, 0.1, 1, None, user))
             return out
 
     _, analysis = _run(Fixed())
