@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.families import FAMILIES, build_family
+from tests.grids import tiny_variants
 
 pytestmark = [pytest.mark.slow, pytest.mark.conformance]
 
@@ -40,16 +41,7 @@ def test_every_family_runs_end_to_end_from_the_command_line(
         "generation": {"max_new_tokens": 8, "batch_size": 8},
         "analysis": {"batch_size": 4},
         "bertscore": {"model": "minilm-l6", "num_layers": 6, "semantic_threshold": 0.5},
-        "variants": {
-            "register": {"strengths": [-2, 2], "positions": ["suffix"]},
-            "noise": {
-                "spacing": [5],
-                "punctuation": [3],
-                "capitalization": [50],
-                "positions": ["global"],
-            },
-            "structural": None,
-        },
+        "variants": tiny_variants(),
     }
     file = tmp_path / "families.yaml"
     file.write_text(yaml.safe_dump(config))

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from sago_core.config import RunConfig, build_config
+from tests.grids import tiny_variants
 from tests.openai_server import ScriptedServer
 
 pytestmark = pytest.mark.slow
@@ -29,16 +30,7 @@ def _config(tiny: Path, runs: Path, base_url: str) -> RunConfig:
             "generation": {"max_new_tokens": 6, "batch_size": 16},
             "api": {"base_url": base_url, "key_env": "SAGO_TEST_API_KEY", "backoff_s": 0},
             "judge": {"model": JUDGE},
-            "variants": {
-                "register": {"strengths": [-2, 2], "positions": ["suffix"]},
-                "noise": {
-                    "spacing": [5],
-                    "punctuation": [3],
-                    "capitalization": [50],
-                    "positions": ["global"],
-                },
-                "structural": None,
-            },
+            "variants": tiny_variants(),
         },
     )
 

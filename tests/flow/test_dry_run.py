@@ -17,6 +17,7 @@ from sago_core.backends.target import run_targets
 from sago_core.config import build_config
 from sago_core.run_plan import plan_run, plan_summary
 from sago_core.stages.prompts import prepare_prompts
+from tests.grids import tiny_variants
 from tests.openai_server import ScriptedServer
 
 MODEL, TOOL = "openai/mock-1", "openai/tool-1"
@@ -39,16 +40,9 @@ def _values(runs: Path, base_url: str) -> dict:
         "judge": {"model": f"litellm:{TOOL}"},
         # Every register variant passes (threshold near 0): their count is then exact too.
         "bertscore": {"model": "minilm-l6", "num_layers": 6, "semantic_threshold": 0.01},
-        "variants": {
-            "register": {"strengths": [-2, 2], "positions": ["suffix"]},
-            "noise": {
-                "spacing": [5],
-                "punctuation": [3],
-                "capitalization": [50],
-                "positions": ["global"],
-            },
-            "structural": {"lengths": [2.0], "mood": True, "rewriter": f"litellm:{TOOL}"},
-        },
+        "variants": tiny_variants(
+            structural={"lengths": [2.0], "mood": True, "rewriter": f"litellm:{TOOL}"}
+        ),
     }
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from sago_core.config import RunConfig, build_config
 from sago_core.vocabulary import AXES
+from tests.grids import tiny_variants
 
 pytestmark = pytest.mark.slow
 
@@ -63,21 +64,14 @@ def _config(model_dir: Path, runs: Path) -> RunConfig:
             "n": 2,
             "runs_dir": str(runs),
             "generation": {"max_new_tokens": 4, "batch_size": 16},
-            "variants": {
-                "register": {"strengths": [-2, 2], "positions": ["suffix"]},
-                "noise": {
-                    "spacing": [5],
-                    "punctuation": [3],
-                    "capitalization": [50],
-                    "positions": ["global"],
-                },
-                "structural": {
+            "variants": tiny_variants(
+                structural={
                     "lengths": [2.0],
                     "mood": True,
                     "rewriter": f"hf:{model_dir}",
                     "max_new_tokens": 12,
-                },
-            },
+                }
+            ),
         },
     )
 

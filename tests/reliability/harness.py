@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from sago_core.artifacts.store import sha256_of
+from tests.grids import tiny_variants
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = (
@@ -42,16 +43,7 @@ def write_inputs(shared: Path, root: Path) -> Path:
         "analysis": {"batch_size": 3},
         "bertscore": {"model": "minilm-l6", "num_layers": 6, "semantic_threshold": 0.78},
         "orchestration": {"shard_size": 2},
-        "variants": {
-            "register": {"strengths": [-4, 4], "positions": ["suffix"]},
-            "noise": {
-                "spacing": [5],
-                "punctuation": [3],
-                "capitalization": [50],
-                "positions": ["global"],
-            },
-            "structural": None,
-        },
+        "variants": tiny_variants(strengths=(-4, 4)),
     }
     path = root / "config.yaml"
     path.write_text(yaml.safe_dump(config))
