@@ -51,8 +51,29 @@ def open_backend(
     return _open(target, places, api_key if target.is_api else None, device)
 
 
+_BUILT: list[Backend] = []
+_BUILT_COUNT = [0]  # ever built in this process (close_engines does not reset it)
+
+
+def close_engines() -> None:
+    """End every engine this process built (worker processes included) and forget them: a
+    long-lived process (a test session, a notebook) that is done with its models."""
+    while _BUILT:
+        close = getattr(_BUILT.pop(), "close", None)
+        if callable(close):
+            close()
+    _open.cache_clear()
+
+
 @lru_cache(maxsize=8)
 def _open(target: ModelTarget, places: BackendPlaces, api_key: str | None, device: str) -> Backend:
+    backend = _build(target, places, api_key, device)
+    _BUILT.append(backend)
+    _BUILT_COUNT[0] += 1
+    return backend
+
+
+def _build(target: ModelTarget, places: BackendPlaces, api_key: str | None, device: str) -> Backend:
     if target.backend == "litellm":
         if target.api is None or places.cache is None or places.ledger is None:
             raise ConfigError(f"model {target.spec!r} needs the api settings, cache and ledger")
@@ -93,5 +114,5 @@ def _open(target: ModelTarget, places: BackendPlaces, api_key: str | None, devic
 
 
 def loaded_engines() -> int:
-    """How many engines this process has ever built (tests: a dry run builds none)."""
-    return _open.cache_info().misses
+    """How many engines this process has built (tests: a dry run builds none)."""
+    return _BUILT_COUNT[0]

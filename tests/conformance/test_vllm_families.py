@@ -82,6 +82,15 @@ def vllm_sized() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="module", autouse=True)
+def end_parked_workers() -> Iterator[None]:
+    """The reused worker process leaves with this module, not at the session's end."""
+    yield
+    from sago_core.backends.vllm_backend import SPARE_WORKERS
+
+    SPARE_WORKERS.close()
+
+
 @pytest.fixture(scope="module")
 def build(tmp_path_factory: pytest.TempPathFactory) -> Any:
     require_vllm()

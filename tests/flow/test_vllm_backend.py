@@ -27,7 +27,7 @@ MAX_NEW = 32
 def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     require_vllm()
     from sago_core.artifacts.layout import CacheLayout
-    from sago_core.backends.factory import BackendPlaces, open_backend
+    from sago_core.backends.factory import BackendPlaces, close_engines, open_backend
     from sago_core.backends.target import model_target
     from sago_core.config import RunConfig
 
@@ -35,6 +35,7 @@ def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     places = BackendPlaces(CacheLayout(tmp_path_factory.mktemp("cache")))
     vllm = open_backend(model_target(config, "vllm:smollm2-135m"), places)
     yield vllm, open_backend(model_target(config, "hf:smollm2-135m"))
+    close_engines()  # the worker process goes with the module
 
 
 @pytest.mark.slow
@@ -114,6 +115,9 @@ def test_one_run_with_a_vllm_model_and_an_api_model(
     assert '"vllm": "0.32.0"' in engine and "determinism" in engine
     page = (run_dir / "report.html").read_text()
     assert "vllm:smollm2-135m" in page and "litellm:openai/mock-1" in page
+    from sago_core.backends.factory import close_engines
+
+    close_engines()  # the run's vLLM worker ends with the test
 
 
 # -- the parent side of the protocol, against a scripted worker (no vLLM) ------------------
