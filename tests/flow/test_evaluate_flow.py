@@ -187,6 +187,7 @@ def test_report_opens_in_headless_chromium_with_every_figure_and_true_tables(
         "fig-heatmap",
         "fig-dose-response",
         "fig-distributions",
+        "fig-layer-curves",
     ]
     assert all(complete and width > 100 and height > 100 for _, complete, width, height in figures)
     shot = np.asarray(Image.open(screenshot(page, tmp_path / "report.png", tmp_path)).convert("L"))
