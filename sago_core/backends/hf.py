@@ -506,15 +506,11 @@ class HFBackend:
         """Token ids that end a response (generation_config's and the tokenizer's eos)."""
         return sorted(self.stop_ids)
 
-    @property
-    def eos_ids(self) -> set[int]:
-        return self.stop_ids
-
     def encode_response(self, text: str) -> tuple[int, ...] | None:
         return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def prompt_lengths(self, prompts: Sequence[str]) -> list[int] | None:
-        return [len(self.encode_prompt(p)) for p in prompts]
+        return [len(self.render_prompt_ids(p)) for p in prompts]
 
     def context_window(self) -> int | None:
         window = getattr(self.text_config, "max_position_embeddings", None)
@@ -542,8 +538,6 @@ class HFBackend:
         """Token ids of the prompt as the model sees it: chat template and assistant header
         (what another engine must be fed to see the same prompt)."""
         return list(self._encode(prompt).ids)
-
-    encode_prompt = render_prompt_ids
 
     def user_text_end(self, prompt: str) -> int:
         """Index, in ``render_prompt_ids(prompt)``, of the last token of the user's text."""
@@ -605,7 +599,7 @@ class HFBackend:
     def generate(
         self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
     ) -> list[Generation]:
-        encoded = [self.encode_prompt(p) for p in prompts]
+        encoded = [self.render_prompt_ids(p) for p in prompts]
         results: list[Generation | None] = [None] * len(prompts)
         config = copy.deepcopy(self.generation_config)
         config.max_new_tokens = max_new_tokens

@@ -74,7 +74,7 @@ def test_teacher_forced_logprob_is_sum_of_per_token_log_softmax(backend: HFBacke
     prompt = PROMPTS[0]
     response = (42, 7, 1000, 5)
     result = backend.score([ScoringRequest(prompt, response)], batch_size=1)[0]
-    prompt_ids = backend.encode_prompt(prompt)
+    prompt_ids = backend.render_prompt_ids(prompt)
     ids = torch.tensor([prompt_ids + list(response)])
     with torch.inference_mode():
         logits = backend.model(input_ids=ids).logits[0].float()
@@ -94,7 +94,7 @@ def test_teacher_forced_logprob_is_sum_of_per_token_log_softmax(backend: HFBacke
 
 @pytest.mark.slow
 def test_generation_stops_at_eos_and_keeps_it(backend: HFBackend) -> None:
-    eos = min(backend.eos_ids)
+    eos = min(backend.stop_token_ids())
     assert backend._cut([5, 6, eos, eos, eos]) == ((5, 6, eos), "stop")
     assert backend._cut([5, 6, 7]) == ((5, 6, 7), "length")
 
@@ -147,8 +147,8 @@ def test_shared_prefix_is_used_and_changes_nothing(
     requests = [
         ScoringRequest(p, g.response_token_ids) for p, g in zip(PROMPTS, responses, strict=True)
     ]
-    rows = [backend.encode_prompt(r.prompt) + list(r.response_token_ids) for r in requests]
-    prefix = backend._shared_prefix(rows, [len(backend.encode_prompt(p)) for p in PROMPTS])
+    rows = [backend.render_prompt_ids(r.prompt) + list(r.response_token_ids) for r in requests]
+    prefix = backend._shared_prefix(rows, [len(backend.render_prompt_ids(p)) for p in PROMPTS])
     assert prefix is not None and prefix.get_seq_length() >= hf.MIN_SHARED_PREFIX
     shared = backend.score(requests, batch_size=4)
     monkeypatch.setattr(hf, "MIN_SHARED_PREFIX", 10**6)
@@ -264,8 +264,6 @@ def test_public_prompt_ids_stop_ids_and_description(backend: HFBackend) -> None:
     import json
 
     ids = backend.render_prompt_ids(PROMPTS[0])
-    assert ids == backend.encode_prompt(PROMPTS[0])
-    assert backend.stop_token_ids() == sorted(backend.eos_ids)
     assert backend.tokenizer.eos_token_id in backend.stop_token_ids()
     user = backend.user_text_end(PROMPTS[0])
     assert PROMPTS[0] in backend.tokenizer.decode(ids[: user + 1])
