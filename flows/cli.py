@@ -37,13 +37,7 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(message) from exc
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sago",
-        description="SAGO: does a language model behave the same on meaning-preserving "
-        "variants of a prompt? Six signed deltas per prompt and variant, RMS scores, t-tests.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+def _add_run(commands: Any) -> None:
     run = commands.add_parser(
         "run",
         help="evaluate models on datasets (rerunning the same command resumes and reuses work)",
@@ -81,11 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the plan (prompts, variants, generations, API requests, tokens, cost "
         "ceiling, budget) without loading a model or calling an API",
     )
+
+
+def _add_report(commands: Any) -> None:
     report = commands.add_parser(
         "report",
         help="rebuild report.html of a finished run from its artifacts alone (no model)",
     )
     report.add_argument("run", type=Path, help="the run folder, e.g. runs/demo-0d990e5e3478")
+
+
+def _add_compare(commands: Any) -> None:
     compare = commands.add_parser(
         "compare", help="one report across several finished runs (rankings, reversals)"
     )
@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--out", type=Path, default=Path("comparison.html"), help="where to write the page"
     )
+
+
+def _add_judge_audit(commands: Any) -> None:
     audit = commands.add_parser(
         "judge-audit", help="human check of the register judge: export a sample, score labels"
     )
@@ -102,11 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--labels", type=Path, help="score: the labelled CSV")
     audit.add_argument("--share", type=float, default=0.1, help="export: share of pairs")
     audit.add_argument("--seed", type=int, default=0)
+
+
+def _add_resume(commands: Any) -> None:
     resume = commands.add_parser(
         "resume",
         help="continue a failed or killed run: only unfinished shards and stages are computed",
     )
     resume.add_argument("run", type=Path, help="the run folder, e.g. runs/demo-0d990e5e3478")
+
+
+def _add_server_setup(commands: Any) -> None:
     server = commands.add_parser(
         "server-setup",
         help="create the work pools, one GPU queue per device and the dead-worker automation "
@@ -125,12 +134,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds without a heartbeat before a run is crashed (workers send one every "
         "PREFECT_FLOWS_HEARTBEAT_FREQUENCY s, default 180)",
     )
+
+
+def _add_consistency(commands: Any) -> None:
     consistency = commands.add_parser(
         "consistency",
         help="do results on one OOD dataset predict another? (partial correlations across "
         "checkpoints, controlling for the ID dataset)",
     )
     consistency.add_argument("--config", type=Path, required=True, help="YAML study file")
+
+
+def _add_checkpoints(commands: Any) -> None:
     checkpoints = commands.add_parser(
         "checkpoints", help="make a checkpoint series of a model (fine-tuning or quantisation)"
     )
@@ -148,6 +163,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--datasets", type=_csv, default=[BUILTIN_DATASET], help="finetune: training questions"
     )
     checkpoints.add_argument("--data-dir", type=Path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sago",
+        description="SAGO: does a language model behave the same on meaning-preserving "
+        "variants of a prompt? Six signed deltas per prompt and variant, RMS scores, t-tests.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_run(commands)
+    _add_report(commands)
+    _add_compare(commands)
+    _add_judge_audit(commands)
+    _add_resume(commands)
+    _add_server_setup(commands)
+    _add_consistency(commands)
+    _add_checkpoints(commands)
     return parser
 
 
