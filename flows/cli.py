@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sago_core.artifacts.layout import REPORT_FILE, SUMMARY_MD_FILE
 from sago_core.config import (
     BUILTIN_DATASET,
     DATASET_NAMES,
@@ -265,23 +266,13 @@ def run_command(config: RunConfig) -> int:
     from flows.evaluate import evaluate
 
     run_dir = Path(evaluate(config))
-    print((run_dir / "summary.md").read_text(encoding="utf-8"))
+    print((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))
     print(f"Artifacts: {run_dir}")
     return 0
 
 
-FINISHED_RUN_FILES = (
-    "summary.parquet",
-    "scores.parquet",
-    "deltas.parquet",
-    "variants.parquet",
-    "prompts.parquet",
-    "generations.parquet",
-    "manifest.json",
-)
-
-
 def check_finished_run(run_dir: Path) -> None:
+    from sago_core.artifacts.layout import FINISHED_RUN_FILES
     from sago_core.errors import InputError
 
     missing = [name for name in FINISHED_RUN_FILES if not (run_dir / name).is_file()]
@@ -294,7 +285,7 @@ def report_command(run_dir: Path) -> int:
     from sago_core.report.html import report_from_run
 
     check_finished_run(run_dir)
-    path = write_text(report_from_run(run_dir), run_dir / "report.html")
+    path = write_text(report_from_run(run_dir), run_dir / REPORT_FILE)
     print(f"Report: {path}")
     return 0
 

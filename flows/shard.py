@@ -20,7 +20,7 @@ from prefect import flow
 
 from flows.devices import worker_devices
 from flows.runtime.stage_runner import StageRunner
-from sago_core.artifacts.layout import RunLayout
+from sago_core.artifacts.layout import GENERATIONS_FILE, SHARD_WORKER_FILE, RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.backends.target import ModelTarget, relocated
 from sago_core.config import RunConfig
@@ -106,7 +106,7 @@ def shard_flow(
                 "pid": os.getpid(),
                 "cached": cached,
             },
-            layout.shard_dir(model, shard.label) / "worker.json",
+            layout.shard_dir(model, shard.label) / SHARD_WORKER_FILE,
         )
         done.append(generated)
     return done
@@ -128,56 +128,94 @@ def dispatch_shards(
     """Every shard of one model: in this process (one device), in one local worker process
     per device (several devices, no server needed), or through the `sago-shard` deployment
     (one work queue per device, served by workers anywhere)."""
-    settings, model = config.orchestration, target.spec
+    settings = config.orchestration
     devices = worker_devices(settings.devices, settings.devices_per_worker)
     if settings.mode == "local" and len(devices) == 1:
-        for shard in shards:
-            generated, _, cached = run_shard(stage, config, target, shard)
-            on_done(generated, cached)
+        run_here(stage, config, target, shards, on_done)
         return
-    portable = config.model_copy(update={"runs_dir": config.runs_dir.resolve()})
     failures: list[str] = []
     lock = threading.Lock()
 
     def serve(index: int, group: list[Shard]) -> None:
-        queue = f"{settings.queue_prefix}{index}"
-        parameters = {
-            "config": portable.model_dump(mode="json", by_alias=True),
-            "model": model,
-            "target": target.model_dump(mode="json"),
-            "shards": [asdict(s) for s in group],
-            "run_dir": str(stage.run_dir),
-            "device_queue": queue,
-        }
-        try:
-            serve_one = local_device if settings.mode == "local" else through_deployment
-            problem = serve_one(settings.shard_deployment, devices[index], parameters)
-        except Exception as exc:  # reported below, after every group has finished
-            problem = f"{type(exc).__name__}: {exc}"
+        problem = serve_group(stage, config, target, group, index, devices[index])
         if problem:
-            failures.append(f"{queue}: {problem}")
-        for shard in group:
-            path = stage.layout.shard_dir(model, shard.label) / "generations.parquet"
-            if path.exists():
-                worker = json.loads((path.parent / "worker.json").read_text(encoding="utf-8"))
-                cached = bool(worker.get("cached"))
-                with lock:
-                    stage.note("generate", str(path), cached, device=worker.get("device"))
-                on_done(str(path), cached)
+            failures.append(f"{settings.queue_prefix}{index}: {problem}")
+        collect_group(stage, target.spec, group, on_done, lock)
 
-    threads = [
-        threading.Thread(target=serve, args=(i, group))
-        for i, group in enumerate(device_groups(shards, len(devices)))
-    ]
+    groups = device_groups(shards, len(devices))
+    threads = [threading.Thread(target=serve, args=(i, g)) for i, g in enumerate(groups)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     if failures:
         raise SagoError(
-            f"shard runs of {model} did not complete ({'; '.join(failures)}); finished "
+            f"shard runs of {target.spec} did not complete ({'; '.join(failures)}); finished "
             "shards are kept: `sago resume` computes only the rest"
         )
+
+
+def run_here(
+    stage: StageRunner,
+    config: RunConfig,
+    target: ModelTarget,
+    shards: list[Shard],
+    on_done: ShardDone,
+) -> None:
+    """One device, no server: every shard in this process, one after the other."""
+    for shard in shards:
+        generated, _, cached = run_shard(stage, config, target, shard)
+        on_done(generated, cached)
+
+
+def group_parameters(
+    stage: StageRunner, config: RunConfig, target: ModelTarget, group: list[Shard], queue: str
+) -> dict[str, Any]:
+    """What a device worker (local process or `sago-shard` run) needs for its shards."""
+    portable = config.model_copy(update={"runs_dir": config.runs_dir.resolve()})
+    return {
+        "config": portable.model_dump(mode="json", by_alias=True),
+        "model": target.spec,
+        "target": target.model_dump(mode="json"),
+        "shards": [asdict(s) for s in group],
+        "run_dir": str(stage.run_dir),
+        "device_queue": queue,
+    }
+
+
+def serve_group(
+    stage: StageRunner,
+    config: RunConfig,
+    target: ModelTarget,
+    group: list[Shard],
+    index: int,
+    device: str,
+) -> str | None:
+    """Run one device's group of shards; the problem, if any (never raises)."""
+    settings = config.orchestration
+    queue = f"{settings.queue_prefix}{index}"
+    parameters = group_parameters(stage, config, target, group, queue)
+    serve_one = local_device if settings.mode == "local" else through_deployment
+    try:
+        return serve_one(settings.shard_deployment, device, parameters)
+    except Exception as exc:  # reported by the caller, after every group has finished
+        return f"{type(exc).__name__}: {exc}"
+
+
+def collect_group(
+    stage: StageRunner, model: str, group: list[Shard], on_done: ShardDone, lock: threading.Lock
+) -> None:
+    """Book every shard of a group that a worker finished (the rest are left for resume)."""
+    for shard in group:
+        folder = stage.layout.shard_dir(model, shard.label)
+        path = folder / GENERATIONS_FILE
+        if not path.exists():
+            continue
+        worker = json.loads((folder / SHARD_WORKER_FILE).read_text(encoding="utf-8"))
+        cached = bool(worker.get("cached"))
+        with lock:
+            stage.note("generate", str(path), cached, device=worker.get("device"))
+        on_done(str(path), cached)
 
 
 def through_deployment(deployment: str, device: str, parameters: dict) -> str | None:

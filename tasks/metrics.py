@@ -6,6 +6,14 @@ from pathlib import Path
 
 import polars as pl
 
+from sago_core.artifacts.layout import (
+    DELTAS_FILE,
+    PAIRS_FILE,
+    SCORES_FILE,
+    SUMMARY_FILE,
+    SUMMARY_MD_FILE,
+    artifact_file,
+)
 from sago_core.artifacts.schemas import DELTAS, PAIRS, SCORES, SUMMARY
 from sago_core.artifacts.store import read_parquet, write_parquet, write_text
 from sago_core.axes.text_similarity import get_bert_scorer
@@ -24,7 +32,7 @@ def score_pairs_task(
 ) -> str:
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
     frame = score_pairs(read_parquet(generations_path), scorer.f1)
-    return str(write_parquet(frame, Path(out_dir) / "pairs.parquet", PAIRS))
+    return str(write_parquet(frame, Path(out_dir) / PAIRS_FILE, PAIRS))
 
 
 @stage_task("compute-deltas", run_name="compute-deltas[{model}]")
@@ -42,7 +50,7 @@ def compute_deltas_task(
         read_parquet(pairs_path),
         read_parquet(mirroring_path),
     )
-    return str(write_parquet(frame, Path(out_dir) / "deltas.parquet", DELTAS))
+    return str(write_parquet(frame, Path(out_dir) / DELTAS_FILE, DELTAS))
 
 
 @stage_task("assemble", run_name="assemble[{name}]")
@@ -52,22 +60,22 @@ def assemble_task(name: str, part_paths: list[str], schema_name: str, out_dir: s
 
     schema = getattr(schemas, schema_name)
     frame = pl.concat([read_parquet(p) for p in part_paths])
-    return str(write_parquet(frame, Path(out_dir) / f"{name}.parquet", schema))
+    return str(write_parquet(frame, Path(out_dir) / artifact_file(name), schema))
 
 
 @stage_task("score-prompts")
 def score_prompts_task(deltas_path: str, out_dir: str) -> str:
     frame = score_prompts(read_parquet(deltas_path))
-    return str(write_parquet(frame, Path(out_dir) / "scores.parquet", SCORES))
+    return str(write_parquet(frame, Path(out_dir) / SCORES_FILE, SCORES))
 
 
 @stage_task("summarize")
 def summarize_task(scores_path: str, test_against: str, out_dir: str) -> str:
     frame = summarize(read_parquet(scores_path), test_against)
-    return str(write_parquet(frame, Path(out_dir) / "summary.parquet", SUMMARY))
+    return str(write_parquet(frame, Path(out_dir) / SUMMARY_FILE, SUMMARY))
 
 
 @stage_task("render-summary")
 def render_summary_task(summary_path: str, variants_path: str, out_dir: str) -> str:
     text = render_summary(read_parquet(summary_path), kept_counts(read_parquet(variants_path)))
-    return str(write_text(text, Path(out_dir) / "summary.md"))
+    return str(write_text(text, Path(out_dir) / SUMMARY_MD_FILE))

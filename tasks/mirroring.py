@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sago_core.artifacts.layout import MIRRORING_FILE
 from sago_core.artifacts.schemas import MIRRORING
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.backends.target import ModelTarget
@@ -31,4 +32,4 @@ def detect_mirroring_task(
     if judge is not None and cache_dir and ledger_file:
         register = register_judge(judge, cache_dir, ledger_file)
     frame = detect_mirroring_frame(read_parquet(generations_path), register)
-    return str(write_parquet(frame, Path(out_dir) / "mirroring.parquet", MIRRORING))
+    return str(write_parquet(frame, Path(out_dir) / MIRRORING_FILE, MIRRORING))

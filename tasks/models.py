@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sago_core.artifacts.layout import ANALYSIS_FILE, GENERATIONS_FILE
 from sago_core.artifacts.schemas import ANALYSIS, GENERATIONS
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.backends.target import ModelTarget
@@ -38,7 +39,7 @@ def generate_task(
         read_parquet(variants_path),
         settings,
     )
-    return str(write_parquet(frame, Path(out_dir) / "generations.parquet", GENERATIONS))
+    return str(write_parquet(frame, Path(out_dir) / GENERATIONS_FILE, GENERATIONS))
 
 
 @stage_task("analyse", run_name="analyse[{model} | {shard}]")
@@ -54,4 +55,4 @@ def analyse_task(
 ) -> str:
     backend = backend_for(target, cache_dir, ledger_file)
     frame = analyse_pairs(backend, read_parquet(generations_path), settings)
-    return str(write_parquet(frame, Path(out_dir) / "analysis.parquet", ANALYSIS))
+    return str(write_parquet(frame, Path(out_dir) / ANALYSIS_FILE, ANALYSIS))

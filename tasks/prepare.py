@@ -7,7 +7,13 @@ from pathlib import Path
 import polars as pl
 
 from sago_core.artifacts.json_cache import JsonCache
-from sago_core.artifacts.layout import CacheLayout
+from sago_core.artifacts.layout import (
+    PROMPTS_FILE,
+    STRUCTURAL_CANDIDATES_FILE,
+    VARIANT_CANDIDATES_FILE,
+    VARIANTS_FILE,
+    CacheLayout,
+)
 from sago_core.artifacts.schemas import PROMPTS, VARIANTS, empty
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
@@ -24,7 +30,7 @@ from tasks.stage import stage_task
 @stage_task("load-prompts", retries=1)
 def load_prompts_task(config: RunConfig, prompt_source_digest: str, out_dir: str) -> str:
     """``prompt_source_digest`` fingerprints the data files, so edited data is reloaded."""
-    return str(write_parquet(prepare_prompts(config), Path(out_dir) / "prompts.parquet", PROMPTS))
+    return str(write_parquet(prepare_prompts(config), Path(out_dir) / PROMPTS_FILE, PROMPTS))
 
 
 @stage_task("plan-shards")
@@ -40,7 +46,7 @@ def plan_shards_task(prompts_path: str, variants_path: str, shard_size: int, out
 @stage_task("build-variants")
 def build_variants_task(prompts_path: str, grid: VariantGrid, seed: int, out_dir: str) -> str:
     frame = build_variant_candidates(read_parquet(prompts_path), grid, seed)
-    return str(write_parquet(frame, Path(out_dir) / "variant_candidates.parquet", VARIANTS))
+    return str(write_parquet(frame, Path(out_dir) / VARIANT_CANDIDATES_FILE, VARIANTS))
 
 
 @stage_task("rewrite-structural")
@@ -55,7 +61,7 @@ def rewrite_structural_task(
 ) -> str:
     """Length and mood variants from the rewriter (any backend, API models included); an
     empty artifact when none are asked for. ``cache_dir``: the shared cache root."""
-    path = Path(out_dir) / "structural_candidates.parquet"
+    path = Path(out_dir) / STRUCTURAL_CANDIDATES_FILE
     if grid is None or rewriter is None:
         return str(write_parquet(empty(VARIANTS), path, VARIANTS))
     frame = rewrite_structural(
@@ -80,4 +86,4 @@ def filter_variants_task(
         scorer.f1,
         bertscore.semantic_threshold,
     )
-    return str(write_parquet(frame, Path(out_dir) / "variants.parquet", VARIANTS))
+    return str(write_parquet(frame, Path(out_dir) / VARIANTS_FILE, VARIANTS))

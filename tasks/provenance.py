@@ -10,6 +10,7 @@ from typing import Any
 
 from prefect import task
 
+from sago_core.artifacts.layout import MANIFEST_FILE
 from sago_core.artifacts.store import write_json
 from sago_core.backends.target import RunTargets, run_targets
 from sago_core.config import RunConfig
@@ -88,4 +89,4 @@ def write_manifest_task(
         # Read back by the consistency study, so it scores the very models evaluated.
         "targets": inputs["targets"],
     }
-    return str(write_json(manifest, Path(run_dir) / "manifest.json"))
+    return str(write_json(manifest, Path(run_dir) / MANIFEST_FILE))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sago_core.artifacts.layout import REPORT_FILE
 from sago_core.artifacts.store import read_parquet, write_text
 from sago_core.report.html import read_analysis, render_report
 from tasks.stage import stage_task
@@ -33,4 +34,4 @@ def render_report_task(
         provenance,
         analysis=read_analysis(analysis_paths) if analysis_paths else None,
     )
-    return str(write_text(page, Path(out_dir) / "report.html"))
+    return str(write_text(page, Path(out_dir) / REPORT_FILE))

@@ -28,6 +28,36 @@ from pathlib import Path
 RUN_CONFIG = "run_config.json"
 MANIFEST = "manifest.json"
 
+# Artifact file names, inside the folder a flow gives a stage (the run folder, a model's
+# folder or a shard's folder). A new artifact declares its name here: ``<NAME>_FILE``.
+PROMPTS_FILE = "prompts.parquet"
+VARIANT_CANDIDATES_FILE = "variant_candidates.parquet"
+STRUCTURAL_CANDIDATES_FILE = "structural_candidates.parquet"
+VARIANTS_FILE = "variants.parquet"
+SHARD_PLAN_FILE = "shards.json"
+SHARD_WORKER_FILE = "worker.json"
+GENERATIONS_FILE = "generations.parquet"
+ANALYSIS_FILE = "analysis.parquet"
+PAIRS_FILE = "pairs.parquet"
+MIRRORING_FILE = "mirroring.parquet"
+DELTAS_FILE = "deltas.parquet"
+SCORES_FILE = "scores.parquet"
+SUMMARY_FILE = "summary.parquet"
+SUMMARY_MD_FILE = "summary.md"
+REPORT_FILE = "report.html"
+MANIFEST_FILE = MANIFEST
+
+# What a finished run folder holds at its root (``sago report`` / ``compare`` check these).
+FINISHED_RUN_FILES = (
+    SUMMARY_FILE,
+    SCORES_FILE,
+    DELTAS_FILE,
+    VARIANTS_FILE,
+    PROMPTS_FILE,
+    GENERATIONS_FILE,
+    MANIFEST_FILE,
+)
+
 
 def model_slug(model: str) -> str:
     """A readable folder name per model spec; the hash keeps "a/b" and "a_b" apart."""
@@ -120,3 +150,11 @@ class RunLayout:
 
 def default_prefect_home(runs_dir: Path) -> Path:
     return runs_dir / ".prefect"
+
+
+def artifact_file(name: str) -> str:
+    """The file name of an artifact by its stem (``"generations"`` -> GENERATIONS_FILE)."""
+    value = globals().get(f"{name.upper()}_FILE")
+    if not isinstance(value, str):
+        raise KeyError(f"no artifact named {name!r} in the run layout")
+    return value

@@ -19,7 +19,16 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.artifacts.layout import RunLayout
+from sago_core.artifacts.layout import (
+    ANALYSIS_FILE,
+    DELTAS_FILE,
+    GENERATIONS_FILE,
+    PROMPTS_FILE,
+    SCORES_FILE,
+    SUMMARY_FILE,
+    VARIANTS_FILE,
+    RunLayout,
+)
 from sago_core.report import figures
 from sago_core.report.summary_md import kept_counts, sgs_cell
 from sago_core.statistics.correctness import is_correct
@@ -333,14 +342,14 @@ def report_from_run(run_dir: Path) -> str:
     layout = RunLayout(run_dir)
     manifest = json.loads(layout.manifest.read_text(encoding="utf-8"))
     return render_report(
-        pl.read_parquet(run_dir / "summary.parquet"),
-        pl.read_parquet(run_dir / "scores.parquet"),
-        pl.read_parquet(run_dir / "deltas.parquet"),
-        pl.read_parquet(run_dir / "variants.parquet"),
-        pl.read_parquet(run_dir / "prompts.parquet"),
-        pl.read_parquet(run_dir / "generations.parquet"),
+        pl.read_parquet(run_dir / SUMMARY_FILE),
+        pl.read_parquet(run_dir / SCORES_FILE),
+        pl.read_parquet(run_dir / DELTAS_FILE),
+        pl.read_parquet(run_dir / VARIANTS_FILE),
+        pl.read_parquet(run_dir / PROMPTS_FILE),
+        pl.read_parquet(run_dir / GENERATIONS_FILE),
         provenance_of(manifest),
-        read_analysis(layout.per_model_files("analysis.parquet")),
+        read_analysis(layout.per_model_files(ANALYSIS_FILE)),
     )
 
 

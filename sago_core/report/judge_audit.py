@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.artifacts.layout import RunLayout
+from sago_core.artifacts.layout import GENERATIONS_FILE, MIRRORING_FILE, RunLayout
 from sago_core.axes.mirroring import register_mirroring
 from sago_core.axes.reasoning import with_answers
 from sago_core.errors import InputError
@@ -31,12 +31,12 @@ COLUMNS = ["pair_id", "direction", "question", "response_a_base", "response_b_va
 def judged_pairs(run_dir: Path) -> pl.DataFrame:
     """Register pairs the judge decided, with both answers, the judge's and the offline
     detector's verdicts."""
-    parts = [pl.read_parquet(p) for p in RunLayout(run_dir).per_model_files("mirroring.parquet")]
+    parts = [pl.read_parquet(p) for p in RunLayout(run_dir).per_model_files(MIRRORING_FILE)]
     if not parts:
         raise InputError("holds no mirroring artifacts (is it a finished run?)", file=str(run_dir))
     mirroring = pl.concat(parts).filter(pl.col("detector").str.starts_with("judge:"))
     # The texts the judge compared: the answers after any reasoning block.
-    generations = with_answers(pl.read_parquet(run_dir / "generations.parquet"))
+    generations = with_answers(pl.read_parquet(run_dir / GENERATIONS_FILE))
     base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
         "model", "dataset", "prompt_id", pl.col("answer_text").alias("base_response")
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sago_core.artifacts.layout import PROMPTS_FILE, SHARD_PLAN_FILE, VARIANTS_FILE
 from sago_core.artifacts.schemas import PROMPTS, VARIANTS
 from sago_core.artifacts.store import write_json, write_parquet
 
@@ -48,10 +49,10 @@ def write_shards(
         label = f"{dataset}-{start:04d}-{stop - 1:04d}"
         folder = out_dir / label
         mine = (pl.col("dataset") == dataset) & pl.col("prompt_id").is_in(ids)
-        prompts_path = write_parquet(prompts.filter(mine), folder / "prompts.parquet", PROMPTS)
-        variants_path = write_parquet(variants.filter(mine), folder / "variants.parquet", VARIANTS)
+        prompts_path = write_parquet(prompts.filter(mine), folder / PROMPTS_FILE, PROMPTS)
+        variants_path = write_parquet(variants.filter(mine), folder / VARIANTS_FILE, VARIANTS)
         shards.append(Shard(label, dataset, start, stop, str(prompts_path), str(variants_path)))
-    return write_json([asdict(s) for s in shards], out_dir / "shards.json")
+    return write_json([asdict(s) for s in shards], out_dir / SHARD_PLAN_FILE)
 
 
 def read_shards(path: str | Path) -> list[Shard]:
