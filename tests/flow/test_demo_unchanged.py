@@ -1,0 +1,41 @@
+"""The demo-shaped run's artifacts are unchanged as data since the recorded commit
+(`tests/golden/demo_run.py` says how and when it is recorded). Columns may be added,
+never changed; floats agree to 1e-6 relative (BERTScore's batch composition may move a
+score by ~1e-7), everything else exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.golden.demo_run import GOLDEN, KEYS, rows_of, run
+
+pytestmark = pytest.mark.slow
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def test_the_demo_run_is_unchanged_as_data(harness: None, tmp_path: Path) -> None:
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))["artifacts"]
+    now = rows_of(run(tmp_path / "runs"))
+    assert set(golden) == set(KEYS)
+    for name, rows in golden.items():
+        assert len(now[name]) == len(rows), f"{name}: {len(now[name])} rows, was {len(rows)}"
+        for index, (was, is_) in enumerate(zip(rows, now[name], strict=True)):
+            missing = set(was) - set(is_)
+            assert not missing, f"{name}: columns {sorted(missing)} are gone"
+            changed = [c for c in was if not _same(was[c], is_[c])]
+            assert not changed, (
+                f"{name} row {index} {[was[k] for k in KEYS[name]]}: {changed} changed "
+                f"(was {[was[c] for c in changed]}, now {[is_[c] for c in changed]})"
+            )
