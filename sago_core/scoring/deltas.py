@@ -34,18 +34,30 @@ def compute_deltas(
     pairs: pl.DataFrame,
     mirroring: pl.DataFrame,
 ) -> pl.DataFrame:
-    generations = with_answers(generations)
-    variants = generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).select(
+    wide = _variant_rows(with_answers(generations), analysis, pairs, mirroring)
+    frames = [_axis_deltas(wide, axis, *measure) for axis, measure in _measures().items()]
+    return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])
+
+
+def _variant_rows(
+    generations: pl.DataFrame,
+    analysis: pl.DataFrame,
+    pairs: pl.DataFrame,
+    mirroring: pl.DataFrame,
+) -> pl.DataFrame:
+    """One row per variant with every measurement of it and of its prompt's base."""
+    is_base = pl.col("variant_id") == BASE_VARIANT_ID
+    variants = generations.filter(~is_base).select(
         KEY + VARIANT_COLUMNS + [pl.col("failure_reason").alias("variant_failure"), "thinking"]
     )
-    base_failures = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+    base_failures = generations.filter(is_base).select(
         [
             *PROMPT_KEY,
             pl.col("failure_reason").alias("base_failure"),
             pl.col("thinking").alias("base_thinking"),
         ]
     )
-    base = analysis.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+    base = analysis.filter(is_base).select(
         [
             *PROMPT_KEY,
             pl.col("logprob").alias("logprob_base"),
@@ -53,18 +65,17 @@ def compute_deltas(
             pl.col("missing_reason").alias("reason_base"),
         ]
     )
-    wide = (
+    return (
         variants.join(analysis, on=KEY, how="left")
         .join(base, on=PROMPT_KEY, how="left")
         .join(pairs, on=KEY, how="left")
         .join(mirroring.rename({"missing_reason": "reason_mr"}), on=KEY, how="left")
         .join(base_failures, on=PROMPT_KEY, how="left")
     )
-    # A failed generation (API error after retries) explains every gap on its row first.
-    failed = pl.coalesce(
-        pl.format("variant answer failed: {}", pl.col("variant_failure")),
-        pl.format("base answer failed: {}", pl.col("base_failure")),
-    )
+
+
+def _measures() -> dict[str, tuple[pl.Expr, pl.Expr]]:
+    """Per axis, in ``AXES`` order: the signed delta and the reason when it is null."""
     analysis_reason = pl.coalesce(
         pl.col("missing_reason"), pl.col("reason_base"), pl.lit("not measured by the backend")
     )
@@ -89,26 +100,32 @@ def compute_deltas(
             pl.coalesce(pl.col("reason_mr"), pl.lit("no mirroring verdict")),
         ),
     }
-    frames = []
-    for axis in AXES:
-        value, reason = measures[axis]
-        raw = value.cast(pl.Float64)
-        delta = pl.when(raw.is_finite()).then(raw).otherwise(None)
-        frames.append(
-            wide.select(
-                KEY
-                + VARIANT_COLUMNS
-                + [
-                    pl.lit(axis).alias("axis"),
-                    delta.alias("delta"),
-                    (delta / SCALES[axis]).alias("delta_norm"),
-                    pl.when(raw.is_null())
-                    .then(pl.coalesce(failed, reason))
-                    .when(delta.is_null())
-                    .then(pl.lit(NON_FINITE))
-                    .otherwise(None)
-                    .alias("missing_reason"),
-                ]
-            )
-        )
-    return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])
+    return {axis: measures[axis] for axis in AXES}
+
+
+def _axis_deltas(wide: pl.DataFrame, axis: str, value: pl.Expr, reason: pl.Expr) -> pl.DataFrame:
+    """One axis' deltas; a failed generation (API error after retries) explains every gap
+    on its row first, then the axis' own reason; a non-finite value is ``NON_FINITE``."""
+    failed = pl.coalesce(
+        pl.format("variant answer failed: {}", pl.col("variant_failure")),
+        pl.format("base answer failed: {}", pl.col("base_failure")),
+    )
+    raw = value.cast(pl.Float64)
+    delta = pl.when(raw.is_finite()).then(raw).otherwise(None)
+    missing = (
+        pl.when(raw.is_null())
+        .then(pl.coalesce(failed, reason))
+        .when(delta.is_null())
+        .then(pl.lit(NON_FINITE))
+        .otherwise(None)
+    )
+    return wide.select(
+        KEY
+        + VARIANT_COLUMNS
+        + [
+            pl.lit(axis).alias("axis"),
+            delta.alias("delta"),
+            (delta / SCALES[axis]).alias("delta_norm"),
+            missing.alias("missing_reason"),
+        ]
+    )
