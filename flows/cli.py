@@ -23,6 +23,7 @@ from sago_core.config import (
     build_config,
     read_config_file,
 )
+from sago_core.data.user_files import join_mapped_entries
 from sago_core.errors import ConfigError, SagoError
 
 
@@ -46,7 +47,11 @@ def _add_run(commands: Any) -> None:
         "overrides the preset.",
     )
     run.add_argument("--config", type=Path, help="YAML config file (strict schema)")
-    run.add_argument("--preset", choices=("demo", "paper"), help="demo (default) or paper grid")
+    run.add_argument(
+        "--preset",
+        choices=("demo", "paper", "locate"),
+        help="demo (default), paper grid, or locate (demo + activation patching)",
+    )
     run.add_argument(
         "--models",
         type=_csv,
@@ -58,11 +63,17 @@ def _add_run(commands: Any) -> None:
         "--datasets",
         type=_csv,
         help=f"comma-separated names: {BUILTIN_DATASET}, {', '.join(DATASET_NAMES)}, "
-        "or paths to .csv/.jsonl/.json/.parquet files with a 'question' column",
+        "or paths to .csv/.jsonl/.json/.parquet files with a 'question' column, in a "
+        "dataset's own layout, or mapped per file: 'a.csv#question=Question,answer=Best Answer'",
     )
     run.add_argument("--data-dir", type=Path, help="folder laid out like shared/data")
     run.add_argument(
         "--question-column", help="question column of a user's own data file (default question)"
+    )
+    run.add_argument(
+        "--strict-placeholders",
+        action="store_true",
+        help="placeholder-like text ({name}) in a user's prompt is an error, not a warning",
     )
     run.add_argument("--n", type=int, help="prompts sampled per dataset (seeded)")
     run.add_argument("--max-new-tokens", type=int, help="greedy generation length cap")
@@ -90,9 +101,51 @@ def _add_compare(commands: Any) -> None:
     compare = commands.add_parser(
         "compare", help="one report across several finished runs (rankings, reversals)"
     )
+    from sago_core.statistics.paired import DEFAULT_MARGIN
+
     compare.add_argument("runs", type=Path, nargs="+", help="run folders")
     compare.add_argument(
-        "--out", type=Path, default=Path("comparison.html"), help="where to write the page"
+        "--out",
+        type=Path,
+        help="where to write the page (default comparison.html), or with --paired the table "
+        "(default paired.parquet; paired.md beside it)",
+    )
+    compare.add_argument(
+        "--paired",
+        action="store_true",
+        help="two runs, the same prompts: paired t-test, Wilcoxon, bootstrap CI and an "
+        "equivalence test per dataset and axis (is B less stable than A?)",
+    )
+    compare.add_argument(
+        "--margin",
+        type=float,
+        default=DEFAULT_MARGIN,
+        help=f"--paired: equivalence margin in SGS units (default {DEFAULT_MARGIN})",
+    )
+    compare.add_argument(
+        "--allow-different-configs",
+        action="store_true",
+        help="--paired: compare runs whose variant grid, decoding, scorer or seed differ "
+        "(the differences are printed)",
+    )
+
+
+def _add_card(commands: Any) -> None:
+    from sago_core.statistics.paired import DEFAULT_MARGIN
+
+    card = commands.add_parser(
+        "card",
+        help="write the stability card of a finished run (card.md, card.html, card.json)",
+    )
+    card.add_argument("run", type=Path, help="the run folder of the release")
+    card.add_argument("--against", type=Path, help="the previous release's run folder")
+    card.add_argument(
+        "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin (SGS units)"
+    )
+    card.add_argument(
+        "--allow-different-configs",
+        action="store_true",
+        help="compare with --against even when comparability settings differ",
     )
 
 
@@ -161,9 +214,21 @@ def _add_checkpoints(commands: Any) -> None:
     )
     checkpoints.add_argument("--learning-rate", type=float, default=2e-5)
     checkpoints.add_argument(
-        "--datasets", type=_csv, default=[BUILTIN_DATASET], help="finetune: training questions"
+        "--datasets",
+        type=_csv,
+        default=["builtin_train"],
+        help="finetune: training questions (default builtin_train: apart from every built-in "
+        "evaluation prompt; a study refuses checkpoints trained on what it evaluates)",
     )
     checkpoints.add_argument("--data-dir", type=Path)
+
+
+def _add_score(commands: Any) -> None:
+    """``sago score`` and ``sago export`` (issue 15; options in flows/score_cli.py)."""
+    from flows.score_cli import add_export_parser, add_score_parser
+
+    add_score_parser(commands)
+    add_export_parser(commands)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,11 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(commands)
     _add_report(commands)
     _add_compare(commands)
+    _add_card(commands)
     _add_judge_audit(commands)
     _add_resume(commands)
     _add_server_setup(commands)
     _add_consistency(commands)
     _add_checkpoints(commands)
+    _add_score(commands)
     return parser
 
 
@@ -188,7 +255,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     file_values: dict[str, Any] = read_config_file(args.config) if args.config else {}
     overrides: dict[str, Any] = {
         "models": args.models,
-        "datasets": args.datasets,
+        "datasets": join_mapped_entries(args.datasets) if args.datasets else None,
+        "strict_placeholders": True if args.strict_placeholders else None,
         "data_dir": args.data_dir,
         "n": args.n,
         "question_column": args.question_column,
@@ -301,6 +369,37 @@ def compare_command(run_dirs: list[Path], out: Path) -> int:
     return 0
 
 
+def paired_command(args: argparse.Namespace) -> int:
+    from sago_core.artifacts.layout import PAIRED_FILE, PAIRED_MD_FILE
+    from sago_core.artifacts.schemas import PAIRED
+    from sago_core.artifacts.store import write_parquet, write_text
+    from sago_core.report.paired_runs import compare_paired, render_paired
+
+    if len(args.runs) != 2:
+        raise ConfigError(f"--paired compares exactly two runs (A B), got {len(args.runs)}")
+    for run_dir in args.runs:
+        check_finished_run(run_dir)
+    run_a, run_b = args.runs
+    comparison = compare_paired(run_a, run_b, args.margin, args.allow_different_configs)
+    out = args.out or Path(PAIRED_FILE)
+    text = render_paired(comparison)
+    write_parquet(comparison.table, out, PAIRED)
+    write_text(text, out.with_name(PAIRED_MD_FILE))
+    print(text)
+    print(f"Paired table: {out}")
+    return 0
+
+
+def card_command(args: argparse.Namespace) -> int:
+    from sago_core.report.card import write_card
+
+    for run_dir in [args.run, *([args.against] if args.against else [])]:
+        check_finished_run(run_dir)
+    paths = write_card(args.run, args.against, args.margin, args.allow_different_configs)
+    print(f"Card: {', '.join(str(p) for p in paths)}")
+    return 0
+
+
 def resume_command(run_dir: Path) -> int:
     """The run's own saved configuration, run again: every finished stage and shard is a
     cache hit, so only what the failure or kill left unfinished is computed."""
@@ -338,32 +437,43 @@ def judge_audit_command(args: argparse.Namespace) -> int:
 
 
 def consistency_command(path: Path) -> int:
+    import time
+
     from sago_core.consistency.config import build_consistency_config
 
     study = build_consistency_config(read_config_file(path), source=str(path))
-    preflight(study.evaluation)
+    preflight(study.preflight_config())  # series checkpoints are built by the flow
     configure_environment(study.evaluation)
     from flows.consistency import consistency
 
+    started = time.monotonic()
     run_dir = Path(consistency(study))
-    print(f"Consistency: {run_dir / 'consistency.html'}")
+    import polars as pl
+
+    from sago_core.consistency.summary import pair_markdown
+
+    table = pl.read_parquet(run_dir / "partial_correlations.parquet")
+    stats = study.statistics
+    print(pair_markdown(table, stats.report_metric, stats.adjustment))
+    print(f"Consistency: {run_dir / 'consistency.html'} ({time.monotonic() - started:.0f} s)")
     return 0
 
 
 def checkpoints_command(args: argparse.Namespace) -> int:
     from sago_core.backends.model_source import resolve_local_model
     from sago_core.checkpoints.series import finetune_series, quantize_series
-    from sago_core.data import load_prompts
+    from sago_core.checkpoints.training_split import TrainingSplit
+    from sago_core.consistency.series import training_candidates
 
     source = resolve_local_model(args.base)
     if args.kind == "quantize":
         saved = quantize_series(source, args.bits, args.out)
     else:
-        prompts = load_prompts(tuple(args.datasets), args.data_dir, 10**6, 0, "question")
-        pairs = [(p.prompt, p.references[0]) for p in prompts if p.references]
-        if not pairs:
+        rows = [p for name in args.datasets for p in training_candidates(name, args.data_dir)]
+        split = TrainingSplit(",".join(args.datasets), tuple(p for p in rows if p.references))
+        if not split.prompts:
             raise ConfigError(f"datasets {args.datasets} hold no reference answers to train on")
-        saved = finetune_series(source, pairs, args.steps, args.out, args.learning_rate)
+        saved = finetune_series(source, split, args.steps, args.out, args.learning_rate)
     for folder in saved:
         print(f"hf:{folder}")
     return 0
@@ -374,8 +484,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "report":
             return report_command(args.run)
+        if args.command == "compare" and args.paired:
+            return paired_command(args)
         if args.command == "compare":
-            return compare_command(args.runs, args.out)
+            return compare_command(args.runs, args.out or Path("comparison.html"))
+        if args.command == "card":
+            return card_command(args)
         if args.command == "server-setup":
             from flows.server_setup import setup_server
 
@@ -390,6 +504,10 @@ def main(argv: list[str] | None = None) -> int:
             return consistency_command(args.config)
         if args.command == "checkpoints":
             return checkpoints_command(args)
+        if args.command in ("score", "export"):
+            from flows.score_cli import export_command, score_command
+
+            return score_command(args) if args.command == "score" else export_command(args)
         config = config_from_args(args)
         return dry_run_command(config) if args.dry_run else run_command(config)
     except SagoError as exc:

@@ -12,9 +12,9 @@ from flows.evaluate import evaluate
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import RunLayout
 from sago_core.consistency.config import ConsistencyConfig
-from sago_core.errors import ConfigError
 from tasks.consistency import (
     checkpoint_scores_task,
+    checkpoint_series_task,
     partial_correlations_task,
     reference_likelihood_task,
     render_consistency_task,
@@ -23,22 +23,14 @@ from tasks.consistency import (
 from tasks.provenance import targets_of
 
 
-def check_datasets(config: ConsistencyConfig, present: set[str]) -> None:
-    for field, name in [("in_distribution", config.in_distribution)] + [
-        ("out_of_distribution", d) for d in config.out_of_distribution
-    ]:
-        if name not in present:
-            raise ConfigError(
-                f"{field}: dataset {name!r} is not among the evaluated prompts "
-                f"({', '.join(sorted(present))})"
-            )
-
-
 @flow(name="sago-consistency", flow_run_name="consistency", log_prints=True)
 def consistency(config: ConsistencyConfig) -> str:
-    evaluation = Path(evaluate(config.evaluation))
     layout = RunLayout(config.run_dir())
     run_dir = layout.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # Before any evaluation: build missing series, refuse training rows that are evaluated.
+    split = checkpoint_series_task(config, out_dir=str(run_dir))
+    evaluation = Path(evaluate(config.evaluation))
     stage = StageRunner(layout, storage_name=f"sago-results-{run_dir.name}")
     manifest = json.loads(RunLayout(evaluation).manifest.read_text(encoding="utf-8"))
     targets = targets_of(manifest).models  # the models the evaluation resolved
@@ -69,6 +61,7 @@ def consistency(config: ConsistencyConfig) -> str:
         scores_path=scores,
         in_distribution=config.in_distribution,
         out_of_distribution=list(config.out_of_distribution),
+        statistics=config.statistics,
         out_dir=str(run_dir),
     )
     agreement = stage(sign_agreement_task, partial_path=partial, out_dir=str(run_dir))
@@ -77,6 +70,7 @@ def consistency(config: ConsistencyConfig) -> str:
         scores_path=scores,
         partial_path=partial,
         agreement_path=agreement,
+        split_path=split,
         settings=config.model_dump(mode="json", exclude={"evaluation"}),
         out_dir=str(run_dir),
     )

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from prefect import flow
 
+from flows.locate import locate_run, patch_model
 from flows.runtime.monitor import RunMonitor
 from flows.runtime.stage_runner import StageRunner
 from flows.shard import dispatch_shards
@@ -17,6 +19,12 @@ from sago_core.axes.judge import JUDGE_CALL_FAILED
 from sago_core.backends.target import ModelTarget
 from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard, read_shards
+from tasks.insights import (
+    axis_pca_task,
+    axis_structure_task,
+    build_instances_task,
+    tail_statistics_task,
+)
 from tasks.metrics import (
     assemble_task,
     compute_deltas_task,
@@ -41,6 +49,25 @@ def all_judged(mirroring_path: str) -> bool:
     """Mirroring is committed only when no judge call failed (verdicts are cached)."""
     failed = pl.col("missing_reason").str.starts_with(JUDGE_CALL_FAILED)
     return pl.scan_parquet(mirroring_path).filter(failed).collect().height == 0
+
+
+def beyond_the_mean(
+    stage: StageRunner, deltas: str, generations: str, prompts: str, scores: str, out: str
+) -> tuple[str, str, str, str]:
+    """Instances, tail statistics, axis structure and its PCA (issue 16): their paths."""
+    instances = stage(
+        build_instances_task,
+        deltas_path=deltas,
+        generations_path=generations,
+        prompts_path=prompts,
+        out_dir=out,
+    )
+    return (
+        instances,
+        stage(tail_statistics_task, instances_path=instances, out_dir=out),
+        stage(axis_structure_task, scores_path=scores, out_dir=out),
+        stage(axis_pca_task, scores_path=scores, out_dir=out),
+    )
 
 
 def layout_of(config: RunConfig) -> RunLayout:
@@ -69,6 +96,22 @@ def evaluate_model(
         )
         for name in ("generations", "analysis")
     )
+    scored = score_model(stage, config, model, generations, analysis, judge)
+    return {**scored, **patch_model(stage, config, target, generations, analysis)}
+
+
+def score_model(
+    stage: StageRunner,
+    config: RunConfig,
+    model: str,
+    generations: str,
+    analysis: str,
+    judge: ModelTarget | None,
+) -> dict[str, str]:
+    """The per-model stages after generation (pair scores, mirroring, deltas); ``sago run``
+    and ``sago score`` share them. Returns the model's artifact paths by name."""
+    layout = stage.layout
+    out = str(layout.model_dir(model))
     pairs = stage(
         score_pairs_task,
         model=model,
@@ -83,6 +126,7 @@ def evaluate_model(
         generations_path=generations,
         out_dir=out,
         judge=judge,
+        judge_batch_size=config.judge.batch_size,
         cache_dir=str(layout.cache.root),
         ledger_file=str(layout.ledger),
     )
@@ -149,6 +193,24 @@ def evaluate(config: RunConfig) -> str:
         evaluate_model(stage, config, target, targets.judge, shards, monitor)
         for target in targets.models.values()
     ]
+    summary, report = finish_run(stage, config, inputs, prompts, variants, per_model)
+    monitor.finish(summary, Path(report))
+    return out
+
+
+def finish_run(
+    stage: StageRunner,
+    config: RunConfig,
+    inputs: dict[str, Any],
+    prompts: str,
+    variants: str,
+    per_model: list[dict[str, str]],
+) -> tuple[str, str]:
+    """The run-level tail that ``sago run`` and ``sago score`` share: assemble the models'
+    generations and deltas, then scores -> summary -> summary.md -> report -> manifest.
+    ``per_model``: what ``score_model`` returned per model. Returns (summary, report)."""
+    run_dir = stage.layout.run_dir
+    out = str(run_dir)
     generations = stage(
         assemble_task,
         name="generations",
@@ -170,7 +232,17 @@ def evaluate(config: RunConfig) -> str:
         test_against=config.statistics.test_against,
         out_dir=out,
     )
-    stage(render_summary_task, summary_path=summary, variants_path=variants, out_dir=out)
+    stage(
+        render_summary_task,
+        summary_path=summary,
+        variants_path=variants,
+        out_dir=out,
+        generations_path=generations,
+    )
+    instances, tails, axis_structure, axis_pca = beyond_the_mean(
+        stage, deltas, generations, prompts, scores, out
+    )
+    located = locate_run(stage, config, generations, per_model)
     report = stage(
         render_report_task,
         summary_path=summary,
@@ -182,7 +254,12 @@ def evaluate(config: RunConfig) -> str:
         provenance=provenance(config, inputs, run_dir),
         out_dir=out,
         analysis_paths=[m["analysis"] for m in per_model],
+        instances_path=instances,
+        tails_path=tails,
+        axis_structure_path=axis_structure,
+        axis_pca_path=axis_pca,
+        layer_profiles_path=located["layer_profiles_path"],
+        patching_path=located["patching_path"],
     )
     write_manifest_task(config, inputs, stage.records, out)
-    monitor.finish(summary, Path(report))
-    return out
+    return summary, report

@@ -69,7 +69,7 @@ def run_shard(
         shard=shard.label,
         target=target,
         generations_path=generated,
-        settings=config.analysis,
+        settings=config.analysis.scoring_pass(),
         out_dir=where,
         **places,
     )

@@ -25,7 +25,7 @@ from pydantic import (
 from sago_core.errors import ConfigError
 
 Position = Literal["prefix", "suffix", "global"]
-Preset = Literal["demo", "paper"]
+Preset = Literal["demo", "paper", "locate"]
 ALL_POSITIONS: tuple[Position, ...] = ("prefix", "suffix", "global")
 DATASET_NAMES: tuple[str, ...] = (
     "truthfulqa",
@@ -161,12 +161,39 @@ class GenerationSettings(StrictModel):
         return None if value is None else dict(value)
 
 
+class PatchingSettings(StrictModel):
+    """Activation patching (``sago_core/stages/patching.py``): for at most ``max_variants``
+    variants (seeded, stratified by family) the variant prompt is run once per chosen layer
+    with that layer's output at the last prompt token replaced by the base prompt's.
+    ``layers``: "all" (1..L) or a list of layers (1-based). Costs one forward per (variant,
+    layer), in the scoring pass' batches."""
+
+    layers: Literal["all"] | tuple[int, ...] = "all"
+    max_variants: int = Field(default=24, ge=1)
+
+    @field_validator("layers")
+    @classmethod
+    def _layer_list(cls, value: Any) -> Any:
+        if value == "all":
+            return value
+        if not value or any(layer < 1 for layer in value) or len(set(value)) != len(value):
+            raise ValueError("layers must be 'all' or distinct layer numbers >= 1 (1-based)")
+        return tuple(sorted(value))
+
+
 class AnalysisSettings(StrictModel):
     """Teacher-forced pass: length-bucketed batches of at most ``batch_size`` rows and
-    ``max_batch_tokens`` padded tokens."""
+    ``max_batch_tokens`` padded tokens. ``patching``: null (off) or the activation-patching
+    stage that runs after it in the same batches."""
 
     batch_size: int = Field(default=16, ge=1)
     max_batch_tokens: int = Field(default=8192, ge=64)
+    patching: PatchingSettings | None = None
+
+    def scoring_pass(self) -> AnalysisSettings:
+        """What the scoring pass reads: patching is a stage of its own, so turning it on
+        never recomputes the scoring pass."""
+        return self.model_copy(update={"patching": None})
 
 
 class ApiBudget(StrictModel):
@@ -229,6 +256,7 @@ class JudgeSettings(StrictModel):
     """Register mirroring by an LLM judge (YES/NO at T=0); null model = offline detector."""
 
     model: str | None = None  # e.g. litellm:openai/gpt-4o-mini (the paper's judge)
+    batch_size: int = Field(default=16, ge=1)  # per generate call of a local judge
 
 
 class StatisticsSettings(StrictModel):
@@ -289,6 +317,8 @@ class RunConfig(StrictModel):
     # template field left unfilled) may appear in a prompt.
     max_prompt_chars: int = Field(default=100_000, ge=1)
     allow_placeholders: bool = False
+    # Placeholder-like text is a warning naming the rows; with this, an error (issue 15).
+    strict_placeholders: bool = False
     # Models (specs as in ``models``) whose repositories may run their own Python code when
     # loaded. Empty by default: no model runs code from its folder or hub repository.
     trust_remote_code: tuple[str, ...] = ()
@@ -328,8 +358,11 @@ class RunConfig(StrictModel):
         return self
 
     def result_hash(self) -> str:
-        """Hash of everything that changes results (not where they are written)."""
-        payload = self.model_dump(mode="json", exclude={"runs_dir", "run_id", "prefect_home"})
+        """Hash of everything that changes results (not where they are written). Patching
+        only adds its own artifact, so it is left out: turned on for a finished run, it
+        lands in that run's folder and every earlier stage is a cache hit."""
+        where = {"runs_dir": True, "run_id": True, "prefect_home": True}
+        payload = self.model_dump(mode="json", exclude={**where, "analysis": {"patching": True}})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def resolved_run_id(self) -> str:
@@ -359,6 +392,13 @@ PRESETS: dict[str, RunConfig] = {
         ),
     ),
 }
+# ``locate``: the demo run with activation patching at every layer (where the instability is).
+PRESETS["locate"] = PRESETS["demo"].model_copy(
+    update={
+        "preset": "locate",
+        "analysis": AnalysisSettings(batch_size=32, patching=PatchingSettings()),
+    }
+)
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import polars as pl
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
+from sago_core.backends.patching import declared_layers
 from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key
 from sago_core.config import RunConfig
 from sago_core.stages.structural import rewrite_key, rewrite_tasks
@@ -52,6 +53,20 @@ class ApiTraffic:
         return math.ceil(self.input_chars / CHARS_PER_TOKEN)
 
 
+@dataclass(frozen=True)
+class PatchingCost:
+    """Activation patching of one local model: one forward per (variant, layer), plus the
+    unpatched variants and their bases. ``layers`` None: "all" of a model whose layer count
+    is known only once it loads."""
+
+    variants: int  # an upper bound when filtered families exist
+    layers: int | None
+
+    @property
+    def forwards(self) -> int | None:
+        return None if self.layers is None else self.variants * self.layers
+
+
 @dataclass
 class RunPlan:
     prompts: dict[str, int]
@@ -66,6 +81,7 @@ class RunPlan:
     cost_unknown: list[str] = field(default_factory=list)
     budget_hits: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    patching: dict[str, PatchingCost] = field(default_factory=dict)  # per local model
 
 
 def _prompt_counts(prompts: pl.DataFrame) -> dict[str, int]:
@@ -163,9 +179,31 @@ def plan_run(
                 answers,
             )
         )
+    plan.patching = _patching(config, targets, sum(families.values()) - families["replay"])
     _price(plan, prices)
     _budget(plan, config)
     return plan
+
+
+def _patching(config: RunConfig, targets: RunTargets, variants: int) -> dict[str, PatchingCost]:
+    """Patching cost per local model (``analysis.patching``; the replay is never patched)."""
+    settings = config.analysis.patching
+    if settings is None:
+        return {}
+    costs = {}
+    for spec, target in targets.models.items():
+        if target.is_api:
+            continue
+        layers = (
+            len(settings.layers)
+            if settings.layers != "all"
+            else declared_layers(
+                target.source.location if target.source else None,
+                target.source.gguf_file if target.source else None,
+            )
+        )
+        costs[spec] = PatchingCost(min(variants, settings.max_variants), layers)
+    return costs
 
 
 def _structural_chars(prompts: pl.DataFrame, config: RunConfig) -> int:
@@ -230,6 +268,17 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
         forced = f", {bound}{scored} teacher-forced sequences" if scored is not None else ""
         tokens = count * config.generation.max_new_tokens
         lines.append(f"  {model}: {bound}{count} generations (at most {tokens} new tokens){forced}")
+        cost = plan.patching.get(model)
+        if cost is not None:
+            layers = (
+                f"{cost.layers} layers = {cost.forwards}"
+                if cost.forwards is not None
+                else f"all L layers (counted when the model loads) = {cost.variants} x L"
+            )
+            lines.append(
+                f"    patching: {bound}{cost.variants} variants x {layers} patched forwards "
+                "(+ the unpatched variants and their bases)"
+            )
     if plan.api:
         lines.append("API requests:")
         for t in plan.api:
@@ -255,6 +304,10 @@ def plan_summary(plan: RunPlan) -> dict[str, Any]:
         "candidates": plan.candidates,
         "generations": plan.generations,
         "teacher_forced": plan.teacher_forced,
+        "patching": {
+            m: {"variants": c.variants, "layers": c.layers, "forwards": c.forwards}
+            for m, c in plan.patching.items()
+        },
         "api": {
             f"{t.spec}|{t.role}": {
                 "requests": t.requests,

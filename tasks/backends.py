@@ -35,12 +35,12 @@ def backend_for(target: ModelTarget, cache_dir: str | None, ledger_file: str | N
     return open_backend(target, places, key)
 
 
-LOCAL_JUDGE_BATCH = 16
-
-
-def register_judge(target: ModelTarget, cache_dir: str, ledger_file: str) -> RegisterJudge:
+def register_judge(
+    target: ModelTarget, cache_dir: str, ledger_file: str, batch_size: int
+) -> RegisterJudge:
     """The register judge on any backend: an API model (the paper's choice) or a local one,
-    asked the same single-message YES/NO question at T = 0."""
+    asked the same single-message YES/NO question at T = 0 (``batch_size`` prompts per
+    generate call of a local one)."""
     backend = backend_for(target, cache_dir, ledger_file)
 
     def complete(
@@ -49,7 +49,7 @@ def register_judge(target: ModelTarget, cache_dir: str, ledger_file: str) -> Reg
         if isinstance(backend, ApiBackend):
             return [(a.text, a.failure) for a in backend.complete(conversations, max_tokens)]
         prompts = [conversation[-1]["content"] for conversation in conversations]
-        answers = backend.generate(prompts, max_tokens, LOCAL_JUDGE_BATCH)
+        answers = backend.generate(prompts, max_tokens, batch_size)
         return [(a.response_text, a.failure_reason) for a in answers]
 
     cache = JsonCache(CacheLayout(Path(cache_dir)).judge)

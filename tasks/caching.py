@@ -1,11 +1,17 @@
 """Content-addressed cache keys for stage tasks.
 
-A key is the hash of what determines a stage's output: the task name, the code version of
-that task (see ``code_version``), every input artifact's bytes (parameters named ``*_path``
-or ``*_paths``), and every other parameter's JSON form, except where output is written
-(``out_dir``, ``cache_dir``) or where spending is booked (``ledger_file``), and, of a
-``ModelTarget``, everything but where its weights lie. Never the run id: a rerun or a
-resumed run hits the cache.
+A key is the hash of what determines a stage's output and where it goes: the task name, the
+code version of that task (see ``code_version``), every input artifact's bytes (parameters
+named ``*_path`` or ``*_paths``), every other parameter's JSON form, and the place the stage
+writes to (``out_dir``) relative to its run folder, except where shared caches live
+(``cache_dir``) or where spending is booked (``ledger_file``), and, of a ``ModelTarget``,
+everything but where its weights lie. Never the run id or the run folder's absolute path: a
+rerun or a resumed run hits the cache, and so does a run folder moved elsewhere.
+
+The place is in the key because two stages can read equal bytes with equal parameters and
+still write different files: the run-level ``assemble[generations]`` of a one-model,
+one-shard run reads bytes equal to the model-level one's input. Without its place it would
+get the model-level result, and the run folder would lack its own ``generations.parquet``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from sago_core.backends.target import ModelTarget, cache_fingerprint
 ROOT = Path(__file__).resolve().parent.parent
 OWN_PACKAGES = ("sago_core", "tasks")
 _EXCLUDED = frozenset({"out_dir", "cache_dir", "ledger_file"})
+OUTPUT_PLACE = "out_dir"
 
 
 def _module_file(name: str) -> Path | None:
@@ -125,7 +132,19 @@ def _fingerprint(name: str, value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def stage_cache_key(context: Any, parameters: dict[str, Any]) -> str:
+def output_place(out_dir: str | Path | None, run_dir: Path | None) -> str:
+    """Where a stage writes, as the key sees it: relative to the run folder when inside it
+    (a moved or renamed run folder keeps its keys), else the absolute path."""
+    if out_dir is None:
+        return "null"
+    where = Path(out_dir).resolve()
+    if run_dir is not None and where.is_relative_to(run_dir.resolve()):
+        return "run:" + where.relative_to(run_dir.resolve()).as_posix()
+    return "abs:" + where.as_posix()
+
+
+def stage_cache_key(context: Any, parameters: dict[str, Any], run_dir: Path | None = None) -> str:
+    """The key of one stage call; ``run_dir`` is the run folder its outputs are placed in."""
     digest = hashlib.sha256()
     digest.update(context.task.name.encode())
     digest.update(code_version(context.task.fn.__module__).encode())
@@ -134,4 +153,6 @@ def stage_cache_key(context: Any, parameters: dict[str, Any]) -> str:
             continue
         digest.update(name.encode())
         digest.update(_fingerprint(name, parameters[name]).encode())
+    digest.update(OUTPUT_PLACE.encode())
+    digest.update(output_place(parameters.get(OUTPUT_PLACE), run_dir).encode())
     return f"{context.task.name}-{digest.hexdigest()}"

@@ -1,26 +1,41 @@
-"""Tasks of the consistency study: reference likelihoods, checkpoint scores, partial
-correlations, sign agreement and the page."""
+"""Tasks of the consistency study: the checkpoint series and its training split, reference
+likelihoods, checkpoint scores, partial correlations, sign agreement and the page."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from prefect import task
+from prefect.cache_policies import NONE
+
+from sago_core.artifacts.layout import TRAINING_SPLIT_FILE
 from sago_core.artifacts.schemas import (
     CHECKPOINT_SCORES,
     PARTIAL_CORRELATIONS,
     REFERENCE_LIKELIHOOD,
     SIGN_AGREEMENT,
 )
-from sago_core.artifacts.store import read_parquet, write_parquet, write_text
+from sago_core.artifacts.store import read_parquet, write_json, write_parquet, write_text
 from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings
+from sago_core.consistency.config import ConsistencyConfig, StudyStatistics
 from sago_core.consistency.matrix import partial_correlation_table, sign_agreement
 from sago_core.consistency.report import render_consistency
 from sago_core.consistency.scores import checkpoint_scores
+from sago_core.consistency.series import study_split_record
 from sago_core.stages.reference_likelihood import reference_likelihood
 from tasks.backends import backend_for
 from tasks.stage import stage_task
+
+
+@task(name="checkpoint-series", cache_policy=NONE, persist_result=False, result_serializer="json")
+def checkpoint_series_task(config: ConsistencyConfig, out_dir: str) -> str:
+    """Not cached: it looks at the checkpoint folders every time (building only what is
+    missing), so a deleted series is rebuilt and an overlapping split is always refused."""
+    record = study_split_record(config)
+    return str(write_json(record, Path(out_dir) / TRAINING_SPLIT_FILE))
 
 
 @stage_task("reference-likelihood", run_name="reference-likelihood[{model}]")
@@ -62,10 +77,21 @@ def checkpoint_scores_task(
 
 @stage_task("partial-correlations")
 def partial_correlations_task(
-    scores_path: str, in_distribution: str, out_of_distribution: list[str], out_dir: str
+    scores_path: str,
+    in_distribution: str,
+    out_of_distribution: list[str],
+    statistics: StudyStatistics,
+    out_dir: str,
 ) -> str:
     frame = partial_correlation_table(
-        read_parquet(scores_path), in_distribution, list(out_of_distribution)
+        read_parquet(scores_path),
+        in_distribution,
+        list(out_of_distribution),
+        knots=statistics.spline_knots,
+        block_length=statistics.block_length,
+        alpha=statistics.alpha,
+        corrected_test=statistics.corrected_test,
+        draws=statistics.permutation_draws,
     )
     path = Path(out_dir) / "partial_correlations.parquet"
     return str(write_parquet(frame, path, PARTIAL_CORRELATIONS))
@@ -79,12 +105,18 @@ def sign_agreement_task(partial_path: str, out_dir: str) -> str:
 
 @stage_task("render-consistency")
 def render_consistency_task(
-    scores_path: str, partial_path: str, agreement_path: str, settings: dict[str, Any], out_dir: str
+    scores_path: str,
+    partial_path: str,
+    agreement_path: str,
+    split_path: str,
+    settings: dict[str, Any],
+    out_dir: str,
 ) -> str:
     page = render_consistency(
         read_parquet(scores_path),
         read_parquet(partial_path),
         read_parquet(agreement_path),
         settings,
+        json.loads(Path(split_path).read_text(encoding="utf-8")),
     )
     return str(write_text(page, Path(out_dir) / "consistency.html"))

@@ -17,6 +17,7 @@ from sago_core.artifacts.layout import (
 from sago_core.artifacts.schemas import DELTAS, PAIRS, SCORES, SUMMARY
 from sago_core.artifacts.store import read_parquet, write_parquet, write_text
 from sago_core.axes.text_similarity import get_bert_scorer
+from sago_core.backends.api_served import describe_drift, drifted
 from sago_core.config import BertScoreSettings
 from sago_core.report.summary_md import kept_counts, render_summary
 from sago_core.scoring.deltas import compute_deltas
@@ -76,6 +77,11 @@ def summarize_task(scores_path: str, test_against: str, out_dir: str) -> str:
 
 
 @stage_task("render-summary")
-def render_summary_task(summary_path: str, variants_path: str, out_dir: str) -> str:
-    text = render_summary(read_parquet(summary_path), kept_counts(read_parquet(variants_path)))
+def render_summary_task(
+    summary_path: str, variants_path: str, out_dir: str, generations_path: str | None = None
+) -> str:
+    drift = describe_drift(drifted(read_parquet(generations_path))) if generations_path else None
+    text = render_summary(
+        read_parquet(summary_path), kept_counts(read_parquet(variants_path)), drift
+    )
     return str(write_text(text, Path(out_dir) / SUMMARY_MD_FILE))

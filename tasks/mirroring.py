@@ -22,6 +22,7 @@ def detect_mirroring_task(
     model: str,
     generations_path: str,
     out_dir: str,
+    judge_batch_size: int,
     judge: ModelTarget | None = None,
     cache_dir: str | None = None,
     ledger_file: str | None = None,
@@ -30,6 +31,6 @@ def detect_mirroring_task(
     target, identity and settings included, is then part of the cache key)."""
     register = None
     if judge is not None and cache_dir and ledger_file:
-        register = register_judge(judge, cache_dir, ledger_file)
+        register = register_judge(judge, cache_dir, ledger_file, judge_batch_size)
     frame = detect_mirroring_frame(read_parquet(generations_path), register)
     return str(write_parquet(frame, Path(out_dir) / MIRRORING_FILE, MIRRORING))

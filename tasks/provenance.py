@@ -10,7 +10,8 @@ from typing import Any
 
 from prefect import task
 
-from sago_core.artifacts.layout import MANIFEST_FILE
+from sago_core.artifacts.integrity import integrity_counts
+from sago_core.artifacts.layout import MANIFEST_FILE, RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.backends.target import RunTargets, run_targets
 from sago_core.config import RunConfig
@@ -72,6 +73,10 @@ def provenance(config: RunConfig, inputs: dict[str, Any], run_dir: Path) -> dict
         "rewriter": inputs["rewriter"],
         "judge": inputs.get("judge"),
         "packages": package_versions(),
+        # cache hits whose artifact failed its sha256 and were recomputed, by reason
+        "integrity": integrity_counts(RunLayout(run_dir)),
+        # sago score: the external file, how it was read, and the reader's counts
+        **({"external": inputs["external"]} if "external" in inputs else {}),
     }
 
 

@@ -8,6 +8,8 @@ from typing import Any
 from sago_core.artifacts.layout import REPORT_FILE
 from sago_core.artifacts.store import read_parquet, write_text
 from sago_core.report.html import read_analysis, render_report
+from sago_core.report.insights import read_insights
+from sago_core.report.locate import read_located
 from tasks.stage import stage_task
 
 
@@ -22,8 +24,16 @@ def render_report_task(
     provenance: dict[str, Any],
     out_dir: str,
     analysis_paths: list[str] | None = None,
+    instances_path: str | None = None,
+    tails_path: str | None = None,
+    axis_structure_path: str | None = None,
+    axis_pca_path: str | None = None,
+    layer_profiles_path: str | None = None,
+    patching_path: str | None = None,
 ) -> str:
-    """``analysis_paths``: every model's analysis.parquet (the per-layer curves)."""
+    """``analysis_paths``: every model's analysis.parquet (the per-layer curves); the
+    instances, tails and axis-structure paths add the beyond-the-mean sections; the layer
+    profiles and patching paths the where-the-instability-sits section."""
     page = render_report(
         read_parquet(summary_path),
         read_parquet(scores_path),
@@ -33,5 +43,7 @@ def render_report_task(
         read_parquet(generations_path),
         provenance,
         analysis=read_analysis(analysis_paths) if analysis_paths else None,
+        insights=read_insights(instances_path, tails_path, axis_structure_path, axis_pca_path),
+        located=read_located(layer_profiles_path, patching_path),
     )
     return str(write_text(page, Path(out_dir) / REPORT_FILE))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 from prefect import task
@@ -13,12 +15,18 @@ from tasks.caching import stage_cache_key
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def stage_policy(run_dir: Path | None = None) -> CacheKeyFnPolicy:
+    """The stage cache policy; with ``run_dir`` a stage's output place is keyed relative to
+    it (the stage runner passes its run folder)."""
+    return CacheKeyFnPolicy(cache_key_fn=partial(stage_cache_key, run_dir=run_dir))
+
+
 def stage_task(name: str, run_name: str | None = None, retries: int = 0) -> Callable[[F], Any]:
     return task(
         name=name,
         task_run_name=run_name or name,
         # A policy, not ``cache_key_fn``: the flow adds its lock manager to it per run.
-        cache_policy=CacheKeyFnPolicy(cache_key_fn=stage_cache_key),
+        cache_policy=stage_policy(),
         persist_result=True,
         result_serializer="json",
         retries=retries,

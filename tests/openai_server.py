@@ -18,6 +18,11 @@ fault: the request succeeds once it is retried enough).
 
 Counters: every request is counted by a key of (model, messages), with its arrival times;
 GET /_stats returns the counts.
+
+Identity: every completion names the requested model and a ``system_fingerprint``
+(``fp_sago_a`` unless set). ``drift(after=N, fingerprint=..., model=...)`` makes every
+completion after the first N answered ones report another fingerprint (and, if given,
+another served model name): a provider updating a model behind its alias mid-run.
 Run in-process (``ScriptedServer``) or as a process (``python -m tests.openai_server``).
 """
 
@@ -63,6 +68,20 @@ class State:
     # Every request as received: model, characters of its messages, max_tokens asked for.
     received: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    fingerprint: str = "fp_sago_a"
+    served_model: str | None = None  # None: the requested name
+    answered: int = 0
+    drift_after: int | None = None
+    drift_to: tuple[str, str | None] = ("fp_sago_b", None)
+
+    def identity(self, requested: str) -> tuple[str, str]:
+        """(served model, fingerprint) of the next completion; counts it as answered."""
+        with self.lock:
+            self.answered += 1
+            if self.drift_after is not None and self.answered > self.drift_after:
+                self.fingerprint, model = self.drift_to
+                self.served_model = model or self.served_model
+            return self.served_model or requested, self.fingerprint
 
     def choose(self, text: str, attempt: int = 1) -> Rule:
         with self.lock:
@@ -93,12 +112,15 @@ def answer_for(text: str) -> str:
     return f"About {topic}: the answer is number {digest % 97}.{polite}"
 
 
-def _completion(model: str, content: str, finish: str, prompt: str) -> dict[str, Any]:
+def _completion(
+    model: str, content: str, finish: str, prompt: str, fingerprint: str = "fp_sago_a"
+) -> dict[str, Any]:
     return {
         "id": "chatcmpl-" + hashlib.sha256(prompt.encode()).hexdigest()[:12],
         "object": "chat.completion",
         "created": 1_700_000_000,
         "model": model,
+        "system_fingerprint": fingerprint,
         "choices": [
             {
                 "index": 0,
@@ -199,7 +221,8 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 self._send(int(action), json.dumps(error).encode())
                 return
             content = answer_for(text)
-            body = _completion(model, content, "stop", text)
+            served, fingerprint = state.identity(model)
+            body = _completion(served, content, "stop", text, fingerprint)
             if action == "malformed":
                 self._send(200, b"<html>upstream proxy error</html>")
             elif action == "truncated":
@@ -245,6 +268,13 @@ class ScriptedServer:
     def script(self, rules: list[Rule]) -> None:
         with self.state.lock:
             self.state.rules = list(rules)
+
+    def drift(self, after: int, fingerprint: str, model: str | None = None) -> None:
+        """Completions after the first ``after`` answered ones report ``fingerprint`` (and
+        ``model`` as the served name, when given)."""
+        with self.state.lock:
+            self.state.drift_after = after
+            self.state.drift_to = (fingerprint, model)
 
     def total_calls(self) -> int:
         with self.state.lock:

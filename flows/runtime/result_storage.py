@@ -5,7 +5,8 @@ it does so even to check whether a cached result exists. A record planted in (or
 into) the results folder that names ``pickle`` would run code on the next cache lookup. This
 storage refuses to hand such a record to Prefect: it reads as absent, so the stage runs again
 and overwrites it. Writes go through a temp file and a rename, so a killed process leaves
-either the old record or the new one, never half of one.
+either the old record or the new one, never half of one. A record that cannot be written
+for want of disk stops the run (``raise_write_failure``) instead of being logged and skipped.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from prefect._internal.compatibility.async_dispatch import async_dispatch
 from prefect.filesystems import LocalFileSystem
 
-from sago_core.artifacts.store import atomic_write_bytes
+from sago_core.artifacts.store import DiskWriteError, atomic_write_bytes
 
 ALLOWED_SERIALIZER = "json"
 
@@ -63,5 +64,21 @@ class JsonResultStorage(LocalFileSystem):
     @async_dispatch(awrite_path)
     def write_path(self, path: str, content: bytes) -> str:  # type: ignore[override]
         resolved = Path(self._resolve_path(path))
-        atomic_write_bytes(resolved, content)
+        try:
+            atomic_write_bytes(resolved, content)
+        except DiskWriteError as exc:
+            _write_failures.append(exc)  # Prefect logs a failed commit and carries on
+            raise
         return str(resolved)
+
+
+_write_failures: list[DiskWriteError] = []
+
+
+def raise_write_failure() -> None:
+    """Raise the first result record that could not be written for want of disk (Prefect
+    only logs a failed commit, and the run would go on without its records)."""
+    if _write_failures:
+        failure = _write_failures[0]
+        _write_failures.clear()
+        raise failure

@@ -2,13 +2,21 @@
 
 Results are JSON records in the run folder (``JsonResultStorage``); each stage runs under a
 lock on its cache key (``ProcessLockManager``), so concurrent runs on one folder share work.
+Keys place a stage's output relative to this run folder (``stage_policy``).
 
-A cached result whose artifact file has since vanished (a folder deleted by hand) is
-recomputed with ``refresh_cache`` instead of handing a dangling path downstream.
+A cache hit is verified before its artifact is used: the artifact's sha256 must equal the
+one recorded when the stage computed it (``RunLayout.checksums``). A cached result whose
+artifact has vanished (a folder deleted by hand) or whose bytes changed (a truncated copy,
+a disk fault, a hand edit) is logged with its path and recomputed with ``refresh_cache``
+instead of handing wrong bytes downstream; a changed one is also appended to the run's
+integrity log, which the report's provenance counts. The hash is the one the manifest
+records anyway, so verification reads each artifact once, as before.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +25,14 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from flows.runtime.process_locks import ProcessLockManager
-from flows.runtime.result_storage import JsonResultStorage
+from flows.runtime.result_storage import JsonResultStorage, raise_write_failure
+from sago_core.artifacts.integrity import CHECKSUM_MISMATCH, record_recomputation
 from sago_core.artifacts.layout import RunLayout
-from sago_core.artifacts.store import sha256_of, sweep_orphaned_temps
+from sago_core.artifacts.store import sha256_of, sweep_orphaned_temps, write_json
+from tasks.stage import stage_policy
+
+LOG = logging.getLogger("sago.cache")
+ARTIFACT_MISSING = "artifact missing"
 
 
 class StageRunner:
@@ -34,6 +47,9 @@ class StageRunner:
         self.storage = storage
         # Runs on one folder share these locks: each cached stage is computed once.
         self.locks = ProcessLockManager(layout.results / ".locks")
+        self.policy = stage_policy(run_dir).configure(
+            isolation_level="SERIALIZABLE", lock_manager=self.locks
+        )
         self.records: list[dict[str, Any]] = []
         self.last_cached = False
 
@@ -54,47 +70,105 @@ class StageRunner:
         from prefect import tags
 
         started = time.perf_counter()
-        configured = stage.with_options(
-            result_storage=self.storage,
-            cache_policy=stage.cache_policy.configure(
-                isolation_level="SERIALIZABLE", lock_manager=self.locks
-            ),
-        )
+        configured = stage.with_options(result_storage=self.storage, cache_policy=self.policy)
+        recomputed = None
         with tags(*(run_tags or [])):
             state = configured(**parameters, return_state=True)
             path = state.result()
             cached = state.name == "Cached"
-            if not Path(path).exists():
+            digest = sha256_of(path) if Path(path).exists() else None
+            if cached:
+                recomputed = self._stale(state, path, digest)
+            if recomputed is not None:
                 refreshed = configured.with_options(refresh_cache=True)
                 state = refreshed(**parameters, return_state=True)
                 path, cached = state.result(), False
+                digest = sha256_of(path)
+        raise_write_failure()
+        key = _storage_key(state)
+        if not cached and key is not None and digest is not None:
+            write_json({"path": self._relative(path), "sha256": digest}, self._checksum(key))
         committed = commit_if is None or commit_if(str(path))
         if not committed:
-            self._withdraw(state)
-        record = self._record(label or stage.name, path, cached, started)
-        self.records.append({**record, "committed": committed})
+            self._withdraw(key)
+        record = self._record(label or stage.name, path, cached, started, digest)
+        self.records.append(
+            {**record, "cache_key": key, "committed": committed, "recomputed": recomputed}
+        )
         self.last_cached = cached
         return str(path)
 
-    def _withdraw(self, state: Any) -> None:
-        key = getattr(getattr(state.data, "metadata", None), "storage_key", None)
+    def _stale(self, state: Any, path: str, digest: str | None) -> str | None:
+        """Why a cache hit cannot be used (None: it can); logs a changed artifact."""
+        if digest is None:
+            LOG.warning("cached artifact %s is missing; recomputing its stage", path)
+            return ARTIFACT_MISSING
+        key = _storage_key(state)
+        checksum = self._checksum(key) if key else None
+        try:
+            recorded = json.loads(checksum.read_text(encoding="utf-8"))["sha256"]  # type: ignore[union-attr]
+        except (AttributeError, OSError, ValueError, KeyError, TypeError):
+            # No record (a result another process committed a moment ago): this read is
+            # the first, so it is recorded now and verified from the next run on.
+            if checksum is not None:
+                write_json({"path": self._relative(path), "sha256": digest}, checksum)
+            return None
+        if recorded == digest:
+            return None
+        LOG.warning(
+            "cached artifact %s does not match its recorded sha256 (recorded %s, found %s); "
+            "recomputing its stage",
+            path,
+            recorded[:12],
+            digest[:12],
+        )
+        record_recomputation(
+            self.layout,
+            self._relative(path),
+            CHECKSUM_MISMATCH,
+            cache_key=str(key),
+            recorded_sha256=recorded,
+            found_sha256=digest,
+        )
+        return CHECKSUM_MISMATCH
+
+    def _checksum(self, key: str) -> Path:
+        return self.layout.checksums / f"{key}.json"
+
+    def _relative(self, path: str | Path) -> str:
+        where = Path(path)
+        return (
+            str(where.relative_to(self.run_dir))
+            if where.is_relative_to(self.run_dir)
+            else str(where)
+        )
+
+    def _withdraw(self, key: str | None) -> None:
         if key:
             (Path(str(self.storage.basepath)) / key).unlink(missing_ok=True)
+            self._checksum(key).unlink(missing_ok=True)
 
     def note(self, stage: str, path: str, cached: bool, **extra: Any) -> None:
         """Record an artifact another process made (a shard served by a GPU worker)."""
-        record = self._record(stage, path, cached, time.perf_counter())
+        record = self._record(stage, path, cached, time.perf_counter(), None)
         record["seconds"] = None
         self.records.append({**record, **extra})
 
-    def _record(self, stage: str, path: str, cached: bool, started: float) -> dict[str, Any]:
+    def _record(
+        self, stage: str, path: str, cached: bool, started: float, digest: str | None
+    ) -> dict[str, Any]:
         artifact = Path(path)
         rows = pq.read_metadata(artifact).num_rows if artifact.suffix == ".parquet" else None
         return {
             "stage": stage,
             "path": str(artifact.relative_to(self.run_dir)),
-            "sha256": sha256_of(artifact),
+            "sha256": digest or sha256_of(artifact),
             "rows": rows,
             "cache_hit": cached,
             "seconds": round(time.perf_counter() - started, 3),
         }
+
+
+def _storage_key(state: Any) -> str | None:
+    key = getattr(getattr(state.data, "metadata", None), "storage_key", None)
+    return str(key) if key else None

@@ -27,6 +27,8 @@ from pathlib import Path
 
 RUN_CONFIG = "run_config.json"
 MANIFEST = "manifest.json"
+# The consistency study (issue 18): the training split and its check against the evaluation.
+TRAINING_SPLIT_FILE = "training_split.json"
 
 # Artifact file names, inside the folder a flow gives a stage (the run folder, a model's
 # folder or a shard's folder). A new artifact declares its name here: ``<NAME>_FILE``.
@@ -45,7 +47,19 @@ SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.parquet"
 SUMMARY_MD_FILE = "summary.md"
 REPORT_FILE = "report.html"
+INSTANCES_FILE = "instances.parquet"  # beyond the mean (issue 16): one row per variant
+TAILS_FILE = "tails.parquet"
+AXIS_STRUCTURE_FILE = "axis_structure.parquet"
+AXIS_PCA_FILE = "axis_pca.parquet"
+LAYER_PROFILES_FILE = "layer_profiles.parquet"  # per-layer (1 - cos) profiles (issue 17)
+PATCHING_FILE = "patching.parquet"  # activation patching: recovery per (variant, layer)
+PAIRED_FILE = "paired.parquet"  # sago compare A B --paired (issue 16)
+PAIRED_MD_FILE = "paired.md"
+CARD_MD_FILE = "card.md"  # sago card <run>: the stability card (issue 16)
+CARD_HTML_FILE = "card.html"
+CARD_JSON_FILE = "card.json"
 MANIFEST_FILE = MANIFEST
+EXTERNAL_ROWS_FILE = "external_rows.parquet"  # sago score: the validated input rows (issue 15)
 
 # What a finished run folder holds at its root (``sago report`` / ``compare`` check these).
 FINISHED_RUN_FILES = (
@@ -120,6 +134,16 @@ class RunLayout:
     @property
     def ledger(self) -> Path:
         return self.run_dir / "api_ledger.jsonl"
+
+    @property
+    def checksums(self) -> Path:
+        """Each committed stage result's artifact sha256 (``<cache key>.json``)."""
+        return self.results / ".checksums"
+
+    @property
+    def integrity_log(self) -> Path:
+        """Cache hits whose artifact failed its recorded sha256 and were recomputed."""
+        return self.run_dir / "integrity.jsonl"
 
     @property
     def stages(self) -> Path:

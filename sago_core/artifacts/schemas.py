@@ -10,6 +10,8 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.vocabulary import AXES
+
 # A column name -> polars dtype mapping (dtype classes or instances).
 Schema = dict[str, Any]
 
@@ -55,7 +57,9 @@ GENERATIONS: Schema = {
     "response_token_ids": pl.List(pl.Int32),
     "finish_reason": pl.String,
     "failure_reason": pl.String,  # typed reason when no valid answer came back; text is null
-    "engine": pl.String,  # JSON: backend, library versions, device, determinism mode
+    # JSON: backend, library versions, device, determinism mode; for an API answer also
+    # what the provider says answered it (served_model, system_fingerprint, served_headers)
+    "engine": pl.String,
 }
 
 ANALYSIS: Schema = {
@@ -141,6 +145,77 @@ SUMMARY: Schema = {
     "p_reference": pl.Float64,  # the p-value behind the marks, Holm and BH
 }
 
+# sago compare A B --paired (statistics/paired.py): per (dataset incl. __pooled__, axis), on
+# the prompts both runs share; differences are b minus a, on s.
+PAIRED: Schema = {
+    "model_a": pl.String,
+    "model_b": pl.String,
+    "dataset": pl.String,
+    "axis": pl.String,
+    "n": pl.Int32,  # prompts with s on both sides
+    "mean_diff": pl.Float64,  # mean of s_b - s_a (equal weight per dataset when pooled)
+    "p_paired_t": pl.Float64,  # two-sided paired t-test
+    "p_wilcoxon": pl.Float64,  # two-sided Wilcoxon signed-rank test
+    "ci_low": pl.Float64,  # 95% paired bootstrap interval of mean_diff (prompts resampled)
+    "ci_high": pl.Float64,
+    "margin": pl.Float64,  # equivalence margin, SGS units
+    "p_tost": pl.Float64,  # two one-sided tests of H0: |E[s_b - s_a]| >= margin
+    "verdict": pl.String,  # equivalent, b_worse, b_better, inconclusive (from Holm p-values)
+    "p_holm": pl.Float64,  # p_paired_t adjusted (Holm) within the row's correction family
+    "p_bh": pl.Float64,  # p_paired_t adjusted (Benjamini-Hochberg) within that family
+    "p_tost_holm": pl.Float64,  # p_tost adjusted (Holm) within that family
+    "correction_family": pl.String,  # "datasets" (per-dataset rows) or "pooled"
+    "run_a": pl.String,
+    "run_b": pl.String,
+    "missing_reason": pl.String,  # why there is no test (fewer than two shared prompts)
+}
+
+# `sago score`: the external file's rows, validated (stages/external_rows.parquet)
+EXTERNAL_ROWS: Schema = {
+    **GENERATIONS,
+    "references": pl.List(pl.String),
+    "source": pl.String,  # file and row the response came from
+}
+
+
+# Per-layer profiles of the scoring pass' cosines (statistics/layer_profiles.py): one row per
+# (model, family, subtype, strength, read_position, layer). subtype "__pooled__" with a null
+# strength: the family's profile over all its subtypes and strengths.
+LAYER_PROFILES: Schema = {
+    "model": pl.String,
+    "family": pl.String,
+    "subtype": pl.String,
+    "strength": pl.Float64,
+    "read_position": pl.String,  # generation_start (the Act axis) or prompt_end (user text)
+    "layer": pl.Int32,  # 1..L
+    "mean_one_minus_cos": pl.Float64,
+    "ci_low": pl.Float64,  # 95% bootstrap interval (variants resampled, seeded)
+    "ci_high": pl.Float64,
+    "n": pl.Int32,  # variants behind the mean
+    "onset_layer": pl.Int32,  # first layer >= ONSET_FRACTION x the profile's maximum
+    "missing_reason": pl.String,  # why onset_layer (or the interval) is null
+}
+
+# Activation patching (stages/patching.py): one row per (sampled variant, patched layer).
+PATCHING: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    "family": pl.String,
+    "subtype": pl.String,
+    "strength": pl.Float64,
+    "layer": pl.Int32,  # 1..L: the layer whose output at the last prompt token was replaced
+    # (logp_patched - logp_variant) / (logp_base - logp_variant) of the base answer
+    "recovery": pl.Float64,
+    # KL(base || patched) of the first answer token's next-token distribution (nats)
+    "kl_first_token": pl.Float64,
+    "kl_variant": pl.Float64,  # the same for the unpatched variant (what patching can undo)
+    "logprob_base": pl.Float64,
+    "logprob_variant": pl.Float64,
+    "logprob_patched": pl.Float64,
+    "missing_reason": pl.String,
+}
 
 REFERENCE_LIKELIHOOD: Schema = {
     "model": pl.String,
@@ -166,21 +241,100 @@ CHECKPOINT_SCORES: Schema = {
 PARTIAL_CORRELATIONS: Schema = {
     "family": pl.String,
     "metric": pl.String,
+    "method": pl.String,  # ID adjustment: linear or spline
     "ood_a": pl.String,
     "ood_b": pl.String,
     "r": pl.Float64,  # partial correlation across checkpoints, controlling for the ID score
-    "p_value": pl.Float64,
+    "p_value": pl.Float64,  # two-sided t-test with df degrees of freedom
+    "df": pl.Int32,
+    "p_perm": pl.Float64,  # block permutation in checkpoint order
+    "perm_reason": pl.String,  # why p_perm is NA
+    "p_holm": pl.Float64,  # corrected over the pairs of one family, metric and method
+    "p_bh": pl.Float64,
+    "significant": pl.Boolean,  # p_holm <= alpha
     "n": pl.Int32,  # checkpoints with all three scores
     "missing_reason": pl.String,
 }
 
 SIGN_AGREEMENT: Schema = {
     "metric": pl.String,
+    "method": pl.String,
     "family_a": pl.String,
     "family_b": pl.String,
     "pairs_compared": pl.Int32,  # OOD pairs with a non-zero r in both families
     "agreeing": pl.Int32,
     "share": pl.Float64,
+    "significant_pairs": pl.Int32,  # of those, significant (Holm) in both families
+    "significant_agreeing": pl.Int32,
+    "significant_share": pl.Float64,
+}
+
+# Issue 16 (beyond the mean): instances, tails, axis structure. One row per variant (the
+# replay excluded): texts and the six delta_norm side by side, graded mirroring, and whether
+# each answer is right per the reference answers (null: no references or no answer).
+INSTANCES: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    **VARIANT_KEY,
+    "base_prompt": pl.String,
+    "variant_prompt": pl.String,
+    "base_answer": pl.String,
+    "variant_answer": pl.String,
+    **{f"d_{axis}": pl.Float64 for axis in AXES},
+    "mr_intensity": pl.Float64,  # graded mirroring in [0, 1] (axes/mirroring_intensity.py)
+    **{f"reason_{axis}": pl.String for axis in AXES},  # why d_<axis> is null
+    "mr_intensity_reason": pl.String,
+    "base_correct": pl.Boolean,
+    "variant_correct": pl.Boolean,
+}
+
+TAIL_QUANTILES: tuple[str, ...] = ("q50", "q90", "q99")
+FLIPS: tuple[str, ...] = ("flip_right_to_wrong", "flip_wrong_to_right")
+TAILS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,  # __pooled__ = all prompts
+    "axis": pl.String,
+    "family": pl.String,  # __all__ = every family
+    "n": pl.Int32,  # kept variants with a measured delta_norm (replay excluded)
+    **{q: pl.Float64 for q in TAIL_QUANTILES},
+    "max": pl.Float64,
+    "share_over_0_01": pl.Float64,
+    "share_over_0_05": pl.Float64,
+    "share_over_0_10": pl.Float64,
+    **{flip: pl.Float64 for flip in FLIPS},  # share of judged variants; null: no references
+    **{
+        f"ci_{side}_{stat}": pl.Float64
+        for stat in (*TAIL_QUANTILES, *FLIPS)
+        for side in ("low", "high")
+    },
+    "n_prompts": pl.Int32,
+    "n_judged": pl.Int32,  # variants whose base and variant answers both have a verdict
+    "missing_reason": pl.String,  # why the quantiles and shares are null
+    "flip_missing_reason": pl.String,  # why the flip rates are null
+    "ci_missing_reason": pl.String,  # why the intervals are null
+}
+
+AXIS_STRUCTURE: Schema = {
+    "model": pl.String,
+    "axis_a": pl.String,
+    "axis_b": pl.String,
+    "spearman_rho": pl.Float64,  # per-prompt s, pooled over datasets
+    "p_value": pl.Float64,
+    "n": pl.Int32,  # prompts with both scores
+    "redundant": pl.Boolean,  # |rho| > REDUNDANT_RHO and p < 0.05
+    "missing_reason": pl.String,
+}
+
+AXIS_PCA: Schema = {
+    "model": pl.String,
+    "pca_component": pl.Int32,  # 1 = largest variance
+    "pca_variance_explained": pl.Float64,  # share of the total (standardised) variance
+    "axis": pl.String,
+    "pca_loading": pl.Float64,  # the axis's weight in this component (unit-norm eigenvector)
+    "n": pl.Int32,  # prompts with every axis scored
+    "missing_reason": pl.String,
 }
 
 

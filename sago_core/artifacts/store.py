@@ -5,15 +5,21 @@ renamed over the target only after its bytes reach the disk. A temp file's name 
 writer (host digest and process id), so a process killed between write and rename (kill -9
 runs no cleanup) leaves a file the next run can recognise as orphaned and remove, without
 touching the temp file of a writer that is still alive.
+
+A full or read-only disk (ENOSPC, EDQUOT, EROFS) while writing is a ``DiskWriteError``
+naming the file and the space left; the temp file is removed (an appended line is cut
+back), so nothing partial stays and a rerun after space is freed reuses every finished stage.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
 import os
 import re
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -22,6 +28,42 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.schemas import Schema, conform
+from sago_core.errors import SagoError
+
+DISK_FULL = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "the file system is read-only",
+}
+
+
+class DiskWriteError(SagoError):
+    """A write failed because the disk is full or read-only; nothing partial was left."""
+
+    def __init__(self, path: Path, cause: OSError) -> None:
+        self.path = path
+        self.free_bytes = free_bytes(path)
+        free = "unknown" if self.free_bytes is None else f"{self.free_bytes / 2**20:.1f} MiB"
+        super().__init__(
+            f"cannot write {path}: {DISK_FULL[cause.errno or 0]} ({free} free there); no "
+            "partial file was left. Free space (or make it writable) and run the same command "
+            "again: every finished stage is reused"
+        )
+
+
+def free_bytes(path: Path) -> int | None:
+    """Free bytes on the file system holding ``path`` (its nearest existing folder)."""
+    for folder in (path, *path.parents):
+        if folder.exists():
+            try:
+                return shutil.disk_usage(folder).free
+            except OSError:
+                return None
+    return None
+
+
+def _disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -64,9 +106,14 @@ def sweep_orphaned_temps(root: Path) -> list[Path]:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = f"w{_HOST}-{os.getpid()}"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{writer}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        writer = f"w{_HOST}-{os.getpid()}"
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{writer}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        if _disk_full(exc):
+            raise DiskWriteError(path, exc) from exc
+        raise
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; artifacts are for sharing
         with os.fdopen(fd, "wb") as handle:
@@ -74,11 +121,37 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+        _fsync_dir(path.parent)
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if _disk_full(exc):
+            raise DiskWriteError(path, exc) from exc  # type: ignore[arg-type]
         raise
-    _fsync_dir(path.parent)
     return path
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line and fsync; a failed append is cut back, never left half-written."""
+    data = (line + "\n").encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            start = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except BaseException:
+                os.ftruncate(fd, start)
+                raise
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if _disk_full(exc):
+            raise DiskWriteError(path, exc) from exc
+        raise
 
 
 def write_parquet(frame: pl.DataFrame, path: Path, schema: Schema) -> Path:

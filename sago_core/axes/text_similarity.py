@@ -8,6 +8,7 @@ string under transformers 5, and there is no content to match).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -56,10 +57,59 @@ class BertScorer:
                 scores[pair] = float("nan")
                 todo.append(pair)
         if todo:
-            _, _, f1 = self._scorer.score([c for c, _ in todo], [r for _, r in todo])
-            for pair, value in zip(todo, f1.tolist(), strict=True):
-                scores[pair] = float(value)
+            for pair, value in zip(todo, self._f1_in_fixed_batches(todo), strict=True):
+                scores[pair] = value
         return [scores[pair] for pair in zip(candidates, references, strict=True)]
+
+    def _f1_in_fixed_batches(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """bert-score's F1 with batches composed the same way in every process.
+
+        ``bert_cos_score_idf`` embeds ``sorted(set(refs + hyps), key=word count)``: ties keep
+        the set's order, which follows the string hash seed, so the texts that share a
+        batch (and its padding) differ between processes and F1 moves by ~1e-7. Here the
+        texts are ordered by (word count, text) and embedded in batches of that order; the
+        greedy matching is bert-score's own, in the caller's pair order.
+        """
+        import torch
+        from bert_score.utils import get_bert_embedding, greedy_cos_idf
+        from torch.nn.utils.rnn import pad_sequence
+
+        scorer = self._scorer
+        tokenizer = scorer._tokenizer
+        idf: dict[int, float] = defaultdict(lambda: 1.0)
+        idf[tokenizer.sep_token_id] = 0.0
+        idf[tokenizer.cls_token_id] = 0.0
+        texts = sorted({t for pair in pairs for t in pair}, key=lambda t: (-len(t.split(" ")), t))
+        stats: dict[str, tuple[Any, Any]] = {}
+        with torch.no_grad():
+            for start in range(0, len(texts), self.batch_size):
+                batch = texts[start : start + self.batch_size]
+                emb, mask, padded_idf = get_bert_embedding(
+                    batch, scorer._model, tokenizer, idf, device=scorer.device
+                )
+                for i, text in enumerate(batch):
+                    length = int(mask[i].sum().item())
+                    stats[text] = (emb[i, :length].cpu(), padded_idf[i, :length].cpu())
+
+            def padded(batch: list[str]) -> tuple[Any, Any, Any]:
+                embs, idfs = zip(*(stats[t] for t in batch), strict=True)
+                lengths = torch.tensor([e.size(0) for e in embs])
+                mask = torch.arange(int(lengths.max())).expand(len(batch), -1) < lengths[:, None]
+                device = scorer.device
+                return (
+                    pad_sequence(list(embs), batch_first=True, padding_value=2.0).to(device),
+                    mask.to(device),
+                    pad_sequence(list(idfs), batch_first=True).to(device),
+                )
+
+            out: list[float] = []
+            for start in range(0, len(pairs), self.batch_size):
+                chunk = pairs[start : start + self.batch_size]
+                _, _, f1 = greedy_cos_idf(
+                    *padded([r for _, r in chunk]), *padded([c for c, _ in chunk])
+                )
+                out.extend(float(v) for v in f1.tolist())
+        return out
 
 
 @lru_cache(maxsize=2)

@@ -23,6 +23,7 @@ from typing import Any
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.backends.api_failures import Failure, classify_exception, validate_response
 from sago_core.backends.api_ledger import ApiLedger, BudgetExhausted
+from sago_core.backends.api_served import served_identity
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
 from sago_core.backends.target import api_identity
 from sago_core.config import ApiSettings
@@ -63,6 +64,7 @@ class Answer:
     finish_reason: str
     failure: str | None
     from_cache: bool
+    served: dict[str, str] | None = None  # what the provider says answered (api_served)
 
 
 class ApiBackend:
@@ -148,7 +150,7 @@ class ApiBackend:
         self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
     ) -> list[Generation]:
         answers = self.complete([[{"role": "user", "content": p}] for p in prompts], max_new_tokens)
-        return [Generation(a.text or "", (), a.finish_reason, a.failure) for a in answers]
+        return [Generation(a.text or "", (), a.finish_reason, a.failure, a.served) for a in answers]
 
     # -- requests -----------------------------------------------------------------------
     def request_key(self, messages: list[dict[str, str]], max_tokens: int, repeat: int = 0) -> str:
@@ -201,15 +203,23 @@ class ApiBackend:
     ) -> Answer:
         cached = self.cache.get(key)
         if isinstance(cached, dict) and cached.get("text"):
-            return Answer(cached["text"], cached["finish_reason"], None, True)
+            served = cached.get("served")
+            return Answer(
+                cached["text"],
+                cached["finish_reason"],
+                None,
+                True,
+                served if isinstance(served, dict) else None,
+            )
         failure, note = Failure("server_error"), ""
         for attempt in range(self.settings.max_retries + 1):
             self.ledger.reserve()
             outcome = await self._send(messages, max_tokens, key)
             if isinstance(outcome, tuple):
-                text, finish = outcome
-                self.cache.put(key, {"text": text, "finish_reason": finish, "model": self.model})
-                return Answer(text, finish, None, False)
+                text, finish, served = outcome
+                entry = {"text": text, "finish_reason": finish, "model": self.model}
+                self.cache.put(key, {**entry, "served": served})
+                return Answer(text, finish, None, False, served)
             failure = outcome
             if not failure.retriable or attempt == self.settings.max_retries:
                 break
@@ -231,7 +241,7 @@ class ApiBackend:
 
     async def _send(
         self, messages: list[dict[str, str]], max_tokens: int, key: str
-    ) -> tuple[str, str] | Failure:
+    ) -> tuple[str, str, dict[str, str]] | Failure:
         self.calls += 1
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -253,7 +263,8 @@ class ApiBackend:
             return classify_exception(exc)
         tokens, cost = self._usage(response)
         self.ledger.record(key, self.model, tokens, cost)
-        return validate_response(response, self.settings.allow_length_cutoff)
+        valid = validate_response(response, self.settings.allow_length_cutoff)
+        return (*valid, served_identity(response)) if isinstance(valid, tuple) else valid
 
     def _usage(self, response: Any) -> tuple[int, float | None]:
         usage = getattr(response, "usage", None)

@@ -8,11 +8,11 @@ answers cost nothing. A torn last line (killed mid-write) is ignored.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from sago_core.artifacts.store import append_line
 from sago_core.config import ApiBudget
 from sago_core.errors import SagoError
 
@@ -87,8 +87,4 @@ class ApiLedger:
                 self.spent.unknown_cost += 1
             else:
                 self.spent.cost_usd += cost_usd
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(entry) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            append_line(self.path, json.dumps(entry))

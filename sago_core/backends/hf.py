@@ -35,6 +35,7 @@ import numpy as np
 
 from sago_core.backends.gguf_probe import probe_gguf
 from sago_core.backends.model_source import LocalModel
+from sago_core.backends.patching import PatchedScore, PatchRequest
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
 from sago_core.backends.tensor_ops import (
     last_prompt_index,
@@ -237,6 +238,48 @@ def _rows_at(hidden: Any, rows: Any, positions: Any) -> Any:
     return hidden[rows.to(where), positions.to(where)].to(rows.device)
 
 
+@dataclass
+class _Patch:
+    """One batch's patches: per row the layer (1..L; 0 = none) whose output at ``positions``
+    is replaced by that row's state; ``captured`` gets every layer's output at those
+    positions after patching, (B, *state_shape) per layer, in layer order."""
+
+    layers: list[int]
+    states: list[Any]  # a tensor where the row is patched, else None
+    captured: list[Any]
+
+
+def _state_rows(hidden: Any, rows: Any, positions: Any) -> Any:
+    """A layer output's full residual state at ``positions``: (B, d), or (B, streams, d) for
+    AltUp's stacked (streams, B, S, d) outputs."""
+    where = hidden.device
+    if hidden.dim() == 4:
+        return hidden[:, rows.to(where), positions.to(where)].transpose(0, 1).to(rows.device)
+    return _rows_at(hidden, rows, positions)
+
+
+def _patch_hook(layer: int, patch: _Patch, rows: Any, positions: Any) -> Callable[..., Any]:
+    chosen = [i for i, wanted in enumerate(patch.layers) if wanted == layer]
+
+    def hook(module: Any, inputs: Any, output: Any) -> Any:
+        hidden = output[0] if isinstance(output, tuple) else output
+        if chosen:
+            hidden = hidden.clone()
+            for i in chosen:
+                value = patch.states[i].to(hidden.device, hidden.dtype)
+                position = int(positions[i])
+                if hidden.dim() == 4:
+                    hidden[:, i, position] = value
+                else:
+                    hidden[i, position] = value
+        patch.captured.append(_state_rows(hidden, rows, positions))
+        if not chosen:
+            return None
+        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+    return hook
+
+
 class HFBackend:
     name = "hf"
 
@@ -432,7 +475,7 @@ class HFBackend:
     ) -> list[Any]:
         """Every tensor the scoring pass yields for the probe rows, in a fixed order."""
         out: dict[int, list[Any]] = {}
-        for index, hidden, user, logits in self._score_rows(
+        for index, hidden, user, logits, _ in self._score_rows(
             encoded, rows, [n_resp] * len(rows), exact
         ):
             out[index] = [hidden, user, logits]
@@ -624,7 +667,13 @@ class HFBackend:
         return hidden[self.altup_index] if hidden.dim() == 4 else hidden
 
     def _forward(
-        self, ids: Any, mask: Any, positions: list[Any], prefix: Any, exact: bool
+        self,
+        ids: Any,
+        mask: Any,
+        positions: list[Any],
+        prefix: Any,
+        exact: bool,
+        patch: _Patch | None = None,
     ) -> tuple[list[Any], Any, Any]:
         """(B, L, d) states at each set of ``positions`` for every decoder layer, the final
         normed states (B, S, d) and, on the exact path, the model's own logits (B, S, V).
@@ -632,9 +681,29 @@ class HFBackend:
         Fast path: hooks keep only the needed rows of each layer's output, the last layer is
         the decoder's normed output, exactly as ``output_hidden_states`` reports it. Exact
         path: the model's own forward with ``output_hidden_states``. ``prefix``: a KV cache
-        of tokens shared by every row, already computed (``ids`` then start after it)."""
+        of tokens shared by every row, already computed (``ids`` then start after it).
+        ``patch``: layer outputs replaced at ``positions[0]`` (hooks registered first, so
+        every later hook and layer sees the patched state), on either path."""
         torch = self._torch
         rows = torch.arange(ids.shape[0], device=ids.device)
+        patching = (
+            [
+                layer.register_forward_hook(_patch_hook(k, patch, rows, positions[0]))
+                for k, layer in enumerate(self.layers, start=1)
+            ]
+            if patch is not None
+            else []
+        )
+        try:
+            return self._forward_hooked(ids, mask, positions, prefix, exact, rows)
+        finally:
+            for handle in patching:
+                handle.remove()
+
+    def _forward_hooked(
+        self, ids: Any, mask: Any, positions: list[Any], prefix: Any, exact: bool, rows: Any
+    ) -> tuple[list[Any], Any, Any]:
+        torch = self._torch
         kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if prefix is not None:
             cache = copy.deepcopy(prefix)  # the forward appends to it
@@ -709,10 +778,13 @@ class HFBackend:
         exact: bool,
         batch_size: int | None = None,
         max_batch_tokens: int | None = None,
-    ) -> Iterator[tuple[int, Any, Any, Any | None]]:
+        patches: Sequence[tuple[int, Any | None]] | None = None,
+    ) -> Iterator[tuple[int, Any, Any, Any | None, Any | None]]:
         """Per row, batch by batch: (index, states (L, d) at the last prompt token, states at
-        the user's last token, response logits (n, vocab) float32 or None without response).
-        A generator, so each batch's logits are dropped once the caller has reduced them."""
+        the user's last token, response logits (n, vocab) float32 or None without response,
+        and with ``patches`` every layer's raw output at the last prompt token, else None).
+        A generator, so each batch's logits are dropped once the caller has reduced them.
+        ``patches``: per row (layer 1..L or 0 for none, the state put there)."""
         torch = self._torch
         n = len(rows)
         prompt_lengths = [len(e.ids) for e in encoded]
@@ -725,7 +797,13 @@ class HFBackend:
             n_prompt = torch.tensor([prompt_lengths[i] - skip for i in batch])
             last = last_prompt_index(mask.cpu(), n_prompt, side="right").to(ids.device)
             user = torch.tensor([encoded[i].user_end - skip for i in batch], device=ids.device)
-            states, final, logits = self._forward(ids, mask, [last, user], prefix, exact)
+            patch = (
+                _Patch([patches[i][0] for i in batch], [patches[i][1] for i in batch], [])
+                if patches is not None
+                else None
+            )
+            states, final, logits = self._forward(ids, mask, [last, user], prefix, exact, patch)
+            raw = torch.stack(patch.captured, dim=1) if patch is not None else None
             for row, index in enumerate(batch):
                 start, n_resp = prompt_lengths[index] - skip, n_responses[index]
                 row_logits = None
@@ -740,7 +818,13 @@ class HFBackend:
                         if self.logit_transform is not None:
                             head_out = self.logit_transform(head_out)
                         row_logits = head_out.float()
-                yield index, states[0][row], states[1][row], row_logits
+                yield (
+                    index,
+                    states[0][row],
+                    states[1][row],
+                    row_logits,
+                    raw[row] if raw is not None else None,
+                )
 
     def score(
         self,
@@ -761,7 +845,7 @@ class HFBackend:
             scored = self._score_rows(
                 encoded, rows, n_resp, self.exact, batch_size, max_batch_tokens
             )
-            for index, hidden_t, user_t, logits in scored:
+            for index, hidden_t, user_t, logits, _ in scored:
                 hidden = hidden_t.float().cpu().numpy().astype(np.float32)
                 user = user_t.float().cpu().numpy().astype(np.float32)
                 if logits is None:
@@ -773,4 +857,49 @@ class HFBackend:
                 results[index] = TeacherForced(
                     hidden, logprob, entropy, n_resp[index], hidden_user=user
                 )
+        return [r for r in results if r is not None]
+
+    # ---------------------------------------------------------------- activation patching
+
+    def patch(
+        self,
+        requests: Sequence[PatchRequest],
+        batch_size: int,
+        max_batch_tokens: int | None = None,
+    ) -> list[PatchedScore]:
+        """Teacher-forced forwards with one layer's output at the last prompt token replaced
+        (``PatchRequest``), through the scoring pass itself (same rendering, batching,
+        padding, prefix cache and head), so the log-probabilities are those of the Prob
+        axis. Rows with different layers share a batch: each layer's hook patches only its
+        own rows."""
+        torch = self._torch
+        if not requests:
+            return []
+        for r in requests:
+            if r.layer is not None and not 1 <= r.layer <= self.n_layers:
+                raise ValueError(f"patch layer {r.layer} is outside 1..{self.n_layers}")
+            if r.layer is not None and r.state is None:
+                raise ValueError(f"patch at layer {r.layer} without a state")
+        encoded = [self._encode(r.prompt) for r in requests]
+        rows = [e.ids + list(r.response_token_ids) for e, r in zip(encoded, requests, strict=True)]
+        n_resp = [len(r.response_token_ids) for r in requests]
+        patches = [
+            (r.layer or 0, torch.from_numpy(np.asarray(r.state)) if r.layer else None)
+            for r in requests
+        ]
+        results: list[PatchedScore | None] = [None] * len(requests)
+        with torch.inference_mode():
+            scored = self._score_rows(
+                encoded, rows, n_resp, self.exact, batch_size, max_batch_tokens, patches
+            )
+            for index, _, _, logits, raw in scored:
+                assert raw is not None  # asked for with patches
+                states = raw.float().cpu().numpy().astype(np.float32)
+                if logits is None:
+                    results[index] = PatchedScore(0.0, None, states)
+                    continue
+                ids = torch.tensor(requests[index].response_token_ids, device=logits.device)
+                logprob, _ = response_logprob_and_entropy(logits, ids)
+                first = torch.log_softmax(logits[0].float(), dim=-1).cpu().numpy()
+                results[index] = PatchedScore(logprob, first.astype(np.float32), states)
         return [r for r in results if r is not None]

@@ -36,6 +36,9 @@ class Generation:
     # Set when no valid answer came back (API: typed reason after retries). The row is kept
     # as failed and never scored as an empty answer.
     failure_reason: str | None = None
+    # API answers: what the provider says answered (served model, system_fingerprint,
+    # version headers; backends/api_served.py), added to the row's ``engine`` JSON
+    served: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

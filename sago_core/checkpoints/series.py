@@ -2,9 +2,11 @@
 
 Two families, so sign patterns can be compared between them (seed 003):
 
-- ``finetune``: full fine-tuning with AdamW on question/answer text (the prompts' reference
-  answers in the model's chat format), saving after each listed cumulative step count; step 0
-  is the starting model itself.
+- ``finetune``: full fine-tuning with AdamW on question/answer text of a training split
+  (``sago_core.checkpoints.training_split``; the reference answers in the model's chat
+  format), saving after each listed cumulative step count; step 0 is the starting model
+  itself. Every checkpoint folder holds the split it learned from (``training_split.json``),
+  so a study can prove its evaluation sets are disjoint from it.
 - ``quantize``: round-to-nearest symmetric per-output-row quantisation of every 2-D weight to
   each listed bit width, then stored back in float32 (simulated quantisation; 32 = untouched).
 
@@ -20,6 +22,7 @@ from typing import Any
 
 from sago_core.backends.materialise import plain_copy
 from sago_core.backends.model_source import LocalModel
+from sago_core.checkpoints.training_split import SPLIT_FILE, TrainingSplit
 
 
 def _load(source: LocalModel) -> tuple[Any, Any]:
@@ -36,12 +39,33 @@ def _load(source: LocalModel) -> tuple[Any, Any]:
     return tokenizer, model
 
 
-def _save(model: Any, tokenizer: Any, folder: Path, note: dict[str, Any]) -> Path:
+NOTE_FILE = "sago_checkpoint.json"
+
+
+def _save(
+    model: Any,
+    tokenizer: Any,
+    folder: Path,
+    note: dict[str, Any],
+    split: TrainingSplit | None = None,
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
-    (folder / "sago_checkpoint.json").write_text(json.dumps(note, indent=2), encoding="utf-8")
+    if split is not None:
+        text = json.dumps(split.to_json(), indent=2)
+        (folder / SPLIT_FILE).write_text(text, encoding="utf-8")
+    # the note last: a folder with a note is a finished checkpoint
+    (folder / NOTE_FILE).write_text(json.dumps(note, indent=2), encoding="utf-8")
     return folder
+
+
+def read_note(folder: Path) -> dict[str, Any] | None:
+    path = folder / NOTE_FILE
+    if not path.is_file():
+        return None
+    note: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return note
 
 
 def training_texts(tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> list[str]:
@@ -61,18 +85,20 @@ def training_texts(tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> list[str
 
 def finetune_series(
     source: LocalModel,
-    pairs: Sequence[tuple[str, str]],
+    split: TrainingSplit,
     steps: Sequence[int],
     out_dir: Path,
     learning_rate: float = 5e-5,
     batch_size: int = 4,
     seed: int = 0,
+    extra_note: dict[str, Any] | None = None,
 ) -> list[Path]:
     """Checkpoints after each cumulative step count in ``steps`` (sorted, 0 allowed)."""
     import torch
 
+    pairs = split.pairs()
     if not pairs:
-        raise ValueError("fine-tuning needs at least one question/answer pair")
+        raise ValueError(f"training split {split.name!r} holds no question/answer pair")
     torch.manual_seed(seed)
     tokenizer, model = _load(source)
     if tokenizer.pad_token is None:
@@ -93,8 +119,17 @@ def finetune_series(
             optimizer.zero_grad()
             done += 1
         model.eval()
-        note = {"family": "finetune", "step": target, "learning_rate": learning_rate, "seed": seed}
-        saved.append(_save(model, tokenizer, out_dir / f"step-{target:04d}", note))
+        note = {
+            "family": "finetune",
+            "step": target,
+            "learning_rate": learning_rate,
+            "batch_size": batch_size,
+            "seed": seed,
+            "training_split": split.name,
+            "training_digest": split.digest(),
+            **(extra_note or {}),
+        }
+        saved.append(_save(model, tokenizer, out_dir / f"step-{target:04d}", note, split))
     return saved
 
 
@@ -113,7 +148,12 @@ def quantize_weights(model: Any, bits: int) -> None:
             parameter.copy_(torch.round(parameter / scale).clamp(-levels, levels) * scale)
 
 
-def quantize_series(source: LocalModel, bits: Sequence[int], out_dir: Path) -> list[Path]:
+def quantize_series(
+    source: LocalModel,
+    bits: Sequence[int],
+    out_dir: Path,
+    extra_note: dict[str, Any] | None = None,
+) -> list[Path]:
     """One checkpoint per bit width, each quantised from the same starting weights."""
     saved = []
     for width in sorted(set(bits), reverse=True):
@@ -121,6 +161,6 @@ def quantize_series(source: LocalModel, bits: Sequence[int], out_dir: Path) -> l
             raise ValueError(f"bit width {width} is below 2")
         tokenizer, model = _load(source)
         quantize_weights(model, width)
-        note = {"family": "quantize", "bits": width}
+        note = {"family": "quantize", "bits": width, **(extra_note or {})}
         saved.append(_save(model, tokenizer, out_dir / f"bits-{width:02d}", note))
     return saved

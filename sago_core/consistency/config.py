@@ -3,6 +3,12 @@
 ``evaluation`` is an ordinary run configuration (preset, grid, n, seed...); its ``models``
 are replaced by every checkpoint of every family, in order, so the SGS comes from the same
 evaluation flow as any run and is cached and resumed the same way.
+
+``series`` (optional) describes checkpoint series the study builds when missing: a
+fine-tuning series trained on an ID training split held out from every evaluation set, and
+a quantisation ladder, both of ``base``. Their checkpoints join ``families`` as ``finetune``
+and ``quantize``. ``statistics`` chooses the ID adjustment, the permutation blocks, alpha and
+which p-value the Holm/BH corrections use (``sago_core.statistics.partial_correlation``).
 """
 
 from __future__ import annotations
@@ -10,14 +16,89 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from sago_core.checkpoints.training_split import BUILTIN_TRAINING
 from sago_core.config import RunConfig, StrictModel, build_config
 from sago_core.errors import ConfigError
+from sago_core.statistics.partial_correlation import DEFAULT_KNOTS, KNOT_QUANTILES, Adjustment
 
-MIN_CHECKPOINTS = 4  # a partial correlation with one control needs n - 3 >= 1
+MIN_CHECKPOINTS = 4  # a linear partial correlation with one control needs n - 3 >= 1
+FINETUNE, QUANTIZE = "finetune", "quantize"
+
+
+class TrainingSplitSettings(StrictModel):
+    """The ID training split: ``builtin_train``, a dataset name or a file; ``n`` rows drawn
+    with ``seed``. ``hold_out_evaluated``: draw only from rows no evaluation set holds (by id
+    or normalised text); false takes the rows as they are, and any overlap is refused."""
+
+    dataset: str = BUILTIN_TRAINING
+    n: int = Field(default=24, ge=1)
+    seed: int = 0
+    hold_out_evaluated: bool = True
+
+
+class SeriesSettings(StrictModel):
+    """Checkpoint series built when missing, under ``folder``/finetune and /quantize."""
+
+    base: str = "smollm2-135m"
+    folder: Path
+    training: TrainingSplitSettings = TrainingSplitSettings()
+    finetune_steps: tuple[int, ...] = (0, 1, 2, 3, 4, 6, 8, 10)
+    learning_rate: float = Field(default=5e-5, gt=0)
+    batch_size: int = Field(default=4, ge=1)
+    quantize_bits: tuple[int, ...] = (32, 10, 8, 7, 6, 5, 4, 3)
+
+    @field_validator("finetune_steps")
+    @classmethod
+    def _steps(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(s < 0 for s in value) or list(value) != sorted(set(value)):
+            raise ValueError("finetune_steps must be distinct, increasing and >= 0")
+        return value
+
+    @field_validator("quantize_bits")
+    @classmethod
+    def _bits(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(b < 2 for b in value) or list(value) != sorted(set(value), reverse=True):
+            raise ValueError("quantize_bits must be distinct, decreasing and >= 2")
+        return value
+
+    def finetune_folder(self, step: int) -> Path:
+        return self.folder / FINETUNE / f"step-{step:04d}"
+
+    def quantize_folder(self, bits: int) -> Path:
+        return self.folder / QUANTIZE / f"bits-{bits:02d}"
+
+    def families(self) -> dict[str, tuple[str, ...]]:
+        families = {}
+        if self.finetune_steps:
+            families[FINETUNE] = tuple(f"hf:{self.finetune_folder(s)}" for s in self.finetune_steps)
+        if self.quantize_bits:
+            families[QUANTIZE] = tuple(f"hf:{self.quantize_folder(b)}" for b in self.quantize_bits)
+        return families
+
+
+class StudyStatistics(StrictModel):
+    """``adjustment``: the headline adjustment (both are always computed, the table's
+    ``method`` column tells them apart). ``corrected_test``: the p-value Holm and BH correct
+    over the pairs of one metric, family and method; significance is Holm's p <= alpha."""
+
+    adjustment: Adjustment = "linear"
+    spline_knots: int = DEFAULT_KNOTS
+    block_length: int = Field(default=2, ge=1)
+    permutation_draws: int = Field(default=9999, ge=99)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    corrected_test: Literal["permutation", "t"] = "permutation"
+    report_metric: str = "ref_loglik"
+
+    @field_validator("spline_knots")
+    @classmethod
+    def _knots(cls, value: int) -> int:
+        if value not in KNOT_QUANTILES:
+            raise ValueError(f"spline_knots must be one of {sorted(KNOT_QUANTILES)}")
+        return value
 
 
 class ConsistencyConfig(StrictModel):
@@ -25,6 +106,8 @@ class ConsistencyConfig(StrictModel):
     in_distribution: str
     out_of_distribution: tuple[str, ...] = Field(min_length=2)
     evaluation: RunConfig
+    series: SeriesSettings | None = None
+    statistics: StudyStatistics = StudyStatistics()
     run_id: str | None = None
 
     @field_validator("families")
@@ -58,6 +141,15 @@ class ConsistencyConfig(StrictModel):
             for position, model in enumerate(models)
         ]
 
+    def preflight_config(self) -> RunConfig:
+        """The evaluation as it can be checked before the series exist: the series' base in
+        place of the checkpoints the study builds."""
+        if self.series is None:
+            return self.evaluation
+        built = {m for models in self.series.families().values() for m in models}
+        others = tuple(m for m in self.evaluation.models if m not in built)
+        return self.evaluation.model_copy(update={"models": (*others, f"hf:{self.series.base}")})
+
     def result_hash(self) -> str:
         payload = self.model_dump(mode="json", exclude={"run_id"})
         payload["evaluation"] = self.evaluation.result_hash()
@@ -68,9 +160,27 @@ class ConsistencyConfig(StrictModel):
         return (self.evaluation.runs_dir / name).resolve()
 
 
+def _with_series(values: dict[str, Any], source: str) -> dict[str, Any]:
+    """The series' checkpoints joined to ``families`` (a name used by both is an error)."""
+    if values.get("series") is None:
+        return values
+    try:
+        series = SeriesSettings.model_validate(values["series"])
+    except ValidationError as exc:
+        raise ConfigError(f"invalid consistency configuration ({source}): series: {exc}") from exc
+    families = dict(values.get("families") or {})
+    for name, models in series.families().items():
+        if name in families:
+            raise ConfigError(
+                f"{source}: families.{name} is also built by the series block; rename one"
+            )
+        families[name] = list(models)
+    return {**values, "families": families, "series": series}
+
+
 def build_consistency_config(values: dict[str, Any], source: str) -> ConsistencyConfig:
     """Parse a consistency file: the evaluation block through the run config's own rules."""
-    values = dict(values)
+    values = _with_series(dict(values), source)
     evaluation = dict(values.pop("evaluation", None) or {})
     families = values.get("families")
     if isinstance(families, dict):

@@ -1,26 +1,37 @@
 """Partial correlations between OOD datasets across checkpoints, and sign agreement.
 
-For each family and metric and each pair of OOD datasets (a, b): the partial correlation,
-across the family's checkpoints, of the metric on a and on b, controlling for the metric on
-the in-distribution dataset (``sago_core.statistics.partial_correlation``: regress both on ID,
-correlate the residuals; t-test with n - 3 df). Checkpoints missing any of the three values
-are left out and ``n`` says how many remain; fewer than 4, or a constant score, gives a null r
-with the reason.
+For each family, metric and ID adjustment (``method``: linear and spline, both always) and
+each pair of OOD datasets (a, b): the partial correlation, across the family's checkpoints,
+of the metric on a and on b, controlling for the metric on the in-distribution dataset
+(``sago_core.statistics.partial_correlation``), with its t-test p (the adjustment's own df)
+and its block-permutation p in checkpoint order. Checkpoints missing any of the three values
+are left out and ``n`` says how many remain; too few for the adjustment or the permutation
+test, or a constant score, gives NA with the reason.
 
-Sign agreement: for two families, the share of (metric, pair) cells where both have a
-non-zero r and the signs match. It answers "do families agree on which OOD sets move
-together?".
+Holm and BH correct the chosen p (``corrected_test``: the permutation p by default) over all
+pairs of one family, metric and method; ``significant`` is Holm's p <= alpha.
+
+Sign agreement, per metric and method, for two families: over all pairs where both r are
+non-zero, and separately over the pairs significant in both after correction.
 """
 
 from __future__ import annotations
 
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from sago_core.artifacts.schemas import PARTIAL_CORRELATIONS, SIGN_AGREEMENT, conform
-from sago_core.statistics.partial_correlation import partial_correlation
+from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
+from sago_core.statistics.partial_correlation import (
+    ADJUSTMENTS,
+    DEFAULT_KNOTS,
+    Adjustment,
+    block_permutation_p,
+    partial_correlation,
+)
 
 
 def _aligned(frame: pl.DataFrame, datasets: list[str]) -> np.ndarray:
@@ -35,67 +46,135 @@ def _aligned(frame: pl.DataFrame, datasets: list[str]) -> np.ndarray:
     return np.column_stack(columns) if columns else np.empty((0, 0))
 
 
-def _reason(x: np.ndarray, y: np.ndarray, z: np.ndarray, n: int) -> str:
-    if n < 4:
-        return f"{n} checkpoints with all three scores; at least 4 are needed"
-    for name, values in (("first OOD", x), ("second OOD", y), ("ID", z)):
-        if np.ptp(values) == 0:
-            return f"the {name} score is the same for every checkpoint"
-    return "the residuals after controlling for ID are constant"
+def _cell(
+    x: np.ndarray,
+    y: np.ndarray,
+    z: np.ndarray,
+    method: Adjustment,
+    knots: int,
+    block_length: int,
+    alpha: float,
+    draws: int,
+) -> dict[str, Any]:
+    result = partial_correlation(x, y, z, method, knots)
+    row: dict[str, Any] = {
+        "r": result.r,
+        "p_value": result.p_value,
+        "df": result.df,
+        "n": result.n,
+        "missing_reason": result.reason,
+        "p_perm": None,
+        "perm_reason": result.reason,
+    }
+    if result.rx is not None and result.ry is not None:
+        perm = block_permutation_p(result.rx, result.ry, block_length, alpha, draws)
+        row["p_perm"], row["perm_reason"] = perm.p_value, perm.reason
+    return row
+
+
+def _corrected(rows: list[dict[str, Any]], column: str, alpha: float) -> None:
+    """Holm and BH over one family/metric/method's pairs, in place."""
+    pvalues = [r[column] for r in rows]
+    for row, p_holm, p_bh in zip(rows, holm(pvalues), benjamini_hochberg(pvalues), strict=True):
+        row["p_holm"], row["p_bh"] = p_holm, p_bh
+        row["significant"] = None if p_holm is None else p_holm <= alpha
 
 
 def partial_correlation_table(
-    scores: pl.DataFrame, in_distribution: str, out_of_distribution: list[str]
+    scores: pl.DataFrame,
+    in_distribution: str,
+    out_of_distribution: list[str],
+    knots: int = DEFAULT_KNOTS,
+    block_length: int = 2,
+    alpha: float = 0.05,
+    corrected_test: str = "permutation",
+    draws: int = 9999,
 ) -> pl.DataFrame:
+    column = "p_perm" if corrected_test == "permutation" else "p_value"
     rows = []
     datasets = [in_distribution, *out_of_distribution]
     for (family, metric), frame in scores.group_by(["family", "metric"], maintain_order=True):
         matrix = _aligned(frame.select("position", "dataset", "value"), datasets)
-        for a, b in combinations(range(1, len(datasets)), 2):
-            x, y, z = matrix[:, a], matrix[:, b], matrix[:, 0]
-            keep = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
-            result = partial_correlation(x[keep], y[keep], z[keep])
-            rows.append(
-                {
-                    "family": family,
-                    "metric": metric,
-                    "ood_a": datasets[a],
-                    "ood_b": datasets[b],
-                    "r": result.r,
-                    "p_value": result.p_value,
-                    "n": result.n,
-                    "missing_reason": None
-                    if result.r is not None
-                    else _reason(x[keep], y[keep], z[keep], result.n),
-                }
-            )
+        for method in ADJUSTMENTS:
+            group = []
+            for a, b in combinations(range(1, len(datasets)), 2):
+                x, y, z = matrix[:, a], matrix[:, b], matrix[:, 0]
+                keep = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
+                cell = _cell(x[keep], y[keep], z[keep], method, knots, block_length, alpha, draws)
+                group.append(
+                    {
+                        "family": family,
+                        "metric": metric,
+                        "method": method,
+                        "ood_a": datasets[a],
+                        "ood_b": datasets[b],
+                        **cell,
+                    }
+                )
+            _corrected(group, column, alpha)
+            rows.extend(group)
     frame = pl.DataFrame(rows, schema=PARTIAL_CORRELATIONS)
-    return conform(frame, PARTIAL_CORRELATIONS).sort(["metric", "family", "ood_a", "ood_b"])
+    return conform(frame, PARTIAL_CORRELATIONS).sort(
+        ["metric", "family", "method", "ood_a", "ood_b"]
+    )
+
+
+def _agreement(both: pl.DataFrame) -> tuple[int, int, float | None]:
+    agreeing = int((both["r"].sign() == both["r_b"].sign()).sum())
+    return both.height, agreeing, agreeing / both.height if both.height else None
 
 
 def sign_agreement(table: pl.DataFrame) -> pl.DataFrame:
     rows = []
     families = sorted(table["family"].unique().to_list())
-    for metric in sorted(table["metric"].unique().to_list()):
+    for (metric, method), frame in table.group_by(["metric", "method"], maintain_order=True):
         for fa, fb in combinations(families, 2):
-            left = table.filter((pl.col("metric") == metric) & (pl.col("family") == fa))
-            right = table.filter((pl.col("metric") == metric) & (pl.col("family") == fb))
+            left = frame.filter(pl.col("family") == fa)
+            right = frame.filter(pl.col("family") == fb)
             both = left.join(right, on=["ood_a", "ood_b"], suffix="_b").filter(
                 pl.col("r").is_not_null()
                 & pl.col("r_b").is_not_null()
                 & (pl.col("r") != 0)
                 & (pl.col("r_b") != 0)
             )
-            agreeing = int((both["r"].sign() == both["r_b"].sign()).sum())
+            significant = both.filter(
+                pl.col("significant").fill_null(False) & pl.col("significant_b").fill_null(False)
+            )
+            pairs, agreeing, share = _agreement(both)
+            sig_pairs, sig_agreeing, sig_share = _agreement(significant)
             rows.append(
                 {
                     "metric": metric,
+                    "method": method,
                     "family_a": fa,
                     "family_b": fb,
-                    "pairs_compared": both.height,
+                    "pairs_compared": pairs,
                     "agreeing": agreeing,
-                    "share": agreeing / both.height if both.height else None,
+                    "share": share,
+                    "significant_pairs": sig_pairs,
+                    "significant_agreeing": sig_agreeing,
+                    "significant_share": sig_share,
                 }
             )
     frame = pl.DataFrame(rows, schema=SIGN_AGREEMENT)
-    return conform(frame, SIGN_AGREEMENT)
+    return conform(frame, SIGN_AGREEMENT).sort(["metric", "method", "family_a", "family_b"])
+
+
+def method_disagreements(table: pl.DataFrame) -> pl.DataFrame:
+    """Cells where linear and spline adjustment differ in the sign of r or in significance."""
+    keys = ["family", "metric", "ood_a", "ood_b"]
+    linear = table.filter(pl.col("method") == "linear").select(*keys, "r", "significant")
+    spline = table.filter(pl.col("method") == "spline").select(*keys, "r", "significant")
+    both = linear.join(spline, on=keys, suffix="_spline").filter(
+        pl.col("r").is_not_null() & pl.col("r_spline").is_not_null()
+    )
+    sign = both["r"].sign() != both["r_spline"].sign()
+    significance = both["significant"].fill_null(False) != both["significant_spline"].fill_null(
+        False
+    )
+    return (
+        both.with_columns(sign_differs=sign, significance_differs=significance)
+        .filter(pl.col("sign_differs") | pl.col("significance_differs"))
+        .rename({"r": "r_linear", "significant": "significant_linear"})
+        .sort(keys)
+    )

@@ -1,8 +1,12 @@
 """consistency.html (self-contained) and its heatmap: partial-correlation matrices per family.
 
-Sections: what was compared; the checkpoint scores (metric x dataset, one row per
-checkpoint); per metric, one OOD x OOD matrix per family with r, p and n in each cell (NA with
-the reason where r is undefined); the heatmap figure; sign agreement between families.
+Sections: what was compared and the training split (and its check against the evaluation);
+the headline metric's pairs (r linear and spline, t and permutation p, Holm and BH); the
+minimum detectable |r| at the study's size; where linear and spline adjustment disagree in
+sign or significance; the checkpoint scores (metric x dataset, one row per checkpoint); per
+metric, one OOD x OOD matrix per family for the headline adjustment with r, p and n in each
+cell (NA with the reason where r is undefined); the heatmap figure; sign agreement between
+families, over all pairs and over pairs significant in both.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sago_core.consistency.matrix import method_disagreements
+from sago_core.consistency.summary import detectable_rows, pair_rows
 from sago_core.report.figures import _png, _pyplot
 from sago_core.report.html import STYLE, _fmt, _image, _table
+from sago_core.statistics.partial_correlation import KNOT_QUANTILES
 
 
 def _index(table: pl.DataFrame) -> dict[tuple[str, str, str, str], dict[str, Any]]:
@@ -56,6 +63,7 @@ def heatmap(table: pl.DataFrame, out_of_distribution: list[str]) -> bytes:
     if image is not None:
         figure.colorbar(image, ax=axes, fraction=0.02)
     figure.suptitle("Partial correlation across checkpoints, controlling for the ID score")
+    figure.supxlabel("adjustment: " + ", ".join(sorted(table["method"].unique().to_list())))
     return _png(figure)
 
 
@@ -98,14 +106,174 @@ def _matrices(table: pl.DataFrame, out_of_distribution: list[str]) -> str:
 
 
 def _undefined(table: pl.DataFrame) -> str:
-    gaps = table.filter(pl.col("r").is_null()).group_by("family", "metric", "missing_reason").len()
-    if not len(gaps):
-        return "<p>Every partial correlation is defined.</p>"
+    keys = ["family", "metric", "method", "missing_reason"]
+    gaps = table.filter(pl.col("r").is_null()).group_by(keys).len()
+    perm = table.filter(pl.col("r").is_not_null() & pl.col("p_perm").is_null())
+    perm_gaps = perm.group_by("family", "metric", "method", "perm_reason").len()
+    if not len(gaps) and not len(perm_gaps):
+        return "<p>Every partial correlation and permutation p is defined.</p>"
     rows = [
-        [html.escape(r["family"]), r["metric"], html.escape(r["missing_reason"]), str(r["len"])]
-        for r in gaps.sort("family", "metric").iter_rows(named=True)
+        [
+            html.escape(r["family"]),
+            r["metric"],
+            r["method"],
+            "r: " + html.escape(r["missing_reason"]),
+            str(r["len"]),
+        ]
+        for r in gaps.sort("family", "metric", "method").iter_rows(named=True)
+    ] + [
+        [
+            html.escape(r["family"]),
+            r["metric"],
+            r["method"],
+            "permutation p: " + html.escape(r["perm_reason"]),
+            str(r["len"]),
+        ]
+        for r in perm_gaps.sort("family", "metric", "method").iter_rows(named=True)
     ]
-    return _table(["family", "metric", "why r is NA", "pairs"], rows, left=3)
+    return _table(["family", "metric", "method", "why NA", "pairs"], rows, left=4)
+
+
+def _split_section(split: dict[str, Any]) -> str:
+    series = split.get("series_split")
+    trained = [c for c in split["checkpoints"] if c["training_split"]]
+    lines = [
+        f"<p>Evaluation: {split['evaluation_prompts']} prompts in "
+        + ", ".join(f"<code>{html.escape(d)}</code>" for d in split["evaluation_datasets"])
+        + f". Check: {html.escape(split['check'])}.</p>"
+    ]
+    if series:
+        lines.append(
+            f"<p>Series training split <code>{html.escape(series['name'])}</code>: "
+            f"{len(series['rows'])} rows, sha256 <code>{series['digest'][:12]}</code>; "
+            "disjoint from every evaluation set.</p>"
+        )
+    lines.append(
+        f"<p>{len(trained)} of {len(split['checkpoints'])} checkpoints record a training split "
+        "(all checked); the others (quantised or external) were not fine-tuned by sago.</p>"
+    )
+    return "".join(lines)
+
+
+def _pair_section(table: pl.DataFrame, metric: str, headline: str) -> str:
+    rows = []
+    for r in pair_rows(table, metric):
+        rows.append(
+            [
+                html.escape(r["family"]),
+                html.escape(r["ood_a"]),
+                html.escape(r["ood_b"]),
+                _fmt(r["n_linear"]),
+                _fmt(r["r_linear"], 3),
+                _fmt(r["r_spline"], 3),
+                _fmt(r["p_value_linear"], 3),
+                _fmt(r["p_value_spline"], 3),
+                _fmt(r[f"p_perm_{headline}"], 3),
+                _fmt(r[f"p_holm_{headline}"], 3),
+                _fmt(r[f"p_bh_{headline}"], 3),
+                _fmt(r[f"significant_{headline}"]),
+                html.escape(r[f"reason_{headline}"] or ""),
+            ]
+        )
+    if not rows:
+        return f"<p>No partial correlation for metric <code>{html.escape(metric)}</code>.</p>"
+    headers = [
+        "family",
+        "OOD a",
+        "OOD b",
+        "n",
+        "r linear",
+        "r spline",
+        "p t linear",
+        "p t spline",
+        f"p perm {headline}",
+        f"p Holm {headline}",
+        f"p BH {headline}",
+        "significant",
+        "why NA",
+    ]
+    return _table(headers, rows, left=3)
+
+
+def _detectable_section(table: pl.DataFrame, knots: int, alpha: float) -> str:
+    rows = [
+        [
+            html.escape(r["family"]),
+            r["method"],
+            str(r["n"]),
+            str(r["df"]),
+            str(r["pairs"]),
+            _fmt(r["critical_r"], 3),
+            _fmt(r["critical_r_holm"], 3),
+            _fmt(r["detectable_r"], 3),
+        ]
+        for r in detectable_rows(table, knots, alpha)
+    ]
+    headers = [
+        "family",
+        "method",
+        "n",
+        "df",
+        "pairs",
+        f"critical |r| (alpha {alpha:g})",
+        "critical |r| (Holm, first step)",
+        "detectable |r| (80% power)",
+    ]
+    return _table(headers, rows, left=2)
+
+
+def _disagreement_section(table: pl.DataFrame) -> str:
+    gaps = method_disagreements(table)
+    if not len(gaps):
+        return "<p>Linear and spline adjustment agree in sign and significance everywhere.</p>"
+    rows = [
+        [
+            html.escape(r["family"]),
+            r["metric"],
+            html.escape(r["ood_a"]),
+            html.escape(r["ood_b"]),
+            _fmt(r["r_linear"], 3),
+            _fmt(r["r_spline"], 3),
+            "sign" if r["sign_differs"] else "",
+            "significance" if r["significance_differs"] else "",
+        ]
+        for r in gaps.iter_rows(named=True)
+    ]
+    headers = ["family", "metric", "OOD a", "OOD b", "r linear", "r spline", "differs", ""]
+    return _table(headers, rows, left=4)
+
+
+def _agreement_section(agreement: pl.DataFrame) -> str:
+    rows = [
+        [
+            r["metric"],
+            r["method"],
+            html.escape(r["family_a"]),
+            html.escape(r["family_b"]),
+            str(r["pairs_compared"]),
+            str(r["agreeing"]),
+            _fmt(r["share"], 3),
+            str(r["significant_pairs"]),
+            str(r["significant_agreeing"]),
+            _fmt(r["significant_share"], 3),
+        ]
+        for r in agreement.iter_rows(named=True)
+    ]
+    if not rows:
+        return "<p>One family only: nothing to compare signs with.</p>"
+    headers = [
+        "metric",
+        "method",
+        "family A",
+        "family B",
+        "pairs (all)",
+        "same sign",
+        "share",
+        "pairs significant in both",
+        "same sign",
+        "share",
+    ]
+    return _table(headers, rows, 4)
 
 
 def render_consistency(
@@ -113,19 +281,13 @@ def render_consistency(
     table: pl.DataFrame,
     agreement: pl.DataFrame,
     settings: dict[str, Any],
+    split: dict[str, Any],
 ) -> str:
     oods = list(settings["out_of_distribution"])
-    agree_rows = [
-        [
-            r["metric"],
-            html.escape(r["family_a"]),
-            html.escape(r["family_b"]),
-            str(r["pairs_compared"]),
-            str(r["agreeing"]),
-            _fmt(r["share"], 3),
-        ]
-        for r in agreement.iter_rows(named=True)
-    ]
+    stats = settings["statistics"]
+    headline, metric, knots = stats["adjustment"], stats["report_metric"], stats["spline_knots"]
+    quantiles = ", ".join(f"{q:g}" for q in KNOT_QUANTILES[knots])
+    chosen = table.filter(pl.col("method") == headline)
     families = ", ".join(
         f"{html.escape(name)} ({len(models)} checkpoints)"
         for name, models in settings["families"].items()
@@ -136,20 +298,32 @@ def render_consistency(
         f"{html.escape(settings['in_distribution'])}</code>; out-of-distribution: "
         + ", ".join(f"<code>{html.escape(d)}</code>" for d in oods)
         + ". Each cell is the partial correlation across a family's checkpoints of the metric "
-        "on two OOD datasets, controlling for the same metric on the ID dataset (both regressed "
-        "on ID, residuals correlated; two-sided t-test with n-3 df).</p>",
+        "on two OOD datasets, controlling for the same metric on the ID dataset: both are "
+        "regressed on ID and the residuals correlated. Adjustments: <b>linear</b> (1, ID; "
+        "t-test with n-3 df) and <b>spline</b> (natural cubic spline of ID with "
+        f"{knots} knots at the {quantiles} quantiles; n-{knots + 1} df). Permutation p: whole "
+        f"blocks of {stats['block_length']} consecutive checkpoints reordered (order-respecting). "
+        f"Holm and BH correct the {stats['corrected_test']} p over the pairs of one family, "
+        f"metric and method; significant = Holm p &le; {stats['alpha']:g}. Headline "
+        f"adjustment: <b>{html.escape(headline)}</b>.</p>",
+        "<h2>Training split</h2>",
+        _split_section(split),
+        f"<h2>OOD pairs: {html.escape(metric)}</h2>",
+        _pair_section(table, metric, headline),
+        "<h2>Minimum detectable |r| at this study's size</h2>",
+        _detectable_section(table, knots, stats["alpha"]),
+        "<h2>Where linear and spline adjustment disagree</h2>",
+        _disagreement_section(table),
         "<h2>Checkpoint scores</h2>",
         _scores_table(scores),
-        "<h2>Partial correlations</h2>",
-        _matrices(table, oods),
+        f"<h2>Partial correlations ({html.escape(headline)} adjustment)</h2>",
+        _matrices(chosen, oods),
         "<h2>Where r is undefined</h2>",
         _undefined(table),
         "<h2>Heatmap</h2>",
-        _image("partial-correlations", heatmap(table, oods)),
+        _image("partial-correlations", heatmap(chosen, oods)),
         "<h2>Sign agreement between families</h2>",
-        _table(["metric", "family A", "family B", "pairs", "same sign", "share"], agree_rows, 3)
-        if agree_rows
-        else "<p>One family only: nothing to compare signs with.</p>",
+        _agreement_section(agreement),
     ]
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>SAGO consistency</title>"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 from sago_core.artifacts.store import sha256_of
@@ -12,31 +13,72 @@ from sago_core.data.datasets import SOURCES, find_dataset_file, load_dataset_fil
 from sago_core.data.prompt import Prompt, content_id, source_of
 from sago_core.data.records import (
     PromptRules,
+    Record,
     check_prompt,
-    read_records,
     require_text,
     text_list,
 )
 from sago_core.data.sampling import sample_prompts
+from sago_core.data.user_files import (
+    FileEntry,
+    detect_layout,
+    load_records,
+    parse_entry,
+    read_with_layout,
+)
 from sago_core.errors import ConfigError, InputError
 
-USER_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 DEFAULT_RULES = PromptRules()
+log = logging.getLogger("sago.data")
+
+
+def _generic(
+    entry: FileEntry, records: list[Record], question_column: str, rules: PromptRules
+) -> tuple[list[Prompt], list[str]]:
+    path = entry.path
+    question = entry.column("question") or question_column
+    answer = entry.column("answer")
+    id_column = entry.column("id")
+    prompts, warnings = [], []
+    for row, rec in enumerate(records, start=1):
+        text = require_text(rec, question, file=path, row=row)
+        warning = check_prompt(text, rules, file=path, row=row, column=question)
+        if warning:
+            warnings.append(warning)
+        raw_id = rec.get(id_column) if id_column else (rec.get("id") or rec.get("prompt_id"))
+        pid = str(raw_id) if raw_id not in (None, "") else content_id(path.stem, text)
+        if answer:
+            refs = text_list(rec.get(answer))
+        else:
+            refs = text_list(rec.get("answers") if "answers" in rec else rec.get("answer"))
+        prompts.append(Prompt(path.stem, pid, text, refs, source=source_of(str(path), row)))
+    return prompts, warnings
 
 
 def load_user_file(
-    path: Path, question_column: str = "question", rules: PromptRules = DEFAULT_RULES
+    path: Path | FileEntry, question_column: str = "question", rules: PromptRules = DEFAULT_RULES
 ) -> list[Prompt]:
-    """A user's own CSV/JSONL/JSON/Parquet file; dataset name = file stem."""
-    records = read_records(path)
-    prompts = []
-    for row, rec in enumerate(records, start=1):
-        text = require_text(rec, question_column, file=path, row=row)
-        check_prompt(text, rules, file=path, row=row, column=question_column)
-        raw_id = rec.get("id") or rec.get("prompt_id")
-        pid = str(raw_id) if raw_id not in (None, "") else content_id(path.stem, text)
-        refs = text_list(rec.get("answers") if "answers" in rec else rec.get("answer"))
-        prompts.append(Prompt(path.stem, pid, text, refs, source=source_of(str(path), row)))
+    """A user's own CSV/JSONL/JSON/Parquet file; dataset name = file stem. With a per-file
+    mapping its columns are the mapped ones; without one, a file in one of the six datasets'
+    own layouts is read by that dataset's reader (user_files.py). Placeholder-like text is
+    logged as a warning naming the rows (an error under ``strict_placeholders``)."""
+    entry = path if isinstance(path, FileEntry) else FileEntry(path)
+    records = load_records(entry)
+    layout = None if entry.mapping or question_column != "question" else detect_layout(records)
+    if layout is None:
+        prompts, warnings = _generic(entry, records, question_column, rules)
+    else:
+        prompts = read_with_layout(layout, entry.path, records)
+        warnings = [
+            w
+            for row, p in enumerate(prompts, start=1)
+            if (w := check_prompt(p.prompt, rules, file=entry.path, row=row, column="prompt"))
+        ]
+    if warnings:
+        shown = "; ".join(warnings[:5]) + (
+            f"; and {len(warnings) - 5} more" if len(warnings) > 5 else ""
+        )
+        log.warning("%d prompt(s) hold placeholder-like text: %s", len(warnings), shown)
     return prompts
 
 
@@ -53,11 +95,11 @@ def _load_one(
             )
         source = SOURCES[name]
         return load_dataset_file(source, find_dataset_file(source, data_dir))
-    path = Path(name)
-    if path.suffix.lower() in USER_FILE_SUFFIXES:
-        if not path.exists():
-            raise InputError("does not exist", file=str(path))
-        return load_user_file(path, question_column, rules)
+    entry = parse_entry(name)
+    if entry is not None:
+        if not entry.path.exists():
+            raise InputError("does not exist", file=str(entry.path))
+        return load_user_file(entry, question_column, rules)
     known = ", ".join((BUILTIN_DATASET, *DATASET_NAMES))
     raise ConfigError(f"unknown dataset {name!r}; use one of {known}, or a data file path")
 
@@ -104,14 +146,16 @@ def source_digest(datasets: tuple[str, ...], data_dir: Path | None) -> str:
         digest.update(name.encode())
         if name in SOURCES and data_dir is not None:
             digest.update(sha256_of(find_dataset_file(SOURCES[name], data_dir)).encode())
-        elif Path(name).is_file():
-            digest.update(sha256_of(name).encode())
+        elif (entry := parse_entry(name)) is not None and entry.path.is_file():
+            digest.update(sha256_of(entry.path).encode())
     return digest.hexdigest()
 
 
 def load_run_prompts(config: RunConfig) -> list[Prompt]:
     """The prompts of a run, under its config's rules for users' own files."""
-    rules = PromptRules(config.max_prompt_chars, config.allow_placeholders)
+    rules = PromptRules(
+        config.max_prompt_chars, config.allow_placeholders, config.strict_placeholders
+    )
     return load_prompts(
         config.datasets, config.data_dir, config.n, config.seed, config.question_column, rules
     )

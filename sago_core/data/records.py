@@ -10,11 +10,11 @@ import csv
 import difflib
 import io
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sago_core.data.placeholders import find_placeholders
 from sago_core.errors import InputError
 
 Record = dict[str, Any]
@@ -133,26 +133,29 @@ def text_list(value: Any, *, separator: str | None = None) -> tuple[str, ...]:
     return (str(value),)
 
 
-# An unrendered template field: {x}, {question}, {{ name }}.
-PLACEHOLDER = re.compile(r"\{\{?\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}?")
-
-
 @dataclass(frozen=True)
 class PromptRules:
-    """What a user's prompt may be (``max_prompt_chars``, ``allow_placeholders`` in config)."""
+    """What a user's prompt may be (``max_prompt_chars``, ``allow_placeholders``,
+    ``strict_placeholders`` in config)."""
 
     max_chars: int = 100_000
     allow_placeholders: bool = False
+    strict_placeholders: bool = False  # placeholder-like text an error, not a warning
 
 
-def check_prompt(text: str, rules: PromptRules, *, file: Path, row: int, column: str) -> None:
-    problem = None
+def check_prompt(text: str, rules: PromptRules, *, file: Path, row: int, column: str) -> str | None:
+    """Raise for a prompt that cannot be used; return a warning (placeholder-like text,
+    sago_core/data/placeholders.py) naming file, row and column, else None."""
     if len(text) > rules.max_chars:
         problem = f"is {len(text):,} characters long, over max_prompt_chars {rules.max_chars:,}"
-    elif not rules.allow_placeholders and (found := PLACEHOLDER.search(text)):
-        problem = (
-            f"holds an unfilled template placeholder {found.group()!r} (set "
-            "allow_placeholders: true if it is meant literally)"
-        )
-    if problem:
         raise InputError(problem, file=str(file), row=row, column=column)
+    found = [] if rules.allow_placeholders else find_placeholders(text)
+    if not found:
+        return None
+    problem = f"holds placeholder-like text {found[0]!r} (an unfilled template field?)"
+    if rules.strict_placeholders:
+        problem += (
+            " and strict_placeholders is on (set allow_placeholders: true if it is meant literally)"
+        )
+        raise InputError(problem, file=str(file), row=row, column=column)
+    return f"file {file}, row {row}, column {column!r}: {problem}"

@@ -33,7 +33,9 @@ def _labelled(run_dir: Path, frames: dict[str, pl.DataFrame], clash: set[str]) -
     return out
 
 
-def compare_runs(run_dirs: list[Path]) -> str:
+def compare_runs(run_dirs: list[Path], preamble: str = "") -> str:
+    """One report across the runs; ``preamble`` (HTML) opens the page (the watch's table of
+    releases)."""
     loaded = [
         {name: pl.read_parquet(run / f"{name}.parquet") for name in FRAMES} for run in run_dirs
     ]
@@ -59,7 +61,7 @@ def compare_runs(run_dirs: list[Path]) -> str:
         "packages": packages,
         "config": {"preset": "comparison"},
     }
-    return render_report(
+    page = render_report(
         combined["summary"],
         combined["scores"],
         combined["deltas"],
@@ -68,3 +70,4 @@ def compare_runs(run_dirs: list[Path]) -> str:
         combined["generations"],
         provenance,
     )
+    return page.replace("<body>", f"<body>{preamble}", 1) if preamble else page

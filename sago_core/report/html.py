@@ -5,7 +5,9 @@ Sections: pooled SGS per model and axis with p-values at the three tolerances an
 per dataset; variants kept and rejected per family; missing axes with their reasons (and
 how many measurements were non-finite); figures; where Act is read (per-layer cosine curves
 at the answer start and at the end of the user's text, from analysis.parquet, when the
-caller passes it); provenance from the manifest.
+caller passes it); beyond the mean (report/insights.py: tail risk beside SGS, axis
+structure, graded mirroring, the instance explorer), when their artifacts exist;
+provenance from the manifest.
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ from sago_core.artifacts.layout import (
     VARIANTS_FILE,
     RunLayout,
 )
+from sago_core.backends.api_served import describe_drift, drifted
 from sago_core.report import figures
+from sago_core.report.insights import (
+    Insights,
+    detail_sections,
+    insights_from_run,
+    tail_sections,
+)
+from sago_core.report.locate import Located, locate_sections, located_from_run
 from sago_core.report.summary_md import kept_counts, sgs_cell
 from sago_core.statistics.correctness import is_correct
 from sago_core.statistics.rankings import rank_agreement, rank_reversals
@@ -241,6 +251,48 @@ def _provenance(manifest: dict[str, Any]) -> str:
         f"preset {html.escape(str(config.get('preset')))}; "
         f"BERTScore {html.escape(json.dumps(config.get('bertscore')))}.</p>"
         f"<p>Packages: {html.escape(packages)}.</p>"
+        + _integrity(manifest.get("integrity"))
+        + _external(manifest.get("external"))
+    )
+
+
+def _identity_drift(generations: pl.DataFrame) -> str:
+    """A warning when an API model's answers came from more than one served identity."""
+    lines = describe_drift(drifted(generations))
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return (
+        "<h2>Model identity drift</h2><p><b>Warning</b>: these models' answers came from "
+        f"more than one served model or system fingerprint; their deltas may mix two "
+        f"models.</p><ul>{items}</ul>"
+    )
+
+
+def _integrity(counts: dict[str, int] | None) -> str:
+    """Cached artifacts that failed their recorded sha256 and were recomputed."""
+    found = sum((counts or {}).values())
+    detail = ", ".join(f"{reason}: {n}" for reason, n in sorted((counts or {}).items()))
+    return (
+        f"<p>Cache integrity: {found} cached artifact(s) recomputed"
+        + (f" ({html.escape(detail)})" if detail else "")
+        + ".</p>"
+    )
+
+
+def _external(source: dict[str, Any] | None) -> str:
+    """``sago score``: which file was scored, read how, and the reader's counts."""
+    if not source:
+        return ""
+    notes = dict(source.get("notes") or {})
+    read_as = notes.pop("format", source.get("format"))
+    counts = ", ".join(f"{k}: {v}" for k, v in sorted(notes.items()))
+    model = source.get("model") or "none (Act, Prob and Ent missing)"
+    return (
+        f"<p>External generations: <code>{html.escape(str(source.get('file')))}</code> read as "
+        f"{html.escape(str(read_as))}; scoring model {html.escape(str(model))}"
+        + (f"; {html.escape(counts)}" if counts else "")
+        + ".</p>"
     )
 
 
@@ -329,7 +381,17 @@ def _rankings_section(summary: pl.DataFrame) -> str:
     return "".join(parts)
 
 
-PROVENANCE_KEYS = ("run_id", "config", "config_hash", "seed", "models", "rewriter", "packages")
+PROVENANCE_KEYS = (
+    "run_id",
+    "config",
+    "config_hash",
+    "seed",
+    "models",
+    "rewriter",
+    "packages",
+    "integrity",
+    "external",
+)
 
 
 def provenance_of(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -350,6 +412,8 @@ def report_from_run(run_dir: Path) -> str:
         pl.read_parquet(run_dir / GENERATIONS_FILE),
         provenance_of(manifest),
         read_analysis(layout.per_model_files(ANALYSIS_FILE)),
+        insights=insights_from_run(run_dir),
+        located=located_from_run(run_dir),
     )
 
 
@@ -368,9 +432,12 @@ def render_report(
     generations: pl.DataFrame,
     provenance: dict[str, Any],
     analysis: pl.DataFrame | None = None,
+    insights: Insights | None = None,
+    located: Located | None = None,
 ) -> str:
     """The page; ``analysis`` (the models' analysis.parquet, concatenated) adds the
-    where-Act-is-read section, left out when None."""
+    where-Act-is-read section, left out when None; ``insights`` (instances, tails, axis
+    structure) the tail-risk, axis-structure, graded-mirroring and explorer sections."""
     kept = kept_counts(variants)
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     sections = [
@@ -380,8 +447,10 @@ def render_report(
         "tests against the noise floor, paired s &gt; floor); * p&lt;0.05, "
         "** p&lt;0.01, *** p&lt;0.001. Holm and BH adjust that p-value over all rows of the "
         "summary. MDE: smallest excess over eps detectable with 80% power at this n.</p>",
+        _identity_drift(generations),
         "<h2>Pooled SGS per model and axis</h2>",
         _pooled_table(summary),
+        *tail_sections(insights, summary),
         "<h2>Per dataset</h2>",
         _dataset_table(summary),
         "<h2>Variants kept by the semantic filter</h2>",
@@ -397,6 +466,7 @@ def render_report(
         _noise_floor(deltas, summary),
         "<h2>Missing measurements</h2>",
         _missing(variant_deltas),
+        *detail_sections(insights),
         "<h2>Figures</h2>",
         _image("radar", figures.radar(variant_deltas)),
         _image("heatmap", figures.heatmap(summary)),
@@ -410,6 +480,7 @@ def render_report(
             if analysis is not None
             else []
         ),
+        *locate_sections(located),
         "<h2>Provenance</h2>",
         _provenance(provenance),
     ]

@@ -36,8 +36,22 @@ def _cell(row: dict | None) -> str:
     return sgs_cell(row) or "NA"
 
 
-def render_summary(summary: pl.DataFrame, kept_counts: pl.DataFrame | None = None) -> str:
+def render_summary(
+    summary: pl.DataFrame,
+    kept_counts: pl.DataFrame | None = None,
+    identity_drift: list[str] | None = None,
+) -> str:
+    """``identity_drift``: one line per API model whose answers came from more than one
+    served identity (``api_served.describe_drift``), flagged above the tables."""
     lines = ["# SAGO summary", ""]
+    if identity_drift:
+        lines += [
+            "**Model identity drift**: these models' answers came from more than one served "
+            "model or system fingerprint, so their deltas may mix two models:",
+            "",
+            *(f"- {line}" for line in identity_drift),
+            "",
+        ]
     reference = summary["reference"][0] if "reference" in summary.columns and len(summary) else None
     test = "s > noise floor (paired)" if reference == "noise floor" else "E[s] > 0.05"
     lines.append(

@@ -16,6 +16,7 @@ pair scores and mirroring compare; ``response_text`` stays the raw decoded respo
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import polars as pl
 
@@ -131,6 +132,15 @@ def generate_responses(
         ),
         pl.Series("finish_reason", [o.finish_reason for o in outputs], dtype=pl.String),
         pl.Series("failure_reason", [o.failure_reason for o in outputs], dtype=pl.String),
-        pl.lit(json.dumps(backend.describe(), sort_keys=True)).alias("engine"),
+        pl.Series("engine", engine_records(backend.describe(), outputs), dtype=pl.String),
     )
     return conform(frame, GENERATIONS)
+
+
+def engine_records(engine: dict[str, Any], outputs: list[Generation]) -> list[str]:
+    """Each row's ``engine`` JSON: the backend's description, plus for an API answer what
+    the provider says answered it (``Generation.served``)."""
+    plain = json.dumps(engine, sort_keys=True)
+    return [
+        json.dumps({**engine, **o.served}, sort_keys=True) if o.served else plain for o in outputs
+    ]

@@ -1,9 +1,20 @@
-"""Answer correctness against reference answers, with a documented normalised match.
+"""Answer correctness against reference answers: whole-answer normalised matching.
 
 Normalisation (as in SQuAD's evaluation): lower-case, drop punctuation, drop the articles
-a/an/the, collapse whitespace. A response is correct when any normalised reference occurs
-in the normalised response as a whole-word sequence. Prompts without references are
-unknown (None), never counted as wrong.
+a/an/the, collapse whitespace. A response is correct when it matches any reference under the
+rule for that reference's kind (prompts without references, or without an answer, are
+unknown, None, never counted as wrong):
+
+- **yes/no** (the normalised reference is ``yes`` or ``no``): the response's first word must
+  be that verdict ("No, we use all of it" matches "No"; "There is no evidence" does not, nor
+  does "Yes and no" for "No"). A verdict word inside the answer decides nothing.
+- **numbers** (the reference holds a digit): every number of the reference must be among
+  the response's numbers, compared as numbers on the raw text ("1,000" = "1000" = "1000.0";
+  "11.5" and "110" are not 11; signs are ignored), and every other word of the reference must
+  occur in the response as a word ("20 July 1969" needs 20, 1969 and "july"). The words zero
+  to twenty count as numbers in the response ("eleven" = 11).
+- **everything else**: the whole normalised reference must occur in the normalised response
+  as a whole-word sequence ("Paris" matches "It is in Paris, France", not "Parisian").
 """
 
 from __future__ import annotations
@@ -14,6 +25,36 @@ from collections.abc import Sequence
 
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\w)|\d+(?:\.\d+)?")
+_VERDICTS = frozenset({"yes", "no"})
+_NUMBER_WORDS = {
+    word: value
+    for value, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+}
 
 
 def normalise_answer(text: str) -> str:
@@ -21,11 +62,39 @@ def normalise_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+def numbers_in(text: str) -> list[float]:
+    """Every number in the raw text (thousands separators and decimals read), then the
+    number words zero..twenty among its normalised words."""
+    values = [float(m.group().replace(",", "")) for m in _NUMBER.finditer(text)]
+    values += [
+        float(_NUMBER_WORDS[w]) for w in normalise_answer(text).split() if w in _NUMBER_WORDS
+    ]
+    return values
+
+
+def _is_number_reference(reference: str) -> bool:
+    return bool(_NUMBER.search(reference))
+
+
+def _matches(response: str, reference: str) -> bool:
+    target = normalise_answer(reference)
+    answer = normalise_answer(response)
+    if target in _VERDICTS:
+        words = answer.split()
+        return bool(words) and words[0] == target
+    if _is_number_reference(reference):
+        found = set(numbers_in(response))
+        present = set(answer.split())
+        others = normalise_answer(_NUMBER.sub(" ", reference)).split()
+        wanted = {float(m.group().replace(",", "")) for m in _NUMBER.finditer(reference)}
+        return wanted <= found and all(w in present for w in others)
+    return f" {target} " in f" {answer} "
+
+
 def is_correct(response: str | None, references: Sequence[str]) -> bool | None:
     """None (unknown) without references or without an answer (a failed request, or a
     reasoning block that never closed)."""
-    targets = [normalise_answer(r) for r in references if normalise_answer(r)]
+    targets = [r for r in references if normalise_answer(r)]
     if not targets or response is None:
         return None
-    padded = f" {normalise_answer(response)} "
-    return any(f" {target} " in padded for target in targets)
+    return any(_matches(response, target) for target in targets)

@@ -42,6 +42,11 @@ CONTRACT = {
         "missing_reason",
     ],
     "scores.parquet": ["model", "dataset", "prompt_id", "axis", "s", "n_variants"],
+    # beyond the mean (issue 16)
+    "instances.parquet": ["model", "dataset", "prompt_id", "variant_id", "family", "subtype"],
+    "tails.parquet": ["model", "dataset", "axis", "family", "n", "q50", "q90", "q99", "max"],
+    "axis_structure.parquet": ["model", "axis_a", "axis_b", "spearman_rho", "p_value"],
+    "axis_pca.parquet": ["model", "pca_component", "pca_variance_explained", "axis"],
     "summary.parquet": [
         "model",
         "dataset",

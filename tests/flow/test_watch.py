@@ -3,12 +3,15 @@ overlapping watch runs; the registry and the leaderboard live in the artifact st
 
 from __future__ import annotations
 
+import json
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
 import pytest
+
+from sago_core.vocabulary import AXES
 
 pytestmark = pytest.mark.slow
 
@@ -55,3 +58,19 @@ def test_a_new_model_is_evaluated_once_even_by_overlapping_watch_runs(
     assert set(board["model"]) == set(registry["spec"]) and board.height == 2 * 6
     assert (tmp_path / "runs" / "leaderboard.html").read_text().count("<img") >= 1
     assert not list((tmp_path / "runs" / "registry").glob("*.claim"))  # claims released
+
+    # Each release has its card; the second is compared with the first (same architecture).
+    old_spec = first[0]
+    assert board["family"].n_unique() == 1 and board["card"].is_not_null().all()
+    run_of = dict(zip(registry["spec"], registry["run_dir"], strict=True))
+    first_card = (Path(run_of[old_spec]) / "card.md").read_text()
+    assert "first release of family arch:model_type=llama" in first_card
+    card = json.loads((Path(run_of[new]) / "card.json").read_text())
+    assert card["paired"]["against"] == run_of[old_spec]
+    assert [r["axis"] for r in card["paired"]["rows"]] == list(AXES)
+    newer = board.filter(pl.col("model") == new)
+    assert set(newer["against"]) == {old_spec}
+    verdicts = dict(zip(newer["axis"], newer["paired_verdict"], strict=True))
+    assert verdicts == {r["axis"]: r["verdict"] for r in card["paired"]["rows"]}
+    page = (tmp_path / "runs" / "leaderboard.html").read_text()
+    assert page.count('/card.html">card</a>') == 2 and 'id="releases"' in page

@@ -93,7 +93,8 @@ def committed_results(runs_dir: Path) -> set[str]:
         for record in records.glob("*") if records.is_dir() else []:
             if record.is_file() and not record.name.startswith("."):
                 path = json.loads(json.loads(record.read_bytes())["result"])
-                done.add(str(Path(path).relative_to(run_dir)))
+                if isinstance(path, str):  # not a failed task's exception record
+                    done.add(str(Path(path).relative_to(run_dir)))
     return done
 
 

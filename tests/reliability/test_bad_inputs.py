@@ -122,8 +122,11 @@ CASES = [
         ("q.jsonl", "row 1", "'question'", "characters long"),
     ),
     Case(
-        "template placeholder",
-        lambda t: _data(t, "q.jsonl", _jsonl([{"question": "What is the capital of {country}?"}])),
+        "template placeholder (strict)",
+        lambda t: [
+            *_data(t, "q.jsonl", _jsonl([{"question": "What is the capital of {country}?"}])),
+            "--strict-placeholders",
+        ],
         ("q.jsonl", "row 1", "'question'", "{country}", "allow_placeholders"),
     ),
     Case(

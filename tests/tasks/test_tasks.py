@@ -63,10 +63,13 @@ def test_cache_key_follows_content_not_location_or_run(tmp_path: Path) -> None:
     copy = tmp_path / "elsewhere" / "a.parquet"
     copy.parent.mkdir()
     copy.write_bytes(Path(a).read_bytes())
-    key = stage_cache_key(context, {"deltas_path": a, "out_dir": "/x"})
-    assert key == stage_cache_key(context, {"deltas_path": str(copy), "out_dir": "/y"})
+    run_x, run_y = tmp_path / "run-x", tmp_path / "run-y"  # the same place in two runs
+    key = stage_cache_key(context, {"deltas_path": a, "out_dir": str(run_x)}, run_x)
+    assert key == stage_cache_key(context, {"deltas_path": str(copy), "out_dir": str(run_y)}, run_y)
     changed = _deltas(tmp_path / "b.parquet", "m2")
-    assert key != stage_cache_key(context, {"deltas_path": changed, "out_dir": "/x"})
+    assert key != stage_cache_key(context, {"deltas_path": changed, "out_dir": str(run_x)}, run_x)
+    elsewhere = {"deltas_path": a, "out_dir": str(run_x / "models")}  # another output place
+    assert key != stage_cache_key(context, elsewhere, run_x)
     gen = {"settings": GenerationSettings(max_new_tokens=8)}
     other = {"settings": GenerationSettings(max_new_tokens=9)}
     assert stage_cache_key(context, gen) != stage_cache_key(context, other)

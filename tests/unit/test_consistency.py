@@ -48,7 +48,8 @@ def test_partial_correlations_have_the_known_answer_and_match_the_recursion() ->
     table = partial_correlation_table(
         _scores("fam", {"id": ident, "a": a, "b": b, "c": c}), "id", ["a", "b", "c"]
     )
-    got = {(r["ood_a"], r["ood_b"]): r for r in table.iter_rows(named=True)}
+    linear = table.filter(pl.col("method") == "linear")
+    got = {(r["ood_a"], r["ood_b"]): r for r in linear.iter_rows(named=True)}
     assert set(got) == {("a", "b"), ("a", "c"), ("b", "c")}
     assert got[("a", "b")]["r"] == pytest.approx(_first_order_partial(a, b, ident), abs=1e-10)
     assert got[("a", "b")]["r"] == pytest.approx(1 / 1.25, abs=0.05)  # known: 1 / (1 + 0.25)
@@ -64,7 +65,8 @@ def test_missing_checkpoints_are_dropped_and_undefined_r_says_why() -> None:
     table = partial_correlation_table(
         _scores("fam", {"id": ident, "a": a, "b": b, "c": c}), "id", ["a", "b", "c"]
     )
-    got = {(r["ood_a"], r["ood_b"]): r for r in table.iter_rows(named=True)}
+    linear = table.filter(pl.col("method") == "linear")
+    got = {(r["ood_a"], r["ood_b"]): r for r in linear.iter_rows(named=True)}
     assert (
         got[("a", "b")]["r"] is None
         and "same for every checkpoint" in got[("a", "b")]["missing_reason"]
@@ -75,6 +77,11 @@ def test_missing_checkpoints_are_dropped_and_undefined_r_says_why() -> None:
         _scores("fam", {"id": ident[:3], "a": a[:3], "c": c[:3]}), "id", ["a", "c"]
     )
     assert short["r"][0] is None and "at least 4" in short["missing_reason"][0]
+    spline = table.filter(
+        (pl.col("method") == "spline") & (pl.col("ood_a") == "a") & (pl.col("ood_b") == "c")
+    ).row(0, named=True)
+    assert spline["r"] is None  # 4 checkpoints: the spline needs 5
+    assert "spline adjustment needs at least 5" in spline["missing_reason"]
 
 
 def test_sign_agreement_counts_matching_signs() -> None:
@@ -85,9 +92,9 @@ def test_sign_agreement_counts_matching_signs() -> None:
     two = {k: v + 0.05 * rng.normal(size=30) for k, v in one.items()}
     scores = pl.concat([_scores("one", one), _scores("two", two)])
     table = partial_correlation_table(scores, "id", ["a", "b", "c"])
-    agreement = sign_agreement(table).row(0, named=True)
-    assert agreement["pairs_compared"] == 3 and agreement["agreeing"] == 3
-    assert agreement["share"] == 1.0
+    for agreement in sign_agreement(table).iter_rows(named=True):  # linear, then spline
+        assert agreement["pairs_compared"] == 3 and agreement["agreeing"] == 3
+        assert agreement["share"] == 1.0
 
 
 def test_study_config_needs_four_checkpoints_and_distinct_datasets() -> None:

@@ -1,0 +1,111 @@
+"""``sago score`` and ``sago export``: their options and commands (``flows/cli.py`` adds
+them to the parser and dispatches to them)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from sago_core.artifacts.layout import SUMMARY_MD_FILE
+from sago_core.config import RunConfig, build_config, read_config_file
+from sago_core.external.columns import parse_mapping
+from sago_core.external.options import FORMATS, ExternalSource
+
+
+def add_score_parser(commands: Any) -> None:
+    score = commands.add_parser(
+        "score",
+        help="score generations made elsewhere (CSV, JSONL or Parquet): the stages after "
+        "generation, the same artifacts as `sago run`",
+        description="Read externally generated base and variant responses and run pair "
+        "scores, mirroring, deltas, scores, summary and report on them. Without --model, "
+        "Act, Prob and Ent are missing; with a local model its teacher-forced pass scores "
+        "each base response under the base and variant prompts.",
+    )
+    score.add_argument("--generations", type=Path, required=True, help="the file to score")
+    score.add_argument(
+        "--model", help="BACKEND:ID of a local model for Act/Prob/Ent (e.g. hf:smollm2-135m)"
+    )
+    score.add_argument(
+        "--format", choices=FORMATS, help="the file's format (default: from its columns)"
+    )
+    score.add_argument(
+        "--columns", help="schema=file column pairs, e.g. prompt_text=question,response_text=out"
+    )
+    score.add_argument("--family", help="variant family where the file does not carry it")
+    score.add_argument("--subtype", help="variant subtype where the file does not carry it")
+    score.add_argument(
+        "--base-where", help="DOVE: dimension=value pairs that pick each sample's base row"
+    )
+    score.add_argument("--config", type=Path, help="YAML config (bertscore, statistics, ...)")
+    score.add_argument("--preset", choices=("demo", "paper"), help="settings (default demo)")
+    score.add_argument("--runs-dir", type=Path, help="where runs/<run_id>/ go (default ./runs)")
+    score.add_argument("--run-id", help="run folder name (default: score + a content hash)")
+    score.add_argument("--prefect-home", type=Path, help="Prefect home")
+
+
+def add_export_parser(commands: Any) -> None:
+    export = commands.add_parser(
+        "export",
+        help="write a finished run's generations in the input schema of `sago score`",
+    )
+    export.add_argument("run", type=Path, help="runs/<run_id>")
+    export.add_argument(
+        "--out", type=Path, required=True, help="FILE.csv, FILE.jsonl or FILE.parquet"
+    )
+
+
+def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
+    file_values: dict[str, Any] = read_config_file(args.config) if args.config else {}
+    overrides: dict[str, Any] = {
+        "models": [args.model] if args.model else None,
+        "runs_dir": args.runs_dir,
+        "run_id": args.run_id,
+        "prefect_home": args.prefect_home,
+    }
+    config = build_config(args.preset, file_values, overrides)
+    source = ExternalSource(
+        path=args.generations,
+        format=args.format,
+        columns=parse_mapping(args.columns),
+        family=args.family,
+        subtype=args.subtype,
+        base_where=parse_mapping(args.base_where, "--base-where"),
+        model=args.model,
+        max_prompt_chars=config.max_prompt_chars,
+    )
+    return config, source
+
+
+def score_command(args: argparse.Namespace) -> int:
+    from flows.cli import configure_environment
+    from sago_core.backends.model_source import (
+        LOCAL_BACKENDS,
+        parse_model_spec,
+        resolve_local_model,
+    )
+    from sago_core.external.read import read_external
+
+    config, source = score_inputs(args)
+    table = read_external(source)  # every problem of the file, before Prefect starts
+    if source.model and parse_model_spec(source.model).backend in LOCAL_BACKENDS:
+        resolve_local_model(parse_model_spec(source.model).model_id)
+    configure_environment(config)
+    from flows.score import score
+
+    run_dir = Path(score(source, config))
+    print((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))
+    for note, count in table.notes.items():
+        print(f"{note}: {count}")
+    print(f"Read {len(table.rows)} responses as {table.format!r} from {source.path}")
+    print(f"Artifacts: {run_dir}")
+    return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    from sago_core.external.export import export_run
+
+    path = export_run(args.run, args.out)
+    print(f"Exported: {path}")
+    return 0

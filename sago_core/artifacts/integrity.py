@@ -1,0 +1,38 @@
+"""The run folder's integrity log: cache hits whose artifact failed its recorded sha256.
+
+The stage runner appends one JSON line per detection (path, cache key, recorded and found
+hash) before it recomputes the stage; the report's provenance counts the lines by reason.
+The log is the run folder's history, so a clean rerun leaves the count (and the report's
+cache key) as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from sago_core.artifacts.layout import RunLayout
+from sago_core.artifacts.store import append_line
+
+CHECKSUM_MISMATCH = "checksum mismatch"
+
+
+def record_recomputation(layout: RunLayout, path: str, reason: str, **details: str) -> None:
+    event = {"at": datetime.now(UTC).isoformat(), "path": path, "reason": reason, **details}
+    append_line(layout.integrity_log, json.dumps(event, sort_keys=True))
+
+
+def integrity_counts(layout: RunLayout) -> dict[str, int]:
+    """Recomputations recorded in this run folder, by reason."""
+    counts: dict[str, int] = {}
+    try:
+        lines = layout.integrity_log.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return counts
+    for line in lines:
+        try:
+            reason = str(json.loads(line)["reason"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn line
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))

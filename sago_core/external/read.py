@@ -1,0 +1,63 @@
+"""Read a file of external generations in any supported format, detected from its columns
+when ``--format`` is not given, into validated rows of the input schema."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sago_core.data.records import read_records
+from sago_core.errors import InputError
+from sago_core.external import dove, reference
+from sago_core.external.columns import Record, apply_mapping
+from sago_core.external.options import ExternalSource, FormatName
+from sago_core.external.schema import COLUMNS, REQUIRED, ExternalRow
+from sago_core.external.validate import validate_records
+
+SUFFIXES = (".csv", ".jsonl", ".parquet")
+
+
+@dataclass(frozen=True)
+class ExternalTable:
+    rows: list[ExternalRow]
+    format: FormatName
+    notes: dict[str, int] = field(default_factory=dict)  # counts the report shows
+
+
+def detect_format(records: list[Record], file: str) -> FormatName:
+    present = set().union(*(r.keys() for r in records[:50]))
+    if set(REQUIRED) <= present:
+        return "generations"
+    if set(reference.REQUIRED) <= present:
+        return "sago-reference"
+    if set(dove.REQUIRED) <= present:
+        return "dove"
+    raise InputError(
+        f"columns {sorted(present)} match no known format: the input schema needs "
+        f"{list(REQUIRED)} (or map yours with --columns), the SAGO reference CSVs "
+        f"{list(reference.REQUIRED)}, DOVE {list(dove.REQUIRED)}",
+        file=file,
+    )
+
+
+def read_external(source: ExternalSource) -> ExternalTable:
+    path = Path(source.path)
+    file = str(path)
+    if path.suffix.lower() not in SUFFIXES:
+        raise InputError(
+            f"unsupported file type {path.suffix!r} (use .csv, .jsonl or .parquet)", file=file
+        )
+    records = read_records(path)
+    if not records:
+        raise InputError("holds no rows", file=file)
+    if source.format == "generations" or (source.format is None and source.columns):
+        records = apply_mapping(records, source.columns, COLUMNS, file)
+    chosen = source.format or detect_format(records, file)
+    if chosen == "sago-reference":
+        records, notes = reference.to_input_schema(records, source, file)
+    elif chosen == "dove":
+        records, notes = dove.to_input_schema(records, source, file)
+    else:
+        notes = {}
+    rows = validate_records(records, file, source.model, source.max_prompt_chars)
+    return ExternalTable(rows, chosen, notes)

@@ -1,0 +1,268 @@
+"""Strict validation of rows in the input schema: every problem is an ``InputError`` naming
+the file, the row (1-based data rows) and the column; an empty response is kept as missing
+with its reason (``EMPTY_RESPONSE``), never scored as an empty answer."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sago_core.errors import InputError
+from sago_core.external.columns import Record, hint
+from sago_core.external.schema import (
+    DEFAULT_MODEL,
+    EMPTY_RESPONSE,
+    FAMILIES,
+    POSITIONS,
+    REQUIRED,
+    ExternalRow,
+    VariantKey,
+    parse_variant_id,
+)
+from sago_core.vocabulary import BASE_VARIANT_ID
+
+
+def _blank(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def _text(record: Record, column: str, file: str, row: int, max_chars: int) -> str:
+    value = record.get(column)
+    if _blank(value):
+        raise InputError("is empty", file=file, row=row, column=column)
+    if isinstance(value, int | float) and column in ("prompt_id", "dataset"):
+        value = f"{value:g}" if isinstance(value, float) else str(value)
+    if not isinstance(value, str):
+        raise InputError(
+            f"must be text, got {type(value).__name__}", file=file, row=row, column=column
+        )
+    if "\x00" in value:
+        raise InputError("contains a NUL byte", file=file, row=row, column=column)
+    if len(value) > max_chars:
+        raise InputError(
+            f"is {len(value):,} characters long, over max_prompt_chars {max_chars:,}",
+            file=file,
+            row=row,
+            column=column,
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"holds a lone surrogate at character {exc.start}", file=file, row=row, column=column
+        ) from exc
+    # A prompt is kept as asked (a noise variant's spaces are its point); ids are trimmed.
+    return value if column == "prompt_text" else value.strip()
+
+
+def _json_list(value: Any, file: str, row: int, column: str) -> list[Any] | None:
+    if _blank(value):
+        return None
+    if isinstance(value, str):
+        stripped = value.strip()
+        if not stripped.startswith("["):
+            return [stripped]
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"is not a JSON array: {exc.msg}", file=file, row=row, column=column
+            ) from exc
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, list | tuple):
+        raise InputError(
+            f"must be a list, got {type(value).__name__}", file=file, row=row, column=column
+        )
+    return list(value)
+
+
+def _token_ids(value: Any, file: str, row: int) -> tuple[int, ...] | None:
+    column = "response_token_ids"
+    items = _json_list(value, file, row, column)
+    if items is None:
+        return None
+    ids = []
+    for item in items:
+        try:
+            number = int(item)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"holds {item!r}, not a token id", file=file, row=row, column=column
+            ) from exc
+        if number < 0 or number != float(item):
+            raise InputError(f"holds {item!r}, not a token id", file=file, row=row, column=column)
+        ids.append(number)
+    return tuple(ids)
+
+
+def _strength(value: Any, file: str, row: int) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"{value!r} is not a number", file=file, row=row, column="strength"
+        ) from exc
+    if not math.isfinite(number):
+        raise InputError(f"{value!r} is not a finite number", file=file, row=row, column="strength")
+    return number
+
+
+def _check_family(family: str, file: str, row: int) -> None:
+    if family not in FAMILIES:
+        raise InputError(
+            f"unknown family {family!r} (known: {', '.join(FAMILIES)}){hint(family, FAMILIES)}",
+            file=file,
+            row=row,
+            column="family",
+        )
+
+
+def _variant(record: Record, variant_id: str, file: str, row: int) -> VariantKey:
+    """Family, subtype, strength and position from the columns, else from the id; where both
+    are given they must agree."""
+    parsed = parse_variant_id(variant_id)
+    fields: dict[str, Any] = {}
+    for index, column in enumerate(("family", "subtype", "strength", "position")):
+        given = record.get(column)
+        from_id = parsed[index] if parsed else None
+        if _blank(given):
+            if from_id is None:
+                raise InputError(
+                    f"is required: variant id {variant_id!r} does not encode it "
+                    "(sago ids look like 'noise:spacing:20:global')",
+                    file=file,
+                    row=row,
+                    column=column,
+                )
+            given = from_id
+        elif from_id is not None:
+            same = (
+                _strength(given, file, row) == _strength(from_id, file, row)
+                if column == "strength"
+                else str(given).strip() == from_id
+            )
+            if not same:
+                raise InputError(
+                    f"{given!r} disagrees with the variant id {variant_id!r}",
+                    file=file,
+                    row=row,
+                    column=column,
+                )
+        fields[column] = given
+        if column == "family":
+            _check_family(str(given).strip(), file, row)
+    family = str(fields["family"]).strip()
+    position = str(fields["position"]).strip()
+    if position not in POSITIONS:
+        raise InputError(
+            f"unknown position {position!r} (known: {', '.join(POSITIONS)})",
+            file=file,
+            row=row,
+            column="position",
+        )
+    return VariantKey(
+        family, str(fields["subtype"]).strip(), _strength(fields["strength"], file, row), position
+    )
+
+
+def validate_row(
+    record: Record, file: str, row: int, default_model: str | None, max_chars: int
+) -> ExternalRow:
+    for column in REQUIRED:
+        if column not in record:
+            raise InputError(
+                f"missing column (columns present: {sorted(record)}){hint(column, record)}",
+                file=file,
+                row=row,
+                column=column,
+            )
+    variant_id = _text(record, "variant_id", file, row, max_chars)
+    is_base = variant_id == BASE_VARIANT_ID
+    response = record.get("response_text")
+    if not _blank(response) and not isinstance(response, str):
+        raise InputError(
+            f"must be text, got {type(response).__name__}",
+            file=file,
+            row=row,
+            column="response_text",
+        )
+    empty = _blank(response)
+    model = record.get("model")
+    references = _json_list(record.get("references"), file, row, "references") or []
+    return ExternalRow(
+        source=f"{file}:{row}",
+        model=str(model).strip() if not _blank(model) else (default_model or DEFAULT_MODEL),
+        dataset=_text(record, "dataset", file, row, max_chars),
+        prompt_id=_text(record, "prompt_id", file, row, max_chars),
+        variant_id=variant_id,
+        variant=None if is_base else _variant(record, variant_id, file, row),
+        prompt_text=_text(record, "prompt_text", file, row, max_chars),
+        response_text=None if empty else str(response),
+        failure_reason=EMPTY_RESPONSE if empty else None,
+        references=tuple(str(r).strip() for r in references if str(r).strip()),
+        response_token_ids=_token_ids(record.get("response_token_ids"), file, row),
+    )
+
+
+def check_groups(rows: list[ExternalRow], file: str) -> None:
+    """One row per (model, dataset, prompt, variant); exactly one base per prompt and model;
+    one base prompt text per prompt across models."""
+    seen: dict[tuple[str, str, str, str], str] = {}
+    bases: dict[tuple[str, str, str], ExternalRow] = {}
+    for r in rows:
+        key = (r.model, r.dataset, r.prompt_id, r.variant_id)
+        if key in seen:
+            what = "two base rows" if r.is_base else "duplicate row"
+            raise InputError(
+                f"{what} for model {r.model!r}, prompt {r.prompt_id!r}, variant "
+                f"{r.variant_id!r} (first at {seen[key]})",
+                file=file,
+                row=_row(r),
+                column="variant_id",
+            )
+        seen[key] = r.source
+        if r.is_base:
+            bases[(r.model, r.dataset, r.prompt_id)] = r
+    texts: dict[tuple[str, str], ExternalRow] = {}
+    for r in bases.values():
+        first = texts.setdefault((r.dataset, r.prompt_id), r)
+        if first.prompt_text != r.prompt_text:
+            raise InputError(
+                f"base prompt of {r.prompt_id!r} differs from the one at {first.source}",
+                file=file,
+                row=_row(r),
+                column="prompt_text",
+            )
+    for r in rows:
+        if (r.model, r.dataset, r.prompt_id) not in bases:
+            raise InputError(
+                f"no base row (variant_id 'base') for prompt {r.prompt_id!r} of dataset "
+                f"{r.dataset!r}, model {r.model!r}",
+                file=file,
+                row=_row(r),
+                column="prompt_id",
+            )
+
+
+def _row(r: ExternalRow) -> int:
+    return int(r.source.rpartition(":")[2])
+
+
+def validate_records(
+    records: list[Record], file: str, default_model: str | None, max_chars: int = 100_000
+) -> list[ExternalRow]:
+    if not records:
+        raise InputError("holds no rows", file=file)
+    # A reader that turned one file row into several records names it in ``__row__``.
+    rows = [
+        validate_row(rec, file, int(rec.get("__row__", i)), default_model, max_chars)
+        for i, rec in enumerate(records, 1)
+    ]
+    check_groups(rows, file)
+    return rows

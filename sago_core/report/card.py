@@ -1,0 +1,445 @@
+"""The stability card of a release (``sago card <run> [--against <run>]``): one page, in the
+spirit of a model card, written as ``card.md``, ``card.html`` and ``card.json``.
+
+Per model of the run: its identity and provenance (manifest), pooled SGS per axis with its
+95% interval and a verdict (``above tolerance`` when the Holm-adjusted p-value of the run's
+reference test, eps 0.05 or the noise floor, is below 0.05, else ``not shown above
+tolerance``), the tail figures (pooled, every family, from ``tails.parquet``), the three
+worst instances (``instances.parquet``: the variants with the largest RMS of their
+normalised deltas over the measured axes, the variant's own s), and the axis-structure note
+(``axis_structure.parquet``: which axis pairs are redundant, which axes carry their own
+signal). A run written before those artifacts existed says so in their place. With
+``against``, the paired verdicts of this run (B) against the earlier one (A), pooled rows
+(``report/paired_runs.py``).
+
+Everything is read from the run folder: the card needs no model.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from sago_core.artifacts.layout import (
+    AXIS_STRUCTURE_FILE,
+    CARD_HTML_FILE,
+    CARD_JSON_FILE,
+    CARD_MD_FILE,
+    INSTANCES_FILE,
+    SUMMARY_FILE,
+    TAILS_FILE,
+    RunLayout,
+)
+from sago_core.artifacts.store import write_json, write_text
+from sago_core.report.paired_runs import compare_paired
+from sago_core.statistics.axis_structure import REDUNDANT_RHO
+from sago_core.statistics.paired import ALPHA, DEFAULT_MARGIN
+from sago_core.statistics.tails import ALL_FAMILIES
+from sago_core.vocabulary import AXES, POOLED
+
+CARD_VERSION = 1
+WORST = 3
+TAIL_COLUMNS = (
+    "n",
+    "q50",
+    "q90",
+    "q99",
+    "max",
+    "ci_low_q99",
+    "ci_high_q99",
+    "share_over_0_05",
+    "flip_right_to_wrong",
+    "flip_wrong_to_right",
+)
+INSTANCE_TEXTS = ("base_prompt", "variant_prompt", "base_answer", "variant_answer")
+PAIRED_COLUMNS = ("axis", "n", "mean_diff", "ci_low", "ci_high", "p_holm", "p_tost_holm")
+PACKAGES = ("sago", "torch", "transformers", "vllm", "litellm")
+
+
+def _predates(name: str) -> str:
+    return f"this run predates {name} (issue 16): not available"
+
+
+def _axis_order(frame: pl.DataFrame) -> pl.DataFrame:
+    order = {axis: i for i, axis in enumerate(AXES)}
+    return (
+        frame.with_columns(
+            pl.col("axis")
+            .replace_strict(order, default=len(AXES), return_dtype=pl.Int32)
+            .alias("_o")
+        )
+        .sort("_o")
+        .drop("_o")
+    )
+
+
+def _pooled_sgs(summary: pl.DataFrame, model: str) -> list[dict[str, Any]]:
+    rows = _axis_order(summary.filter((pl.col("model") == model) & (pl.col("dataset") == POOLED)))
+    out = []
+    for r in rows.iter_rows(named=True):
+        p_holm = r.get("p_holm")
+        out.append(
+            {
+                "axis": r["axis"],
+                "sgs": r["sgs"],
+                "ci_low": r.get("ci_low"),
+                "ci_high": r.get("ci_high"),
+                "n": r["n"],
+                "reference": r.get("reference") or "eps 0.05",
+                "p_reference": r.get("p_reference", r.get("p_eps_0_05")),
+                "p_holm": p_holm,
+                "verdict": None
+                if p_holm is None
+                else ("above tolerance" if p_holm < ALPHA else "not shown above tolerance"),
+                "missing_reason": r.get("missing_reason"),
+            }
+        )
+    return out
+
+
+def _tails(run_dir: Path, model: str) -> dict[str, Any]:
+    path = run_dir / TAILS_FILE
+    if not path.is_file():
+        return {"available": False, "note": _predates(TAILS_FILE), "rows": []}
+    tails = pl.read_parquet(path).filter(
+        (pl.col("model") == model)
+        & (pl.col("dataset") == POOLED)
+        & (pl.col("family") == ALL_FAMILIES)
+    )
+    keep = ["axis", *(c for c in TAIL_COLUMNS if c in tails.columns)]
+    rows = _axis_order(tails.select(keep)).to_dicts()
+    return {"available": True, "note": None, "rows": rows}
+
+
+def _worst(run_dir: Path, model: str) -> dict[str, Any]:
+    path = run_dir / INSTANCES_FILE
+    if not path.is_file():
+        return {"available": False, "note": _predates(INSTANCES_FILE), "rows": []}
+    instances = pl.read_parquet(path).filter(pl.col("model") == model)
+    deltas = [f"d_{axis}" for axis in AXES if f"d_{axis}" in instances.columns]
+    squares = pl.concat_list([pl.col(d).abs().pow(2) for d in deltas]).list.drop_nulls()
+    ranked = instances.with_columns(squares.list.mean().sqrt().alias("variant_rms")).filter(
+        pl.col("variant_rms").is_not_null()
+    )
+    worst = ranked.sort("variant_rms", descending=True, maintain_order=True).head(WORST)
+    keep = ["dataset", "prompt_id", "variant_id", "family", "subtype", "strength", "position"]
+    keep += [*INSTANCE_TEXTS, *deltas, "mr_intensity", "variant_rms"]
+    rows = worst.select([c for c in keep if c in worst.columns]).to_dicts()
+    return {"available": True, "note": None, "rows": rows}
+
+
+def _axis_structure(run_dir: Path, model: str) -> dict[str, Any]:
+    path = run_dir / AXIS_STRUCTURE_FILE
+    if not path.is_file():
+        return {"available": False, "note": _predates(AXIS_STRUCTURE_FILE)}
+    pairs = pl.read_parquet(path).filter(pl.col("model") == model)
+    redundant = pairs.filter(pl.col("redundant").fill_null(False))
+    tied = set(redundant["axis_a"].to_list()) | set(redundant["axis_b"].to_list())
+    measured = pairs.filter(pl.col("spearman_rho").is_not_null())
+    present = set(measured["axis_a"].to_list()) | set(measured["axis_b"].to_list())
+    return {
+        "available": True,
+        "note": f"redundant: |Spearman rho| > {REDUNDANT_RHO} with p < 0.05 over per-prompt s",
+        "redundant_pairs": [
+            {"axis_a": r["axis_a"], "axis_b": r["axis_b"], "spearman_rho": r["spearman_rho"]}
+            for r in redundant.iter_rows(named=True)
+        ],
+        "own_signal": [axis for axis in AXES if axis in present - tied],
+        "not_measured": [axis for axis in AXES if axis not in present],
+    }
+
+
+def _paired(run_dir: Path, against: Path, margin: float, allow: bool) -> dict[str, Any]:
+    comparison = compare_paired(against, run_dir, margin, allow_different_configs=allow)
+    table = comparison.table
+    pooled = _axis_order(table.filter(pl.col("dataset") == POOLED))
+    per_dataset = table.filter(pl.col("dataset") != POOLED)
+    rows = [
+        {
+            **{c: r[c] for c in PAIRED_COLUMNS},
+            "model_a": r["model_a"],
+            "model_b": r["model_b"],
+            "verdict": r["verdict"],
+        }
+        for r in pooled.iter_rows(named=True)
+    ]
+    return {
+        "against": str(against),
+        "margin": margin,
+        "config_differences": [d.describe() for d in comparison.differences],
+        "rows": rows,
+        "regressions": [r["axis"] for r in rows if r["verdict"] == "b_worse"],
+        "dataset_regressions": per_dataset.filter(pl.col("verdict") == "b_worse").height,
+        "dataset_rows": per_dataset.height,
+    }
+
+
+def build_card(
+    run_dir: Path,
+    against: Path | None = None,
+    margin: float = DEFAULT_MARGIN,
+    allow_different_configs: bool = False,
+    against_note: str | None = None,
+) -> dict[str, Any]:
+    """The card's content as plain JSON values. ``against_note`` says why there is no
+    paired section when the caller could not make one."""
+    layout = RunLayout(run_dir)
+    manifest = json.loads(layout.manifest.read_text(encoding="utf-8"))
+    summary = pl.read_parquet(run_dir / SUMMARY_FILE)
+    config = manifest.get("config") or {}
+    packages = manifest.get("packages") or {}
+    models = []
+    for spec in sorted(summary["model"].unique().to_list()):
+        identity = (manifest.get("models") or {}).get(spec) or {}
+        models.append(
+            {
+                "spec": spec,
+                "identity": identity.get("identity"),
+                "kind": identity.get("kind"),
+                "location": identity.get("location"),
+                "pooled_sgs": _pooled_sgs(summary, spec),
+                "tails": _tails(run_dir, spec),
+                "worst_instances": _worst(run_dir, spec),
+                "axis_structure": _axis_structure(run_dir, spec),
+            }
+        )
+    paired = _paired(run_dir, against, margin, allow_different_configs) if against else None
+    return {
+        "card_version": CARD_VERSION,
+        "run_id": manifest.get("run_id") or run_dir.name,
+        "run_dir": str(run_dir),
+        "written_at": manifest.get("written_at"),
+        "config_hash": manifest.get("config_hash"),
+        "preset": config.get("preset"),
+        "datasets": config.get("datasets"),
+        "n": config.get("n"),
+        "seed": manifest.get("seed"),
+        "packages": {k: packages[k] for k in PACKAGES if k in packages},
+        "models": models,
+        "paired": paired,
+        "paired_note": against_note if paired is None else None,
+    }
+
+
+def _num(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "NA"
+    if isinstance(value, float):
+        return f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
+    return str(value)
+
+
+def _ci(row: dict[str, Any], low: str = "ci_low", high: str = "ci_high") -> str:
+    if row.get(low) is None or row.get(high) is None:
+        return "NA"
+    return f"[{_num(row[low])}, {_num(row[high])}]"
+
+
+def _short(text: Any, limit: int = 160) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _sections(card: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """(heading, table headers, table rows, notes) blocks shared by the Markdown and HTML."""
+    blocks: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    for model in card["models"]:
+        name = model["spec"]
+        identity = [
+            f"identity: {model['identity']}",
+            f"weights: {model['kind']} at {model['location']}",
+            f"run: {card['run_id']} (config {str(card['config_hash'])[:12]}, preset "
+            f"{card['preset']}, datasets {card['datasets']}, n {card['n']}, seed {card['seed']})",
+            f"written: {card['written_at']}; packages: "
+            + ", ".join(f"{k} {v}" for k, v in card["packages"].items()),
+        ]
+        blocks.append((f"Model {name}", [], [], identity))
+        sgs_rows = [
+            [
+                r["axis"],
+                _num(r["sgs"]),
+                _ci(r),
+                str(r["n"]),
+                _num(r["p_reference"]),
+                _num(r["p_holm"]),
+                r["verdict"] or (r["missing_reason"] or "NA"),
+            ]
+            for r in model["pooled_sgs"]
+        ]
+        reference = model["pooled_sgs"][0]["reference"] if model["pooled_sgs"] else "eps 0.05"
+        blocks.append(
+            (
+                "Pooled SGS per axis",
+                ["axis", "SGS", "95% CI", "n", f"p ({reference})", "Holm", "verdict"],
+                sgs_rows,
+                [f"verdict: Holm-adjusted p below {ALPHA} means instability above the tolerance"],
+            )
+        )
+        tails = model["tails"]
+        tail_rows = [
+            [
+                r["axis"],
+                *(_num(r.get(c)) for c in ("q50", "q90", "q99", "max")),
+                _ci(r, "ci_low_q99", "ci_high_q99"),
+                _num(r.get("share_over_0_05")),
+                _num(r.get("flip_right_to_wrong")),
+                _num(r.get("flip_wrong_to_right")),
+            ]
+            for r in tails["rows"]
+        ]
+        blocks.append(
+            (
+                "Tails of |delta_norm| (pooled, every family)",
+                [
+                    "axis",
+                    "q50",
+                    "q90",
+                    "q99",
+                    "max",
+                    "q99 95% CI",
+                    "share > 0.05",
+                    "flip right→wrong",
+                    "flip wrong→right",
+                ]
+                if tails["available"]
+                else [],
+                tail_rows,
+                [tails["note"]] if tails["note"] else [],
+            )
+        )
+        worst = model["worst_instances"]
+        worst_notes = [worst["note"]] if worst["note"] else []
+        for i, r in enumerate(worst["rows"], 1):
+            deltas = ", ".join(
+                f"{axis} {_num(r.get(f'd_{axis}'))}" for axis in AXES if f"d_{axis}" in r
+            )
+            worst_notes.append(
+                f"#{i} {r['dataset']}/{r['prompt_id']} {r['variant_id']} (RMS "
+                f"{_num(r['variant_rms'])}; {deltas}; mr_intensity {_num(r.get('mr_intensity'))})"
+                f" — prompt: “{_short(r.get('base_prompt'))}” → variant: "
+                f"“{_short(r.get('variant_prompt'))}”; base answer: "
+                f"“{_short(r.get('base_answer'))}”; variant answer: "
+                f"“{_short(r.get('variant_answer'))}”"
+            )
+        blocks.append(("Worst three instances", [], [], worst_notes))
+        structure = model["axis_structure"]
+        if structure["available"]:
+            pairs = (
+                ", ".join(
+                    f"{p['axis_a']}~{p['axis_b']} (rho {_num(p['spearman_rho'])})"
+                    for p in structure["redundant_pairs"]
+                )
+                or "none"
+            )
+            notes = [
+                f"redundant pairs: {pairs}",
+                f"own signal: {', '.join(structure['own_signal']) or 'none'}",
+                structure["note"],
+            ]
+            if structure["not_measured"]:
+                notes.append(f"not measured: {', '.join(structure['not_measured'])}")
+        else:
+            notes = [structure["note"]]
+        blocks.append(("Axis structure", [], [], notes))
+    paired = card["paired"]
+    if paired is None:
+        note = card.get("paired_note") or "no earlier release given (--against)"
+        blocks.append(("Against the previous release", [], [], [note]))
+    else:
+        rows = [
+            [
+                r["axis"],
+                str(r["n"]),
+                _num(r["mean_diff"]),
+                _ci(r),
+                _num(r["p_holm"]),
+                _num(r["p_tost_holm"]),
+                r["verdict"] or "NA",
+            ]
+            for r in paired["rows"]
+        ]
+        notes = [
+            f"A = {_against_models(paired)} ({paired['against']}); B = this run; differences "
+            "B minus A on s (above 0: B "
+            f"less stable); equivalence margin {paired['margin']} SGS units",
+            "regressions (pooled): "
+            + (", ".join(paired["regressions"]) or "none")
+            + f"; per-dataset rows b_worse: {paired['dataset_regressions']} of "
+            f"{paired['dataset_rows']}",
+            *(f"config differs (allowed): {d}" for d in paired["config_differences"]),
+        ]
+        blocks.append(
+            (
+                "Against the previous release",
+                ["axis", "n", "mean diff", "95% CI", "Holm (t)", "Holm (TOST)", "verdict"],
+                rows,
+                notes,
+            )
+        )
+    return blocks
+
+
+def _against_models(paired: dict[str, Any]) -> str:
+    return ", ".join(sorted({r["model_a"] for r in paired["rows"]})) or "no shared model"
+
+
+def render_card_md(card: dict[str, Any]) -> str:
+    lines = [f"# Stability card: {card['run_id']}", ""]
+    for heading, headers, rows, notes in _sections(card):
+        lines += [f"## {heading}", ""]
+        if headers:
+            lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+            lines.append("")
+        lines += [f"- {n}" for n in notes] + ([""] if notes else [])
+    return "\n".join(lines)
+
+
+STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:960px;color:#222}"
+    "table{border-collapse:collapse;margin:0.5rem 0 1rem}th,td{border:1px solid #ccc;"
+    "padding:0.2rem 0.5rem;font-size:0.9rem;text-align:right}th{background:#f3f3f3}"
+    "td:first-child,th:first-child{text-align:left}li{margin:0.2rem 0}"
+)
+
+
+def render_card_html(card: dict[str, Any]) -> str:
+    """One self-contained page (no scripts, no external resources)."""
+    esc = html.escape
+    parts = [f"<h1>Stability card: {esc(str(card['run_id']))}</h1>"]
+    for heading, headers, rows, notes in _sections(card):
+        parts.append(f"<h2>{esc(heading)}</h2>")
+        if headers:
+            head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+            body = "".join(
+                "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows
+            )
+            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        if notes:
+            parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>Stability card {esc(str(card['run_id']))}</title><style>{STYLE}</style>"
+        f"</head><body>{''.join(parts)}</body></html>"
+    )
+
+
+def write_card(
+    run_dir: Path,
+    against: Path | None = None,
+    margin: float = DEFAULT_MARGIN,
+    allow_different_configs: bool = False,
+    against_note: str | None = None,
+) -> list[Path]:
+    """card.md, card.html and card.json in the run folder (each written atomically)."""
+    card = build_card(run_dir, against, margin, allow_different_configs, against_note)
+    return [
+        write_text(render_card_md(card), run_dir / CARD_MD_FILE),
+        write_text(render_card_html(card), run_dir / CARD_HTML_FILE),
+        write_json(card, run_dir / CARD_JSON_FILE),
+    ]

@@ -1,0 +1,312 @@
+"""``sago compare A B --paired``: two finished runs, the same prompts, one row per dataset
+(``__pooled__`` included) and axis with the paired tests of ``statistics/paired.py``.
+
+Refused before anything is computed: runs whose prompt sets differ (the error names the
+missing prompts), and runs whose configs differ in what makes s comparable (the variant
+grid, decoding, the scorer, the seed), unless the caller allows it; the differences are
+then returned to be shown beside the table. Holm and BH run over two families apart: the
+per-dataset rows, and the pooled rows that are built from them.
+
+Models are paired by spec when both runs hold the same models, or one to one when each run
+holds one model (a release against the previous one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, RunLayout
+from sago_core.artifacts.schemas import PAIRED, conform
+from sago_core.errors import ConfigError, InputError
+from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
+from sago_core.statistics.paired import paired_test, verdict
+from sago_core.vocabulary import AXES, POOLED
+
+# Run-config settings that change what s measures, by what the issue calls them.
+COMPARABILITY: dict[str, tuple[str, ...]] = {
+    "variant grid": ("variants",),
+    "decoding": (
+        "generation.max_new_tokens",
+        "generation.use_model_defaults",
+        "generation.chat_template_kwargs",
+    ),
+    "scorer": (
+        "bertscore.model",
+        "bertscore.num_layers",
+        "bertscore.semantic_threshold",
+        "judge.model",
+    ),
+    "seed": ("seed",),
+}
+SHOWN_MISSING = 10  # prompts named in the error before "... and N more"
+
+
+@dataclass(frozen=True)
+class SettingDifference:
+    kind: str  # a key of COMPARABILITY
+    setting: str  # dotted path in run_config.json
+    value_a: Any
+    value_b: Any
+
+    def describe(self) -> str:
+        return f"{self.setting} ({self.kind}): {self.value_a!r} vs {self.value_b!r}"
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    table: pl.DataFrame  # PAIRED
+    differences: list[SettingDifference]  # allowed config differences, shown with the table
+
+
+def _leaves(value: Any, path: str) -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key in sorted(value):
+            out.update(_leaves(value[key], f"{path}.{key}"))
+        return out or {path: {}}
+    return {path: value}
+
+
+def _lookup(config: dict[str, Any], dotted: str) -> Any:
+    value: Any = config
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def config_differences(
+    config_a: dict[str, Any], config_b: dict[str, Any]
+) -> list[SettingDifference]:
+    """Every comparability setting whose value differs, leaf by leaf."""
+    found = []
+    for kind, settings in COMPARABILITY.items():
+        for setting in settings:
+            a = _leaves(_lookup(config_a, setting), setting)
+            b = _leaves(_lookup(config_b, setting), setting)
+            for leaf in sorted(set(a) | set(b)):
+                if a.get(leaf) != b.get(leaf):
+                    found.append(SettingDifference(kind, leaf, a.get(leaf), b.get(leaf)))
+    return found
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """The run's saved configuration (run_config.json, else the manifest's copy)."""
+    layout = RunLayout(run_dir)
+    for path in (layout.run_config, layout.manifest):
+        if path.is_file():
+            try:
+                loaded = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise InputError(f"is not valid JSON: {exc}", file=str(path)) from exc
+            config = loaded if path == layout.run_config else loaded.get("config")
+            if isinstance(config, dict):
+                return config
+    raise InputError("has no run_config.json or manifest config to compare", file=str(run_dir))
+
+
+def _prompt_keys(scores: pl.DataFrame, model: str) -> set[tuple[str, str]]:
+    rows = scores.filter(pl.col("model") == model).select("dataset", "prompt_id").unique()
+    return {(d, p) for d, p in rows.iter_rows()}
+
+
+def _named(keys: set[tuple[str, str]]) -> str:
+    names = [f"{d}/{p}" for d, p in sorted(keys)]
+    more = len(names) - SHOWN_MISSING
+    return ", ".join(names[:SHOWN_MISSING]) + (f" ... and {more} more" if more > 0 else "")
+
+
+def check_prompt_sets(
+    keys_a: set[tuple[str, str]], keys_b: set[tuple[str, str]], run_a: Path, run_b: Path
+) -> None:
+    """The paired tests need the same prompts on both sides; name what is missing."""
+    if keys_a == keys_b:
+        return
+    parts = []
+    if keys_a - keys_b:
+        parts.append(f"missing from B ({run_b}): {_named(keys_a - keys_b)}")
+    if keys_b - keys_a:
+        parts.append(f"missing from A ({run_a}): {_named(keys_b - keys_a)}")
+    raise InputError(
+        "the two runs were not measured on the same prompts; " + "; ".join(parts),
+        file=f"{run_a / SCORES_FILE} and {run_b / SCORES_FILE}",
+    )
+
+
+def check_prompt_texts(run_a: Path, run_b: Path) -> None:
+    """Shared prompt ids must hold the same question (a changed data file is not the same
+    work)."""
+    key = ["dataset", "prompt_id"]
+    a = pl.read_parquet(run_a / PROMPTS_FILE).select(*key, "prompt")
+    b = pl.read_parquet(run_b / PROMPTS_FILE).select(*key, "prompt")
+    changed = a.join(b, on=key, suffix="_b").filter(pl.col("prompt") != pl.col("prompt_b"))
+    if changed.height:
+        keys = {(d, p) for d, p in changed.select(key).iter_rows()}
+        raise InputError(
+            f"prompts with the same id hold different text: {_named(keys)}",
+            file=f"{run_a / PROMPTS_FILE} and {run_b / PROMPTS_FILE}",
+        )
+
+
+def pair_models(models_a: list[str], models_b: list[str]) -> list[tuple[str, str]]:
+    if sorted(models_a) == sorted(models_b):
+        return [(m, m) for m in sorted(models_a)]
+    if len(models_a) == 1 and len(models_b) == 1:
+        return [(models_a[0], models_b[0])]
+    raise ConfigError(
+        f"cannot pair the models of the two runs ({models_a} vs {models_b}): give runs with "
+        "the same models, or one model each"
+    )
+
+
+def _seed(*parts: str) -> int:
+    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
+
+
+def _diffs(
+    scores_a: pl.DataFrame, scores_b: pl.DataFrame, model_a: str, model_b: str
+) -> pl.DataFrame:
+    key = ["dataset", "prompt_id", "axis"]
+    a = scores_a.filter(pl.col("model") == model_a).select(*key, pl.col("s").alias("s_a"))
+    b = scores_b.filter(pl.col("model") == model_b).select(*key, pl.col("s").alias("s_b"))
+    joined = a.join(b, on=key, how="inner")
+    return joined.with_columns((pl.col("s_b") - pl.col("s_a")).alias("diff")).with_columns(
+        pl.col("diff").fill_nan(None)
+    )
+
+
+def _row(
+    model_a: str, model_b: str, dataset: str, axis: str, groups: list[np.ndarray], margin: float
+) -> dict[str, Any]:
+    test = paired_test(groups, margin, _seed(model_a, model_b, dataset, axis))
+    return {
+        "model_a": model_a,
+        "model_b": model_b,
+        "dataset": dataset,
+        "axis": axis,
+        "n": test.n,
+        "mean_diff": test.mean_diff,
+        "p_paired_t": test.p_paired_t,
+        "p_wilcoxon": test.p_wilcoxon,
+        "ci_low": test.ci_low,
+        "ci_high": test.ci_high,
+        "margin": margin,
+        "p_tost": test.p_tost,
+        "correction_family": "pooled" if dataset == POOLED else "datasets",
+        "missing_reason": None if test.n >= 2 else "fewer than two prompts with s on both sides",
+    }
+
+
+def _correct(rows: list[dict[str, Any]]) -> None:
+    """Holm/BH within each correction family; then the verdict from the corrected p."""
+    for family in ("datasets", "pooled"):
+        members = [r for r in rows if r["correction_family"] == family]
+        diff_p = [r["p_paired_t"] for r in members]
+        tost_holm = holm([r["p_tost"] for r in members])
+        for row, p_holm, p_bh, p_tost in zip(
+            members, holm(diff_p), benjamini_hochberg(diff_p), tost_holm, strict=True
+        ):
+            row["p_holm"], row["p_bh"], row["p_tost_holm"] = p_holm, p_bh, p_tost
+            row["verdict"] = verdict(row["mean_diff"], p_holm, p_tost)
+
+
+def paired_table(
+    scores_a: pl.DataFrame,
+    scores_b: pl.DataFrame,
+    pairs: list[tuple[str, str]],
+    margin: float,
+    runs: tuple[str, str] = ("", ""),
+) -> pl.DataFrame:
+    """PAIRED rows for every model pair, dataset (then pooled) and axis."""
+    rows = []
+    for model_a, model_b in pairs:
+        diffs = _diffs(scores_a, scores_b, model_a, model_b)
+        datasets = sorted(diffs["dataset"].unique().to_list())
+        for axis in [a for a in AXES if a in set(diffs["axis"].to_list())]:
+            on_axis = diffs.filter(pl.col("axis") == axis)
+            groups = [
+                on_axis.filter(pl.col("dataset") == d)["diff"].drop_nulls().to_numpy()
+                for d in datasets
+            ]
+            for dataset, group in zip(datasets, groups, strict=True):
+                rows.append(_row(model_a, model_b, dataset, axis, [group], margin))
+            rows.append(_row(model_a, model_b, POOLED, axis, groups, margin))
+    _correct(rows)
+    for row in rows:
+        row["run_a"], row["run_b"] = runs
+    frame = pl.DataFrame(rows, schema_overrides=dict(PAIRED.items()))
+    return conform(frame, PAIRED) if rows else pl.DataFrame(schema=PAIRED)
+
+
+def compare_paired(
+    run_a: Path, run_b: Path, margin: float, allow_different_configs: bool = False
+) -> PairedComparison:
+    """The paired table of two finished runs, after every check that can refuse them."""
+    if not margin > 0:
+        raise ConfigError(f"--margin must be above 0 (SGS units), got {margin}")
+    differences = config_differences(read_run_config(run_a), read_run_config(run_b))
+    if differences and not allow_different_configs:
+        raise ConfigError(
+            "the runs' configs differ in what makes them comparable: "
+            + "; ".join(d.describe() for d in differences)
+            + " (pass --allow-different-configs to compare anyway)"
+        )
+    scores_a = pl.read_parquet(run_a / SCORES_FILE)
+    scores_b = pl.read_parquet(run_b / SCORES_FILE)
+    pairs = pair_models(
+        sorted(scores_a["model"].unique().to_list()), sorted(scores_b["model"].unique().to_list())
+    )
+    for model_a, model_b in pairs:
+        check_prompt_sets(
+            _prompt_keys(scores_a, model_a), _prompt_keys(scores_b, model_b), run_a, run_b
+        )
+    check_prompt_texts(run_a, run_b)
+    table = paired_table(scores_a, scores_b, pairs, margin, (str(run_a), str(run_b)))
+    return PairedComparison(table, differences)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NA"
+    if isinstance(value, float):
+        return f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
+    return str(value)
+
+
+def render_paired(comparison: PairedComparison) -> str:
+    """The table as Markdown: pooled rows first, then the per-dataset rows."""
+    table = comparison.table
+    lines = ["# Paired comparison (B minus A, on s; above 0: B less stable)", ""]
+    if not table.is_empty():
+        first = table.row(0, named=True)
+        lines += [
+            f"A: {first['model_a']} ({first['run_a']})",
+            f"B: {first['model_b']} ({first['run_b']})",
+            f"margin: {first['margin']} SGS units; Holm/BH within the pooled rows and within "
+            "the per-dataset rows",
+            "",
+        ]
+    if comparison.differences:
+        lines += ["Configs differ (allowed with --allow-different-configs):", ""]
+        lines += [f"- {d.describe()}" for d in comparison.differences] + [""]
+    columns = ["dataset", "axis", "n", "mean_diff", "ci_low", "ci_high", "p_paired_t"]
+    columns += ["p_wilcoxon", "p_tost", "p_holm", "p_bh", "verdict"]
+    if not table.is_empty() and table["model_a"].n_unique() > 1:
+        columns = ["model_a", "model_b", *columns]
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    order = {axis: i for i, axis in enumerate(AXES)}
+    ordered = table.with_columns(
+        (pl.col("dataset") != POOLED).alias("_later"),
+        pl.col("axis")
+        .replace_strict(order, default=len(AXES), return_dtype=pl.Int32)
+        .alias("_axis"),
+    ).sort("model_a", "model_b", "_later", "dataset", "_axis")
+    for row in ordered.iter_rows(named=True):
+        lines.append("| " + " | ".join(_cell(row[c]) for c in columns) + " |")
+    return "\n".join(lines) + "\n"

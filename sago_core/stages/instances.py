@@ -1,0 +1,118 @@
+"""Stage: instances.parquet, one row per variant you can read.
+
+For every (model, dataset, prompt, variant) that has deltas (the replay excluded: it is the
+noise floor, not a variant): the base prompt and the variant prompt as asked, the base and
+variant answers (``answer_text``: after a thinking model's reasoning block), the six
+normalised deltas side by side (``d_<axis>``, null with ``reason_<axis>``), the graded
+mirroring ``mr_intensity`` (axes/mirroring_intensity.py) and whether each answer is right
+per the prompt's reference answers (statistics/correctness.py; null without references or
+without an answer).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sago_core.artifacts.schemas import INSTANCES, conform
+from sago_core.axes.mirroring_intensity import mirroring_intensity
+from sago_core.axes.reasoning import with_answers
+from sago_core.statistics.correctness import is_correct
+from sago_core.vocabulary import AXES, BASE_VARIANT_ID, NON_FINITE, REPLAY_FAMILY
+
+KEY = ["model", "dataset", "prompt_id", "variant_id"]
+PROMPT_KEY = ["model", "dataset", "prompt_id"]
+VARIANT_COLUMNS = ["family", "subtype", "strength", "position"]
+
+
+def _wide_deltas(deltas: pl.DataFrame) -> pl.DataFrame:
+    """One row per variant, ``d_<axis>`` and ``reason_<axis>`` per axis (non-finite -> null)."""
+    variants = deltas.filter(pl.col("family") != REPLAY_FAMILY)
+    finite = pl.col("delta_norm").is_finite()
+    variants = variants.with_columns(
+        pl.when(finite).then(pl.col("delta_norm")).alias("delta_norm"),
+        pl.when(pl.col("delta_norm").is_not_null() & ~finite)
+        .then(pl.lit(NON_FINITE))
+        .otherwise(pl.col("missing_reason"))
+        .alias("missing_reason"),
+    )
+    keys = variants.select([*KEY, *VARIANT_COLUMNS]).unique(KEY, keep="first")
+    columns = []
+    for axis in AXES:
+        rows = variants.filter(pl.col("axis") == axis).select(
+            *KEY,
+            pl.col("delta_norm").alias(f"d_{axis}"),
+            pl.col("missing_reason").alias(f"reason_{axis}"),
+        )
+        columns.append(rows.unique(KEY, keep="first"))
+    wide = keys
+    for frame in columns:
+        wide = wide.join(frame, on=KEY, how="left")
+    absent = pl.lit("axis not in deltas.parquet")
+    return wide.with_columns(
+        pl.when(pl.col(f"d_{axis}").is_null())
+        .then(pl.coalesce(pl.col(f"reason_{axis}"), absent))
+        .alias(f"reason_{axis}")
+        for axis in AXES
+    )
+
+
+def _texts(generations: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    generations = with_answers(generations)
+    base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+        *PROMPT_KEY,
+        pl.col("prompt_text").alias("base_prompt"),
+        pl.col("answer_text").alias("base_answer"),
+    )
+    variant = generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).select(
+        *KEY,
+        pl.col("prompt_text").alias("variant_prompt"),
+        pl.col("answer_text").alias("variant_answer"),
+    )
+    return base.unique(PROMPT_KEY, keep="first"), variant.unique(KEY, keep="first")
+
+
+def _with_intensity(rows: pl.DataFrame) -> pl.DataFrame:
+    values, reasons = [], []
+    for r in rows.iter_rows(named=True):
+        graded = mirroring_intensity(
+            r["family"],
+            r["subtype"],
+            r["strength"],
+            r["variant_answer"],
+            r["base_answer"],
+            r["variant_prompt"] or "",
+            r["base_prompt"] or "",
+        )
+        values.append(graded.value)
+        reasons.append(graded.missing_reason)
+    return rows.with_columns(
+        pl.Series("mr_intensity", values, pl.Float64),
+        pl.Series("mr_intensity_reason", reasons, pl.String),
+    )
+
+
+def _with_correctness(rows: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
+    refs = prompts.select("dataset", "prompt_id", "references").unique(
+        ["dataset", "prompt_id"], keep="first"
+    )
+    joined = rows.join(refs, on=["dataset", "prompt_id"], how="left")
+    references = [r or [] for r in joined["references"].to_list()]
+    verdicts = {
+        name: [is_correct(a, ref) for a, ref in zip(joined[col], references, strict=True)]
+        for name, col in (("base_correct", "base_answer"), ("variant_correct", "variant_answer"))
+    }
+    return joined.with_columns(
+        pl.Series(name, values, pl.Boolean) for name, values in verdicts.items()
+    )
+
+
+def build_instances(
+    deltas: pl.DataFrame, generations: pl.DataFrame, prompts: pl.DataFrame
+) -> pl.DataFrame:
+    """One row per scored variant: ids, texts, the six delta_norm, mr_intensity, verdicts."""
+    base, variant = _texts(generations)
+    rows = (
+        _wide_deltas(deltas).join(variant, on=KEY, how="left").join(base, on=PROMPT_KEY, how="left")
+    )
+    rows = _with_correctness(_with_intensity(rows), prompts)
+    return conform(rows, INSTANCES).sort(KEY)

@@ -1,0 +1,121 @@
+"""Paired comparison of two models (or releases) on the same prompts: is B less stable than A?
+
+Per prompt the difference d = s_B - s_A (s is instability: above 0 means B moved more on its
+variants). On those differences: a two-sided paired t-test, a Wilcoxon signed-rank test, a
+percentile bootstrap interval of the mean difference (prompts resampled, within each dataset
+when several are pooled), and an equivalence test, two one-sided t-tests (TOST) of
+H0: |E[d]| >= margin. A pooled row's mean difference and interval are the equal-weight mean
+over datasets (the difference of pooled SGS); its tests run over every prompt's difference,
+as the summary's pooled t-test does (with the same N per dataset the two agree).
+
+Degenerate samples are decided explicitly, as ``scoring.significance`` does: with fewer than
+two differences there is no test (None); when every difference is the same value c (two
+identical runs, an axis that is 0 on every prompt of both) the mean is known exactly, so
+p_paired_t is 0 when c != 0 and 1 when c == 0, p_tost is 0 when |c| < margin and 1
+otherwise, and p_wilcoxon is 1 when c == 0 (no signed difference at all).
+
+The verdict reads the family-corrected p-values (Holm), so a table of many axes and
+datasets does not find regressions by chance: ``equivalent`` when the equivalence test
+rejects (B is as stable as A within the margin, even if a difference smaller than the
+margin is detectable), else ``b_worse`` / ``b_better`` when the paired t-test rejects, with
+the sign of the mean difference, else ``inconclusive``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sago_core.statistics.intervals import bootstrap_pooled_ci
+
+ALPHA = 0.05
+DEFAULT_MARGIN = 0.02  # in SGS units (s is a normalised RMS)
+VERDICTS = ("equivalent", "b_worse", "b_better", "inconclusive")
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    n: int
+    mean_diff: float | None
+    p_paired_t: float | None
+    p_wilcoxon: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_tost: float | None
+
+
+def _finite(p: float) -> float | None:
+    return None if np.isnan(p) else float(p)
+
+
+def paired_t_p(diffs: np.ndarray) -> float | None:
+    """Two-sided p of H0: E[d] = 0."""
+    if diffs.size < 2:
+        return None
+    if np.all(diffs == diffs[0]):
+        return 1.0 if diffs[0] == 0 else 0.0
+    from scipy import stats  # lazy: imported only when a test is run
+
+    return _finite(float(stats.ttest_1samp(diffs, 0.0).pvalue))
+
+
+def wilcoxon_p(diffs: np.ndarray) -> float | None:
+    """Two-sided Wilcoxon signed-rank p (scipy's defaults: zero differences dropped)."""
+    if diffs.size < 2:
+        return None
+    if np.all(diffs == 0):
+        return 1.0
+    from scipy import stats
+
+    return _finite(float(stats.wilcoxon(diffs).pvalue))
+
+
+def tost_p(diffs: np.ndarray, margin: float) -> float | None:
+    """p of H0: |E[d]| >= margin, the larger of the two one-sided t-tests' p-values."""
+    if diffs.size < 2:
+        return None
+    if np.all(diffs == diffs[0]):
+        return 0.0 if abs(float(diffs[0])) < margin else 1.0
+    from scipy import stats
+
+    df = diffs.size - 1
+    se = float(diffs.std(ddof=1)) / np.sqrt(diffs.size)
+    mean = float(diffs.mean())
+    above_lower = float(stats.t.sf((mean + margin) / se, df))  # H0: E[d] <= -margin
+    below_upper = float(stats.t.cdf((mean - margin) / se, df))  # H0: E[d] >= margin
+    return _finite(max(above_lower, below_upper))
+
+
+def paired_test(groups: Sequence[np.ndarray], margin: float, seed: int) -> PairedTest:
+    """The tests on per-prompt differences, one array per dataset (one array: one dataset).
+    Non-finite differences (a missing measurement on either side) are left out."""
+    arrays = [np.asarray(g, dtype=np.float64) for g in groups]
+    arrays = [a[np.isfinite(a)] for a in arrays]
+    arrays = [a for a in arrays if a.size]
+    diffs = np.concatenate(arrays) if arrays else np.array([], dtype=np.float64)
+    mean = float(np.mean([a.mean() for a in arrays])) if arrays else None
+    low, high = bootstrap_pooled_ci(arrays, seed) if arrays else (None, None)
+    return PairedTest(
+        n=int(diffs.size),
+        mean_diff=mean,
+        p_paired_t=paired_t_p(diffs),
+        p_wilcoxon=wilcoxon_p(diffs),
+        ci_low=low,
+        ci_high=high,
+        p_tost=tost_p(diffs, margin),
+    )
+
+
+def verdict(
+    mean_diff: float | None, p_difference: float | None, p_equivalence: float | None
+) -> str | None:
+    """One of VERDICTS from (corrected) p-values; None when there is no test at all."""
+    if p_difference is None and p_equivalence is None:
+        return None
+    if p_equivalence is not None and p_equivalence < ALPHA:
+        return "equivalent"
+    if p_difference is not None and p_difference < ALPHA and mean_diff:
+        return "b_worse" if mean_diff > 0 else "b_better"
+    return "inconclusive"

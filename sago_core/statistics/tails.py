@@ -1,0 +1,252 @@
+"""Tail statistics of |delta_norm| and answer-flip rates, with bootstrap intervals.
+
+Per (model, dataset, axis, family), from instances.parquet; dataset ``__pooled__`` takes
+every prompt of the model, family ``__all__`` every family. The replay never enters
+(instances.parquet holds no replay rows).
+
+- ``q50``/``q90``/``q99``/``max``: numpy's default (linear) quantile of |delta_norm| over
+  the variants with a measured delta on that axis; ``n`` counts them.
+- ``share_over_0_01``/``_0_05``/``_0_10``: the share of those variants with
+  |delta_norm| > eps.
+- ``flip_right_to_wrong``: the share of judged variants (base and variant answers both have
+  a verdict against the reference answers, statistics/correctness.py) whose base answer is
+  right and whose answer is wrong; ``flip_wrong_to_right`` the reverse. Both have the judged
+  variants (``n_judged``) as denominator. They describe the answers, not an axis, so every
+  axis row of a (model, dataset, family) carries the same values. Null, with
+  ``flip_missing_reason``, when no variant could be judged (no reference answers).
+- ``ci_low_*``/``ci_high_*``: 95% percentile bootstrap over prompts (a prompt is resampled
+  with all its variants), stratified by dataset for the pooled row, 2000 resamples, seeded
+  by the row's identity (``row_seed(model, dataset, axis, family)``; the flip intervals
+  use ``FLIP_SEED`` for the axis, so every axis row carries the same ones). Draws: for
+  each dataset in sorted order, one ``rng.integers(0, P, size=(resamples, P))`` over its
+  prompts in ``prompt_id`` order. A resample whose prompts hold no value is left out of
+  the percentiles. Null, with ``ci_missing_reason``, with fewer than two prompts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from sago_core.artifacts.schemas import FLIPS, TAIL_QUANTILES, TAILS, conform
+from sago_core.statistics.intervals import DEFAULT_RESAMPLES
+from sago_core.vocabulary import AXES, EPSILONS, POOLED
+
+ALL_FAMILIES = "__all__"
+QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
+LEVEL = 0.95
+NO_VERDICT = "no variant judged against reference answers (no references, or no answers)"
+TOO_FEW_PROMPTS = "fewer than two prompts to resample"
+FLIP_SEED = "flips"  # stands in for the axis in the flip intervals' seed
+_CHUNK = 256  # resamples per block of the weighted quantile (bounds memory)
+
+
+def row_seed(*parts: str) -> int:
+    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
+
+
+def eps_column(eps: float) -> str:
+    return f"share_over_{eps:.2f}".replace(".", "_")
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """One subset's variants, indexed by prompt; prompts grouped in dataset strata."""
+
+    strata: list[int]  # number of prompts per dataset, in sorted dataset order
+    values: np.ndarray  # finite |delta_norm| of the variants
+    owner: np.ndarray  # each value's prompt (0-based, in dataset then prompt_id order)
+    judged: np.ndarray  # per prompt: variants with both verdicts
+    flips: dict[str, np.ndarray]  # per prompt and direction: flipped variants
+
+
+def prompt_weights(strata: Sequence[int], seed: int, resamples: int) -> np.ndarray:
+    """(resamples x prompts) counts: how often each prompt is drawn in each resample."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for size in strata:
+        picks = rng.integers(0, size, size=(resamples, size))
+        counts = np.zeros((resamples, size), dtype=np.int64)
+        np.add.at(counts, (np.arange(resamples)[:, None], picks), 1)
+        blocks.append(counts)
+    return np.hstack(blocks)
+
+
+def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """numpy's own linear interpolation (np.quantile's _lerp), for identical values."""
+    diff = b - a
+    return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
+
+
+def _value_at(ordered: np.ndarray, flat: np.ndarray, k: np.ndarray, stride: int) -> np.ndarray:
+    """The k-th value (0-based) of each resample's repeated sorted sample; ``flat`` holds
+    each resample's cumulative weights offset by ``row x stride`` so one search finds all."""
+    rows = np.arange(len(k))
+    found = np.searchsorted(flat, k + rows * stride, side="right")
+    return ordered[np.clip(found - rows * len(ordered), 0, len(ordered) - 1)]
+
+
+def weighted_quantiles(ordered: np.ndarray, weights: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+    """np.quantile of each resample, the sorted values repeated by integer ``weights``
+    (resamples x values), without building the repeated arrays: (resamples x len(qs)),
+    NaN where a resample holds no value."""
+    out = np.full((weights.shape[0], len(qs)), np.nan)
+    for start in range(0, weights.shape[0], _CHUNK):
+        block = weights[start : start + _CHUNK]
+        cum = np.cumsum(block, axis=1)
+        total = cum[:, -1]
+        rows = np.arange(len(block))
+        stride = int(total.max()) + 1
+        flat = (cum + (rows * stride)[:, None]).ravel()
+        held = total > 0
+        for col, q in enumerate(qs):
+            virtual = total * q + (1 + q * -1) - 1  # numpy's linear virtual index
+            low = np.floor(virtual)
+            high = np.minimum(low + 1, total - 1)
+            values = _lerp(
+                _value_at(ordered, flat, low, stride),
+                _value_at(ordered, flat, high, stride),
+                virtual - low,
+            )
+            out[start : start + _CHUNK, col] = np.where(held, values, np.nan)
+    return out
+
+
+def _interval(samples: np.ndarray) -> tuple[float | None, float | None]:
+    finite = samples[np.isfinite(samples)]
+    if not len(finite):
+        return None, None
+    tail = (1 - LEVEL) / 2 * 100
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _quantile_stats(subset: Prompts, weights: np.ndarray | None) -> dict[str, float | None]:
+    values = subset.values
+    if not len(values):
+        return {}
+    stats: dict[str, float | None] = dict(
+        zip(TAIL_QUANTILES, (float(v) for v in np.quantile(values, QUANTILES)), strict=True)
+    )
+    stats["max"] = float(values.max())
+    for eps in EPSILONS:
+        stats[eps_column(eps)] = float(np.mean(values > eps))
+    if weights is not None:
+        order = np.argsort(values, kind="stable")
+        draws = weighted_quantiles(values[order], weights[:, subset.owner[order]], QUANTILES)
+        for col, name in enumerate(TAIL_QUANTILES):
+            stats[f"ci_low_{name}"], stats[f"ci_high_{name}"] = _interval(draws[:, col])
+    return stats
+
+
+def _flip_stats(subset: Prompts, weights: np.ndarray | None) -> dict[str, float | None]:
+    judged = int(subset.judged.sum())
+    if not judged:
+        return {}
+    stats: dict[str, float | None] = {}
+    for name in FLIPS:
+        stats[name] = float(subset.flips[name].sum() / judged)
+        if weights is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                draws = (weights @ subset.flips[name]) / (weights @ subset.judged)
+            stats[f"ci_low_{name}"], stats[f"ci_high_{name}"] = _interval(draws)
+    return stats
+
+
+def _prompts(rows: pl.DataFrame, axis: str) -> Prompts:
+    ordered = rows.sort("dataset", "prompt_id")
+    keys = ordered.select("dataset", "prompt_id")
+    prompt = keys.select(pl.struct("dataset", "prompt_id").rle_id())[:, 0].to_numpy()
+    count = int(prompt.max()) + 1 if len(prompt) else 0
+    strata = keys.unique(maintain_order=True).group_by("dataset", maintain_order=True).len()
+    d = ordered[f"d_{axis}"].to_numpy().astype(np.float64)  # null -> NaN, dropped below
+    measured = np.isfinite(d)
+    base = ordered["base_correct"].to_numpy()
+    variant = ordered["variant_correct"].to_numpy()
+    judged = ordered["base_correct"].is_not_null() & ordered["variant_correct"].is_not_null()
+    known_np = judged.to_numpy()
+    right = np.where(known_np, base, False).astype(bool)
+    now_right = np.where(known_np, variant, False).astype(bool)
+
+    def per_prompt(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(prompt[mask], minlength=count).astype(np.float64)
+
+    return Prompts(
+        strata["len"].to_list(),
+        np.abs(d[measured]),
+        prompt[measured],
+        per_prompt(known_np),
+        {
+            "flip_right_to_wrong": per_prompt(known_np & right & ~now_right),
+            "flip_wrong_to_right": per_prompt(known_np & ~right & now_right),
+        },
+    )
+
+
+def _axis_reason(rows: pl.DataFrame, axis: str) -> str:
+    reasons = rows[f"reason_{axis}"].drop_nulls()
+    return str(reasons.mode().sort()[0]) if len(reasons) else "no variants"
+
+
+def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> dict:
+    model, dataset, axis, family = key
+    subset = _prompts(rows, axis)
+    enough = sum(subset.strata) >= 2
+    weights, flip_weights = (
+        (
+            prompt_weights(subset.strata, row_seed(*key), resamples),
+            # flips describe answers, not an axis: one draw per (model, dataset, family)
+            prompt_weights(subset.strata, row_seed(model, dataset, FLIP_SEED, family), resamples),
+        )
+        if enough
+        else (None, None)
+    )
+    quantiles, flips = _quantile_stats(subset, weights), _flip_stats(subset, flip_weights)
+    n = len(subset.values)
+    return {
+        "model": model,
+        "dataset": dataset,
+        "axis": axis,
+        "family": family,
+        "n": n,
+        **quantiles,
+        **flips,
+        "n_prompts": sum(subset.strata),
+        "n_judged": int(subset.judged.sum()),
+        "missing_reason": None if n else _axis_reason(rows, axis),
+        "flip_missing_reason": None if flips else NO_VERDICT,
+        "ci_missing_reason": None if enough else TOO_FEW_PROMPTS,
+    }
+
+
+def _subsets(instances: pl.DataFrame) -> list[tuple[str, str, str, pl.DataFrame]]:
+    out = []
+    for (model,), rows in instances.group_by(["model"]):
+        datasets = sorted(rows["dataset"].unique().to_list())
+        families = sorted(rows["family"].unique().to_list())
+        for dataset in [*datasets, POOLED]:
+            chosen = rows if dataset == POOLED else rows.filter(pl.col("dataset") == dataset)
+            for family in [*families, ALL_FAMILIES]:
+                part = (
+                    chosen if family == ALL_FAMILIES else chosen.filter(pl.col("family") == family)
+                )
+                if len(part):
+                    out.append((str(model), dataset, family, part))
+    return out
+
+
+def tail_statistics(instances: pl.DataFrame, resamples: int = DEFAULT_RESAMPLES) -> pl.DataFrame:
+    """tails.parquet from instances.parquet (one row per variant, d_<axis> columns)."""
+    rows = [
+        _row(part, (model, dataset, axis, family), resamples)
+        for model, dataset, family, part in _subsets(instances)
+        for axis in AXES
+    ]
+    full = [{column: row.get(column) for column in TAILS} for row in rows]
+    return conform(pl.DataFrame(full, schema=TAILS), TAILS).sort(
+        "model", "dataset", "family", "axis"
+    )

@@ -1,0 +1,77 @@
+"""Releases of a model family, as the watch sees them: which family a model belongs to,
+which release came before it, and its stability card against that one.
+
+A model's family is its architecture as its ``config.json`` states it (model type, depth,
+width, vocabulary; the text config of a multimodal checkpoint): a re-release, a fine-tuned
+or a quantised copy keeps it, another model does not. A model without a readable
+``config.json`` (a ``.gguf`` file, a hub id, an API model) is its own family, its spec: a
+re-release under the same spec with new weights (a new identity) follows its predecessor.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sago_core.artifacts.layout import MANIFEST_FILE, SUMMARY_FILE
+from sago_core.backends.model_source import LOCAL_BACKENDS, parse_model_spec, resolve_local_model
+from sago_core.errors import SagoError
+from sago_core.report.card import write_card
+from sago_core.watch.registry import Entry
+
+ARCHITECTURE_KEYS = ("model_type", "num_hidden_layers", "hidden_size", "vocab_size")
+
+
+def identity_of(spec: str) -> str:
+    """The weights' identity of a local model (digest), the spec itself for an API model."""
+    parsed = parse_model_spec(spec)
+    local = parsed.backend in LOCAL_BACKENDS
+    return resolve_local_model(parsed.model_id).identity if local else spec
+
+
+def model_family(spec: str) -> str:
+    parsed = parse_model_spec(spec)
+    config_file = Path(parsed.model_id) / "config.json"
+    if parsed.backend not in LOCAL_BACKENDS or not config_file.is_file():
+        return spec
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except ValueError:
+        return spec
+    text = config.get("text_config") or config
+    values = [text.get(key, config.get(key)) for key in ARCHITECTURE_KEYS]
+    if values[0] is None:
+        return spec
+    return "arch:" + "/".join(f"{k}={v}" for k, v in zip(ARCHITECTURE_KEYS, values, strict=True))
+
+
+def _finished(entry: Entry) -> bool:
+    run = Path(entry.run_dir)
+    return (run / SUMMARY_FILE).is_file() and (run / MANIFEST_FILE).is_file()
+
+
+def previous_release(entries: list[Entry], spec: str, identity: str) -> Entry | None:
+    """The family's release evaluated last before this one (None: the first one seen)."""
+    family = model_family(spec)
+    earlier = [
+        e
+        for e in entries
+        if (e.spec, e.identity) != (spec, identity)
+        and _finished(e)
+        and model_family(e.spec) == family
+    ]
+    return max(earlier, key=lambda e: e.evaluated_at) if earlier else None
+
+
+def write_release_card(run_dir: Path, spec: str, previous: Entry | None) -> list[Path]:
+    """The card of a new release against its predecessor. A pair the paired comparison
+    refuses (other prompts, other settings) still gets its card, saying why there is no
+    verdict."""
+    if previous is None:
+        note = f"first release of family {model_family(spec)} evaluated by this watch"
+        return write_card(run_dir, against_note=note)
+    try:
+        return write_card(run_dir, Path(previous.run_dir))
+    except SagoError as exc:
+        note = f"not compared with {previous.spec} ({previous.run_dir}): {exc}"
+        return write_card(run_dir, against_note=note)

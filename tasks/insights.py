@@ -1,0 +1,46 @@
+"""Tasks beyond the mean: readable instances, tail statistics, axis structure (issue 16)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sago_core.artifacts.layout import (
+    AXIS_PCA_FILE,
+    AXIS_STRUCTURE_FILE,
+    INSTANCES_FILE,
+    TAILS_FILE,
+)
+from sago_core.artifacts.schemas import AXIS_PCA, AXIS_STRUCTURE, INSTANCES, TAILS
+from sago_core.artifacts.store import read_parquet, write_parquet
+from sago_core.stages.instances import build_instances
+from sago_core.statistics.axis_structure import pca_table, spearman_table
+from sago_core.statistics.tails import tail_statistics
+from tasks.stage import stage_task
+
+
+@stage_task("build-instances")
+def build_instances_task(
+    deltas_path: str, generations_path: str, prompts_path: str, out_dir: str
+) -> str:
+    frame = build_instances(
+        read_parquet(deltas_path), read_parquet(generations_path), read_parquet(prompts_path)
+    )
+    return str(write_parquet(frame, Path(out_dir) / INSTANCES_FILE, INSTANCES))
+
+
+@stage_task("tail-statistics")
+def tail_statistics_task(instances_path: str, out_dir: str) -> str:
+    frame = tail_statistics(read_parquet(instances_path))
+    return str(write_parquet(frame, Path(out_dir) / TAILS_FILE, TAILS))
+
+
+@stage_task("axis-structure")
+def axis_structure_task(scores_path: str, out_dir: str) -> str:
+    frame = spearman_table(read_parquet(scores_path))
+    return str(write_parquet(frame, Path(out_dir) / AXIS_STRUCTURE_FILE, AXIS_STRUCTURE))
+
+
+@stage_task("axis-pca")
+def axis_pca_task(scores_path: str, out_dir: str) -> str:
+    frame = pca_table(read_parquet(scores_path))
+    return str(write_parquet(frame, Path(out_dir) / AXIS_PCA_FILE, AXIS_PCA))

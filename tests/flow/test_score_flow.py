@@ -1,0 +1,139 @@
+"""`sago score` end to end: the round trip (a finished run of the embedded model exported
+to the input schema and scored again with the same model reproduces its deltas and summary)
+and a score without a model (Act/Prob/Ent missing with the reason)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from sago_core.config import RunConfig, build_config
+from tests.grids import tiny_variants
+
+pytestmark = pytest.mark.slow
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "external"
+KEY = ["model", "dataset", "prompt_id", "variant_id", "axis"]
+EXACT = ("bleu", "bert", "mr")
+MODEL_AXES = ("act", "prob", "ent")
+
+
+def _config(runs: Path, model: str = "hf:smollm2-135m") -> RunConfig:
+    return build_config(
+        "demo",
+        {
+            "models": [model],
+            "datasets": ["builtin"],
+            "n": 2,
+            "runs_dir": str(runs),
+            "generation": {"max_new_tokens": 8},
+            "variants": tiny_variants(),
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory, harness: None) -> Path:
+    from flows.evaluate import evaluate
+
+    runs = tmp_path_factory.mktemp("runs")
+    return Path(evaluate(_config(runs)))
+
+
+@pytest.mark.parametrize("suffix", [".csv"])
+def test_round_trip_reproduces_the_run(finished_run: Path, tmp_path: Path, suffix: str) -> None:
+    from flows.score import score
+    from sago_core.external.export import export_run
+    from sago_core.external.options import ExternalSource
+
+    exported = export_run(finished_run, tmp_path / f"run{suffix}")
+    config = _config(tmp_path / "runs")
+    scored = Path(score(ExternalSource(path=exported, model="hf:smollm2-135m"), config))
+    assert scored != finished_run
+    for name in (
+        "generations.parquet",
+        "deltas.parquet",
+        "scores.parquet",
+        "summary.parquet",
+        "summary.md",
+        "report.html",
+        "manifest.json",
+    ):
+        assert (scored / name).is_file(), name
+    before = pl.read_parquet(finished_run / "deltas.parquet").sort(KEY)
+    after = pl.read_parquet(scored / "deltas.parquet").sort(KEY)
+    assert before.select(KEY).equals(after.select(KEY))
+    assert before["missing_reason"].to_list() == after["missing_reason"].to_list()
+    exact_b = before.filter(pl.col("axis").is_in(EXACT))["delta"].to_list()
+    exact_a = after.filter(pl.col("axis").is_in(EXACT))["delta"].to_list()
+    assert exact_b == exact_a  # bit for bit
+    # float32 sums over the answer's tokens in other batches (the run scored per shard):
+    # equal to ~1e-8 of each axis' scale R, far below any real difference
+    model_b = before.filter(pl.col("axis").is_in(MODEL_AXES))["delta_norm"].to_numpy()
+    model_a = after.filter(pl.col("axis").is_in(MODEL_AXES))["delta_norm"].to_numpy()
+    assert model_b.size and not np.isnan(model_b).any()
+    np.testing.assert_allclose(model_a, model_b, rtol=1e-5, atol=1e-6)
+    summary_b = pl.read_parquet(finished_run / "summary.parquet").sort("model", "dataset", "axis")
+    summary_a = pl.read_parquet(scored / "summary.parquet").sort("model", "dataset", "axis")
+    assert summary_b.select("model", "dataset", "axis", "n").equals(
+        summary_a.select("model", "dataset", "axis", "n")
+    )
+    np.testing.assert_allclose(summary_a["sgs"].to_numpy(), summary_b["sgs"].to_numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        summary_a["p_reference"].to_numpy(), summary_b["p_reference"].to_numpy(), atol=1e-5
+    )
+    manifest = json.loads((scored / "manifest.json").read_text())
+    assert manifest["external"]["notes"]["format"] == "generations"
+
+
+def test_without_a_model_the_model_axes_are_missing(tmp_path: Path, harness: None) -> None:
+    from flows.score import score
+    from sago_core.external.frames import NO_MODEL
+    from sago_core.external.options import ExternalSource
+    from sago_core.external.schema import EMPTY_RESPONSE
+
+    config = _config(tmp_path / "runs")
+    source = ExternalSource(path=FIXTURES / "generations.csv")
+    run_dir = Path(score(source, config))
+    deltas = pl.read_parquet(run_dir / "deltas.parquet")
+    model_axes = deltas.filter(pl.col("axis").is_in(MODEL_AXES))
+    assert model_axes["delta"].null_count() == model_axes.height > 0
+    failed = f"variant answer failed: {EMPTY_RESPONSE}"
+    assert set(model_axes["missing_reason"]) == {NO_MODEL, failed}
+    # the empty response (p2, register:-2:suffix) is missing on every axis, never scored
+    empty = deltas.filter(
+        (pl.col("prompt_id") == "p2") & (pl.col("variant_id") == "register:-2:suffix")
+    )
+    assert empty.height == 6 and empty["delta"].null_count() == 6
+    assert set(empty["missing_reason"]) == {failed}
+    bleu = deltas.filter(pl.col("axis") == "bleu")
+    assert bleu["delta"].null_count() < bleu.height
+    report = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "External generations:" in report and "generations.csv" in report
+    again = Path(score(source, config))  # a rerun: every stage a cache hit
+    stages = json.loads((again / "manifest.json").read_text())["stages"]
+    assert all(s["cache_hit"] for s in stages)
+
+
+def test_reference_csv_scores_each_row_against_its_own_base(tmp_path: Path, harness: None) -> None:
+    from flows.score import score
+    from sago_core.external.options import ExternalSource
+
+    source = ExternalSource(path=FIXTURES / "politeness" / "results.csv")
+    run_dir = Path(score(source, _config(tmp_path / "runs")))
+    deltas = pl.read_parquet(run_dir / "deltas.parquet")
+    bleu = {
+        (r["prompt_id"], r["variant_id"]): r["delta"]
+        for r in deltas.filter(pl.col("axis") == "bleu").iter_rows(named=True)
+    }
+    # the replay repeats its base answer word for word: BLEU 100, delta 0
+    assert bleu[("1", "replay:base:0:global")] == 0.0
+    # "They pass through." against each of prompt 0's two base answers: both far from 100
+    assert bleu[("0~1", "register:-2:prefix")] < -50 and bleu[("0~2", "register:-4:suffix")] < -50
+    assert set(pl.read_parquet(run_dir / "scores.parquet")["prompt_id"]) == {"0~1", "0~2", "1", "2"}
+    report = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "prompts with several base answers: 1" in report

@@ -1,0 +1,224 @@
+"""Paired comparison of two runs (issue 16, part 5): every number is checked against scipy on
+hand-built per-prompt scores, never against the code under test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from flows.cli import main
+from sago_core.errors import ConfigError, InputError
+from sago_core.report.paired_runs import compare_paired, paired_table
+from sago_core.statistics.paired import paired_test
+from sago_core.vocabulary import POOLED
+
+MARGIN = 0.02
+DATASETS = ("d1", "d2")
+AXES = ("act", "bleu")
+
+
+def _holm(p: list[float]) -> list[float]:
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, p[i] * (m - k)))
+        out[i] = running
+    return out
+
+
+def _hand_tost(diffs: np.ndarray, margin: float) -> float:
+    lower = stats.ttest_1samp(diffs, -margin, alternative="greater").pvalue
+    upper = stats.ttest_1samp(diffs, margin, alternative="less").pvalue
+    return float(max(lower, upper))
+
+
+def _scores(model: str, values: dict[tuple[str, str], np.ndarray]) -> pl.DataFrame:
+    rows = []
+    for (dataset, axis), s in values.items():
+        for i, value in enumerate(s):
+            rows.append(
+                {
+                    "model": model,
+                    "dataset": dataset,
+                    "prompt_id": f"{dataset}-{i}",
+                    "axis": axis,
+                    "s": float(value),
+                }
+            )
+    return pl.DataFrame(rows)
+
+
+def _pair(shift: dict[tuple[str, str], float], n: int = 12, noise: float = 0.01, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    a, b = {}, {}
+    for dataset in DATASETS:
+        for axis in AXES:
+            base = rng.uniform(0.1, 0.6, n)
+            a[(dataset, axis)] = base
+            b[(dataset, axis)] = base + shift.get((dataset, axis), 0.0) + rng.normal(0, noise, n)
+    return a, b
+
+
+def test_each_row_matches_scipy_and_a_hand_tost() -> None:
+    a, b = _pair({("d1", "act"): 0.05, ("d2", "act"): 0.03}, noise=0.04)
+    table = paired_table(_scores("A", a), _scores("B", b), [("A", "B")], MARGIN)
+    assert table.height == len(AXES) * (len(DATASETS) + 1)
+    for row in table.filter(pl.col("dataset") != POOLED).iter_rows(named=True):
+        sa, sb = a[(row["dataset"], row["axis"])], b[(row["dataset"], row["axis"])]
+        assert row["n"] == len(sa)
+        assert row["mean_diff"] == pytest.approx(float(np.mean(sb - sa)), abs=1e-12)
+        assert row["p_paired_t"] == pytest.approx(stats.ttest_rel(sb, sa).pvalue, rel=1e-9)
+        assert row["p_wilcoxon"] == pytest.approx(stats.wilcoxon(sb, sa).pvalue, rel=1e-9)
+        assert row["p_tost"] == pytest.approx(_hand_tost(sb - sa, MARGIN), rel=1e-9)
+        assert row["ci_low"] < row["mean_diff"] < row["ci_high"]
+        assert row["margin"] == MARGIN and row["correction_family"] == "datasets"
+    for row in table.filter(pl.col("dataset") == POOLED).iter_rows(named=True):
+        sa = np.concatenate([a[(d, row["axis"])] for d in DATASETS])
+        sb = np.concatenate([b[(d, row["axis"])] for d in DATASETS])
+        means = [np.mean(b[(d, row["axis"])] - a[(d, row["axis"])]) for d in DATASETS]
+        assert row["n"] == len(sa) and row["correction_family"] == "pooled"
+        assert row["mean_diff"] == pytest.approx(float(np.mean(means)), abs=1e-12)
+        assert row["p_paired_t"] == pytest.approx(stats.ttest_rel(sb, sa).pvalue, rel=1e-9)
+        assert row["p_wilcoxon"] == pytest.approx(stats.wilcoxon(sb, sa).pvalue, rel=1e-9)
+        assert row["p_tost"] == pytest.approx(_hand_tost(sb - sa, MARGIN), rel=1e-9)
+
+
+def test_holm_and_bh_run_over_per_dataset_rows_and_pooled_rows_apart() -> None:
+    a, b = _pair({("d1", "act"): 0.04, ("d2", "bleu"): -0.03}, noise=0.03, seed=3)
+    table = paired_table(_scores("A", a), _scores("B", b), [("A", "B")], MARGIN)
+    for family, size in (("datasets", len(DATASETS) * len(AXES)), ("pooled", len(AXES))):
+        rows = table.filter(pl.col("correction_family") == family)
+        assert rows.height == size
+        raw = rows["p_paired_t"].to_list()
+        assert rows["p_holm"].to_list() == pytest.approx(_holm(raw), rel=1e-9)
+        assert rows["p_bh"].to_list() == pytest.approx(
+            list(stats.false_discovery_control(raw, method="bh")), rel=1e-9
+        )
+        assert rows["p_tost_holm"].to_list() == pytest.approx(
+            _holm(rows["p_tost"].to_list()), rel=1e-9
+        )
+
+
+def test_verdicts_follow_the_corrected_tests() -> None:
+    shifts = {("d1", "act"): 0.10, ("d2", "act"): 0.10, ("d1", "bleu"): -0.10}
+    a, b = _pair(shifts, n=30, noise=0.005, seed=1)
+    b[("d2", "bleu")] = a[("d2", "bleu")] + np.random.default_rng(9).normal(0, 0.2, 30)
+    table = paired_table(_scores("A", a), _scores("B", b), [("A", "B")], MARGIN)
+    got = {(r["dataset"], r["axis"]): r["verdict"] for r in table.iter_rows(named=True)}
+    assert got[("d1", "act")] == got[("d2", "act")] == got[(POOLED, "act")] == "b_worse"
+    assert got[("d1", "bleu")] == "b_better"
+    assert got[("d2", "bleu")] == "inconclusive"  # sd 0.2 on 30 prompts: neither test rejects
+    # the hand TOST on that row agrees: far from rejecting equivalence's null
+    d2 = b[("d2", "bleu")] - a[("d2", "bleu")]
+    assert (
+        _hand_tost(d2, MARGIN) > 0.05
+        and stats.ttest_rel(b[("d2", "bleu")], a[("d2", "bleu")]).pvalue > 0.05
+    )
+
+    a, b = _pair({}, n=30, noise=0.004, seed=2)
+    same = paired_table(_scores("A", a), _scores("B", b), [("A", "B")], MARGIN)
+    for row in same.iter_rows(named=True):
+        d = (
+            b[(row["dataset"], row["axis"])] - a[(row["dataset"], row["axis"])]
+            if row["dataset"] != POOLED
+            else None
+        )
+        if d is not None:
+            assert _hand_tost(d, MARGIN) * 4 < 0.05  # Holm over 4 rows still rejects
+        assert row["verdict"] == "equivalent"
+
+
+def test_bootstrap_interval_agrees_with_the_t_interval_on_many_prompts() -> None:
+    rng = np.random.default_rng(5)
+    diffs = rng.normal(0.03, 0.05, 400)
+    test = paired_test([diffs], MARGIN, seed=11)
+    low, high = stats.t.interval(0.95, len(diffs) - 1, diffs.mean(), stats.sem(diffs))
+    half = (high - low) / 2
+    assert test.ci_low == pytest.approx(low, abs=0.15 * half)
+    assert test.ci_high == pytest.approx(high, abs=0.15 * half)
+
+
+def test_identical_runs_are_equivalent_and_too_few_prompts_have_no_test() -> None:
+    a, _ = _pair({}, n=5)
+    table = paired_table(_scores("A", a), _scores("B", a), [("A", "B")], MARGIN)
+    assert set(table["verdict"]) == {"equivalent"}
+    assert set(table["p_paired_t"]) == {1.0} and set(table["p_tost"]) == {0.0}
+    one = {k: v[:1] for k, v in a.items()}
+    short = paired_table(_scores("A", one), _scores("B", one), [("A", "B")], MARGIN)
+    per_dataset = short.filter(pl.col("dataset") != POOLED)
+    assert per_dataset["verdict"].is_null().all() and per_dataset["p_holm"].is_null().all()
+    assert set(per_dataset["missing_reason"]) == {"fewer than two prompts with s on both sides"}
+    assert short.filter(pl.col("dataset") == POOLED)["n"].to_list() == [2, 2]
+
+
+# --- two run folders on disk -----------------------------------------------------------
+
+CONFIG = {
+    "seed": 0,
+    "variants": {"noise": {"spacing": [5, 20]}, "replay": True},
+    "generation": {"max_new_tokens": 40, "batch_size": 64, "use_model_defaults": False},
+    "bertscore": {"model": "minilm-l6", "num_layers": 6, "semantic_threshold": 0.78},
+    "judge": {"model": None},
+}
+
+
+def _run(folder: Path, model: str, values: dict, config: dict | None = None) -> Path:
+    folder.mkdir(parents=True)
+    scores = _scores(model, values)
+    scores.write_parquet(folder / "scores.parquet")
+    prompts = scores.select("dataset", "prompt_id").unique().sort("prompt_id")
+    prompts = prompts.with_columns(pl.format("question {}", pl.col("prompt_id")).alias("prompt"))
+    prompts.write_parquet(folder / "prompts.parquet")
+    for name in ("summary", "deltas", "variants", "generations"):
+        pl.DataFrame({"x": [1]}).write_parquet(folder / f"{name}.parquet")
+    (folder / "manifest.json").write_text("{}")
+    (folder / "run_config.json").write_text(json.dumps({**CONFIG, **(config or {})}))
+    return folder
+
+
+def test_compare_paired_writes_the_table_and_refuses_other_prompts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = _pair({("d1", "act"): 0.1}, noise=0.01)
+    run_a = _run(tmp_path / "a", "hf:old", a)
+    run_b = _run(tmp_path / "b", "hf:new", b)
+    out = tmp_path / "cmp" / "paired.parquet"
+    assert main(["compare", str(run_a), str(run_b), "--paired", "--out", str(out)]) == 0
+    table = pl.read_parquet(out)
+    assert set(table["model_a"]) == {"hf:old"} and set(table["model_b"]) == {"hf:new"}
+    page = capsys.readouterr().out
+    assert "b_worse" in page and (out.parent / "paired.md").read_text().count("| act |") == 3
+
+    fewer = {k: v[:-2] for k, v in b.items()}
+    run_c = _run(tmp_path / "c", "hf:new", fewer)
+    with pytest.raises(InputError, match="missing from B") as error:
+        compare_paired(run_a, run_c, MARGIN)
+    assert "d1/d1-10" in str(error.value) and "d2/d2-11" in str(error.value)
+
+
+def test_different_configs_are_refused_naming_the_settings_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = _pair({})
+    run_a = _run(tmp_path / "a", "hf:old", a)
+    other = {"seed": 1, "variants": {"noise": {"spacing": [5]}, "replay": True}}
+    other["generation"] = {**CONFIG["generation"], "batch_size": 8}  # not a comparability setting
+    run_b = _run(tmp_path / "b", "hf:new", b, other)
+    with pytest.raises(ConfigError) as error:
+        compare_paired(run_a, run_b, MARGIN)
+    message = str(error.value)
+    assert "seed (seed): 0 vs 1" in message and "variants.noise.spacing (variant grid)" in message
+    assert "batch_size" not in message
+    out = tmp_path / "p.parquet"
+    argv = ["compare", str(run_a), str(run_b), "--paired", "--out", str(out)]
+    assert main(argv) == 2
+    assert main([*argv, "--allow-different-configs"]) == 0
+    page = capsys.readouterr().out
+    assert "Configs differ" in page and "seed (seed): 0 vs 1" in page
+    assert pl.read_parquet(out).height == len(AXES) * (len(DATASETS) + 1)
