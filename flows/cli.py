@@ -450,12 +450,13 @@ def consistency_command(path: Path) -> int:
     run_dir = Path(consistency(study))
     import polars as pl
 
+    from sago_core.artifacts.layout import CONSISTENCY_REPORT_FILE, PARTIAL_CORRELATIONS_FILE
     from sago_core.consistency.summary import pair_markdown
 
-    table = pl.read_parquet(run_dir / "partial_correlations.parquet")
+    table = pl.read_parquet(run_dir / PARTIAL_CORRELATIONS_FILE)
     stats = study.statistics
     print(pair_markdown(table, stats.report_metric, stats.adjustment))
-    print(f"Consistency: {run_dir / 'consistency.html'} ({time.monotonic() - started:.0f} s)")
+    print(f"Consistency: {run_dir / CONSISTENCY_REPORT_FILE} ({time.monotonic() - started:.0f} s)")
     return 0
 
 

@@ -10,7 +10,7 @@ from prefect import flow
 
 from flows.evaluate import evaluate
 from flows.runtime.stage_runner import StageRunner
-from sago_core.artifacts.layout import RunLayout
+from sago_core.artifacts.layout import GENERATIONS_FILE, PROMPTS_FILE, SUMMARY_FILE, RunLayout
 from sago_core.consistency.config import ConsistencyConfig
 from tasks.consistency import (
     checkpoint_scores_task,
@@ -34,7 +34,7 @@ def consistency(config: ConsistencyConfig) -> str:
     stage = StageRunner(layout, storage_name=f"sago-results-{run_dir.name}")
     manifest = json.loads(RunLayout(evaluation).manifest.read_text(encoding="utf-8"))
     targets = targets_of(manifest).models  # the models the evaluation resolved
-    prompts = str(evaluation / "prompts.parquet")
+    prompts = str(evaluation / PROMPTS_FILE)
     likelihoods = [
         stage(
             reference_likelihood_task,
@@ -51,8 +51,8 @@ def consistency(config: ConsistencyConfig) -> str:
         checkpoint_scores_task,
         checkpoints=config.checkpoints(),
         prompts_path=prompts,
-        generations_path=str(evaluation / "generations.parquet"),
-        summary_path=str(evaluation / "summary.parquet"),
+        generations_path=str(evaluation / GENERATIONS_FILE),
+        summary_path=str(evaluation / SUMMARY_FILE),
         likelihood_paths=likelihoods,
         out_dir=str(run_dir),
     )

@@ -10,7 +10,14 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
-from sago_core.artifacts.layout import TRAINING_SPLIT_FILE
+from sago_core.artifacts.layout import (
+    CHECKPOINT_SCORES_FILE,
+    CONSISTENCY_REPORT_FILE,
+    PARTIAL_CORRELATIONS_FILE,
+    REFERENCE_LIKELIHOOD_FILE,
+    SIGN_AGREEMENT_FILE,
+    TRAINING_SPLIT_FILE,
+)
 from sago_core.artifacts.schemas import (
     CHECKPOINT_SCORES,
     PARTIAL_CORRELATIONS,
@@ -50,7 +57,7 @@ def reference_likelihood_task(
     backend = backend_for(target, cache_dir, None)
     frame = reference_likelihood(backend, model, read_parquet(prompts_path), settings)
     return str(
-        write_parquet(frame, Path(out_dir) / "reference_likelihood.parquet", REFERENCE_LIKELIHOOD)
+        write_parquet(frame, Path(out_dir) / REFERENCE_LIKELIHOOD_FILE, REFERENCE_LIKELIHOOD)
     )
 
 
@@ -72,7 +79,7 @@ def checkpoint_scores_task(
         read_parquet(summary_path),
         pl.concat([read_parquet(p) for p in likelihood_paths]),
     )
-    return str(write_parquet(frame, Path(out_dir) / "checkpoint_scores.parquet", CHECKPOINT_SCORES))
+    return str(write_parquet(frame, Path(out_dir) / CHECKPOINT_SCORES_FILE, CHECKPOINT_SCORES))
 
 
 @stage_task("partial-correlations")
@@ -93,14 +100,14 @@ def partial_correlations_task(
         corrected_test=statistics.corrected_test,
         draws=statistics.permutation_draws,
     )
-    path = Path(out_dir) / "partial_correlations.parquet"
+    path = Path(out_dir) / PARTIAL_CORRELATIONS_FILE
     return str(write_parquet(frame, path, PARTIAL_CORRELATIONS))
 
 
 @stage_task("sign-agreement")
 def sign_agreement_task(partial_path: str, out_dir: str) -> str:
     frame = sign_agreement(read_parquet(partial_path))
-    return str(write_parquet(frame, Path(out_dir) / "sign_agreement.parquet", SIGN_AGREEMENT))
+    return str(write_parquet(frame, Path(out_dir) / SIGN_AGREEMENT_FILE, SIGN_AGREEMENT))
 
 
 @stage_task("render-consistency")
@@ -119,4 +126,4 @@ def render_consistency_task(
         settings,
         json.loads(Path(split_path).read_text(encoding="utf-8")),
     )
-    return str(write_text(page, Path(out_dir) / "consistency.html"))
+    return str(write_text(page, Path(out_dir) / CONSISTENCY_REPORT_FILE))

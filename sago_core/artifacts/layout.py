@@ -61,6 +61,13 @@ CARD_JSON_FILE = "card.json"
 MANIFEST_FILE = MANIFEST
 EXTERNAL_ROWS_FILE = "external_rows.parquet"  # sago score: the validated input rows (issue 15)
 
+# The companion study's artifacts (``sago consistency``).
+REFERENCE_LIKELIHOOD_FILE = "reference_likelihood.parquet"
+CHECKPOINT_SCORES_FILE = "checkpoint_scores.parquet"
+PARTIAL_CORRELATIONS_FILE = "partial_correlations.parquet"
+SIGN_AGREEMENT_FILE = "sign_agreement.parquet"
+CONSISTENCY_REPORT_FILE = "consistency.html"
+
 # What a finished run folder holds at its root (``sago report`` / ``compare`` check these).
 FINISHED_RUN_FILES = (
     SUMMARY_FILE,

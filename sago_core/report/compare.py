@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.artifacts.layout import MANIFEST_FILE
 from sago_core.report.html import provenance_of, render_report
 
 FRAMES = ("summary", "scores", "deltas", "variants", "prompts", "generations")
@@ -51,7 +52,7 @@ def compare_runs(run_dirs: list[Path], preamble: str = "") -> str:
     models: dict[str, Any] = {}
     packages: dict[str, str] = {}
     for run in run_dirs:
-        manifest = provenance_of(json.loads((run / "manifest.json").read_text(encoding="utf-8")))
+        manifest = provenance_of(json.loads((run / MANIFEST_FILE).read_text(encoding="utf-8")))
         for spec, info in (manifest.get("models") or {}).items():
             models[f"{spec} ({run.name})" if spec in clash else spec] = info
         packages.update(manifest.get("packages") or {})
