@@ -61,6 +61,10 @@ PAIRED_COLUMNS = ("axis", "n", "mean_diff", "ci_low", "ci_high", "p_holm", "p_to
 PACKAGES = ("sago", "torch", "transformers", "vllm", "litellm")
 
 
+# (heading, table headers, table rows, notes): one section of the card.
+Block = tuple[str, list[str], list[list[str]], list[str]]
+
+
 def _predates(name: str) -> str:
     return f"this run predates {name} (issue 16): not available"
 
@@ -245,111 +249,133 @@ def _short(text: Any, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _sections(card: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def _sections(card: dict[str, Any]) -> list[Block]:
     """(heading, table headers, table rows, notes) blocks shared by the Markdown and HTML."""
-    blocks: list[tuple[str, list[str], list[list[str]], list[str]]] = []
+    blocks: list[Block] = []
     for model in card["models"]:
-        name = model["spec"]
-        identity = [
-            f"identity: {model['identity']}",
-            f"weights: {model['kind']} at {model['location']}",
-            f"run: {card['run_id']} (config {str(card['config_hash'])[:12]}, preset "
-            f"{card['preset']}, datasets {card['datasets']}, n {card['n']}, seed {card['seed']})",
-            f"written: {card['written_at']}; packages: "
-            + ", ".join(f"{k} {v}" for k, v in card["packages"].items()),
+        blocks += [
+            _identity_block(card, model),
+            _sgs_block(model),
+            _tails_block(model),
+            _worst_block(model),
+            _structure_block(model),
         ]
-        blocks.append((f"Model {name}", [], [], identity))
-        sgs_rows = [
-            [
-                r["axis"],
-                _num(r["sgs"]),
-                _ci(r),
-                str(r["n"]),
-                _num(r["p_reference"]),
-                _num(r["p_holm"]),
-                r["verdict"] or (r["missing_reason"] or "NA"),
-            ]
-            for r in model["pooled_sgs"]
+    return [*blocks, _paired_block(card)]
+
+
+def _identity_block(card: dict[str, Any], model: dict[str, Any]) -> Block:
+    name = model["spec"]
+    identity = [
+        f"identity: {model['identity']}",
+        f"weights: {model['kind']} at {model['location']}",
+        f"run: {card['run_id']} (config {str(card['config_hash'])[:12]}, preset "
+        f"{card['preset']}, datasets {card['datasets']}, n {card['n']}, seed {card['seed']})",
+        f"written: {card['written_at']}; packages: "
+        + ", ".join(f"{k} {v}" for k, v in card["packages"].items()),
+    ]
+    return (f"Model {name}", [], [], identity)
+
+
+def _sgs_block(model: dict[str, Any]) -> Block:
+    sgs_rows = [
+        [
+            r["axis"],
+            _num(r["sgs"]),
+            _ci(r),
+            str(r["n"]),
+            _num(r["p_reference"]),
+            _num(r["p_holm"]),
+            r["verdict"] or (r["missing_reason"] or "NA"),
         ]
-        reference = model["pooled_sgs"][0]["reference"] if model["pooled_sgs"] else "eps 0.05"
-        blocks.append(
-            (
-                "Pooled SGS per axis",
-                ["axis", "SGS", "95% CI", "n", f"p ({reference})", "Holm", "verdict"],
-                sgs_rows,
-                [f"verdict: Holm-adjusted p below {ALPHA} means instability above the tolerance"],
-            )
+        for r in model["pooled_sgs"]
+    ]
+    reference = model["pooled_sgs"][0]["reference"] if model["pooled_sgs"] else "eps 0.05"
+    return (
+        "Pooled SGS per axis",
+        ["axis", "SGS", "95% CI", "n", f"p ({reference})", "Holm", "verdict"],
+        sgs_rows,
+        [f"verdict: Holm-adjusted p below {ALPHA} means instability above the tolerance"],
+    )
+
+
+def _tails_block(model: dict[str, Any]) -> Block:
+    tails = model["tails"]
+    tail_rows = [
+        [
+            r["axis"],
+            *(_num(r.get(c)) for c in ("q50", "q90", "q99", "max")),
+            _ci(r, "ci_low_q99", "ci_high_q99"),
+            _num(r.get("share_over_0_05")),
+            _num(r.get("flip_right_to_wrong")),
+            _num(r.get("flip_wrong_to_right")),
+        ]
+        for r in tails["rows"]
+    ]
+    return (
+        "Tails of |delta_norm| (pooled, every family)",
+        [
+            "axis",
+            "q50",
+            "q90",
+            "q99",
+            "max",
+            "q99 95% CI",
+            "share > 0.05",
+            "flip right→wrong",
+            "flip wrong→right",
+        ]
+        if tails["available"]
+        else [],
+        tail_rows,
+        [tails["note"]] if tails["note"] else [],
+    )
+
+
+def _worst_block(model: dict[str, Any]) -> Block:
+    worst = model["worst_instances"]
+    worst_notes = [worst["note"]] if worst["note"] else []
+    for i, r in enumerate(worst["rows"], 1):
+        deltas = ", ".join(
+            f"{axis} {_num(r.get(f'd_{axis}'))}" for axis in AXES if f"d_{axis}" in r
         )
-        tails = model["tails"]
-        tail_rows = [
-            [
-                r["axis"],
-                *(_num(r.get(c)) for c in ("q50", "q90", "q99", "max")),
-                _ci(r, "ci_low_q99", "ci_high_q99"),
-                _num(r.get("share_over_0_05")),
-                _num(r.get("flip_right_to_wrong")),
-                _num(r.get("flip_wrong_to_right")),
-            ]
-            for r in tails["rows"]
-        ]
-        blocks.append(
-            (
-                "Tails of |delta_norm| (pooled, every family)",
-                [
-                    "axis",
-                    "q50",
-                    "q90",
-                    "q99",
-                    "max",
-                    "q99 95% CI",
-                    "share > 0.05",
-                    "flip right→wrong",
-                    "flip wrong→right",
-                ]
-                if tails["available"]
-                else [],
-                tail_rows,
-                [tails["note"]] if tails["note"] else [],
-            )
+        worst_notes.append(
+            f"#{i} {r['dataset']}/{r['prompt_id']} {r['variant_id']} (RMS "
+            f"{_num(r['variant_rms'])}; {deltas}; mr_intensity {_num(r.get('mr_intensity'))})"
+            f" — prompt: “{_short(r.get('base_prompt'))}” → variant: "
+            f"“{_short(r.get('variant_prompt'))}”; base answer: "
+            f"“{_short(r.get('base_answer'))}”; variant answer: "
+            f"“{_short(r.get('variant_answer'))}”"
         )
-        worst = model["worst_instances"]
-        worst_notes = [worst["note"]] if worst["note"] else []
-        for i, r in enumerate(worst["rows"], 1):
-            deltas = ", ".join(
-                f"{axis} {_num(r.get(f'd_{axis}'))}" for axis in AXES if f"d_{axis}" in r
+    return ("Worst three instances", [], [], worst_notes)
+
+
+def _structure_block(model: dict[str, Any]) -> Block:
+    structure = model["axis_structure"]
+    if structure["available"]:
+        pairs = (
+            ", ".join(
+                f"{p['axis_a']}~{p['axis_b']} (rho {_num(p['spearman_rho'])})"
+                for p in structure["redundant_pairs"]
             )
-            worst_notes.append(
-                f"#{i} {r['dataset']}/{r['prompt_id']} {r['variant_id']} (RMS "
-                f"{_num(r['variant_rms'])}; {deltas}; mr_intensity {_num(r.get('mr_intensity'))})"
-                f" — prompt: “{_short(r.get('base_prompt'))}” → variant: "
-                f"“{_short(r.get('variant_prompt'))}”; base answer: "
-                f"“{_short(r.get('base_answer'))}”; variant answer: "
-                f"“{_short(r.get('variant_answer'))}”"
-            )
-        blocks.append(("Worst three instances", [], [], worst_notes))
-        structure = model["axis_structure"]
-        if structure["available"]:
-            pairs = (
-                ", ".join(
-                    f"{p['axis_a']}~{p['axis_b']} (rho {_num(p['spearman_rho'])})"
-                    for p in structure["redundant_pairs"]
-                )
-                or "none"
-            )
-            notes = [
-                f"redundant pairs: {pairs}",
-                f"own signal: {', '.join(structure['own_signal']) or 'none'}",
-                structure["note"],
-            ]
-            if structure["not_measured"]:
-                notes.append(f"not measured: {', '.join(structure['not_measured'])}")
-        else:
-            notes = [structure["note"]]
-        blocks.append(("Axis structure", [], [], notes))
+            or "none"
+        )
+        notes = [
+            f"redundant pairs: {pairs}",
+            f"own signal: {', '.join(structure['own_signal']) or 'none'}",
+            structure["note"],
+        ]
+        if structure["not_measured"]:
+            notes.append(f"not measured: {', '.join(structure['not_measured'])}")
+    else:
+        notes = [structure["note"]]
+    return ("Axis structure", [], [], notes)
+
+
+def _paired_block(card: dict[str, Any]) -> Block:
     paired = card["paired"]
     if paired is None:
         note = card.get("paired_note") or "no earlier release given (--against)"
-        blocks.append(("Against the previous release", [], [], [note]))
+        return ("Against the previous release", [], [], [note])
     else:
         rows = [
             [
@@ -373,15 +399,12 @@ def _sections(card: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
             f"{paired['dataset_rows']}",
             *(f"config differs (allowed): {d}" for d in paired["config_differences"]),
         ]
-        blocks.append(
-            (
-                "Against the previous release",
-                ["axis", "n", "mean diff", "95% CI", "Holm (t)", "Holm (TOST)", "verdict"],
-                rows,
-                notes,
-            )
+        return (
+            "Against the previous release",
+            ["axis", "n", "mean diff", "95% CI", "Holm (t)", "Holm (TOST)", "verdict"],
+            rows,
+            notes,
         )
-    return blocks
 
 
 def _against_models(paired: dict[str, Any]) -> str:
