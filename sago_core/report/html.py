@@ -32,6 +32,7 @@ from sago_core.artifacts.layout import (
     RunLayout,
 )
 from sago_core.backends.api_served import describe_drift, drifted
+from sago_core.data.placeholders import find_placeholders
 from sago_core.report import figures
 from sago_core.report.insights import (
     Insights,
@@ -256,6 +257,23 @@ def _provenance(manifest: dict[str, Any]) -> str:
     )
 
 
+def _placeholder_note(prompts: pl.DataFrame) -> str:
+    """How many prompts hold placeholder-like text (a template field left unfilled): the
+    loader warns about them by row; here they are counted, and the first few named."""
+    flagged = [
+        f"{r['dataset']}/{r['prompt_id']}"
+        for r in prompts.select("dataset", "prompt_id", "prompt").iter_rows(named=True)
+        if find_placeholders(r["prompt"] or "")
+    ]
+    named = f": {html.escape(', '.join(flagged[:10]))}" if flagged else ""
+    more = f" and {len(flagged) - 10} more" if len(flagged) > 10 else ""
+    return (
+        f"<p>Prompts with placeholder-like text (an unfilled template field such as "
+        f"<code>{{question}}</code>; LaTeX and code braces do not count): "
+        f"{len(flagged)}{named}{more}.</p>"
+    )
+
+
 def _identity_drift(generations: pl.DataFrame) -> str:
     """A warning when an API model's answers came from more than one served identity."""
     lines = describe_drift(drifted(generations))
@@ -458,6 +476,7 @@ def render_report(
             ["family", "kept", "rejected"],
             [[r["family"], str(r["kept"]), str(r["rejected"])] for r in kept.iter_rows(named=True)],
         ),
+        _placeholder_note(prompts),
         "<h2>Stability and correctness</h2>",
         _correctness_section(prompts, generations, scores),
         "<h2>Rankings across datasets</h2>",

@@ -208,3 +208,22 @@ def test_sago_report_rebuilds_the_layer_curves_from_each_models_analysis(tmp_pat
     (tmp_path / "models" / "hf_m-1234").mkdir(parents=True)
     _analysis(deltas).write_parquet(tmp_path / "models" / "hf_m-1234" / "analysis.parquet")
     assert 'id="fig-layer-curves"' in report_from_run(tmp_path)
+
+
+def test_the_report_counts_prompts_with_placeholder_like_text() -> None:
+    from sago_core.report.html import _placeholder_note
+
+    prompts = pl.DataFrame(
+        {
+            "dataset": ["mine", "mine", "mine"],
+            "prompt_id": ["0", "1", "2"],
+            "prompt": [
+                "Answer {question} briefly.",
+                r"Fix \documentclass{article} and x^{n}.",
+                "What is the capital of France?",
+            ],
+        }
+    )
+    note = _placeholder_note(prompts)
+    assert "placeholder-like text" in note and ": 1: mine/0." in note
+    assert "mine/1" not in note and "mine/2" not in note
