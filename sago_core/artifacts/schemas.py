@@ -168,6 +168,9 @@ PAIRED: Schema = {
     "run_a": pl.String,
     "run_b": pl.String,
     "missing_reason": pl.String,  # why there is no test (fewer than two shared prompts)
+    # mean of s_b - s_a over all shared prompts: what the t, Wilcoxon and TOST tests test,
+    # and the sign of a b_worse / b_better verdict (equals mean_diff per dataset)
+    "mean_diff_prompts": pl.Float64,
 }
 
 # `sago score`: the external file's rows, validated (stages/external_rows.parquet)

@@ -78,11 +78,13 @@ def identities_of(generations: pl.DataFrame) -> pl.DataFrame:
 
 
 def drifted(generations: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
-    """Models whose answers report more than one identity -> those identities (with counts)."""
+    """Models whose answers report more than one identity -> those identities (with counts).
+    Field by field: two answers differ only where both state a field and the values differ
+    (a provider that sends ``system_fingerprint`` on some answers only is not drift)."""
     found = identities_of(generations)
     out: dict[str, list[dict[str, Any]]] = {}
     for (model,), rows in found.group_by("model", maintain_order=True):
-        if rows.height > 1:
+        if any(rows[f].drop_nulls().n_unique() > 1 for f in IDENTITY_FIELDS):
             out[str(model)] = rows.drop("model").to_dicts()
     return out
 

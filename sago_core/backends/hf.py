@@ -895,11 +895,14 @@ class HFBackend:
             for index, _, _, logits, raw in scored:
                 assert raw is not None  # asked for with patches
                 states = raw.float().cpu().numpy().astype(np.float32)
-                if logits is None:
-                    results[index] = PatchedScore(0.0, None, states)
+                if logits is None:  # nothing scored: not a log-probability of 0
+                    results[index] = PatchedScore(float("nan"), None, states)
                     continue
                 ids = torch.tensor(requests[index].response_token_ids, device=logits.device)
                 logprob, _ = response_logprob_and_entropy(logits, ids)
                 first = torch.log_softmax(logits[0].float(), dim=-1).cpu().numpy()
                 results[index] = PatchedScore(logprob, first.astype(np.float32), states)
+        missing = [i for i, r in enumerate(results) if r is None]
+        if missing:  # every request has its row, or later rows would shift onto others
+            raise RuntimeError(f"the scoring pass returned no row for patch requests {missing}")
         return [r for r in results if r is not None]

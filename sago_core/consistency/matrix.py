@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from sago_core.artifacts.schemas import PARTIAL_CORRELATIONS, SIGN_AGREEMENT, conform
+from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
 from sago_core.statistics.partial_correlation import (
     ADJUSTMENTS,
@@ -55,7 +56,11 @@ def _cell(
     block_length: int,
     alpha: float,
     draws: int,
+    seed: int,
+    contiguous: bool,
 ) -> dict[str, Any]:
+    """``contiguous``: the kept checkpoints are consecutive in the series (a gap inside it
+    would make blocks of non-neighbours, so the permutation test is NA then)."""
     result = partial_correlation(x, y, z, method, knots)
     row: dict[str, Any] = {
         "r": result.r,
@@ -66,8 +71,12 @@ def _cell(
         "p_perm": None,
         "perm_reason": result.reason,
     }
-    if result.rx is not None and result.ry is not None:
-        perm = block_permutation_p(result.rx, result.ry, block_length, alpha, draws)
+    if result.rx is not None and result.ry is not None and not contiguous:
+        row["perm_reason"] = (
+            "checkpoints without a score inside the series: blocks would not be neighbours"
+        )
+    elif result.rx is not None and result.ry is not None:
+        perm = block_permutation_p(result.rx, result.ry, block_length, alpha, draws, seed)
         row["p_perm"], row["perm_reason"] = perm.p_value, perm.reason
     return row
 
@@ -100,7 +109,21 @@ def partial_correlation_table(
             for a, b in combinations(range(1, len(datasets)), 2):
                 x, y, z = matrix[:, a], matrix[:, b], matrix[:, 0]
                 keep = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
-                cell = _cell(x[keep], y[keep], z[keep], method, knots, block_length, alpha, draws)
+                kept = np.flatnonzero(keep)
+                contiguous = kept.size == 0 or kept[-1] - kept[0] + 1 == kept.size
+                seed = stable_seed(str(family), str(metric), method, datasets[a], datasets[b])
+                cell = _cell(
+                    x[keep],
+                    y[keep],
+                    z[keep],
+                    method,
+                    knots,
+                    block_length,
+                    alpha,
+                    draws,
+                    seed,
+                    contiguous,
+                )
                 group.append(
                     {
                         "family": family,

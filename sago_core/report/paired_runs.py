@@ -13,7 +13,6 @@ holds one model (a release against the previous one).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ import polars as pl
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, RunLayout
 from sago_core.artifacts.schemas import PAIRED, conform
 from sago_core.errors import ConfigError, InputError
+from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
 from sago_core.statistics.paired import paired_test, verdict
 from sago_core.vocabulary import AXES, POOLED
@@ -165,10 +165,6 @@ def pair_models(models_a: list[str], models_b: list[str]) -> list[tuple[str, str
     )
 
 
-def _seed(*parts: str) -> int:
-    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
-
-
 def _diffs(
     scores_a: pl.DataFrame, scores_b: pl.DataFrame, model_a: str, model_b: str
 ) -> pl.DataFrame:
@@ -184,7 +180,7 @@ def _diffs(
 def _row(
     model_a: str, model_b: str, dataset: str, axis: str, groups: list[np.ndarray], margin: float
 ) -> dict[str, Any]:
-    test = paired_test(groups, margin, _seed(model_a, model_b, dataset, axis))
+    test = paired_test(groups, margin, stable_seed(model_a, model_b, dataset, axis))
     return {
         "model_a": model_a,
         "model_b": model_b,
@@ -192,6 +188,7 @@ def _row(
         "axis": axis,
         "n": test.n,
         "mean_diff": test.mean_diff,
+        "mean_diff_prompts": test.mean_diff_prompts,
         "p_paired_t": test.p_paired_t,
         "p_wilcoxon": test.p_wilcoxon,
         "ci_low": test.ci_low,
@@ -213,7 +210,7 @@ def _correct(rows: list[dict[str, Any]]) -> None:
             members, holm(diff_p), benjamini_hochberg(diff_p), tost_holm, strict=True
         ):
             row["p_holm"], row["p_bh"], row["p_tost_holm"] = p_holm, p_bh, p_tost
-            row["verdict"] = verdict(row["mean_diff"], p_holm, p_tost)
+            row["verdict"] = verdict(row["mean_diff_prompts"], p_holm, p_tost)
 
 
 def paired_table(

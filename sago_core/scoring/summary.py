@@ -23,22 +23,15 @@ prompts, no floor) keeps a null p_holm/p_bh and is not part of the correction fa
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import polars as pl
 
 from sago_core.artifacts.schemas import SUMMARY, conform
 from sago_core.scoring.significance import one_sided_t_test
-from sago_core.statistics.intervals import bootstrap_pooled_ci
+from sago_core.statistics.intervals import bootstrap_pooled_ci, stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
 from sago_core.statistics.power import minimum_detectable_effect
 from sago_core.vocabulary import EPSILONS, MAIN_EPSILON, POOLED
-
-
-def _seed(*parts: str) -> int:
-    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
-
 
 REFERENCES = {"eps": "eps 0.05", "floor": "noise floor"}
 
@@ -68,7 +61,7 @@ def _row(model: str, dataset: str, axis: str, groups: list[tuple[np.ndarray, np.
         if eps == MAIN_EPSILON:
             row["t_stat"] = test.t_stat
     row["ci_low"], row["ci_high"] = bootstrap_pooled_ci(
-        [s for s, _ in groups], _seed(model, dataset, axis)
+        [s for s, _ in groups], stable_seed(model, dataset, axis)
     )
     row["floor"], row["p_floor"] = _floor_stats(groups)
     effect = minimum_detectable_effect(len(values))

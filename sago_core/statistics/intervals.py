@@ -6,11 +6,17 @@ each dataset (stratified) and recomputes that same mean. Percentile intervals, s
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
 
 DEFAULT_RESAMPLES = 2000
+
+
+def stable_seed(*parts: str) -> int:
+    """A seed from names (model, dataset, axis, ...): the same in every process and run."""
+    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
 
 
 Values = Sequence[float] | np.ndarray

@@ -38,7 +38,8 @@ VERDICTS = ("equivalent", "b_worse", "b_better", "inconclusive")
 @dataclass(frozen=True)
 class PairedTest:
     n: int
-    mean_diff: float | None
+    mean_diff: float | None  # equal weight per dataset, as pooled SGS
+    mean_diff_prompts: float | None  # over all prompts: what the tests test
     p_paired_t: float | None
     p_wilcoxon: float | None
     ci_low: float | None
@@ -100,6 +101,7 @@ def paired_test(groups: Sequence[np.ndarray], margin: float, seed: int) -> Paire
     return PairedTest(
         n=int(diffs.size),
         mean_diff=mean,
+        mean_diff_prompts=float(diffs.mean()) if diffs.size else None,
         p_paired_t=paired_t_p(diffs),
         p_wilcoxon=wilcoxon_p(diffs),
         ci_low=low,
@@ -111,7 +113,9 @@ def paired_test(groups: Sequence[np.ndarray], margin: float, seed: int) -> Paire
 def verdict(
     mean_diff: float | None, p_difference: float | None, p_equivalence: float | None
 ) -> str | None:
-    """One of VERDICTS from (corrected) p-values; None when there is no test at all."""
+    """One of VERDICTS from (corrected) p-values; None when there is no test at all.
+    ``mean_diff``: the mean the tests tested (over all prompts), so the sign of a
+    difference verdict always agrees with its test."""
     if p_difference is None and p_equivalence is None:
         return None
     if p_equivalence is not None and p_equivalence < ALPHA:

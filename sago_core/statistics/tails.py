@@ -16,7 +16,7 @@ every prompt of the model, family ``__all__`` every family. The replay never ent
   ``flip_missing_reason``, when no variant could be judged (no reference answers).
 - ``ci_low_*``/``ci_high_*``: 95% percentile bootstrap over prompts (a prompt is resampled
   with all its variants), stratified by dataset for the pooled row, 2000 resamples, seeded
-  by the row's identity (``row_seed(model, dataset, axis, family)``; the flip intervals
+  by the row's identity (``stable_seed(model, dataset, axis, family)``; the flip intervals
   use ``FLIP_SEED`` for the axis, so every axis row carries the same ones). Draws: for
   each dataset in sorted order, one ``rng.integers(0, P, size=(resamples, P))`` over its
   prompts in ``prompt_id`` order. A resample whose prompts hold no value is left out of
@@ -25,7 +25,6 @@ every prompt of the model, family ``__all__`` every family. The replay never ent
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from sago_core.artifacts.schemas import FLIPS, TAIL_QUANTILES, TAILS, conform
-from sago_core.statistics.intervals import DEFAULT_RESAMPLES
+from sago_core.statistics.intervals import DEFAULT_RESAMPLES, stable_seed
 from sago_core.vocabulary import AXES, EPSILONS, POOLED
 
 ALL_FAMILIES = "__all__"
@@ -43,10 +42,6 @@ NO_VERDICT = "no variant judged against reference answers (no references, or no 
 TOO_FEW_PROMPTS = "fewer than two prompts to resample"
 FLIP_SEED = "flips"  # stands in for the axis in the flip intervals' seed
 _CHUNK = 256  # resamples per block of the weighted quantile (bounds memory)
-
-
-def row_seed(*parts: str) -> int:
-    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
 
 
 def eps_column(eps: float) -> str:
@@ -198,9 +193,11 @@ def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> 
     enough = sum(subset.strata) >= 2
     weights, flip_weights = (
         (
-            prompt_weights(subset.strata, row_seed(*key), resamples),
+            prompt_weights(subset.strata, stable_seed(*key), resamples),
             # flips describe answers, not an axis: one draw per (model, dataset, family)
-            prompt_weights(subset.strata, row_seed(model, dataset, FLIP_SEED, family), resamples),
+            prompt_weights(
+                subset.strata, stable_seed(model, dataset, FLIP_SEED, family), resamples
+            ),
         )
         if enough
         else (None, None)

@@ -74,6 +74,11 @@ def test_identities_are_read_from_each_answer_and_failures_are_left_out() -> Non
         "served_model x, system_fingerprint fp_b (1 answers)"
     ]
     assert drifted(_generations([a, a, local], ["t", "t", "t"])) == {}
+    # a fingerprint sent on some answers only is not a second model
+    bare = json.dumps({"backend": "litellm", "served_model": "x"})
+    assert drifted(_generations([a, bare, bare], ["t", "t", "t"])) == {}
+    renamed = json.dumps({"backend": "litellm", "served_model": "y"})
+    assert list(drifted(_generations([a, renamed], ["t", "t"]))) == ["m"]
 
 
 def test_a_cached_answer_keeps_the_identity_that_gave_it(tmp_path: Path) -> None:

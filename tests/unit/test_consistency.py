@@ -115,3 +115,22 @@ def test_study_config_needs_four_checkpoints_and_distinct_datasets() -> None:
         build_consistency_config({**good, "out_of_distribution": ["x", "y"]}, source="s")
     with pytest.raises(ConfigError, match=r"evaluation.*n"):
         build_consistency_config({**good, "evaluation": {"n": 0}}, source="s")
+
+
+def test_a_gap_inside_the_series_leaves_the_permutation_test_out_with_its_reason() -> None:
+    rng = np.random.default_rng(5)
+    ident = np.linspace(0.1, 0.9, 10)
+    a, b = ident + rng.normal(0, 0.1, 10), ident + rng.normal(0, 0.1, 10)
+    gap, end = a.copy(), a.copy()
+    gap[4] = np.nan  # checkpoint 4 unscored: 3 and 5 would share a block
+    end[9] = np.nan  # the last one unscored: the rest are still neighbours
+    for values, contiguous in ((gap, False), (end, True)):
+        table = partial_correlation_table(
+            _scores("f", {"id": ident, "a": values, "b": b}), "id", ["a", "b"]
+        )
+        row = table.filter(pl.col("method") == "linear").row(0, named=True)
+        assert row["n"] == 9 and row["r"] is not None
+        if contiguous:
+            assert row["p_perm"] is not None
+        else:
+            assert row["p_perm"] is None and "not be neighbours" in row["perm_reason"]

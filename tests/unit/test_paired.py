@@ -222,3 +222,19 @@ def test_different_configs_are_refused_naming_the_settings_unless_allowed(
     page = capsys.readouterr().out
     assert "Configs differ" in page and "seed (seed): 0 vs 1" in page
     assert pl.read_parquet(out).height == len(AXES) * (len(DATASETS) + 1)
+
+
+def test_a_pooled_verdict_takes_its_sign_from_the_mean_its_tests_test() -> None:
+    """Many prompts slightly worse in one dataset, two much better in another: the
+    equal-weight mean is negative, the all-prompt mean (what the t-test tests) positive."""
+    from sago_core.statistics.paired import paired_test, verdict
+
+    rng = np.random.default_rng(3)
+    big = 0.1 + rng.normal(0, 0.01, 100)
+    small = np.array([-0.5, -0.52])
+    test = paired_test([big, small], margin=0.02, seed=0)
+    everything = np.concatenate([big, small])
+    assert test.mean_diff is not None and test.mean_diff < 0  # (mean(big) + mean(small)) / 2
+    assert test.mean_diff_prompts == pytest.approx(float(everything.mean()))
+    assert float(everything.mean()) > 0 and stats.ttest_1samp(everything, 0).pvalue < 0.01
+    assert verdict(test.mean_diff_prompts, test.p_paired_t, 1.0) == "b_worse"

@@ -10,13 +10,13 @@ import polars as pl
 import pytest
 
 from sago_core.stages.instances import build_instances
+from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.tails import (
     ALL_FAMILIES,
     FLIP_SEED,
     NO_VERDICT,
     TOO_FEW_PROMPTS,
     prompt_weights,
-    row_seed,
     tail_statistics,
     weighted_quantiles,
 )
@@ -194,7 +194,7 @@ def test_quantile_intervals_equal_a_plain_bootstrap_loop_over_prompts(run) -> No
                     for p in sorted(per["prompt_id"].unique())
                 ]
             )
-        draws = _loop_bootstrap(groups, row_seed("m", dataset, axis, ALL_FAMILIES), 300)
+        draws = _loop_bootstrap(groups, stable_seed("m", dataset, axis, ALL_FAMILIES), 300)
         low, high = np.percentile(draws, [2.5, 97.5], axis=0)
         row = _row(tails, dataset, axis, ALL_FAMILIES)
         for i, name in enumerate(("q50", "q90", "q99")):
@@ -220,7 +220,7 @@ def test_flip_intervals_resample_prompts_as_a_ratio_of_counts(run) -> None:
         dtype=float,
     )
     judged = np.array([variants.filter(pl.col("prompt_id") == p).height for p in prompts], float)
-    rng = np.random.default_rng(row_seed("m", "d1", FLIP_SEED, ALL_FAMILIES))
+    rng = np.random.default_rng(stable_seed("m", "d1", FLIP_SEED, ALL_FAMILIES))
     picks = rng.integers(0, len(prompts), size=(300, len(prompts)))
     rates = np.array([flips[p].sum() / judged[p].sum() for p in picks])
     low, high = np.percentile(rates, [2.5, 97.5])
