@@ -65,7 +65,10 @@ def test_naive_and_sago_agree_on_a_smoke_sized_workload(tmp_path: Path) -> None:
     generations = pl.read_parquet(tmp_path / "naive" / "generations.parquet")
     assert generations.height == 2 * 3 and generations.columns == list(GENERATIONS)
     assert naive["tokens"] == fast["tokens"] > 0
-    assert len(table(naive, fast)) == 8
+    lines = table(naive, fast)
+    # header, 4 stages and end to end, the insights and locate costs, one line per pipeline
+    assert len(lines) == 10, lines
+    assert lines[6].startswith("sago insights over") and lines[7].startswith("sago locate:")
 
 
 def test_the_naive_frame_fills_columns_a_schema_gains() -> None:

@@ -64,7 +64,20 @@ def retry_after_seconds(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-_JSON_ERRORS = ("Expecting value", "Unterminated string", "Extra data", "JSONDecodeError")
+# What Python's JSON decoder says about a body it cannot parse (a proxy's HTML page, a body
+# cut short anywhere: "Expecting value", "Expecting ':' delimiter", ...), as LiteLLM passes
+# it on (often inside an InternalServerError with status 500 for a 200 response).
+_JSON_ERRORS = (
+    "Expecting value",
+    "Expecting ',' delimiter",
+    "Expecting ':' delimiter",
+    "Expecting property name",
+    "Unterminated string",
+    "Invalid control character",
+    "Invalid \\escape",
+    "Extra data",
+    "JSONDecodeError",
+)
 
 
 def classify_exception(exc: BaseException) -> Failure:

@@ -158,3 +158,26 @@ def test_an_api_model_gives_no_teacher_forcing_and_says_why(tmp_path: Path) -> N
         assert scored.missing_reason and "API" in scored.missing_reason
         assert backend.describe()["logprobs"] in ("supported", "not supported")
         assert server.total_calls() == 0
+
+
+def test_a_body_cut_short_anywhere_is_malformed_not_a_server_error() -> None:
+    """LiteLLM hands a 200 whose JSON does not parse on as an InternalServerError (status
+    500) carrying the decoder's message; every cut of a real completion body must read as
+    malformed, wherever the cut falls."""
+    import json
+
+    from sago_core.backends.api_failures import classify_exception
+    from tests.openai_server import _completion
+
+    class InternalServerError(Exception):
+        status_code = 500
+
+    body = json.dumps(_completion("openai/x", "About x: 42.", "stop", "q", "fp_a"))
+    kinds = set()
+    for cut in range(1, len(body)):
+        try:
+            json.loads(body[:cut])
+        except json.JSONDecodeError as exc:
+            message = f"OpenAIException - error - {exc}, Received response - <APIResponse [200 OK]>"
+            kinds.add(classify_exception(InternalServerError(message)).reason)
+    assert kinds == {"malformed"}
