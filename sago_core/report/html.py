@@ -259,7 +259,10 @@ def _provenance(manifest: dict[str, Any]) -> str:
 
 def _placeholder_note(prompts: pl.DataFrame) -> str:
     """How many prompts hold placeholder-like text (a template field left unfilled): the
-    loader warns about them by row; here they are counted, and the first few named."""
+    loader warns about them by row; here they are counted, and the first few named (a
+    prompts table without its texts, as some hand-built ones are, has nothing to count)."""
+    if "prompt" not in prompts.columns:
+        return ""
     flagged = [
         f"{r['dataset']}/{r['prompt_id']}"
         for r in prompts.select("dataset", "prompt_id", "prompt").iter_rows(named=True)
