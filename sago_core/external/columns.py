@@ -32,6 +32,22 @@ def hint(name: str, present: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def require_columns(
+    record: Record, required: Iterable[str], file: str, row: int, suggest: bool = False
+) -> None:
+    """An error naming the file, row and first missing column (with a close match named
+    when ``suggest``)."""
+    for column in required:
+        if column not in record:
+            near = hint(column, record) if suggest else ""
+            raise InputError(
+                f"missing column (columns present: {sorted(record)}){near}",
+                file=file,
+                row=row,
+                column=column,
+            )
+
+
 def apply_mapping(
     records: list[Record], mapping: tuple[tuple[str, str], ...], known: tuple[str, ...], file: str
 ) -> list[Record]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sago_core.errors import InputError
-from sago_core.external.columns import Record
+from sago_core.external.columns import Record, require_columns
 from sago_core.external.options import ExternalSource
 from sago_core.vocabulary import BASE_VARIANT_ID
 
@@ -102,14 +102,7 @@ def to_input_schema(
         )
     parsed = []
     for row, record in enumerate(records, start=1):
-        for column in REQUIRED:
-            if column not in record:
-                raise InputError(
-                    f"missing column (columns present: {sorted(record)})",
-                    file=file,
-                    row=row,
-                    column=column,
-                )
+        require_columns(record, REQUIRED, file, row)
         instance, output = record["instance"], record["output"]
         if not isinstance(instance, dict) or not isinstance(output, dict):
             raise InputError(

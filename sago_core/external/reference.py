@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sago_core.errors import InputError
-from sago_core.external.columns import Record
+from sago_core.external.columns import Record, require_columns
 from sago_core.external.options import ExternalSource
 from sago_core.external.schema import VariantKey, variant_id_of
 from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_VARIANT_ID
@@ -100,14 +100,7 @@ def to_input_schema(
     out: list[Record] = []
     emitted: set[tuple[str, str, str]] = set()
     for row, record in enumerate(records, start=1):
-        for column in REQUIRED:
-            if column not in record:
-                raise InputError(
-                    f"missing column (columns present: {sorted(record)})",
-                    file=file,
-                    row=row,
-                    column=column,
-                )
+        require_columns(record, REQUIRED, file, row)
         model = record.get("model") or source.model
         dataset = str(record.get("category") or "").strip() or dataset_default
         prompt_id = str(record["prompt_id"]).strip()

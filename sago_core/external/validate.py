@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from sago_core.errors import InputError
-from sago_core.external.columns import Record, hint
+from sago_core.external.columns import Record, hint, require_columns
 from sago_core.external.schema import (
     DEFAULT_MODEL,
     EMPTY_RESPONSE,
@@ -174,14 +174,7 @@ def _variant(record: Record, variant_id: str, file: str, row: int) -> VariantKey
 def validate_row(
     record: Record, file: str, row: int, default_model: str | None, max_chars: int
 ) -> ExternalRow:
-    for column in REQUIRED:
-        if column not in record:
-            raise InputError(
-                f"missing column (columns present: {sorted(record)}){hint(column, record)}",
-                file=file,
-                row=row,
-                column=column,
-            )
+    require_columns(record, REQUIRED, file, row, suggest=True)
     variant_id = _text(record, "variant_id", file, row, max_chars)
     is_base = variant_id == BASE_VARIANT_ID
     response = record.get("response_text")
