@@ -11,6 +11,7 @@ from prefect import flow
 
 from flows.locate import locate_run, patch_model
 from flows.runtime.monitor import RunMonitor
+from flows.runtime.object_store import attach_runs_store
 from flows.runtime.stage_runner import StageRunner
 from flows.shard import dispatch_shards
 from sago_core.artifacts.layout import RunLayout
@@ -144,6 +145,7 @@ def score_model(
 
 @flow(name="sago-evaluate", flow_run_name="evaluate-{config.preset}", log_prints=True)
 def evaluate(config: RunConfig) -> str:
+    attach_runs_store(config.runs_store, config.runs_dir)  # a runs folder on a store
     layout = layout_of(config)
     run_dir = layout.run_dir
     stage = StageRunner(layout, storage_name=f"sago-results-{config.resolved_run_id()}")
@@ -261,5 +263,5 @@ def finish_run(
         layer_profiles_path=located["layer_profiles_path"],
         patching_path=located["patching_path"],
     )
-    write_manifest_task(config, inputs, stage.records, out)
+    write_manifest_task(config, inputs, stage.records, out, stage.store_summary())
     return summary, report

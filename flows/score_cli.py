@@ -40,7 +40,9 @@ def add_score_parser(commands: Any) -> None:
     )
     score.add_argument("--config", type=Path, help="YAML config (bertscore, statistics, ...)")
     score.add_argument("--preset", choices=("demo", "paper"), help="settings (default demo)")
-    score.add_argument("--runs-dir", type=Path, help="where runs/<run_id>/ go (default ./runs)")
+    score.add_argument(
+        "--runs-dir", help="where runs/<run_id>/ go: a folder or a store URL (default ./runs)"
+    )
     score.add_argument("--run-id", help="run folder name (default: score + a content hash)")
     score.add_argument("--prefect-home", type=Path, help="Prefect home")
 

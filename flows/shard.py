@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +19,15 @@ import polars as pl
 from prefect import flow
 
 from flows.devices import worker_devices
+from flows.runtime.object_store import attach_runs_store
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import GENERATIONS_FILE, SHARD_WORKER_FILE, RunLayout
-from sago_core.artifacts.store import write_json
+from sago_core.artifacts.store import read_text, write_json
 from sago_core.backends.target import ModelTarget, relocated
 from sago_core.config import RunConfig
 from sago_core.errors import SagoError
 from sago_core.stages.shards import Shard
+from sago_core.storage.attached import ensure_local
 from tasks.models import analyse_task, generate_task
 
 ShardDone = Callable[[str, bool], None]  # (generations path, fully cached)
@@ -91,12 +93,15 @@ def shard_flow(
 ) -> list[str]:
     """Serve a group of shards of ``model`` in this worker process (its devices come from
     the worker's CUDA_VISIBLE_DEVICES, set before anything touched CUDA)."""
-    layout = RunLayout(Path(run_dir))
+    # On an object store this machine works in its own scratch folder: paths the
+    # orchestrator gave are moved below it (by run id), inputs are fetched as they are read.
+    attach_runs_store(config.runs_store, config.runs_dir)
+    layout = RunLayout.of(config.runs_dir, Path(run_dir).name)
     target = relocated(target)  # a worker on another machine has the weights elsewhere
     stage = StageRunner(layout, storage_name=f"sago-results-{layout.run_dir.name}")
     done = []
     for raw in shards:
-        shard = Shard(**raw)
+        shard = localised(Shard(**raw), layout)
         generated, _, cached = run_shard(stage, config, target, shard)
         write_json(
             {
@@ -110,6 +115,15 @@ def shard_flow(
         )
         done.append(generated)
     return done
+
+
+def localised(shard: Shard, layout: RunLayout) -> Shard:
+    """``shard`` with its input paths as this machine has them."""
+    return replace(
+        shard,
+        prompts_path=str(layout.localise(shard.prompts_path)),
+        variants_path=str(layout.localise(shard.variants_path)),
+    )
 
 
 def device_groups(shards: list[Shard], devices: int) -> list[list[Shard]]:
@@ -209,9 +223,9 @@ def collect_group(
     for shard in group:
         folder = stage.layout.shard_dir(model, shard.label)
         path = folder / GENERATIONS_FILE
-        if not path.exists():
+        if not ensure_local(path):  # a worker elsewhere pushed it to the runs store
             continue
-        worker = json.loads((folder / SHARD_WORKER_FILE).read_text(encoding="utf-8"))
+        worker = json.loads(read_text(folder / SHARD_WORKER_FILE))
         cached = bool(worker.get("cached"))
         with lock:
             stage.note("generate", str(path), cached, device=worker.get("device"))

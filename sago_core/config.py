@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import (
@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from sago_core.errors import ConfigError
+from sago_core.storage.location import is_url, parse_store_url
 
 Position = Literal["prefix", "suffix", "global"]
 Preset = Literal["demo", "paper", "locate"]
@@ -323,7 +324,12 @@ class RunConfig(StrictModel):
     # loaded. Empty by default: no model runs code from its folder or hub repository.
     trust_remote_code: tuple[str, ...] = ()
     seed: int = 0
+    # Where a run is written, not what it computes: kept out of result and cache keys.
+    PLACE_FIELDS: ClassVar[frozenset[str]] = frozenset({"runs_dir", "runs_store", "prefect_home"})
     runs_dir: Path = Path("runs")
+    # The runs folder's URL when it lives on an object store (``runs_dir: s3://bucket/runs``
+    # sets it); ``runs_dir`` is then this machine's scratch mirror of it (issue 20).
+    runs_store: str | None = None
     run_id: str | None = None
     prefect_home: Path | None = None
     generation: GenerationSettings = GenerationSettings()
@@ -335,6 +341,20 @@ class RunConfig(StrictModel):
     judge: JudgeSettings = JudgeSettings()
     orchestration: OrchestrationSettings = OrchestrationSettings()
     variants: VariantGrid = VariantGrid()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runs_on_a_store(cls, data: Any) -> Any:
+        """A URL ``runs_dir`` is a store; the local folder is then this machine's scratch
+        (recomputed on every machine, so a saved config resumes anywhere)."""
+        if not isinstance(data, dict):
+            return data
+        url = data.get("runs_store")
+        if url is None and is_url(str(data.get("runs_dir") or "")):
+            url = str(data["runs_dir"])
+        if url is None:
+            return data
+        return {**data, "runs_store": url, "runs_dir": parse_store_url(url).scratch()}
 
     @field_validator("models", "datasets")
     @classmethod
@@ -361,7 +381,7 @@ class RunConfig(StrictModel):
         """Hash of everything that changes results (not where they are written). Patching
         only adds its own artifact, so it is left out: turned on for a finished run, it
         lands in that run's folder and every earlier stage is a cache hit."""
-        where = {"runs_dir": True, "run_id": True, "prefect_home": True}
+        where = dict.fromkeys((*self.PLACE_FIELDS, "run_id"), True)
         payload = self.model_dump(mode="json", exclude={**where, "analysis": {"patching": True}})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

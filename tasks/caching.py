@@ -127,8 +127,8 @@ def _fingerprint(name: str, value: Any) -> str:
         return json.dumps([sha256_of(v) for v in value])
     if isinstance(value, ModelTarget):  # its weights' identity, never where they lie
         return cache_fingerprint(value)
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
+    if isinstance(value, BaseModel):  # a config, without where it writes (PLACE_FIELDS)
+        return value.model_dump_json(exclude=set(getattr(value, "PLACE_FIELDS", ())))
     return json.dumps(value, sort_keys=True, default=str)
 
 

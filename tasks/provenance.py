@@ -66,7 +66,10 @@ def provenance(config: RunConfig, inputs: dict[str, Any], run_dir: Path) -> dict
     """How results were made, stable across reruns (the report's cache key includes it)."""
     return {
         "run_id": run_dir.name,
-        "config": config.model_dump(mode="json", by_alias=True),
+        # a run on a store is named by its URL, not by this machine's scratch folder
+        "config": config.model_dump(
+            mode="json", by_alias=True, exclude={"runs_dir"} if config.runs_store else None
+        ),
         "config_hash": config.result_hash(),
         "seed": config.seed,
         "models": inputs["models"],
@@ -82,8 +85,13 @@ def provenance(config: RunConfig, inputs: dict[str, Any], run_dir: Path) -> dict
 
 @task(name="write-manifest", task_run_name="write-manifest")
 def write_manifest_task(
-    config: RunConfig, inputs: dict[str, Any], stages: list[dict[str, Any]], run_dir: str
+    config: RunConfig,
+    inputs: dict[str, Any],
+    stages: list[dict[str, Any]],
+    run_dir: str,
+    store: dict[str, Any] | None = None,
 ) -> str:
+    """``store``: the object store the run lives on and the requests this process made."""
     manifest = {
         **provenance(config, inputs, Path(run_dir)),
         "written_at": datetime.now(UTC).isoformat(),
@@ -93,5 +101,6 @@ def write_manifest_task(
         "stages": stages,
         # Read back by the consistency study, so it scores the very models evaluated.
         "targets": inputs["targets"],
+        **({"store": store} if store else {}),
     }
     return str(write_json(manifest, Path(run_dir) / MANIFEST_FILE))

@@ -18,6 +18,7 @@ from prefect._internal.compatibility.async_dispatch import async_dispatch
 from prefect.filesystems import LocalFileSystem
 
 from sago_core.artifacts.store import DiskWriteError, atomic_write_bytes
+from sago_core.storage.attached import ensure_local
 
 ALLOWED_SERIALIZER = "json"
 
@@ -54,6 +55,7 @@ class JsonResultStorage(LocalFileSystem):
     @async_dispatch(aread_path)
     def read_path(self, path: str) -> bytes:  # type: ignore[override]
         resolved = Path(self._resolve_path(path))
+        ensure_local(resolved)  # on an object store: a record another machine committed
         if not resolved.is_file():
             raise ValueError(f"Path {resolved} does not exist or is not a file.")
         return check_result_record(resolved.read_bytes(), str(resolved))

@@ -24,11 +24,19 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from flows.runtime.lease_locks import LeaseLockManager
+from flows.runtime.object_store import attached_mirror
 from flows.runtime.process_locks import ProcessLockManager
 from flows.runtime.result_storage import JsonResultStorage, raise_write_failure
-from sago_core.artifacts.integrity import CHECKSUM_MISMATCH, record_recomputation
+from flows.runtime.server_outage import through_outages
+from sago_core.artifacts.integrity import (
+    CHECKSUM_MISMATCH,
+    STORE_OBJECT_CORRUPT,
+    record_recomputation,
+)
 from sago_core.artifacts.layout import RunLayout
-from sago_core.artifacts.store import sha256_of, sweep_orphaned_temps, write_json
+from sago_core.artifacts.store import read_text, sha256_of, sweep_orphaned_temps, write_json
+from sago_core.storage.attached import ensure_local
 from tasks.stage import stage_policy
 
 LOG = logging.getLogger("sago.cache")
@@ -45,8 +53,14 @@ class StageRunner:
         storage = JsonResultStorage(basepath=str(layout.results))
         storage.save(storage_name, overwrite=True)
         self.storage = storage
-        # Runs on one folder share these locks: each cached stage is computed once.
-        self.locks = ProcessLockManager(layout.results / ".locks")
+        # Runs on one folder share these locks: each cached stage is computed once. On an
+        # object store the folder is per machine, so the locks are leases on the store.
+        self.mirror = attached_mirror()
+        self.locks: ProcessLockManager | LeaseLockManager = (
+            ProcessLockManager(layout.results / ".locks")
+            if self.mirror is None
+            else LeaseLockManager(self.mirror.store, f"{run_dir.name}/.leases")
+        )
         self.policy = stage_policy(run_dir).configure(
             isolation_level="SERIALIZABLE", lock_manager=self.locks
         )
@@ -73,16 +87,19 @@ class StageRunner:
         configured = stage.with_options(result_storage=self.storage, cache_policy=self.policy)
         recomputed = None
         with tags(*(run_tags or [])):
-            state = configured(**parameters, return_state=True)
-            path = state.result()
+            what = f"stage {label or stage.name}"
+            state = through_outages(configured, what, self.run_dir, **parameters, return_state=True)
+            path = str(self.layout.localise(state.result()))
             cached = state.name == "Cached"
-            digest = sha256_of(path) if Path(path).exists() else None
+            digest = sha256_of(path) if ensure_local(path) else None
             if cached:
                 recomputed = self._stale(state, path, digest)
             if recomputed is not None:
                 refreshed = configured.with_options(refresh_cache=True)
-                state = refreshed(**parameters, return_state=True)
-                path, cached = state.result(), False
+                state = through_outages(
+                    refreshed, what, self.run_dir, **parameters, return_state=True
+                )
+                path, cached = str(self.layout.localise(state.result())), False
                 digest = sha256_of(path)
         raise_write_failure()
         key = _storage_key(state)
@@ -101,12 +118,15 @@ class StageRunner:
     def _stale(self, state: Any, path: str, digest: str | None) -> str | None:
         """Why a cache hit cannot be used (None: it can); logs a changed artifact."""
         if digest is None:
+            if self.mirror is not None and self.mirror.was_corrupt(Path(path)):
+                record_recomputation(self.layout, self._relative(path), STORE_OBJECT_CORRUPT)
+                return STORE_OBJECT_CORRUPT
             LOG.warning("cached artifact %s is missing; recomputing its stage", path)
             return ARTIFACT_MISSING
         key = _storage_key(state)
         checksum = self._checksum(key) if key else None
         try:
-            recorded = json.loads(checksum.read_text(encoding="utf-8"))["sha256"]  # type: ignore[union-attr]
+            recorded = json.loads(read_text(checksum))["sha256"]  # type: ignore[arg-type]
         except (AttributeError, OSError, ValueError, KeyError, TypeError):
             # No record (a result another process committed a moment ago): this read is
             # the first, so it is recorded now and verified from the next run on.
@@ -147,6 +167,18 @@ class StageRunner:
         if key:
             (Path(str(self.storage.basepath)) / key).unlink(missing_ok=True)
             self._checksum(key).unlink(missing_ok=True)
+
+    def store_summary(self) -> dict[str, Any] | None:
+        """The runs store and the requests this process made to it so far (None: local)."""
+        if self.mirror is None:
+            return None
+        counts = self.mirror.store.request_counts()
+        return {
+            "url": self.mirror.store.location.url,
+            "requests": counts,
+            "total_requests": sum(counts.values()),
+            "corrupt_objects": len(self.mirror.corrupt),
+        }
 
     def note(self, stage: str, path: str, cached: bool, **extra: Any) -> None:
         """Record an artifact another process made (a shard served by a GPU worker)."""

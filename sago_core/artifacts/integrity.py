@@ -12,9 +12,11 @@ import json
 from datetime import UTC, datetime
 
 from sago_core.artifacts.layout import RunLayout
-from sago_core.artifacts.store import append_line
+from sago_core.artifacts.store import append_line, read_text
 
 CHECKSUM_MISMATCH = "checksum mismatch"
+# An object on the runs store whose bytes fail the sha256 it was written with (issue 20).
+STORE_OBJECT_CORRUPT = "store object corrupt"
 
 
 def record_recomputation(layout: RunLayout, path: str, reason: str, **details: str) -> None:
@@ -26,7 +28,7 @@ def integrity_counts(layout: RunLayout) -> dict[str, int]:
     """Recomputations recorded in this run folder, by reason."""
     counts: dict[str, int] = {}
     try:
-        lines = layout.integrity_log.read_text(encoding="utf-8").splitlines()
+        lines = read_text(layout.integrity_log).splitlines()
     except FileNotFoundError:
         return counts
     for line in lines:

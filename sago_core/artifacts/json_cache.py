@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sago_core.artifacts.store import write_json
+from sago_core.storage.attached import ensure_local
 
 
 class JsonCache:
@@ -27,8 +28,10 @@ class JsonCache:
         return self.folder / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Any | None:
+        path = self._path(key)
         try:
-            return json.loads(self._path(key).read_text(encoding="utf-8"))
+            ensure_local(path)  # on an object store: the entry another machine cached
+            return json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
 

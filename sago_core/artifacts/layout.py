@@ -174,6 +174,18 @@ class RunLayout:
         """``models/*/<name>`` of every model of the run, in a stable order."""
         return sorted(self.models.glob(f"*/{name}"))
 
+    def localise(self, path: str | Path) -> Path:
+        """``path`` as this machine has it: a path another machine's scratch folder gave
+        (a cached result, a worker's answer) is moved below this run folder by its run id."""
+        where = Path(path)
+        if where.is_relative_to(self.run_dir):
+            return where
+        parts = where.parts
+        if self.run_dir.name in parts:
+            last = len(parts) - 1 - parts[::-1].index(self.run_dir.name)
+            return self.run_dir.joinpath(*parts[last + 1 :])
+        return where
+
     def device_payload(self, queue: str, model: str) -> Path:
         """The parameters a local device worker reads for its group of shards."""
         return self.shards / f"device-{queue}-{model_slug(model)}.json"

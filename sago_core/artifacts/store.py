@@ -29,6 +29,7 @@ import polars as pl
 
 from sago_core.artifacts.schemas import Schema, conform
 from sago_core.errors import SagoError
+from sago_core.storage import attached
 
 DISK_FULL = {
     errno.ENOSPC: "no space left on the device",
@@ -106,6 +107,16 @@ def sweep_orphaned_temps(root: Path) -> list[Path]:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically, and to the attached object store if any."""
+    write_local_bytes(path, data)
+    mirror = attached.current()
+    if mirror is not None:
+        mirror.push(path, data)
+    return path
+
+
+def write_local_bytes(path: Path, data: bytes) -> Path:
+    """Temp file in the same folder, fsync, rename: a reader sees the old file or the new."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         writer = f"w{_HOST}-{os.getpid()}"
@@ -152,6 +163,9 @@ def append_line(path: Path, line: str) -> None:
         if _disk_full(exc):
             raise DiskWriteError(path, exc) from exc
         raise
+    mirror = attached.current()
+    if mirror is not None:
+        mirror.append(path, line)
 
 
 def write_parquet(frame: pl.DataFrame, path: Path, schema: Schema) -> Path:
@@ -171,7 +185,14 @@ def write_text(text: str, path: Path) -> Path:
 
 
 def read_parquet(path: str | Path) -> pl.DataFrame:
+    attached.ensure_local(path)  # a file another machine wrote: fetched (verified) first
     return pl.read_parquet(path)
+
+
+def read_text(path: str | Path) -> str:
+    """A text artifact (JSON, Markdown), fetched from the attached store if not local."""
+    attached.ensure_local(path)
+    return Path(path).read_text(encoding="utf-8")
 
 
 def sha256_of(path: str | Path) -> str:

@@ -107,14 +107,24 @@ def install(calls: Path, runs_dir: Path) -> None:
 
 def main(argv: list[str]) -> int:
     global _plan
+    if argv[0] == "resume":  # resume RUN CALLS: `sago resume RUN` (a folder or its URL)
+        from flows.cli import main as sago
+        from sago_core.storage.location import is_url, parse_store_url
+
+        run = argv[1]
+        runs = parse_store_url(run).parent().scratch() if is_url(run) else Path(run).parent
+        install(Path(argv[2]), runs)
+        return sago(["resume", run])
     config, calls = Path(argv[0]), Path(argv[1])
     if len(argv) == 4:
         assert argv[2] in POINTS, argv[2]
         _plan = (argv[2], int(argv[3]))
     from flows.cli import main as sago
     from sago_core.config import read_config_file
+    from sago_core.storage.location import is_url, parse_store_url
 
-    install(calls, Path(read_config_file(config)["runs_dir"]))
+    runs_dir = str(read_config_file(config)["runs_dir"])  # a store's: this machine's scratch
+    install(calls, parse_store_url(runs_dir).scratch() if is_url(runs_dir) else Path(runs_dir))
     return sago(["run", "--config", str(config)])
 
 

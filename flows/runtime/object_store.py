@@ -1,0 +1,51 @@
+"""Attach this process to the object store its runs folder lives on (issue 20).
+
+A flow (the evaluation, a shard worker, score, watch) calls ``attach_runs_store`` first;
+from then on every artifact write is also a whole-object put, and every read of a file this
+machine does not have fetches it. Idempotent: a worker serving many shards attaches once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sago_core.storage import attached
+from sago_core.storage.location import is_url, parse_store_url
+from sago_core.storage.mirror import Mirror
+from sago_core.storage.objects import ObjectStore, StoreError
+from sago_core.storage.preflight import check_store
+
+
+def attach_runs_store(runs_store: str | None, runs_dir: Path) -> Mirror | None:
+    """The mirror of ``runs_store`` in ``runs_dir`` (this machine's scratch), attached."""
+    if runs_store is None:
+        return None
+    current = attached.current()
+    location = parse_store_url(runs_store)
+    if isinstance(current, Mirror) and current.store.location == location:
+        return current
+    mirror = Mirror(ObjectStore.open(location), Path(runs_dir))
+    mirror.root.mkdir(parents=True, exist_ok=True)
+    attached.attach(mirror)
+    return mirror
+
+
+def attached_mirror() -> Mirror | None:
+    current = attached.current()
+    return current if isinstance(current, Mirror) else None
+
+
+def fetch_run_folder(text: str) -> Path:
+    """A run folder named by a local path or by its URL on a store; a URL's folder is pulled
+    into this machine's scratch (verified) and the store stays attached for what follows."""
+    if not is_url(text):
+        return Path(text)
+    location = parse_store_url(text, field="run folder")
+    check_store(location.parent())
+    runs = location.parent()
+    mirror = attach_runs_store(runs.url, runs.scratch())
+    assert mirror is not None
+    local = mirror.root / location.name
+    if mirror.pull(local) == 0 and not local.is_dir():
+        raise StoreError(f"{text}: the store holds no run there (no objects below it)")
+    return local

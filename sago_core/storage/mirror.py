@@ -1,0 +1,107 @@
+"""A local scratch folder mirrored to an object store: push on write, fetch on read.
+
+Every file a run writes through ``sago_core.artifacts.store`` is written locally (temp file,
+fsync, rename) and then put as one whole object carrying its sha256; a killed process
+leaves either no object or a whole one. A file a stage reads that is not in this machine's
+scratch folder is fetched and verified first: an object whose bytes do not match its
+recorded sha256 is logged, counted and not used, so the stage that made it is computed
+again. Appends (the API ledger, the integrity log) are merged into the stored object with
+conditional writes, so two machines appending to one file lose no line.
+
+Never mirrored: Prefect's home (its local database), materialised weights (rebuilt on each
+machine from the weights' sha256) and lock files (locks on a store are leases).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from sago_core.artifacts.store import write_local_bytes
+from sago_core.storage.objects import CorruptObject, ObjectStore, StoreError
+
+LOG = logging.getLogger("sago.store")
+LOCAL_ONLY = (".prefect", ".cache/materialised")
+LOCAL_ONLY_PARTS = (".locks",)
+_APPEND_TRIES = 20
+
+
+class Mirror:
+    def __init__(self, store: ObjectStore, root: Path) -> None:
+        self.store = store
+        self.root = root.resolve()
+        self.corrupt: list[dict[str, str | None]] = []  # objects found not matching sha256
+        self._guard = threading.Lock()
+
+    def key(self, path: Path) -> str | None:
+        """The object key of a local path (None: outside the mirror, or local only)."""
+        try:
+            relative = Path(path).resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        if relative.startswith(LOCAL_ONLY) or any(
+            part in LOCAL_ONLY_PARTS for part in relative.split("/")
+        ):
+            return None
+        return relative
+
+    def push(self, path: Path, data: bytes) -> None:
+        key = self.key(path)
+        if key is not None:
+            self.store.put(key, data)
+
+    def fetch(self, path: Path) -> bool:
+        """Download ``path`` from the store if it is there and intact (True: now local)."""
+        key = self.key(path)
+        if key is None:
+            return False
+        try:
+            found = self.store.get(key)
+        except CorruptObject as exc:
+            LOG.warning("%s; not used, its stage is computed again", exc)
+            with self._guard:
+                self.corrupt.append(
+                    {"key": key, "url": exc.url, "recorded": exc.recorded, "found": exc.found}
+                )
+            return False
+        if found is None:
+            return False
+        write_local_bytes(Path(path), found.data)
+        return True
+
+    def was_corrupt(self, path: Path) -> bool:
+        key = self.key(path)
+        with self._guard:
+            return any(entry["key"] == key for entry in self.corrupt)
+
+    def append(self, path: Path, line: str) -> None:
+        """Merge one line into the stored copy of ``path`` (compare-and-swap on its etag)."""
+        key = self.key(path)
+        if key is None:
+            return
+        data = (line + "\n").encode("utf-8")
+        for _ in range(_APPEND_TRIES):
+            try:
+                stored = self.store.get(key)
+            except CorruptObject:
+                stored = None  # an unreadable log is started again rather than lost for good
+            if stored is None:
+                if self.store.create(key, data) is not None:
+                    return
+                continue
+            if stored.etag and self.store.replace(key, stored.data + data, stored.etag):
+                return
+        raise StoreError(f"{self.store.url(key)}: could not append after {_APPEND_TRIES} tries")
+
+    def pull(self, folder: Path) -> int:
+        """Fetch every object below ``folder`` missing locally; returns how many came."""
+        prefix = self.key(folder)
+        if prefix is None:
+            return 0
+        fetched = 0
+        for key in list(self.store.keys(prefix)):
+            local = self.root / key
+            if not local.exists() and self.key(local) is not None and self.fetch(local):
+                fetched += 1
+        return fetched

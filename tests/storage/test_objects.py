@@ -1,0 +1,173 @@
+"""The object store under sago's runs, against a real S3-compatible server on 127.0.0.1:
+verified gets, exclusive creates, compare-and-swap, leases, the mirror, the preflight."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sago_core.errors import ConfigError
+from sago_core.storage.leases import release, renew, try_acquire
+from sago_core.storage.location import parse_store_url
+from sago_core.storage.mirror import Mirror
+from sago_core.storage.objects import CorruptObject, ObjectStore, StoreError
+from sago_core.storage.preflight import check_store
+from tests.storage.s3_server import s3_client, s3_server, store_environment
+
+
+def _store(bucket: str, prefix: str = "runs") -> ObjectStore:
+    return ObjectStore.open(parse_store_url(f"s3://{bucket}/{prefix}"))
+
+
+def test_urls_are_checked_and_name_what_to_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match=r"'ftp://b/runs'.*unknown scheme 'ftp'.*s3://"):
+        parse_store_url("ftp://b/runs")
+    with pytest.raises(ConfigError, match="names no bucket"):
+        parse_store_url("s3:///runs")
+    with pytest.raises(ConfigError, match=r"'\.\.' path segments"):
+        parse_store_url("s3://b/runs/../x")
+    location = parse_store_url("s3://b/team/runs/")
+    assert (location.bucket, location.prefix, location.url) == (
+        "b",
+        "team/runs",
+        "s3://b/team/runs",
+    )
+    monkeypatch.setenv("SAGO_SCRATCH", "/tmp/sago-scratch-test")
+    one, two = location.scratch(), parse_store_url("s3://b/other").scratch()
+    assert one.parent == Path("/tmp/sago-scratch-test") and one != two
+
+
+def test_objects_carry_their_sha256_and_a_changed_one_is_refused(
+    bucket: str, s3_endpoint: str
+) -> None:
+    store = _store(bucket)
+    store.put("run/a.parquet", b"the bytes")
+    found = store.get("run/a.parquet")
+    assert found is not None and found.data == b"the bytes"
+    assert store.get("run/missing") is None
+    client = s3_client(s3_endpoint)
+    # truncated in place, its metadata kept (a disk fault on the server, a partial copy)
+    head = client.head_object(Bucket=bucket, Key="runs/run/a.parquet")
+    client.put_object(
+        Bucket=bucket, Key="runs/run/a.parquet", Body=b"the by", Metadata=head["Metadata"]
+    )
+    with pytest.raises(CorruptObject, match="does not match the recorded"):
+        store.get("run/a.parquet")
+    # replaced by hand, without any metadata
+    client.put_object(Bucket=bucket, Key="runs/run/a.parquet", Body=b"edited")
+    with pytest.raises(CorruptObject, match="recorded none"):
+        store.get("run/a.parquet")
+    assert store.request_counts()["get"] == 4
+
+
+def test_exactly_one_concurrent_create_wins_and_stale_swaps_lose(bucket: str) -> None:
+    store = _store(bucket)
+    wins: list[int] = []
+    threads = [
+        threading.Thread(
+            target=lambda i=i: store.create("claim", str(i).encode()) and wins.append(i)
+        )
+        for i in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(wins) == 1
+    found = store.get("claim")
+    assert found is not None and found.data == str(wins[0]).encode() and found.etag
+    assert store.replace("claim", b"next", found.etag)
+    assert store.replace("claim", b"late", found.etag) is None  # its version is gone
+    got = store.get("claim")
+    assert got is not None and got.data == b"next"
+
+
+def test_a_lease_has_one_holder_and_expires_with_a_dead_one(bucket: str) -> None:
+    store = _store(bucket)
+    first = try_acquire(store, "leases/shard", "worker-1", ttl_s=1.0)
+    assert first is not None
+    assert try_acquire(store, "leases/shard", "worker-2", ttl_s=1.0) is None
+    assert renew(store, first, ttl_s=1.0)
+    time.sleep(1.3)  # worker-1 died: no more renewals
+    taken = try_acquire(store, "leases/shard", "worker-2", ttl_s=30.0)
+    assert taken is not None and taken.holder == "worker-2"
+    assert not renew(store, first, ttl_s=1.0)  # the dead holder cannot get it back
+    release(store, first)  # nor remove it
+    assert try_acquire(store, "leases/shard", "worker-3", ttl_s=30.0) is None
+    release(store, taken)
+    assert try_acquire(store, "leases/shard", "worker-3", ttl_s=30.0) is not None
+
+
+def test_two_machines_share_files_and_lose_no_appended_line(bucket: str, tmp_path: Path) -> None:
+    a = Mirror(_store(bucket), tmp_path / "machine-a")
+    b = Mirror(_store(bucket), tmp_path / "machine-b")
+    a.push(a.root / "run-1" / "prompts.parquet", b"prompts")
+    assert b.fetch(b.root / "run-1" / "prompts.parquet")
+    assert (b.root / "run-1" / "prompts.parquet").read_bytes() == b"prompts"
+    assert not b.fetch(b.root / "run-1" / "absent.parquet")
+    # never mirrored: Prefect's home, materialised weights, lock files
+    for local in (".prefect/prefect.db", ".cache/materialised/w/model.safetensors"):
+        assert a.key(a.root / local) is None
+    assert a.key(a.root / "run-1" / ".prefect-results" / ".locks" / "k.lock") is None
+    lines = [f"line {i}" for i in range(12)]
+    threads = [
+        threading.Thread(
+            target=(a if i % 2 else b).append,
+            args=((a if i % 2 else b).root / "run-1" / "ledger.jsonl", line),
+        )
+        for i, line in enumerate(lines)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stored = a.store.get("run-1/ledger.jsonl")
+    assert stored is not None
+    assert sorted(stored.data.decode().splitlines()) == sorted(lines)
+
+
+def test_a_corrupt_object_is_counted_and_not_used(
+    bucket: str, s3_endpoint: str, tmp_path: Path
+) -> None:
+    a = Mirror(_store(bucket), tmp_path / "a")
+    b = Mirror(_store(bucket), tmp_path / "b")
+    a.push(a.root / "run" / "scores.parquet", b"x" * 100)
+    s3_client(s3_endpoint).put_object(Bucket=bucket, Key="runs/run/scores.parquet", Body=b"x" * 50)
+    target = b.root / "run" / "scores.parquet"
+    assert not b.fetch(target)
+    assert not target.exists() and b.was_corrupt(target)
+    assert b.corrupt[0]["key"] == "run/scores.parquet"
+
+
+def test_the_preflight_names_the_url_and_leaves_nothing_behind(
+    bucket: str, s3_endpoint: str
+) -> None:
+    location = parse_store_url(f"s3://{bucket}/runs")
+    check_store(location)
+    assert s3_client(s3_endpoint).list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+    with pytest.raises(StoreError, match=r"s3://no-such-bucket/runs: bucket 'no-such-bucket'"):
+        check_store(parse_store_url("s3://no-such-bucket/runs"))
+
+    class IgnoresConditions(ObjectStore):
+        def create(self, key: str, data: bytes) -> str | None:
+            self.put(key, data)
+            return "etag"
+
+    ignoring = IgnoresConditions(location, ObjectStore.open(location)._store)
+    with pytest.raises(StoreError, match="ignores conditional writes"):
+        check_store(location, ignoring)
+    assert s3_client(s3_endpoint).list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+
+
+def test_wrong_credentials_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with s3_server(tmp_path / "moto.log", require_auth=True) as endpoint:
+        for name, value in store_environment(endpoint).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "not-a-key")
+        with pytest.raises(
+            StoreError, match=r"s3://bucket/runs: access refused.*AWS_ACCESS_KEY_ID"
+        ):
+            check_store(parse_store_url("s3://bucket/runs"))
