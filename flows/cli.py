@@ -78,7 +78,9 @@ def _add_run(commands: Any) -> None:
     run.add_argument("--n", type=int, help="prompts sampled per dataset (seeded)")
     run.add_argument("--max-new-tokens", type=int, help="greedy generation length cap")
     run.add_argument("--seed", type=int, help="run seed (sampling and noise)")
-    run.add_argument("--runs-dir", type=Path, help="where runs/<run_id>/ go (default ./runs)")
+    run.add_argument(
+        "--runs-dir", help="where runs/<run_id>/ go: a folder or a store URL (default ./runs)"
+    )
     run.add_argument("--run-id", help="run folder name (default: preset + config hash)")
     run.add_argument("--prefect-home", type=Path, help="Prefect home (default <runs-dir>/.prefect)")
     run.add_argument(
@@ -89,12 +91,23 @@ def _add_run(commands: Any) -> None:
     )
 
 
+def run_folder(text: str) -> Path:
+    """A run folder argument: a local folder, or a run's URL on an object store (fetched into
+    this machine's scratch folder; the command's own outputs go back to the store)."""
+    from flows.runtime.object_store import fetch_run_folder
+
+    try:
+        return fetch_run_folder(text)
+    except SagoError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def _add_report(commands: Any) -> None:
     report = commands.add_parser(
         "report",
         help="rebuild report.html of a finished run from its artifacts alone (no model)",
     )
-    report.add_argument("run", type=Path, help="the run folder, e.g. runs/demo-0d990e5e3478")
+    report.add_argument("run", type=run_folder, help="the run folder (or its store URL)")
 
 
 def _add_compare(commands: Any) -> None:
@@ -103,7 +116,7 @@ def _add_compare(commands: Any) -> None:
     )
     from sago_core.statistics.paired import DEFAULT_MARGIN
 
-    compare.add_argument("runs", type=Path, nargs="+", help="run folders")
+    compare.add_argument("runs", type=run_folder, nargs="+", help="run folders (or URLs)")
     compare.add_argument(
         "--out",
         type=Path,
@@ -128,6 +141,12 @@ def _add_compare(commands: Any) -> None:
         help="--paired: compare runs whose variant grid, decoding, scorer or seed differ "
         "(the differences are printed)",
     )
+    compare.add_argument(
+        "--strict-identity",
+        action="store_true",
+        help="refuse runs whose answers for a model come from different served-model "
+        "identities (API model name or system_fingerprint; default: compare and mark them)",
+    )
 
 
 def _add_card(commands: Any) -> None:
@@ -137,8 +156,8 @@ def _add_card(commands: Any) -> None:
         "card",
         help="write the stability card of a finished run (card.md, card.html, card.json)",
     )
-    card.add_argument("run", type=Path, help="the run folder of the release")
-    card.add_argument("--against", type=Path, help="the previous release's run folder")
+    card.add_argument("run", type=run_folder, help="the run folder of the release")
+    card.add_argument("--against", type=run_folder, help="the previous release's run folder")
     card.add_argument(
         "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin (SGS units)"
     )
@@ -147,6 +166,12 @@ def _add_card(commands: Any) -> None:
         action="store_true",
         help="compare with --against even when comparability settings differ",
     )
+    card.add_argument(
+        "--strict-identity",
+        action="store_true",
+        help="refuse an --against run whose answers come from other served-model identities "
+        "(default: the card marks them)",
+    )
 
 
 def _add_judge_audit(commands: Any) -> None:
@@ -154,7 +179,7 @@ def _add_judge_audit(commands: Any) -> None:
         "judge-audit", help="human check of the register judge: export a sample, score labels"
     )
     audit.add_argument("action", choices=("export", "score"))
-    audit.add_argument("run", type=Path, help="a finished run judged with judge.model set")
+    audit.add_argument("run", type=run_folder, help="a finished run judged with judge.model set")
     audit.add_argument("--out", type=Path, default=Path("judge_audit.csv"))
     audit.add_argument("--labels", type=Path, help="score: the labelled CSV")
     audit.add_argument("--share", type=float, default=0.1, help="export: share of pairs")
@@ -166,7 +191,7 @@ def _add_resume(commands: Any) -> None:
         "resume",
         help="continue a failed or killed run: only unfinished shards and stages are computed",
     )
-    resume.add_argument("run", type=Path, help="the run folder, e.g. runs/demo-0d990e5e3478")
+    resume.add_argument("run", type=run_folder, help="the run folder (or its store URL)")
 
 
 def _add_server_setup(commands: Any) -> None:
@@ -292,6 +317,11 @@ def preflight(config: RunConfig) -> None:
         elif backend in LOCAL_BACKENDS:
             resolve_local_model(parse_model_spec(model).model_id)
     load_run_prompts(config)
+    if config.runs_store:  # bucket, credentials and conditional writes, before any model
+        from sago_core.storage.location import parse_store_url
+        from sago_core.storage.preflight import check_store
+
+        check_store(parse_store_url(config.runs_store))
 
 
 def configure_environment(config: RunConfig) -> None:
@@ -331,9 +361,11 @@ def dry_run_command(config: RunConfig) -> int:
 def run_command(config: RunConfig) -> int:
     preflight(config)
     configure_environment(config)
-    from flows.evaluate import evaluate
+    from flows.evaluate import evaluate, layout_of
+    from flows.runtime.server_outage import resumable_outage
 
-    run_dir = Path(evaluate(config))
+    with resumable_outage(layout_of(config).run_dir):
+        run_dir = Path(evaluate(config))
     print((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))
     print(f"Artifacts: {run_dir}")
     return 0
@@ -358,13 +390,17 @@ def report_command(run_dir: Path) -> int:
     return 0
 
 
-def compare_command(run_dirs: list[Path], out: Path) -> int:
+def compare_command(run_dirs: list[Path], out: Path, strict_identity: bool = False) -> int:
     from sago_core.artifacts.store import write_text
-    from sago_core.report.compare import compare_runs
+    from sago_core.report.compare import compare_runs, identity_check
 
     for run_dir in run_dirs:
         check_finished_run(run_dir)
-    path = write_text(compare_runs(run_dirs), out)
+    identity = identity_check(run_dirs)
+    identity.enforce(strict_identity)
+    for warning in identity.warnings:
+        print(f"WARNING: {warning}")
+    path = write_text(compare_runs(run_dirs, identity=identity), out)
     print(f"Comparison: {path}")
     return 0
 
@@ -380,7 +416,9 @@ def paired_command(args: argparse.Namespace) -> int:
     for run_dir in args.runs:
         check_finished_run(run_dir)
     run_a, run_b = args.runs
-    comparison = compare_paired(run_a, run_b, args.margin, args.allow_different_configs)
+    comparison = compare_paired(
+        run_a, run_b, args.margin, args.allow_different_configs, args.strict_identity
+    )
     out = args.out or Path(PAIRED_FILE)
     text = render_paired(comparison)
     write_parquet(comparison.table, out, PAIRED)
@@ -395,7 +433,13 @@ def card_command(args: argparse.Namespace) -> int:
 
     for run_dir in [args.run, *([args.against] if args.against else [])]:
         check_finished_run(run_dir)
-    paths = write_card(args.run, args.against, args.margin, args.allow_different_configs)
+    paths = write_card(
+        args.run,
+        args.against,
+        args.margin,
+        args.allow_different_configs,
+        strict_identity=args.strict_identity,
+    )
     print(f"Card: {', '.join(str(p) for p in paths)}")
     return 0
 
@@ -488,7 +532,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compare" and args.paired:
             return paired_command(args)
         if args.command == "compare":
-            return compare_command(args.runs, args.out or Path("comparison.html"))
+            return compare_command(
+                args.runs, args.out or Path("comparison.html"), args.strict_identity
+            )
         if args.command == "card":
             return card_command(args)
         if args.command == "server-setup":

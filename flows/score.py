@@ -16,6 +16,7 @@ import polars as pl
 from prefect import flow, task
 
 from flows.evaluate import finish_run, score_model
+from flows.runtime.object_store import attach_runs_store
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import sha256_of
@@ -78,6 +79,7 @@ def score(
         if source.model:
             values["models"] = [source.model]
         config = build_config(preset, values, source="deployment parameters")
+    attach_runs_store(config.runs_store, config.runs_dir)  # a runs folder on a store
     layout = RunLayout.of(config.runs_dir, score_run_id(config, source))
     stage = StageRunner(layout, storage_name=f"sago-results-{layout.run_dir.name}")
     inputs = resolve_score_inputs_task(config, source)

@@ -17,6 +17,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from flows.evaluate import evaluate
+from flows.runtime.object_store import runs_folder
 from sago_core.config import build_config
 from sago_core.watch.leaderboard import write_leaderboard
 from sago_core.watch.registry import Registry, discover_models
@@ -48,7 +49,7 @@ def watch(
 ) -> list[str]:
     """Evaluate every watched model not evaluated before; returns the specs evaluated now."""
     logger = get_run_logger()
-    registry = Registry(Path(runs_dir))
+    registry = Registry(runs_folder(runs_dir))  # a store URL: this machine's mirror of it
     evaluated = []
     for spec in discover_models(source):
         identity = identity_of(spec)

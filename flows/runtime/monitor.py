@@ -24,6 +24,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
+from flows.runtime.server_outage import best_effort
 from sago_core.report.summary_md import significance_mark
 from sago_core.vocabulary import POOLED
 
@@ -61,7 +62,10 @@ class RunMonitor:
                 lengths = pl.read_parquet(generations_path, columns=["response_token_ids"])
                 self.tokens += int(lengths["response_token_ids"].list.len().sum())
             text = self._describe()
-            update_progress_artifact(self.artifact, 100.0 * self.done / self.total, text)
+            progress = 100.0 * self.done / self.total
+            best_effort(
+                update_progress_artifact, "a progress update", self.artifact, progress, text
+            )
             end = "\n" if self.done == self.total else ""
             print(f"\r[sago] {text}", end=end, file=sys.stderr)
 
@@ -78,14 +82,18 @@ class RunMonitor:
             }
             for r in summary.sort("model", "axis").iter_rows(named=True)
         ]
-        create_table_artifact(
+        best_effort(
+            create_table_artifact,
+            "the summary artifact",
             table=rows,
             key=artifact_key("summary", self.run_id),
             description=f"Pooled SGS per model and axis ({summary['reference'][0]})"
             if len(summary)
             else "no scores",
         )
-        create_markdown_artifact(
+        best_effort(
+            create_markdown_artifact,
+            "the report artifact",
             markdown=f"# SAGO report\n\n[report.html]({report_path.as_uri()})\n\n"
             f"Folder: `{report_path.parent}`",
             key=artifact_key("report", self.run_id),

@@ -35,6 +35,17 @@ def attached_mirror() -> Mirror | None:
     return current if isinstance(current, Mirror) else None
 
 
+def runs_folder(text: str) -> Path:
+    """A runs folder named by a path or a store URL; a URL's store is attached and its local
+    scratch mirror returned."""
+    if not is_url(text):
+        return Path(text)
+    location = parse_store_url(text)
+    mirror = attach_runs_store(location.url, location.scratch())
+    assert mirror is not None
+    return mirror.root
+
+
 def fetch_run_folder(text: str) -> Path:
     """A run folder named by a local path or by its URL on a store; a URL's folder is pulled
     into this machine's scratch (verified) and the store stays attached for what follows."""

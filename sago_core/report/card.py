@@ -37,6 +37,7 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.store import write_json, write_text
 from sago_core.report.paired_runs import compare_paired
+from sago_core.report.served_identity import check_runs
 from sago_core.statistics.axis_structure import REDUNDANT_RHO
 from sago_core.statistics.paired import ALPHA, DEFAULT_MARGIN
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -158,8 +159,10 @@ def _axis_structure(run_dir: Path, model: str) -> dict[str, Any]:
     }
 
 
-def _paired(run_dir: Path, against: Path, margin: float, allow: bool) -> dict[str, Any]:
-    comparison = compare_paired(against, run_dir, margin, allow_different_configs=allow)
+def _paired(
+    run_dir: Path, against: Path, margin: float, allow: bool, strict_identity: bool = False
+) -> dict[str, Any]:
+    comparison = compare_paired(against, run_dir, margin, allow, strict_identity)
     table = comparison.table
     pooled = _axis_order(table.filter(pl.col("dataset") == POOLED))
     per_dataset = table.filter(pl.col("dataset") != POOLED)
@@ -176,6 +179,7 @@ def _paired(run_dir: Path, against: Path, margin: float, allow: bool) -> dict[st
         "against": str(against),
         "margin": margin,
         "config_differences": [d.describe() for d in comparison.differences],
+        "identity_warnings": comparison.identity.warnings,
         "rows": rows,
         "regressions": [r["axis"] for r in rows if r["verdict"] == "b_worse"],
         "dataset_regressions": per_dataset.filter(pl.col("verdict") == "b_worse").height,
@@ -189,14 +193,17 @@ def build_card(
     margin: float = DEFAULT_MARGIN,
     allow_different_configs: bool = False,
     against_note: str | None = None,
+    strict_identity: bool = False,
 ) -> dict[str, Any]:
     """The card's content as plain JSON values. ``against_note`` says why there is no
-    paired section when the caller could not make one."""
+    paired section when the caller could not make one. ``strict_identity``: refuse an
+    ``against`` whose answers come from other served-model identities."""
     layout = RunLayout(run_dir)
     manifest = json.loads(layout.manifest.read_text(encoding="utf-8"))
     summary = pl.read_parquet(run_dir / SUMMARY_FILE)
     config = manifest.get("config") or {}
     packages = manifest.get("packages") or {}
+    drift = check_runs([("this run", run_dir)]).drift
     models = []
     for spec in sorted(summary["model"].unique().to_list()):
         identity = (manifest.get("models") or {}).get(spec) or {}
@@ -210,9 +217,14 @@ def build_card(
                 "tails": _tails(run_dir, spec),
                 "worst_instances": _worst(run_dir, spec),
                 "axis_structure": _axis_structure(run_dir, spec),
+                "identity_drift": [line for line in drift if line.startswith(f"this run: {spec}:")],
             }
         )
-    paired = _paired(run_dir, against, margin, allow_different_configs) if against else None
+    paired = (
+        _paired(run_dir, against, margin, allow_different_configs, strict_identity)
+        if against
+        else None
+    )
     return {
         "card_version": CARD_VERSION,
         "run_id": manifest.get("run_id") or run_dir.name,
@@ -273,6 +285,7 @@ def _identity_block(card: dict[str, Any], model: dict[str, Any]) -> Block:
         f"written: {card['written_at']}; packages: "
         + ", ".join(f"{k} {v}" for k, v in card["packages"].items()),
     ]
+    identity += [f"WARNING: {line}" for line in model.get("identity_drift", [])]
     return (f"Model {name}", [], [], identity)
 
 
@@ -390,6 +403,7 @@ def _paired_block(card: dict[str, Any]) -> Block:
             for r in paired["rows"]
         ]
         notes = [
+            *(f"WARNING: {w}" for w in paired.get("identity_warnings", [])),
             f"A = {_against_models(paired)} ({paired['against']}); B = this run; differences "
             "B minus A on s (above 0: B "
             f"less stable); equivalence margin {paired['margin']} SGS units",
@@ -458,9 +472,12 @@ def write_card(
     margin: float = DEFAULT_MARGIN,
     allow_different_configs: bool = False,
     against_note: str | None = None,
+    strict_identity: bool = False,
 ) -> list[Path]:
     """card.md, card.html and card.json in the run folder (each written atomically)."""
-    card = build_card(run_dir, against, margin, allow_different_configs, against_note)
+    card = build_card(
+        run_dir, against, margin, allow_different_configs, against_note, strict_identity
+    )
     return [
         write_text(render_card_md(card), run_dir / CARD_MD_FILE),
         write_text(render_card_html(card), run_dir / CARD_HTML_FILE),

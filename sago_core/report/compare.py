@@ -1,11 +1,14 @@
 """``sago compare``: one report across several finished runs, from their artifacts alone.
 
 Models keep their spec as label unless the same spec appears in more than one run; then the
-run id is appended so results of different runs are never merged.
+run id is appended so results of different runs are never merged. Answers of one model
+name from different served-model identities (``report/served_identity.py``) are marked at
+the top of the page.
 """
 
 from __future__ import annotations
 
+import html
 import json
 from collections import Counter
 from pathlib import Path
@@ -15,6 +18,7 @@ import polars as pl
 
 from sago_core.artifacts.layout import MANIFEST_FILE
 from sago_core.report.html import provenance_of, render_report
+from sago_core.report.served_identity import IdentityCheck, check_runs
 
 FRAMES = ("summary", "scores", "deltas", "variants", "prompts", "generations")
 
@@ -34,9 +38,27 @@ def _labelled(run_dir: Path, frames: dict[str, pl.DataFrame], clash: set[str]) -
     return out
 
 
-def compare_runs(run_dirs: list[Path], preamble: str = "") -> str:
+def identity_check(run_dirs: list[Path]) -> IdentityCheck:
+    """Served-model identities across the runs (each run labelled by its folder name)."""
+    return check_runs([(run.name, run) for run in run_dirs])
+
+
+def identity_banner(check: IdentityCheck) -> str:
+    if not check.warnings:
+        return ""
+    items = "".join(f"<li>{html.escape(w)}</li>" for w in check.warnings)
+    return (
+        "<div class='identity-warning' style='border:2px solid #b00;padding:0.5rem 1rem;"
+        "margin:1rem 0;background:#fff4f4'><strong>Warning: these results mix served "
+        f"models</strong><ul>{items}</ul></div>"
+    )
+
+
+def compare_runs(
+    run_dirs: list[Path], preamble: str = "", identity: IdentityCheck | None = None
+) -> str:
     """One report across the runs; ``preamble`` (HTML) opens the page (the watch's table of
-    releases)."""
+    releases); ``identity`` (computed here when not given) marks mixed served models."""
     loaded = [
         {name: pl.read_parquet(run / f"{name}.parquet") for name in FRAMES} for run in run_dirs
     ]
@@ -71,4 +93,6 @@ def compare_runs(run_dirs: list[Path], preamble: str = "") -> str:
         combined["generations"],
         provenance,
     )
-    return page.replace("<body>", f"<body>{preamble}", 1) if preamble else page
+    banner = identity_banner(identity if identity is not None else identity_check(run_dirs))
+    opening = banner + preamble
+    return page.replace("<body>", f"<body>{opening}", 1) if opening else page

@@ -14,7 +14,7 @@ holds one model (a release against the previous one).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import polars as pl
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, RunLayout
 from sago_core.artifacts.schemas import PAIRED, conform
 from sago_core.errors import ConfigError, InputError
+from sago_core.report.served_identity import IdentityCheck, check_runs
 from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
 from sago_core.statistics.paired import paired_test, verdict
@@ -63,6 +64,7 @@ class SettingDifference:
 class PairedComparison:
     table: pl.DataFrame  # PAIRED
     differences: list[SettingDifference]  # allowed config differences, shown with the table
+    identity: IdentityCheck = field(default_factory=IdentityCheck)  # served models mixed
 
 
 def _leaves(value: Any, path: str) -> dict[str, Any]:
@@ -242,9 +244,14 @@ def paired_table(
 
 
 def compare_paired(
-    run_a: Path, run_b: Path, margin: float, allow_different_configs: bool = False
+    run_a: Path,
+    run_b: Path,
+    margin: float,
+    allow_different_configs: bool = False,
+    strict_identity: bool = False,
 ) -> PairedComparison:
-    """The paired table of two finished runs, after every check that can refuse them."""
+    """The paired table of two finished runs, after every check that can refuse them
+    (answers from different served-model identities: only under ``strict_identity``)."""
     if not margin > 0:
         raise ConfigError(f"--margin must be above 0 (SGS units), got {margin}")
     differences = config_differences(read_run_config(run_a), read_run_config(run_b))
@@ -264,8 +271,10 @@ def compare_paired(
             _prompt_keys(scores_a, model_a), _prompt_keys(scores_b, model_b), run_a, run_b
         )
     check_prompt_texts(run_a, run_b)
+    identity = check_runs([(f"A ({run_a})", run_a), (f"B ({run_b})", run_b)], pairs)
+    identity.enforce(strict_identity)
     table = paired_table(scores_a, scores_b, pairs, margin, (str(run_a), str(run_b)))
-    return PairedComparison(table, differences)
+    return PairedComparison(table, differences, identity)
 
 
 def _cell(value: Any) -> str:
@@ -280,6 +289,8 @@ def render_paired(comparison: PairedComparison) -> str:
     """The table as Markdown: pooled rows first, then the per-dataset rows."""
     table = comparison.table
     lines = ["# Paired comparison (B minus A, on s; above 0: B less stable)", ""]
+    lines += [f"**WARNING: {w}**" for w in comparison.identity.warnings]
+    lines += [""] if comparison.identity.warnings else []
     if not table.is_empty():
         first = table.row(0, named=True)
         lines += [

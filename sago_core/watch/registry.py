@@ -3,8 +3,10 @@
 One entry per (model spec, identity): a re-released model with new weights has a new
 identity and is evaluated again. Claims make overlapping watch runs safe: a claim file is
 created with O_CREAT | O_EXCL, so exactly one run wins a model; a claim whose owner died is
-taken over after ``stale_after_s``. A finished evaluation writes ``<key>.json``; the
-``registry.parquet`` table is rebuilt from those files (no read-modify-write to lose).
+taken over after ``stale_after_s``; on an object store a claim is a lease object created with
+a conditional put, with the same expiry (``sago_core.storage.leases``). A finished
+evaluation writes ``<key>.json``; the ``registry.parquet`` table is rebuilt from those
+files (no read-modify-write to lose).
 """
 
 from __future__ import annotations
@@ -12,14 +14,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import socket
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import polars as pl
 
 from sago_core.artifacts.store import write_json, write_parquet
+from sago_core.storage.attached import current, ensure_local, pull
+from sago_core.storage.leases import Lease, release, try_acquire
+from sago_core.storage.mirror import Mirror
+from sago_core.storage.objects import ObjectStore
 
 REGISTRY_SCHEMA = {
     "spec": pl.String,
@@ -42,18 +49,28 @@ class Registry:
         self.root = root
         self.folder = root / "registry"
         self.stale_after_s = stale_after_s
+        self._leases: dict[Path, Lease] = {}
+        self._holder = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
 
     @staticmethod
     def key(spec: str, identity: str) -> str:
         return hashlib.sha256(f"{spec}\x1f{identity}".encode()).hexdigest()[:20]
 
     def done(self, spec: str, identity: str) -> bool:
-        return (self.folder / f"{self.key(spec, identity)}.json").is_file()
+        return ensure_local(self.folder / f"{self.key(spec, identity)}.json")
 
     def claim(self, spec: str, identity: str) -> bool:
         """True for exactly one caller per model (until released or stale)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{self.key(spec, identity)}.claim"
+        on_store = _store_key(path)
+        if on_store is not None:  # machines sharing only a store: a lease on it
+            store, key = on_store
+            lease = try_acquire(store, key, self._holder, ttl_s=self.stale_after_s)
+            if lease is None:
+                return False
+            self._leases[path] = lease
+            return not self.done(spec, identity)
+        self.folder.mkdir(parents=True, exist_ok=True)
         owner = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()})
         for _ in range(2):
             try:
@@ -75,7 +92,12 @@ class Registry:
             return True
 
     def release(self, spec: str, identity: str) -> None:
-        (self.folder / f"{self.key(spec, identity)}.claim").unlink(missing_ok=True)
+        path = self.folder / f"{self.key(spec, identity)}.claim"
+        lease = self._leases.pop(path, None)
+        on_store = _store_key(path)
+        if lease is not None and on_store is not None:
+            release(on_store[0], lease)
+        path.unlink(missing_ok=True)
 
     def record(self, spec: str, identity: str, run_dir: Path) -> Path:
         entry = Entry(spec, identity, str(run_dir), time.time())
@@ -84,10 +106,23 @@ class Registry:
         return path
 
     def entries(self) -> list[Entry]:
-        return [
+        found = [
             Entry(**json.loads(p.read_text(encoding="utf-8")))
             for p in sorted(self.folder.glob("*.json"))
         ]
+        if current() is None:
+            return found
+        # On a store: the entries other machines recorded, each run folder fetched into
+        # this machine's mirror (the card and the leaderboard read them).
+        pull(self.folder)
+        found = [
+            Entry(**json.loads(p.read_text(encoding="utf-8")))
+            for p in sorted(self.folder.glob("*.json"))
+        ]
+        local = [replace(e, run_dir=str(self.root / Path(e.run_dir).name)) for e in found]
+        for entry in local:
+            pull(entry.run_dir)
+        return local
 
     def write_table(self) -> Path:
         rows = [asdict(e) for e in self.entries()]
@@ -95,6 +130,15 @@ class Registry:
         return write_parquet(
             frame.sort("evaluated_at"), self.root / "registry.parquet", REGISTRY_SCHEMA
         )
+
+
+def _store_key(path: Path) -> tuple[ObjectStore, str] | None:
+    """The attached runs store and ``path``'s key on it (None: a local runs folder)."""
+    mirror = current()
+    if not isinstance(mirror, Mirror):
+        return None
+    key = mirror.key(path)
+    return None if key is None else (mirror.store, key)
 
 
 def discover_models(source: str) -> list[str]:
