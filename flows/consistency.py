@@ -9,6 +9,7 @@ from pathlib import Path
 from prefect import flow
 
 from flows.evaluate import evaluate
+from flows.runtime.object_store import attach_runs_store
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import GENERATIONS_FILE, PROMPTS_FILE, SUMMARY_FILE, RunLayout
 from sago_core.consistency.config import ConsistencyConfig
@@ -25,6 +26,8 @@ from tasks.provenance import targets_of
 
 @flow(name="sago-consistency", flow_run_name="consistency", log_prints=True)
 def consistency(config: ConsistencyConfig) -> str:
+    evaluation_config = config.evaluation
+    attach_runs_store(evaluation_config.runs_store, evaluation_config.runs_dir)
     layout = RunLayout(config.run_dir())
     run_dir = layout.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ from sago_core.backends.target import ModelTarget, relocated
 from sago_core.config import RunConfig
 from sago_core.errors import SagoError
 from sago_core.stages.shards import Shard
-from sago_core.storage.attached import ensure_local
+from sago_core.storage.attached import refresh
 from tasks.models import analyse_task, generate_task
 
 ShardDone = Callable[[str, bool], None]  # (generations path, fully cached)
@@ -110,6 +110,8 @@ def shard_flow(
                 "host": socket.gethostname(),
                 "pid": os.getpid(),
                 "cached": cached,
+                # on an object store: the requests this worker made so far
+                **({"store": summary} if (summary := stage.store_summary()) else {}),
             },
             layout.shard_dir(model, shard.label) / SHARD_WORKER_FILE,
         )
@@ -223,12 +225,17 @@ def collect_group(
     for shard in group:
         folder = stage.layout.shard_dir(model, shard.label)
         path = folder / GENERATIONS_FILE
-        if not ensure_local(path):  # a worker elsewhere pushed it to the runs store
+        refresh(path)  # a worker elsewhere pushed it (or recomputed it) to the runs store
+        refresh(folder / SHARD_WORKER_FILE)
+        if not path.exists():
             continue
         worker = json.loads(read_text(folder / SHARD_WORKER_FILE))
         cached = bool(worker.get("cached"))
         with lock:
             stage.note("generate", str(path), cached, device=worker.get("device"))
+            if worker.get("store"):  # cumulative per worker process: its last shard's counts
+                process = f"{worker.get('host')}-{worker.get('pid')}"
+                stage.worker_requests[process] = worker["store"]["requests"]
         on_done(str(path), cached)
 
 

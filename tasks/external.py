@@ -25,6 +25,7 @@ from sago_core.external.frames import (
 )
 from sago_core.external.options import ExternalSource
 from sago_core.external.read import read_external
+from sago_core.storage.attached import ensure_local
 from tasks.backends import backend_for
 from tasks.stage import stage_task
 
@@ -82,4 +83,4 @@ def unmeasured_analysis_task(model: str, generations_path: str, out_dir: str) ->
 
 def read_notes(rows_path: str) -> dict[str, int | str]:
     notes = Path(rows_path + NOTES_SUFFIX)
-    return json.loads(notes.read_text("utf-8")) if notes.exists() else {}
+    return json.loads(notes.read_text("utf-8")) if ensure_local(notes) else {}

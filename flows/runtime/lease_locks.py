@@ -16,10 +16,11 @@ import time
 import anyio.to_thread
 
 from sago_core.storage.leases import DEFAULT_TTL_S, Lease, is_held, release, renew, try_acquire
-from sago_core.storage.objects import ObjectStore
+from sago_core.storage.objects import ObjectStore, StoreError
 
 LOG = logging.getLogger("sago.store")
 _POLL_S = 0.25
+_MAX_POLL_S = 2.0
 
 
 class LeaseLockManager:
@@ -38,8 +39,15 @@ class LeaseLockManager:
             with self._guard:
                 leases = list(self._held.values())
             for lease in leases:
-                if not renew(self.store, lease, self.ttl_s):
-                    LOG.warning("lease %s was lost (expired and taken over)", lease.key)
+                try:
+                    if not renew(self.store, lease, self.ttl_s):
+                        LOG.warning("lease %s was lost (expired and taken over)", lease.key)
+                except StoreError as exc:  # a network blip: the next round tries again
+                    LOG.warning("could not renew lease %s: %s", lease.key, exc)
+
+    def close(self) -> None:
+        """Stop renewing (leases still held then expire after ``ttl_s``)."""
+        self._stop.set()
 
     def _start_renewer(self) -> None:
         if self._renewer is None or not self._renewer.is_alive():
@@ -54,20 +62,23 @@ class LeaseLockManager:
         hold_timeout: float | None = None,
     ) -> bool:
         deadline = None if acquire_timeout is None else time.monotonic() + acquire_timeout
+        wait = _POLL_S
         while True:
             with self._guard:
                 held = self._held.get(key)
-                if held is not None:
-                    return held.holder == holder
-            lease = try_acquire(self.store, self._key(key), holder, self.ttl_s)
-            if lease is not None:
-                with self._guard:
-                    self._held[key] = lease
-                self._start_renewer()
+            if held is not None and held.holder == holder:
                 return True
+            if held is None:  # another holder in this process: wait for it, as for others
+                lease = try_acquire(self.store, self._key(key), holder, self.ttl_s)
+                if lease is not None:
+                    with self._guard:
+                        self._held[key] = lease
+                    self._start_renewer()
+                    return True
             if deadline is not None and time.monotonic() >= deadline:
                 return False
-            time.sleep(_POLL_S)
+            time.sleep(wait)
+            wait = min(wait * 2, _MAX_POLL_S)  # a long wait costs few requests
 
     async def aacquire_lock(
         self,

@@ -24,15 +24,20 @@ def attach_runs_store(runs_store: str | None, runs_dir: Path) -> Mirror | None:
     location = parse_store_url(runs_store)
     if isinstance(current, Mirror) and current.store.location == location:
         return current
+    check_store(location)  # once per process and store: bucket, credentials, conditions
     mirror = Mirror(ObjectStore.open(location), Path(runs_dir))
     mirror.root.mkdir(parents=True, exist_ok=True)
     attached.attach(mirror)
     return mirror
 
 
-def attached_mirror() -> Mirror | None:
+def attached_mirror(run_dir: Path) -> Mirror | None:
+    """The attached store's mirror if ``run_dir`` is inside it (a local run started later in
+    the same process is not on the store)."""
     current = attached.current()
-    return current if isinstance(current, Mirror) else None
+    if isinstance(current, Mirror) and run_dir.resolve().is_relative_to(current.root):
+        return current
+    return None
 
 
 def runs_folder(text: str) -> Path:

@@ -19,6 +19,7 @@ from prefect.filesystems import LocalFileSystem
 
 from sago_core.artifacts.store import DiskWriteError, atomic_write_bytes
 from sago_core.storage.attached import ensure_local
+from sago_core.storage.objects import StoreError
 
 ALLOWED_SERIALIZER = "json"
 
@@ -68,13 +69,13 @@ class JsonResultStorage(LocalFileSystem):
         resolved = Path(self._resolve_path(path))
         try:
             atomic_write_bytes(resolved, content)
-        except DiskWriteError as exc:
+        except (DiskWriteError, StoreError) as exc:
             _write_failures.append(exc)  # Prefect logs a failed commit and carries on
             raise
         return str(resolved)
 
 
-_write_failures: list[DiskWriteError] = []
+_write_failures: list[DiskWriteError | StoreError] = []
 
 
 def raise_write_failure() -> None:

@@ -36,7 +36,7 @@ from sago_core.artifacts.integrity import (
 )
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import read_text, sha256_of, sweep_orphaned_temps, write_json
-from sago_core.storage.attached import ensure_local
+from sago_core.storage.attached import ensure_local, remove
 from tasks.stage import stage_policy
 
 LOG = logging.getLogger("sago.cache")
@@ -55,7 +55,7 @@ class StageRunner:
         self.storage = storage
         # Runs on one folder share these locks: each cached stage is computed once. On an
         # object store the folder is per machine, so the locks are leases on the store.
-        self.mirror = attached_mirror()
+        self.mirror = attached_mirror(run_dir)
         self.locks: ProcessLockManager | LeaseLockManager = (
             ProcessLockManager(layout.results / ".locks")
             if self.mirror is None
@@ -65,6 +65,7 @@ class StageRunner:
             isolation_level="SERIALIZABLE", lock_manager=self.locks
         )
         self.records: list[dict[str, Any]] = []
+        self.worker_requests: dict[str, dict[str, int]] = {}  # per worker process, on a store
         self.last_cached = False
 
     def __call__(
@@ -164,19 +165,22 @@ class StageRunner:
         )
 
     def _withdraw(self, key: str | None) -> None:
-        if key:
-            (Path(str(self.storage.basepath)) / key).unlink(missing_ok=True)
-            self._checksum(key).unlink(missing_ok=True)
+        if key:  # from the runs store too, or the next run would fetch it back
+            remove(Path(str(self.storage.basepath)) / key)
+            remove(self._checksum(key))
 
     def store_summary(self) -> dict[str, Any] | None:
         """The runs store and the requests this process made to it so far (None: local)."""
         if self.mirror is None:
             return None
         counts = self.mirror.store.request_counts()
+        workers = sum(sum(c.values()) for c in self.worker_requests.values())
         return {
             "url": self.mirror.store.location.url,
-            "requests": counts,
+            "requests": counts,  # this process's
             "total_requests": sum(counts.values()),
+            "worker_requests": dict(sorted(self.worker_requests.items())),
+            "all_requests": sum(counts.values()) + workers,
             "corrupt_objects": len(self.mirror.corrupt),
         }
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import append_line, read_text
+from sago_core.storage.attached import refresh
 
 CHECKSUM_MISMATCH = "checksum mismatch"
 # An object on the runs store whose bytes fail the sha256 it was written with (issue 20).
@@ -27,6 +28,7 @@ def record_recomputation(layout: RunLayout, path: str, reason: str, **details: s
 def integrity_counts(layout: RunLayout) -> dict[str, int]:
     """Recomputations recorded in this run folder, by reason."""
     counts: dict[str, int] = {}
+    refresh(layout.integrity_log)  # on a runs store: what workers recorded too
     try:
         lines = read_text(layout.integrity_log).splitlines()
     except FileNotFoundError:

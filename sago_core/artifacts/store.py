@@ -196,6 +196,7 @@ def read_text(path: str | Path) -> str:
 
 
 def sha256_of(path: str | Path) -> str:
+    attached.ensure_local(path)  # a cache key over a file another machine made
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
         while block := handle.read(1 << 20):

@@ -15,6 +15,7 @@ from pathlib import Path
 from sago_core.artifacts.store import append_line
 from sago_core.config import ApiBudget
 from sago_core.errors import SagoError
+from sago_core.storage.attached import refresh
 
 
 class BudgetExhausted(SagoError):
@@ -38,6 +39,7 @@ class ApiLedger:
         self._load()
 
     def _load(self) -> None:
+        refresh(self.path)  # on a runs store: what every machine spent, not only this one
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:

@@ -21,6 +21,10 @@ class Mirrored(Protocol):
 
     def fetch(self, path: Path) -> bool: ...
 
+    def refresh(self, path: Path) -> bool: ...
+
+    def remove(self, path: Path) -> None: ...
+
     def pull(self, folder: Path) -> int: ...
 
 
@@ -49,3 +53,17 @@ def pull(folder: str | Path) -> None:
     """Everything the attached store holds below ``folder``, fetched into it (a listing)."""
     if _current is not None:
         _current.pull(Path(folder))
+
+
+def refresh(path: str | Path) -> None:
+    """The store's copy of ``path`` if it has one, even over a local copy (files that other
+    machines change at a fixed path)."""
+    if _current is not None:
+        _current.refresh(Path(path))
+
+
+def remove(path: str | Path) -> None:
+    """Delete ``path`` locally and from the attached store."""
+    Path(path).unlink(missing_ok=True)
+    if _current is not None:
+        _current.remove(Path(path))

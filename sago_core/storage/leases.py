@@ -26,7 +26,7 @@ DEFAULT_TTL_S = 120.0
 class Lease:
     key: str
     holder: str
-    etag: str
+    condition: dict[str, str]  # the version this holder wrote (``StoredObject.condition``)
     expires_at: float
 
 
@@ -36,19 +36,19 @@ def _body(holder: str, ttl_s: float) -> tuple[bytes, float]:
     return json.dumps({**record, "expires_at": expires}, sort_keys=True).encode(), expires
 
 
-def holder_of(store: ObjectStore, key: str) -> tuple[str, float, str | None] | None:
-    """(holder, expires_at, etag) of the lease at ``key``; None when there is none."""
+def holder_of(store: ObjectStore, key: str) -> tuple[str, float, dict[str, str]] | None:
+    """(holder, expires_at, version condition) of the lease at ``key``; None: no lease."""
     try:
         found = store.get(key)
     except CorruptObject:
-        return ("", 0.0, None)  # unreadable: treated as expired
+        return ("", 0.0, {})  # unreadable: treated as expired
     if found is None:
         return None
     try:
         record = json.loads(found.data)
-        return str(record["holder"]), float(record["expires_at"]), found.etag
+        return str(record["holder"]), float(record["expires_at"]), found.condition
     except (ValueError, KeyError, TypeError):
-        return ("", 0.0, found.etag)
+        return ("", 0.0, found.condition)
 
 
 def try_acquire(store: ObjectStore, key: str, holder: str, ttl_s: float) -> Lease | None:
@@ -57,29 +57,38 @@ def try_acquire(store: ObjectStore, key: str, holder: str, ttl_s: float) -> Leas
         body, expires = _body(holder, ttl_s)
         etag = store.create(key, body)
         if etag is not None:
-            return Lease(key, holder, etag, expires)
+            return Lease(key, holder, _written(store, key, etag), expires)
         found = holder_of(store, key)
         if found is None:
             continue  # released meanwhile: try to create it again
         owner, expires_at, current = found
         if owner != holder and expires_at > time.time():
             return None
-        if current is None:  # unreadable and no version to swap on: remove, then retry
+        if not current:  # unreadable and no version to swap on: remove, then retry
             store.delete(key)
             continue
         etag = store.replace(key, body, current)
-        return Lease(key, holder, etag, expires) if etag is not None else None
+        return Lease(key, holder, _written(store, key, etag), expires) if etag is not None else None
     return None
 
 
 def renew(store: ObjectStore, lease: Lease, ttl_s: float) -> bool:
     """Extend a held lease (False: it was lost, taken over after it expired)."""
     body, expires = _body(lease.holder, ttl_s)
-    etag = store.replace(lease.key, body, lease.etag)
+    etag = store.replace(lease.key, body, lease.condition)
     if etag is None:
         return False
-    lease.etag, lease.expires_at = etag, expires
+    lease.condition, lease.expires_at = _written(store, lease.key, etag), expires
     return True
+
+
+def _written(store: ObjectStore, key: str, etag: str) -> dict[str, str]:
+    """The version condition of what this holder just wrote (a store that reports no etag
+    on a put, or versions by generation, is read back once)."""
+    if etag:
+        return {"e_tag": etag}
+    found = holder_of(store, key)
+    return found[2] if found else {}
 
 
 def is_held(store: ObjectStore, key: str) -> bool:

@@ -14,6 +14,7 @@ machine from the weights' sha256) and lock files (locks on a store are leases).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from pathlib import Path
@@ -23,7 +24,7 @@ from sago_core.storage.objects import CorruptObject, ObjectStore, StoreError
 
 LOG = logging.getLogger("sago.store")
 LOCAL_ONLY = (".prefect", ".cache/materialised")
-LOCAL_ONLY_PARTS = (".locks",)
+LOCAL_ONLY_PARTS = (".locks", ".leases")
 _APPEND_TRIES = 20
 
 
@@ -50,6 +51,18 @@ class Mirror:
         key = self.key(path)
         if key is not None:
             self.store.put(key, data)
+
+    def remove(self, path: Path) -> None:
+        """Delete ``path``'s object (a withdrawn result must not come back from the store)."""
+        key = self.key(path)
+        if key is not None:
+            self.store.delete(key)
+
+    def refresh(self, path: Path) -> bool:
+        """Fetch ``path`` even if a local copy exists (a file other machines change at a
+        fixed path: the ledger, the integrity log, a shard a worker recomputed). True: the
+        local copy is the store's; a store without it leaves the local copy as it is."""
+        return self.fetch(path)
 
     def fetch(self, path: Path) -> bool:
         """Download ``path`` from the store if it is there and intact (True: now local)."""
@@ -90,18 +103,31 @@ class Mirror:
                 if self.store.create(key, data) is not None:
                     return
                 continue
-            if stored.etag and self.store.replace(key, stored.data + data, stored.etag):
+            condition = stored.condition
+            if condition and self.store.replace(key, stored.data + data, condition):
                 return
         raise StoreError(f"{self.store.url(key)}: could not append after {_APPEND_TRIES} tries")
 
     def pull(self, folder: Path) -> int:
-        """Fetch every object below ``folder`` missing locally; returns how many came."""
+        """Fetch every object below ``folder`` that is missing locally or differs from the
+        local copy (its etag, the MD5 of a single-part put, against the local bytes; a
+        store whose etags are not MD5s is fetched whole). Returns how many came."""
         prefix = self.key(folder)
         if prefix is None:
             return 0
         fetched = 0
-        for key in list(self.store.keys(prefix)):
+        for key, etag in list(self.store.listing(prefix)):
             local = self.root / key
-            if not local.exists() and self.key(local) is not None and self.fetch(local):
-                fetched += 1
+            if self.key(local) is None or _same_bytes(local, etag):
+                continue
+            fetched += self.fetch(local)
         return fetched
+
+
+def _same_bytes(local: Path, etag: str | None) -> bool:
+    if not local.is_file() or not etag:
+        return False
+    tag = etag.strip('"').lower()
+    if len(tag) != 32 or any(c not in "0123456789abcdef" for c in tag):
+        return False
+    return hashlib.md5(local.read_bytes(), usedforsecurity=False).hexdigest() == tag

@@ -44,6 +44,12 @@ class StoredObject:
     data: bytes
     sha256: str
     etag: str | None
+    version: str | None = None  # GCS matches a conditional put on the generation
+
+    @property
+    def condition(self) -> dict[str, str]:
+        """What a put conditional on this very version sends (e_tag and/or version)."""
+        return {k: v for k, v in (("e_tag", self.etag), ("version", self.version)) if v}
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -55,7 +61,8 @@ def _hint(location: StoreLocation, exc: BaseException) -> str:
 
     text = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
     if isinstance(exc, oe.UnauthenticatedError | oe.PermissionDeniedError) or any(
-        word in text for word in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch")
+        word in text
+        for word in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "169.254.169.254")
     ):
         return (
             f"{location.url}: access refused ({text}). Set the provider's credentials in the "
@@ -67,6 +74,14 @@ def _hint(location: StoreLocation, exc: BaseException) -> str:
             "these credentials). Create it, or fix the bucket name"
         )
     return f"{location.url}: the object store failed: {text}"
+
+
+def _no_conditions(location: StoreLocation, exc: BaseException) -> str:
+    return (
+        f"{location.url}: the store refuses conditional writes ({str(exc)[:200]}); sago needs "
+        "them for claims, leases and appends (S3 If-None-Match and If-Match, GCS generation "
+        "match, Azure If-None-Match and If-Match). Use a store that honours them"
+    )
 
 
 class ObjectStore:
@@ -120,7 +135,7 @@ class ObjectStore:
         recorded = (found.attributes or {}).get(SHA256_ATTRIBUTE)
         if recorded != digest:
             raise CorruptObject(self.url(key), str(recorded) if recorded else None, digest)
-        return StoredObject(data, digest, found.meta.get("e_tag"))
+        return StoredObject(data, digest, found.meta.get("e_tag"), found.meta.get("version"))
 
     def _put(self, key: str, data: bytes, mode: Any) -> str | None:
         import obstore
@@ -152,23 +167,21 @@ class ObjectStore:
             return self._put(key, data, "create") or ""
         except (oe.AlreadyExistsError, oe.PreconditionError):
             return None
-        except oe.NotSupportedError as exc:
-            raise StoreError(
-                f"{self.location.url}: the store refuses conditional writes ({exc}); sago needs "
-                "them for claims and leases (S3 If-None-Match, GCS generation match, Azure "
-                "If-None-Match)"
-            ) from exc
+        except (oe.NotSupportedError, NotImplementedError) as exc:
+            raise StoreError(_no_conditions(self.location, exc)) from exc
         except Exception as exc:
+            if any(word in str(exc) for word in ("501", "NotImplemented")):
+                raise StoreError(_no_conditions(self.location, exc)) from exc
             raise StoreError(_hint(self.location, exc)) from exc
 
-    def replace(self, key: str, data: bytes, etag: str) -> str | None:
-        """Put only if the object is still the version ``etag`` names: the new etag (None:
-        it changed or vanished meanwhile)."""
+    def replace(self, key: str, data: bytes, condition: dict[str, str]) -> str | None:
+        """Put only if the object is still the version ``condition`` names (its e_tag and/or
+        version, ``StoredObject.condition``): the new etag (None: it changed or vanished)."""
         import obstore.exceptions as oe
 
         self._tick("put_if_match")
         try:
-            return self._put(key, data, {"e_tag": etag}) or ""
+            return self._put(key, data, condition) or ""
         except (oe.PreconditionError, oe.AlreadyExistsError, FileNotFoundError):
             return None
         except Exception as exc:
@@ -187,6 +200,11 @@ class ObjectStore:
 
     def keys(self, prefix: str) -> Iterator[str]:
         """Keys below ``prefix`` (relative to the store's prefix), in store order."""
+        for key, _ in self.listing(prefix):
+            yield key
+
+    def listing(self, prefix: str) -> Iterator[tuple[str, str | None]]:
+        """(key, etag) below ``prefix``, in store order."""
         import obstore
 
         strip = len(self.location.key("")) if self.location.prefix else 0
@@ -197,7 +215,7 @@ class ObjectStore:
                 pages += 1
                 self._tick("list")
                 for item in chunk:
-                    yield str(item["path"])[strip:]
+                    yield str(item["path"])[strip:], item.get("e_tag")
         except Exception as exc:
             raise StoreError(_hint(self.location, exc)) from exc
         if not pages:

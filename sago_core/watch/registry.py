@@ -22,6 +22,12 @@ from pathlib import Path
 
 import polars as pl
 
+from sago_core.artifacts.layout import (
+    CARD_HTML_FILE,
+    CARD_JSON_FILE,
+    CARD_MD_FILE,
+    FINISHED_RUN_FILES,
+)
 from sago_core.artifacts.store import write_json, write_parquet
 from sago_core.storage.attached import current, ensure_local, pull
 from sago_core.storage.leases import Lease, release, try_acquire
@@ -112,16 +118,17 @@ class Registry:
         ]
         if current() is None:
             return found
-        # On a store: the entries other machines recorded, each run folder fetched into
-        # this machine's mirror (the card and the leaderboard read them).
+        # On a store: the entries other machines recorded, and each run's finished files
+        # fetched into this machine's mirror.
         pull(self.folder)
         found = [
             Entry(**json.loads(p.read_text(encoding="utf-8")))
             for p in sorted(self.folder.glob("*.json"))
         ]
         local = [replace(e, run_dir=str(self.root / Path(e.run_dir).name)) for e in found]
-        for entry in local:
-            pull(entry.run_dir)
+        for entry in local:  # what the card and the leaderboard read, not the whole folder
+            for name in (*FINISHED_RUN_FILES, CARD_JSON_FILE, CARD_MD_FILE, CARD_HTML_FILE):
+                ensure_local(Path(entry.run_dir) / name)
         return local
 
     def write_table(self) -> Path:

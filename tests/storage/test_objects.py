@@ -79,8 +79,8 @@ def test_exactly_one_concurrent_create_wins_and_stale_swaps_lose(bucket: str) ->
     assert len(wins) == 1
     found = store.get("claim")
     assert found is not None and found.data == str(wins[0]).encode() and found.etag
-    assert store.replace("claim", b"next", found.etag)
-    assert store.replace("claim", b"late", found.etag) is None  # its version is gone
+    assert store.replace("claim", b"next", found.condition)
+    assert store.replace("claim", b"late", found.condition) is None  # its version is gone
     got = store.get("claim")
     assert got is not None and got.data == b"next"
 
@@ -171,3 +171,70 @@ def test_wrong_credentials_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyP
             StoreError, match=r"s3://bucket/runs: access refused.*AWS_ACCESS_KEY_ID"
         ):
             check_store(parse_store_url("s3://bucket/runs"))
+
+
+def test_a_withdrawn_file_leaves_the_store_and_a_changed_one_is_fetched_again(
+    bucket: str, tmp_path: Path
+) -> None:
+    from sago_core.artifacts.store import atomic_write_bytes
+    from sago_core.storage import attached
+
+    a = Mirror(_store(bucket), tmp_path / "a")
+    b = Mirror(_store(bucket), tmp_path / "b")
+    record = a.root / "run" / ".prefect-results" / "generate-key"
+    try:
+        attached.attach(a)
+        atomic_write_bytes(record, b"a result that must not be committed")
+        assert a.store.get("run/.prefect-results/generate-key") is not None
+        attached.remove(record)  # the stage runner withdrawing a shard with failures
+        assert not record.exists()
+        assert a.store.get("run/.prefect-results/generate-key") is None
+        # a file another machine changed at a fixed path: refresh and pull see the change
+        atomic_write_bytes(a.root / "run" / "shard.parquet", b"version 1")
+        assert b.fetch(b.root / "run" / "shard.parquet")
+        atomic_write_bytes(a.root / "run" / "shard.parquet", b"version 2")
+        assert b.pull(b.root / "run") == 1  # the etag differs from the local bytes' MD5
+        assert (b.root / "run" / "shard.parquet").read_bytes() == b"version 2"
+        assert b.pull(b.root / "run") == 0  # nothing changed: nothing fetched
+        atomic_write_bytes(a.root / "run" / "shard.parquet", b"version 3")
+        assert b.refresh(b.root / "run" / "shard.parquet")
+        assert (b.root / "run" / "shard.parquet").read_bytes() == b"version 3"
+    finally:
+        attached.attach(None)
+
+
+def test_a_store_that_ignores_if_match_is_refused(bucket: str) -> None:
+    location = parse_store_url(f"s3://{bucket}/runs")
+
+    class IgnoresIfMatch(ObjectStore):
+        def replace(self, key: str, data: bytes, condition: dict[str, str]) -> str | None:
+            self.put(key, data)
+            return "etag"
+
+    store = IgnoresIfMatch(location, ObjectStore.open(location)._store)
+    with pytest.raises(StoreError, match=r"ignores conditional writes \(If-Match\)"):
+        check_store(location, store)
+
+
+def test_lease_renewal_outlives_a_store_error(bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import flows.runtime.lease_locks as lease_locks
+
+    manager = lease_locks.LeaseLockManager(_store(bucket), "run/.leases", ttl_s=0.4)
+    calls: list[int] = []
+    real = lease_locks.renew
+
+    def flaky(store: ObjectStore, lease: object, ttl_s: float) -> bool:
+        calls.append(1)
+        if len(calls) == 1:
+            raise StoreError("s3://b: the object store failed: 503 Slow Down")
+        return real(store, lease, ttl_s)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lease_locks, "renew", flaky)
+    assert manager.acquire_lock("k", "holder-1")
+    time.sleep(1.0)  # several renewal rounds, the first of which failed
+    assert len(calls) >= 3
+    assert manager.is_locked("k") and not manager.acquire_lock("k", "holder-2", 0.3)
+    manager.release_lock("k", "holder-1")
+    assert manager.acquire_lock("k", "holder-2", 1.0)
+    manager.release_lock("k", "holder-2")
+    manager.close()
