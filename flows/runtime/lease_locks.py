@@ -13,8 +13,7 @@ import logging
 import threading
 import time
 
-import anyio.to_thread
-
+from flows.runtime.process_locks import BlockingLocks
 from sago_core.storage.leases import DEFAULT_TTL_S, Lease, is_held, release, renew, try_acquire
 from sago_core.storage.objects import ObjectStore, StoreError
 
@@ -23,7 +22,7 @@ _POLL_S = 0.25
 _MAX_POLL_S = 2.0
 
 
-class LeaseLockManager:
+class LeaseLockManager(BlockingLocks):
     def __init__(self, store: ObjectStore, prefix: str, ttl_s: float = DEFAULT_TTL_S) -> None:
         self.store, self.prefix, self.ttl_s = store, prefix.strip("/"), ttl_s
         self._held: dict[str, Lease] = {}
@@ -80,17 +79,6 @@ class LeaseLockManager:
             time.sleep(wait)
             wait = min(wait * 2, _MAX_POLL_S)  # a long wait costs few requests
 
-    async def aacquire_lock(
-        self,
-        key: str,
-        holder: str,
-        acquire_timeout: float | None = None,
-        hold_timeout: float | None = None,
-    ) -> bool:
-        return await anyio.to_thread.run_sync(
-            self.acquire_lock, key, holder, acquire_timeout, hold_timeout
-        )
-
     def release_lock(self, key: str, holder: str) -> None:
         with self._guard:
             held = self._held.get(key)
@@ -117,6 +105,3 @@ class LeaseLockManager:
                 return False
             time.sleep(_POLL_S)
         return True
-
-    async def await_for_lock(self, key: str, timeout: float | None = None) -> bool:
-        return await anyio.to_thread.run_sync(self.wait_for_lock, key, timeout)

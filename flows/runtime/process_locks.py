@@ -31,7 +31,38 @@ def _poll(done: Callable[[], bool], timeout: float | None) -> bool:
     return True
 
 
-class ProcessLockManager:
+class BlockingLocks:
+    """The async half of Prefect's ``LockManager`` protocol, for a lock manager whose
+    blocking methods are thread-safe: each runs in a worker thread."""
+
+    def acquire_lock(
+        self,
+        key: str,
+        holder: str,
+        acquire_timeout: float | None = None,
+        hold_timeout: float | None = None,
+    ) -> bool:
+        raise NotImplementedError
+
+    def wait_for_lock(self, key: str, timeout: float | None = None) -> bool:
+        raise NotImplementedError
+
+    async def aacquire_lock(
+        self,
+        key: str,
+        holder: str,
+        acquire_timeout: float | None = None,
+        hold_timeout: float | None = None,
+    ) -> bool:
+        return await anyio.to_thread.run_sync(
+            self.acquire_lock, key, holder, acquire_timeout, hold_timeout
+        )
+
+    async def await_for_lock(self, key: str, timeout: float | None = None) -> bool:
+        return await anyio.to_thread.run_sync(self.wait_for_lock, key, timeout)
+
+
+class ProcessLockManager(BlockingLocks):
     """Prefect ``LockManager`` over ``flock``; lock files live in ``folder`` and stay empty."""
 
     def __init__(self, folder: Path) -> None:
@@ -73,17 +104,6 @@ class ProcessLockManager:
 
         return _poll(take, acquire_timeout)
 
-    async def aacquire_lock(
-        self,
-        key: str,
-        holder: str,
-        acquire_timeout: float | None = None,
-        hold_timeout: float | None = None,
-    ) -> bool:
-        return await anyio.to_thread.run_sync(
-            self.acquire_lock, key, holder, acquire_timeout, hold_timeout
-        )
-
     def release_lock(self, key: str, holder: str) -> None:
         with self._guard:
             held = self._held.get(key)
@@ -113,6 +133,3 @@ class ProcessLockManager:
 
     def wait_for_lock(self, key: str, timeout: float | None = None) -> bool:
         return _poll(lambda: not self.is_locked(key), timeout)
-
-    async def await_for_lock(self, key: str, timeout: float | None = None) -> bool:
-        return await anyio.to_thread.run_sync(self.wait_for_lock, key, timeout)

@@ -106,7 +106,13 @@ def test_shards_spread_over_two_pinned_workers_and_match_an_in_process_run(
     devices = [s["device"] for s in served]
     assert sorted(set(devices)) == ["0", "1"] and devices.count("0") == devices.count("1") == 3
     assert len({s["pid"] for s in served}) == 2  # one process per device served its shards
+    assert_equals_a_local_run(env, tiny_model_dir, tmp_path, run_dir)
 
+
+def assert_equals_a_local_run(
+    env: dict[str, str], tiny_model_dir: Path, tmp_path: Path, run_dir: Path
+) -> None:
+    """The same configuration in one process on local disk gives the same results."""
     local_config = tmp_path / "local.json"
     local_config.write_text(json.dumps(_config(tiny_model_dir, tmp_path / "local", "local")))
     ephemeral = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}

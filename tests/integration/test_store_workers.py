@@ -12,8 +12,6 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-import polars as pl
 import pytest
 
 from tests.integration.test_prefect_server import (
@@ -21,6 +19,7 @@ from tests.integration.test_prefect_server import (
     _sago,
     _setup_and_deploy,
     _worker,
+    assert_equals_a_local_run,
 )
 from tests.prefect_server import prefect_server
 from tests.storage.s3_server import create_bucket, s3_client, s3_server, store_environment
@@ -87,21 +86,4 @@ def test_workers_that_share_no_directory_hand_their_shards_back_through_the_stor
     assert f"eval/{run_dir.name}/summary.parquet" in keys
     assert sum(k.endswith("/worker.json") for k in keys) == 6
 
-    local_config = tmp_path / "local.json"
-    local_config.write_text(json.dumps(_config(tiny_model_dir, tmp_path / "local", "local")))
-    ephemeral = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
-    local = _sago(
-        ephemeral | {"PREFECT_HOME": str(tmp_path / "ephemeral")},
-        "run",
-        "--config",
-        str(local_config),
-    )
-    assert local.returncode == 0, local.stderr[-4000:]
-    local_dir = next(p for p in (tmp_path / "local").iterdir() if (p / "manifest.json").exists())
-    key = ["dataset", "prompt_id", "variant_id"]
-    a = pl.read_parquet(run_dir / "generations.parquet").sort(key).drop("engine")
-    b = pl.read_parquet(local_dir / "generations.parquet").sort(key).drop("engine")
-    assert a.equals(b)
-    sa = pl.read_parquet(run_dir / "summary.parquet").sort("dataset", "axis")
-    sb = pl.read_parquet(local_dir / "summary.parquet").sort("dataset", "axis")
-    np.testing.assert_allclose(sa["sgs"].to_numpy(), sb["sgs"].to_numpy(), rtol=1e-5, atol=1e-7)
+    assert_equals_a_local_run(env, tiny_model_dir, tmp_path, run_dir)
