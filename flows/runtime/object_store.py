@@ -57,7 +57,6 @@ def fetch_run_folder(text: str) -> Path:
     if not is_url(text):
         return Path(text)
     location = parse_store_url(text, field="run folder")
-    check_store(location.parent())
     runs = location.parent()
     mirror = attach_runs_store(runs.url, runs.scratch())
     assert mirror is not None

@@ -72,6 +72,12 @@ def unreachable(exc: BaseException) -> BaseException | None:
     return _chained(exc, UNREACHABLE)
 
 
+def outage(exc: BaseException) -> tuple[str, BaseException] | None:
+    """(the server's URL, the connection error) when ``exc`` is a lost server, else None."""
+    url, cause = api_url(), unreachable(exc)
+    return None if url is None or cause is None else (url, cause)
+
+
 def healthy(url: str, timeout_s: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=timeout_s) as response:
@@ -133,10 +139,11 @@ def through_outages(
         try:
             return call(*args, **kwargs)
         except Exception as exc:
-            url, cause = api_url(), unreachable(exc)
-            if url is None or cause is None:
+            lost = outage(exc)
+            if lost is None:
                 raise
             since = time.monotonic() if since is None else since
+            url, cause = lost
             wait_for_server(url, what, cause, run_dir, since)
 
 
@@ -152,9 +159,10 @@ def resumable_outage(run_dir: Path | str) -> Iterator[None]:
         chained = _chained(exc, PrefectServerUnavailable)
         if isinstance(chained, PrefectServerUnavailable):
             raise chained from exc
-        url, cause = api_url(), unreachable(exc)
-        if url is None or cause is None:
+        lost = outage(exc)
+        if lost is None:
             raise
+        url, cause = lost
         raise PrefectServerUnavailable(
             f"lost the Prefect server at {url} ({type(cause).__name__}: {cause}); "
             f"{resume_hint(run_dir)}"
@@ -181,8 +189,8 @@ def best_effort(call: Callable[..., T], what: str, /, *args: Any, **kwargs: Any)
     try:
         return call(*args, **kwargs)
     except Exception as exc:
-        url, cause = api_url(), unreachable(exc)
-        if url is None or cause is None:
+        lost = outage(exc)
+        if lost is None:
             raise
-        LOG.warning("Prefect server %s unreachable (%s): %s skipped", url, cause, what)
+        LOG.warning("Prefect server %s unreachable (%s): %s skipped", *lost, what)
         return None

@@ -12,7 +12,7 @@ can flag (or refuse) numbers that mix two models.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -81,7 +81,11 @@ def drifted(generations: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
     """Models whose answers report more than one identity -> those identities (with counts).
     Field by field: two answers differ only where both state a field and the values differ
     (a provider that sends ``system_fingerprint`` on some answers only is not drift)."""
-    found = identities_of(generations)
+    return drifted_identities(identities_of(generations))
+
+
+def drifted_identities(found: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """``drifted`` over a table ``identities_of`` made (one run's identities)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for (model,), rows in found.group_by("model", maintain_order=True):
         if any(rows[f].drop_nulls().n_unique() > 1 for f in IDENTITY_FIELDS):
@@ -91,11 +95,16 @@ def drifted(generations: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
 
 def describe_drift(drift: Mapping[str, list[dict[str, Any]]]) -> list[str]:
     """One line per drifted model: its identities and how many answers each gave."""
-    lines = []
-    for model, rows in drift.items():
-        parts = []
-        for row in rows:
-            named = ", ".join(f"{k} {row[k]}" for k in IDENTITY_FIELDS if row.get(k))
-            parts.append(f"{named} ({row['answers']} answers)")
-        lines.append(f"{model}: answered by {len(rows)} identities: " + "; ".join(parts))
-    return lines
+    return [
+        f"{model}: answered by {len(rows)} identities: " + describe_identities(rows)
+        for model, rows in drift.items()
+    ]
+
+
+def describe_identities(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Identities (rows of ``identities_of``) and how many answers each gave, in a line."""
+    parts = []
+    for row in rows:
+        named = ", ".join(f"{k} {row[k]}" for k in IDENTITY_FIELDS if row.get(k))
+        parts.append(f"{named} ({row['answers']} answers)")
+    return "; ".join(parts)

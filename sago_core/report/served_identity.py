@@ -22,7 +22,13 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.layout import GENERATIONS_FILE
-from sago_core.backends.api_served import IDENTITY_FIELDS, describe_drift, identities_of
+from sago_core.backends.api_served import (
+    IDENTITY_FIELDS,
+    describe_drift,
+    describe_identities,
+    drifted_identities,
+    identities_of,
+)
 from sago_core.errors import ConfigError
 
 NEEDED = ("model", "response_text", "engine")
@@ -61,14 +67,6 @@ def served_identities(run_dir: Path) -> pl.DataFrame:
     return identities_of(pl.read_parquet(path, columns=[c for c in NEEDED if c in columns]))
 
 
-def describe_identities(rows: Sequence[dict[str, Any]]) -> str:
-    parts = []
-    for row in rows:
-        named = ", ".join(f"{k} {row[k]}" for k in IDENTITY_FIELDS if row.get(k))
-        parts.append(f"{named} ({row['answers']} answers)")
-    return "; ".join(parts)
-
-
 def _of(identities: pl.DataFrame, model: str) -> list[dict[str, Any]]:
     return identities.filter(pl.col("model") == model).drop("model").to_dicts()
 
@@ -84,15 +82,6 @@ def differ(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, Any]]) -
     return out
 
 
-def _drift(label: str, identities: pl.DataFrame, models: Sequence[str]) -> list[str]:
-    drift = {}
-    for model in models:
-        rows = _of(identities, model)
-        if any(len({r[f] for r in rows if r.get(f)}) > 1 for f in IDENTITY_FIELDS):
-            drift[model] = rows
-    return [f"{label}: {line}" for line in describe_drift(drift)]
-
-
 def check_runs(
     runs: Sequence[tuple[str, Path]], pairs: Sequence[tuple[str, str]] | None = None
 ) -> IdentityCheck:
@@ -103,7 +92,7 @@ def check_runs(
     mismatches: list[str] = []
     drift: list[str] = []
     for label, found in identities:
-        drift += _drift(label, found, sorted(found["model"].unique().to_list()))
+        drift += [f"{label}: {line}" for line in describe_drift(drifted_identities(found))]
     if pairs is not None and len(identities) == 2:
         (label_a, a), (label_b, b) = identities
         for model_a, model_b in pairs:

@@ -21,8 +21,6 @@ class Mirrored(Protocol):
 
     def fetch(self, path: Path) -> bool: ...
 
-    def refresh(self, path: Path) -> bool: ...
-
     def remove(self, path: Path) -> None: ...
 
     def pull(self, folder: Path) -> int: ...
@@ -57,9 +55,10 @@ def pull(folder: str | Path) -> None:
 
 def refresh(path: str | Path) -> None:
     """The store's copy of ``path`` if it has one, even over a local copy (files that other
-    machines change at a fixed path)."""
+    machines change at a fixed path: the ledger, the integrity log, a recomputed shard); a
+    store without it leaves the local copy as it is."""
     if _current is not None:
-        _current.refresh(Path(path))
+        _current.fetch(Path(path))
 
 
 def remove(path: str | Path) -> None:

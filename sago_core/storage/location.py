@@ -60,10 +60,6 @@ class StoreLocation:
         digest = hashlib.sha256(self.url.encode()).hexdigest()[:10]
         return (Path(base) / f"{readable[:60]}-{digest}").resolve()
 
-    def child(self, name: str) -> StoreLocation:
-        """The location of ``name`` below this one (a run folder below a runs folder)."""
-        return StoreLocation(self.scheme, self.bucket, self.key(name.strip("/")))
-
     def parent(self) -> StoreLocation:
         head, _, _ = self.prefix.rpartition("/")
         return StoreLocation(self.scheme, self.bucket, head)

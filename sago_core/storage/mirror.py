@@ -58,12 +58,6 @@ class Mirror:
         if key is not None:
             self.store.delete(key)
 
-    def refresh(self, path: Path) -> bool:
-        """Fetch ``path`` even if a local copy exists (a file other machines change at a
-        fixed path: the ledger, the integrity log, a shard a worker recomputed). True: the
-        local copy is the store's; a store without it leaves the local copy as it is."""
-        return self.fetch(path)
-
     def fetch(self, path: Path) -> bool:
         """Download ``path`` from the store if it is there and intact (True: now local)."""
         key = self.key(path)

@@ -112,19 +112,15 @@ class Registry:
         return path
 
     def entries(self) -> list[Entry]:
+        on_store = current() is not None
+        if on_store:
+            pull(self.folder)  # the entries other machines recorded
         found = [
             Entry(**json.loads(p.read_text(encoding="utf-8")))
             for p in sorted(self.folder.glob("*.json"))
         ]
-        if current() is None:
+        if not on_store:
             return found
-        # On a store: the entries other machines recorded, and each run's finished files
-        # fetched into this machine's mirror.
-        pull(self.folder)
-        found = [
-            Entry(**json.loads(p.read_text(encoding="utf-8")))
-            for p in sorted(self.folder.glob("*.json"))
-        ]
         local = [replace(e, run_dir=str(self.root / Path(e.run_dir).name)) for e in found]
         for entry in local:  # what the card and the leaderboard read, not the whole folder
             for name in (*FINISHED_RUN_FILES, CARD_JSON_FILE, CARD_MD_FILE, CARD_HTML_FILE):

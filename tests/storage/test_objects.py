@@ -197,7 +197,7 @@ def test_a_withdrawn_file_leaves_the_store_and_a_changed_one_is_fetched_again(
         assert (b.root / "run" / "shard.parquet").read_bytes() == b"version 2"
         assert b.pull(b.root / "run") == 0  # nothing changed: nothing fetched
         atomic_write_bytes(a.root / "run" / "shard.parquet", b"version 3")
-        assert b.refresh(b.root / "run" / "shard.parquet")
+        assert b.fetch(b.root / "run" / "shard.parquet")  # what attached.refresh calls
         assert (b.root / "run" / "shard.parquet").read_bytes() == b"version 3"
     finally:
         attached.attach(None)
