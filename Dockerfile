@@ -35,6 +35,7 @@ RUN /opt/sago/bin/pip install --require-hashes -r requirements.lock \
 COPY sago_core ./sago_core
 COPY tasks ./tasks
 COPY flows ./flows
+COPY sago_cli ./sago_cli
 COPY deployments ./deployments
 RUN /opt/sago/bin/pip install --no-deps -e .
 

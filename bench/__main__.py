@@ -101,7 +101,7 @@ def cached_rerun(workdir: Path) -> list[str]:
     command = [
         sys.executable,
         "-m",
-        "flows.cli",
+        "sago_cli",
         "run",
         "--preset",
         "demo",

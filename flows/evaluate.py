@@ -10,10 +10,11 @@ import polars as pl
 from prefect import flow
 
 from flows.locate import locate_run, patch_model
+from flows.runtime.dispatch import dispatch_shards
 from flows.runtime.monitor import RunMonitor
 from flows.runtime.object_store import attach_runs_store
 from flows.runtime.stage_runner import StageRunner
-from flows.shard import dispatch_shards
+from flows.shard import shard_work
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.axes.judge import JUDGE_CALL_FAILED
@@ -85,14 +86,14 @@ def evaluate_model(
 ) -> dict[str, str]:
     layout, model = stage.layout, target.spec
     out = str(layout.model_dir(model))
-    dispatch_shards(stage, config, target, shards, monitor.shard_finished)
+    dispatch_shards(stage, config, target, shards, monitor.shard_finished, shard_work())
     generations, analysis = (
         stage(
             assemble_task,
             run_tags=[f"model:{model}"],
             name=name,
             schema_name=name.upper(),
-            part_paths=[str(layout.shard_dir(model, s.label) / f"{name}.parquet") for s in shards],
+            part_paths=[str(layout.shard_artifact(model, s.label, name)) for s in shards],
             out_dir=out,
         )
         for name in ("generations", "analysis")

@@ -63,7 +63,7 @@ def prefect_server(home: Path, startup_s: float = 180) -> Iterator[dict[str, str
 def run_sago(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """The sago command line in a fresh process with ``env``."""
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args],
+        [sys.executable, "-m", "sago_cli", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import build_parser, main
+from sago_cli.main import build_parser, main
 from sago_core.backends.factory import loaded_engines
 
 OPTIONS = [
@@ -30,7 +30,7 @@ def test_help_documents_every_option() -> None:
     for option in OPTIONS:
         assert option in run_help
     top = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "sago_cli", "--help"], capture_output=True, text=True, check=True
     )
     assert "run" in top.stdout
 

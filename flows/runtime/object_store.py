@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sago_core.artifacts.layout import local_only
 from sago_core.storage import attached
 from sago_core.storage.location import is_url, parse_store_url
 from sago_core.storage.mirror import Mirror
@@ -25,10 +26,16 @@ def attach_runs_store(runs_store: str | None, runs_dir: Path) -> Mirror | None:
     if isinstance(current, Mirror) and current.store.location == location:
         return current
     check_store(location)  # once per process and store: bucket, credentials, conditions
-    mirror = Mirror(ObjectStore.open(location), Path(runs_dir))
+    mirror = runs_mirror(ObjectStore.open(location), Path(runs_dir))
     mirror.root.mkdir(parents=True, exist_ok=True)
     attached.attach(mirror)
     return mirror
+
+
+def runs_mirror(store: ObjectStore, runs_dir: Path) -> Mirror:
+    """A runs folder mirrored to ``store``; what stays local is the run layout's word."""
+    folders, names = local_only(Path(runs_dir))
+    return Mirror(store, Path(runs_dir), folders, names)
 
 
 def attached_mirror(run_dir: Path) -> Mirror | None:

@@ -57,9 +57,9 @@ class StageRunner:
         # object store the folder is per machine, so the locks are leases on the store.
         self.mirror = attached_mirror(run_dir)
         self.locks: ProcessLockManager | LeaseLockManager = (
-            ProcessLockManager(layout.results / ".locks")
+            ProcessLockManager(layout.locks)
             if self.mirror is None
-            else LeaseLockManager(self.mirror.store, f"{run_dir.name}/.leases")
+            else LeaseLockManager(self.mirror.store, layout.leases_key)
         )
         self.policy = stage_policy(run_dir).configure(
             isolation_level="SERIALIZABLE", lock_manager=self.locks
@@ -154,7 +154,7 @@ class StageRunner:
         return CHECKSUM_MISMATCH
 
     def _checksum(self, key: str) -> Path:
-        return self.layout.checksums / f"{key}.json"
+        return self.layout.checksum_record(key)
 
     def _relative(self, path: str | Path) -> str:
         where = Path(path)

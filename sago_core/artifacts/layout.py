@@ -27,6 +27,15 @@ from pathlib import Path
 
 RUN_CONFIG = "run_config.json"
 MANIFEST = "manifest.json"
+API_LEDGER = "api_ledger.jsonl"
+INTEGRITY_LOG = "integrity.jsonl"
+# Folders: below the runs folder, and below each run folder.
+CACHE_DIR = ".cache"
+PREFECT_HOME_DIR = ".prefect"
+RESULTS_DIR = ".prefect-results"
+CHECKSUMS_DIR = ".checksums"
+LOCKS_DIR = ".locks"  # stage locks beside the result records (a local runs folder)
+LEASES_DIR = ".leases"  # stage locks on an object store: lease objects below the run's key
 # The consistency study (issue 18): the training split and its check against the evaluation.
 TRAINING_SPLIT_FILE = "training_split.json"
 
@@ -92,6 +101,10 @@ class CacheLayout:
 
     root: Path  # <runs_dir>/.cache
 
+    @classmethod
+    def of(cls, runs_dir: Path) -> CacheLayout:
+        return cls(runs_dir / CACHE_DIR)
+
     @property
     def api(self) -> Path:
         return self.root / "api"
@@ -123,7 +136,7 @@ class RunLayout:
 
     @property
     def cache(self) -> CacheLayout:
-        return CacheLayout(self.runs_dir / ".cache")
+        return CacheLayout.of(self.runs_dir)
 
     @property
     def run_config(self) -> Path:
@@ -136,21 +149,35 @@ class RunLayout:
     @property
     def results(self) -> Path:
         """Prefect's result records (JSON), and the stage locks beside them."""
-        return self.run_dir / ".prefect-results"
+        return self.run_dir / RESULTS_DIR
+
+    @property
+    def locks(self) -> Path:
+        """The stage locks of a run on a local folder (one lock file per cache key)."""
+        return self.results / LOCKS_DIR
+
+    @property
+    def leases_key(self) -> str:
+        """The object-store key, below the runs folder's, of the run's stage leases."""
+        return f"{self.run_dir.name}/{LEASES_DIR}"
 
     @property
     def ledger(self) -> Path:
-        return self.run_dir / "api_ledger.jsonl"
+        return self.run_dir / API_LEDGER
 
     @property
     def checksums(self) -> Path:
         """Each committed stage result's artifact sha256 (``<cache key>.json``)."""
-        return self.results / ".checksums"
+        return self.results / CHECKSUMS_DIR
+
+    def checksum_record(self, cache_key: str) -> Path:
+        """The recorded artifact sha256 of one committed stage result."""
+        return self.checksums / f"{cache_key}.json"
 
     @property
     def integrity_log(self) -> Path:
         """Cache hits whose artifact failed its recorded sha256 and were recomputed."""
-        return self.run_dir / "integrity.jsonl"
+        return self.run_dir / INTEGRITY_LOG
 
     @property
     def stages(self) -> Path:
@@ -169,6 +196,10 @@ class RunLayout:
 
     def shard_dir(self, model: str, shard_label: str) -> Path:
         return self.model_dir(model) / "shards" / shard_label
+
+    def shard_artifact(self, model: str, shard_label: str, name: str) -> Path:
+        """A shard's artifact by its stem (``"generations"`` -> its generations.parquet)."""
+        return self.shard_dir(model, shard_label) / artifact_file(name)
 
     def per_model_files(self, name: str) -> list[Path]:
         """``models/*/<name>`` of every model of the run, in a stable order."""
@@ -192,7 +223,16 @@ class RunLayout:
 
 
 def default_prefect_home(runs_dir: Path) -> Path:
-    return runs_dir / ".prefect"
+    """Prefect's home when neither PREFECT_HOME nor the config names one."""
+    return runs_dir / PREFECT_HOME_DIR
+
+
+def local_only(runs_dir: Path) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """What a runs folder mirrored to an object store keeps on this machine: the folders
+    (Prefect's home with its database, weights materialised from their sha256) and the
+    folder names anywhere below (lock files: locks on a store are leases)."""
+    folders = (default_prefect_home(runs_dir), CacheLayout.of(runs_dir).materialised)
+    return folders, (LOCKS_DIR, LEASES_DIR)
 
 
 def artifact_file(name: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.artifacts.layout import MANIFEST_FILE
+from sago_core.artifacts.layout import MANIFEST_FILE, artifact_file
 from sago_core.report.html import provenance_of, render_report
 from sago_core.report.served_identity import IdentityCheck, check_runs
 
@@ -60,7 +60,7 @@ def compare_runs(
     """One report across the runs; ``preamble`` (HTML) opens the page (the watch's table of
     releases); ``identity`` (computed here when not given) marks mixed served models."""
     loaded = [
-        {name: pl.read_parquet(run / f"{name}.parquet") for name in FRAMES} for run in run_dirs
+        {name: pl.read_parquet(run / artifact_file(name)) for name in FRAMES} for run in run_dirs
     ]
     counts = Counter(m for frames in loaded for m in frames["summary"]["model"].unique())
     clash = {model for model, n in counts.items() if n > 1}

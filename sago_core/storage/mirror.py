@@ -8,8 +8,9 @@ recorded sha256 is logged, counted and not used, so the stage that made it is co
 again. Appends (the API ledger, the integrity log) are merged into the stored object with
 conditional writes, so two machines appending to one file lose no line.
 
-Never mirrored: Prefect's home (its local database), materialised weights (rebuilt on each
-machine from the weights' sha256) and lock files (locks on a store are leases).
+Never mirrored: what the owner of the folder's layout names local only (for a runs folder,
+``RunLayout``'s ``local_only``: Prefect's home with its local database, weights
+materialised from their sha256, lock files, since locks on a store are leases).
 """
 
 from __future__ import annotations
@@ -19,19 +20,29 @@ import logging
 import threading
 from pathlib import Path
 
-from sago_core.artifacts.store import write_local_bytes
+from sago_core.storage.atomic import write_local_bytes
 from sago_core.storage.objects import CorruptObject, ObjectStore, StoreError
 
 LOG = logging.getLogger("sago.store")
-LOCAL_ONLY = (".prefect", ".cache/materialised")
-LOCAL_ONLY_PARTS = (".locks", ".leases")
 _APPEND_TRIES = 20
 
 
 class Mirror:
-    def __init__(self, store: ObjectStore, root: Path) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        root: Path,
+        local_folders: tuple[Path, ...] = (),
+        local_names: tuple[str, ...] = (),
+    ) -> None:
+        """``local_folders`` (below ``root``) and folders named ``local_names`` anywhere
+        below it stay on this machine."""
         self.store = store
         self.root = root.resolve()
+        self.local_prefixes = tuple(
+            Path(f).resolve().relative_to(self.root).as_posix() for f in local_folders
+        )
+        self.local_names = local_names
         self.corrupt: list[dict[str, str | None]] = []  # objects found not matching sha256
         self._guard = threading.Lock()
 
@@ -41,8 +52,8 @@ class Mirror:
             relative = Path(path).resolve().relative_to(self.root).as_posix()
         except ValueError:
             return None
-        if relative.startswith(LOCAL_ONLY) or any(
-            part in LOCAL_ONLY_PARTS for part in relative.split("/")
+        if relative.startswith(self.local_prefixes) or any(
+            part in self.local_names for part in relative.split("/")
         ):
             return None
         return relative

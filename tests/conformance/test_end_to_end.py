@@ -28,7 +28,7 @@ def family_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_every_family_runs_end_to_end_from_the_command_line(
     family_models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from flows.cli import main
+    from sago_cli.main import main
 
     data = tmp_path / "questions.jsonl"
     data.write_text("".join(json.dumps({"question": q}) + "\n" for q in QUESTIONS))

@@ -32,7 +32,7 @@ def _post(base: str, path: str, payload: object) -> None:
 
 def _run(config: Path, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "run", "--config", str(config)],
+        [sys.executable, "-m", "sago_cli", "run", "--config", str(config)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -50,8 +50,8 @@ def _values(runs: Path, base_url: str) -> dict:
 def test_the_plan_is_what_the_run_sends(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from flows.cli import main
     from flows.evaluate import evaluate
+    from sago_cli.main import main
     from sago_core.backends.factory import loaded_engines
 
     monkeypatch.setenv("SAGO_TEST_API_KEY", "sk-test")
@@ -114,7 +114,7 @@ def test_the_paper_example_plans_offline(
     shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """examples/paper.yaml validates and plans with no key, no network, no GPU."""
-    from flows.cli import main
+    from sago_cli.main import main
     from sago_core.backends.factory import loaded_engines
 
     example = Path(__file__).resolve().parents[2] / "examples" / "paper.yaml"

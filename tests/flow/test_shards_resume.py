@@ -65,9 +65,9 @@ def test_results_do_not_depend_on_the_shard_size(
 def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.cli import main
     from flows.evaluate import evaluate
     from flows.runtime.monitor import artifact_key
+    from sago_cli.main import main
     from sago_core.backends.mock import FAIL_ENV, MockBackendFailure
     from sago_core.stages.prompts import prepare_prompts
 

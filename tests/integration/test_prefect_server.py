@@ -164,7 +164,7 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
     config.write_text(json.dumps(settings))
     workers = {d: _worker(env, d) for d in ("0", "1")}
     run = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "run", "--config", str(config)],
+        [sys.executable, "-m", "sago_cli", "run", "--config", str(config)],
         env=env,
         cwd=ROOT,
         stdout=subprocess.PIPE,

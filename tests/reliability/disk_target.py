@@ -71,7 +71,7 @@ def install(runs_dir: Path, kind: str, code: int, hit: int) -> None:
 
 def main(argv: list[str]) -> int:
     config, calls = Path(argv[0]), Path(argv[1])
-    from flows.cli import main as sago
+    from sago_cli.main import main as sago
     from sago_core.config import read_config_file
 
     runs_dir = Path(read_config_file(config)["runs_dir"])

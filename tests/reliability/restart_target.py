@@ -17,7 +17,7 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     config, calls, delay = Path(argv[0]), Path(argv[1]), float(argv[2])
-    from flows.cli import main as sago
+    from sago_cli.main import main as sago
     from sago_core.backends.mock import MockBackend
     from sago_core.config import read_config_file
     from tests.reliability.target import install

@@ -108,7 +108,7 @@ def install(calls: Path, runs_dir: Path) -> None:
 def main(argv: list[str]) -> int:
     global _plan
     if argv[0] == "resume":  # resume RUN CALLS: `sago resume RUN` (a folder or its URL)
-        from flows.cli import main as sago
+        from sago_cli.main import main as sago
         from sago_core.storage.location import is_url, parse_store_url
 
         run = argv[1]
@@ -119,7 +119,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 4:
         assert argv[2] in POINTS, argv[2]
         _plan = (argv[2], int(argv[3]))
-    from flows.cli import main as sago
+    from sago_cli.main import main as sago
     from sago_core.config import read_config_file
     from sago_core.storage.location import is_url, parse_store_url
 

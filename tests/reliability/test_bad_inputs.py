@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.cli import main
+from sago_cli.main import main
 from sago_core.data.loading import load_user_file
 from sago_core.errors import InputError
 

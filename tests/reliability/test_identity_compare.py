@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows.cli import main
+from sago_cli.main import main
 from tests.unit.test_card import _run as card_run
 from tests.unit.test_card import _values
 from tests.unit.test_compare import _run as compare_run

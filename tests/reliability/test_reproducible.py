@@ -33,7 +33,7 @@ RENDERED = re.compile(rb"rendered \d{4}-\d\d-\d\d \d\d:\d\d UTC")
 
 def _run(config: Path, env: dict[str, str], seed: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "run", "--config", str(config)],
+        [sys.executable, "-m", "sago_cli", "run", "--config", str(config)],
         cwd=ROOT,
         env={**env, "PYTHONHASHSEED": seed},
         capture_output=True,

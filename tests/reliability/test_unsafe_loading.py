@@ -229,7 +229,7 @@ def test_the_probe_enforces_its_memory_cap_and_reads_the_real_file() -> None:
 def test_a_corrupt_model_folder_is_a_typed_error_that_keeps_finished_work(
     harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from flows.cli import main
+    from sago_cli.main import main
 
     folder = tmp_path / "corrupt"
     folder.mkdir()

@@ -102,8 +102,10 @@ def test_a_lease_has_one_holder_and_expires_with_a_dead_one(bucket: str) -> None
 
 
 def test_two_machines_share_files_and_lose_no_appended_line(bucket: str, tmp_path: Path) -> None:
-    a = Mirror(_store(bucket), tmp_path / "machine-a")
-    b = Mirror(_store(bucket), tmp_path / "machine-b")
+    from flows.runtime.object_store import runs_mirror
+
+    a = runs_mirror(_store(bucket), tmp_path / "machine-a")
+    b = runs_mirror(_store(bucket), tmp_path / "machine-b")
     a.push(a.root / "run-1" / "prompts.parquet", b"prompts")
     assert b.fetch(b.root / "run-1" / "prompts.parquet")
     assert (b.root / "run-1" / "prompts.parquet").read_bytes() == b"prompts"
@@ -112,6 +114,8 @@ def test_two_machines_share_files_and_lose_no_appended_line(bucket: str, tmp_pat
     for local in (".prefect/prefect.db", ".cache/materialised/w/model.safetensors"):
         assert a.key(a.root / local) is None
     assert a.key(a.root / "run-1" / ".prefect-results" / ".locks" / "k.lock") is None
+    assert a.key(a.root / "run-1" / ".leases" / "k") is None
+    assert a.key(a.root / "run-1" / ".prefect-results" / "r.json") == "run-1/.prefect-results/r.json"
     lines = [f"line {i}" for i in range(12)]
     threads = [
         threading.Thread(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main
+from sago_cli.main import main
 from sago_core.storage import attached
 from sago_core.storage.location import parse_store_url
 from sago_core.storage.mirror import Mirror

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from flows.cli import main
+from sago_cli.main import main
 from sago_core.report.card import build_card, write_card
 from sago_core.scoring.summary import summarize
 from sago_core.vocabulary import AXES, POOLED

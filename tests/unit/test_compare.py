@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from flows.cli import main
+from sago_cli.main import main
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from tests.unit.test_report import _deltas

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from flows.runtime.process_locks import ProcessLockManager
-from sago_core.artifacts import store
 from sago_core.artifacts.store import atomic_write_bytes, sweep_orphaned_temps
+from sago_core.storage import atomic as store
 
 HOLD = """
 import sys, time

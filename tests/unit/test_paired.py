@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from flows.cli import main
+from sago_cli.main import main
 from sago_core.errors import ConfigError, InputError
 from sago_core.report.paired_runs import compare_paired, paired_table
 from sago_core.statistics.paired import paired_test

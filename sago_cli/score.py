@@ -1,5 +1,5 @@
-"""``sago score`` and ``sago export``: their options and commands (``flows/cli.py`` adds
-them to the parser and dispatches to them)."""
+"""``sago score``: score generations made elsewhere (CSV, JSONL or Parquet) with the stages
+after generation; the same artifacts as ``sago run``."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from sago_cli.common import configure_environment
 from sago_core.artifacts.layout import SUMMARY_MD_FILE
 from sago_core.config import RunConfig, build_config, read_config_file
 from sago_core.external.columns import parse_mapping
 from sago_core.external.options import FORMATS, ExternalSource
 
 
-def add_score_parser(commands: Any) -> None:
+def add_parser(commands: Any) -> None:
     score = commands.add_parser(
         "score",
         help="score generations made elsewhere (CSV, JSONL or Parquet): the stages after "
@@ -47,17 +48,6 @@ def add_score_parser(commands: Any) -> None:
     score.add_argument("--prefect-home", type=Path, help="Prefect home")
 
 
-def add_export_parser(commands: Any) -> None:
-    export = commands.add_parser(
-        "export",
-        help="write a finished run's generations in the input schema of `sago score`",
-    )
-    export.add_argument("run", type=Path, help="runs/<run_id>")
-    export.add_argument(
-        "--out", type=Path, required=True, help="FILE.csv, FILE.jsonl or FILE.parquet"
-    )
-
-
 def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
     file_values: dict[str, Any] = read_config_file(args.config) if args.config else {}
     overrides: dict[str, Any] = {
@@ -80,8 +70,7 @@ def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
     return config, source
 
 
-def score_command(args: argparse.Namespace) -> int:
-    from flows.cli import configure_environment
+def command(args: argparse.Namespace) -> int:
     from sago_core.backends.model_source import (
         LOCAL_BACKENDS,
         parse_model_spec,
@@ -102,12 +91,4 @@ def score_command(args: argparse.Namespace) -> int:
         print(f"{note}: {count}")
     print(f"Read {len(table.rows)} responses as {table.format!r} from {source.path}")
     print(f"Artifacts: {run_dir}")
-    return 0
-
-
-def export_command(args: argparse.Namespace) -> int:
-    from sago_core.external.export import export_run
-
-    path = export_run(args.run, args.out)
-    print(f"Exported: {path}")
     return 0

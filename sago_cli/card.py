@@ -1,0 +1,49 @@
+"""``sago card``: the stability card of a finished run (card.md, card.html, card.json)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sago_cli.common import check_finished_run, run_folder
+
+
+def add_parser(commands: Any) -> None:
+    from sago_core.statistics.paired import DEFAULT_MARGIN
+
+    card = commands.add_parser(
+        "card",
+        help="write the stability card of a finished run (card.md, card.html, card.json)",
+    )
+    card.add_argument("run", type=run_folder, help="the run folder of the release")
+    card.add_argument("--against", type=run_folder, help="the previous release's run folder")
+    card.add_argument(
+        "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin (SGS units)"
+    )
+    card.add_argument(
+        "--allow-different-configs",
+        action="store_true",
+        help="compare with --against even when comparability settings differ",
+    )
+    card.add_argument(
+        "--strict-identity",
+        action="store_true",
+        help="refuse an --against run whose answers come from other served-model identities "
+        "(default: the card marks them)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from sago_core.report.card import write_card
+
+    for run_dir in [args.run, *([args.against] if args.against else [])]:
+        check_finished_run(run_dir)
+    paths = write_card(
+        args.run,
+        args.against,
+        args.margin,
+        args.allow_different_configs,
+        strict_identity=args.strict_identity,
+    )
+    print(f"Card: {', '.join(str(p) for p in paths)}")
+    return 0

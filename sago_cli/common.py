@@ -1,0 +1,84 @@
+"""What several commands share: argument types, the run-folder argument, the check that a
+run folder is finished, input preflight and the process environment Prefect starts in."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from sago_core.artifacts.layout import FINISHED_RUN_FILES, default_prefect_home
+from sago_core.config import RunConfig
+from sago_core.errors import InputError, SagoError
+
+
+def csv_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def int_list(text: str) -> list[int]:
+    try:
+        return [int(part) for part in csv_list(text)]
+    except ValueError as exc:
+        message = f"{text!r} is not a comma-separated list of integers"
+        raise argparse.ArgumentTypeError(message) from exc
+
+
+def run_folder(text: str) -> Path:
+    """A run folder argument: a local folder, or a run's URL on an object store (fetched into
+    this machine's scratch folder; the command's own outputs go back to the store)."""
+    from flows.runtime.object_store import fetch_run_folder
+
+    try:
+        return fetch_run_folder(text)
+    except SagoError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def check_finished_run(run_dir: Path) -> None:
+    missing = [name for name in FINISHED_RUN_FILES if not (run_dir / name).is_file()]
+    if missing:
+        raise InputError(f"is not a finished run (missing {', '.join(missing)})", file=str(run_dir))
+
+
+def preflight(config: RunConfig) -> None:
+    """Everything that can be wrong with the inputs, found before a model loads."""
+    from sago_core.backends.api import api_key_from_environment
+    from sago_core.backends.model_source import (
+        LOCAL_BACKENDS,
+        parse_model_spec,
+        resolve_local_model,
+    )
+    from sago_core.data.loading import load_run_prompts
+
+    structural = config.variants.structural
+    tools = [structural.rewriter if structural else None, config.judge.model]
+    for model in [*config.models, *(t for t in tools if t)]:
+        backend = parse_model_spec(model).backend
+        if backend == "litellm":
+            api_key_from_environment(config.api)  # a named key variable must be set
+        elif backend in LOCAL_BACKENDS:
+            resolve_local_model(parse_model_spec(model).model_id)
+    load_run_prompts(config)
+    if config.runs_store:  # bucket, credentials and conditional writes, before any model
+        from sago_core.storage.location import parse_store_url
+        from sago_core.storage.preflight import check_store
+
+        check_store(parse_store_url(config.runs_store))
+
+
+def configure_environment(config: RunConfig) -> None:
+    """Prefect and hub settings; must run before prefect is imported."""
+    home = Path(
+        os.environ.get("PREFECT_HOME")
+        or config.prefect_home
+        or default_prefect_home(config.runs_dir)
+    ).resolve()
+    home.mkdir(parents=True, exist_ok=True)  # Prefect does not create missing parents
+    os.environ["PREFECT_HOME"] = str(home)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # sago's own loggers (the vLLM worker's forwarded lines among them) reach the UI.
+    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "sago")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

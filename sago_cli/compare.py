@@ -1,0 +1,96 @@
+"""``sago compare``: one report across several finished runs, or with ``--paired`` the
+paired tests of two runs over the same prompts."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from sago_cli.common import check_finished_run, run_folder
+from sago_core.errors import ConfigError
+
+COMPARISON_PAGE = Path("comparison.html")  # --out's default (written where sago runs)
+
+
+def add_parser(commands: Any) -> None:
+    compare = commands.add_parser(
+        "compare", help="one report across several finished runs (rankings, reversals)"
+    )
+    from sago_core.statistics.paired import DEFAULT_MARGIN
+
+    compare.add_argument("runs", type=run_folder, nargs="+", help="run folders (or URLs)")
+    compare.add_argument(
+        "--out",
+        type=Path,
+        help="where to write the page (default comparison.html), or with --paired the table "
+        "(default paired.parquet; paired.md beside it)",
+    )
+    compare.add_argument(
+        "--paired",
+        action="store_true",
+        help="two runs, the same prompts: paired t-test, Wilcoxon, bootstrap CI and an "
+        "equivalence test per dataset and axis (is B less stable than A?)",
+    )
+    compare.add_argument(
+        "--margin",
+        type=float,
+        default=DEFAULT_MARGIN,
+        help=f"--paired: equivalence margin in SGS units (default {DEFAULT_MARGIN})",
+    )
+    compare.add_argument(
+        "--allow-different-configs",
+        action="store_true",
+        help="--paired: compare runs whose variant grid, decoding, scorer or seed differ "
+        "(the differences are printed)",
+    )
+    compare.add_argument(
+        "--strict-identity",
+        action="store_true",
+        help="refuse runs whose answers for a model come from different served-model "
+        "identities (API model name or system_fingerprint; default: compare and mark them)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    if args.paired:
+        return paired_command(args)
+    return compare_command(args.runs, args.out or COMPARISON_PAGE, args.strict_identity)
+
+
+def compare_command(run_dirs: list[Path], out: Path, strict_identity: bool = False) -> int:
+    from sago_core.artifacts.store import write_text
+    from sago_core.report.compare import compare_runs, identity_check
+
+    for run_dir in run_dirs:
+        check_finished_run(run_dir)
+    identity = identity_check(run_dirs)
+    identity.enforce(strict_identity)
+    for warning in identity.warnings:
+        print(f"WARNING: {warning}")
+    path = write_text(compare_runs(run_dirs, identity=identity), out)
+    print(f"Comparison: {path}")
+    return 0
+
+
+def paired_command(args: argparse.Namespace) -> int:
+    from sago_core.artifacts.layout import PAIRED_FILE, PAIRED_MD_FILE
+    from sago_core.artifacts.schemas import PAIRED
+    from sago_core.artifacts.store import write_parquet, write_text
+    from sago_core.report.paired_runs import compare_paired, render_paired
+
+    if len(args.runs) != 2:
+        raise ConfigError(f"--paired compares exactly two runs (A B), got {len(args.runs)}")
+    for run_dir in args.runs:
+        check_finished_run(run_dir)
+    run_a, run_b = args.runs
+    comparison = compare_paired(
+        run_a, run_b, args.margin, args.allow_different_configs, args.strict_identity
+    )
+    out = args.out or Path(PAIRED_FILE)
+    text = render_paired(comparison)
+    write_parquet(comparison.table, out, PAIRED)
+    write_text(text, out.with_name(PAIRED_MD_FILE))
+    print(text)
+    print(f"Paired table: {out}")
+    return 0

@@ -1,0 +1,47 @@
+"""``sago consistency``: do results on one OOD dataset predict another? (partial
+correlations across checkpoints, controlling for the ID dataset)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from sago_cli.common import configure_environment, preflight
+from sago_core.config import read_config_file
+
+
+def add_parser(commands: Any) -> None:
+    consistency = commands.add_parser(
+        "consistency",
+        help="do results on one OOD dataset predict another? (partial correlations across "
+        "checkpoints, controlling for the ID dataset)",
+    )
+    consistency.add_argument("--config", type=Path, required=True, help="YAML study file")
+
+
+def command(args: argparse.Namespace) -> int:
+    return consistency_command(args.config)
+
+
+def consistency_command(path: Path) -> int:
+    from sago_core.consistency.config import build_consistency_config
+
+    study = build_consistency_config(read_config_file(path), source=str(path))
+    preflight(study.preflight_config())  # series checkpoints are built by the flow
+    configure_environment(study.evaluation)
+    from flows.consistency import consistency
+
+    started = time.monotonic()
+    run_dir = Path(consistency(study))
+    import polars as pl
+
+    from sago_core.artifacts.layout import CONSISTENCY_REPORT_FILE, PARTIAL_CORRELATIONS_FILE
+    from sago_core.consistency.summary import pair_markdown
+
+    table = pl.read_parquet(run_dir / PARTIAL_CORRELATIONS_FILE)
+    stats = study.statistics
+    print(pair_markdown(table, stats.report_metric, stats.adjustment))
+    print(f"Consistency: {run_dir / CONSISTENCY_REPORT_FILE} ({time.monotonic() - started:.0f} s)")
+    return 0

@@ -1,0 +1,138 @@
+"""``sago run``: evaluate models on datasets (rerunning the same command resumes).
+
+Config comes from a preset, an optional YAML file (strict: unknown keys are errors) and
+these overrides, parsed once here. Inputs are checked before Prefect starts or any model
+loads. Prefect runs ephemeral (no server) unless PREFECT_API_URL points at one; its home
+defaults to ``<runs-dir>/.prefect`` (``RunLayout``'s ``default_prefect_home``), never the
+user's home by surprise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from sago_cli.common import configure_environment, csv_list, preflight
+from sago_core.artifacts.layout import SUMMARY_MD_FILE
+from sago_core.config import (
+    BUILTIN_DATASET,
+    DATASET_NAMES,
+    RunConfig,
+    build_config,
+    read_config_file,
+)
+from sago_core.data.user_files import join_mapped_entries
+
+
+def add_parser(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="evaluate models on datasets (rerunning the same command resumes and reuses work)",
+        description="Evaluate models. Later options override the config file, which "
+        "overrides the preset.",
+    )
+    run.add_argument("--config", type=Path, help="YAML config file (strict schema)")
+    run.add_argument(
+        "--preset",
+        choices=("demo", "paper", "locate"),
+        help="demo (default), paper grid, or locate (demo + activation patching)",
+    )
+    run.add_argument(
+        "--models",
+        type=csv_list,
+        help="comma-separated BACKEND:ID specs; BACKEND in hf, vllm, litellm; ID a local "
+        "path, hub id or API model; alias smollm2-135m = the embedded model "
+        "(default hf:smollm2-135m)",
+    )
+    run.add_argument(
+        "--datasets",
+        type=csv_list,
+        help=f"comma-separated names: {BUILTIN_DATASET}, {', '.join(DATASET_NAMES)}, "
+        "or paths to .csv/.jsonl/.json/.parquet files with a 'question' column, in a "
+        "dataset's own layout, or mapped per file: 'a.csv#question=Question,answer=Best Answer'",
+    )
+    run.add_argument("--data-dir", type=Path, help="folder laid out like shared/data")
+    run.add_argument(
+        "--question-column", help="question column of a user's own data file (default question)"
+    )
+    run.add_argument(
+        "--strict-placeholders",
+        action="store_true",
+        help="placeholder-like text ({name}) in a user's prompt is an error, not a warning",
+    )
+    run.add_argument("--n", type=int, help="prompts sampled per dataset (seeded)")
+    run.add_argument("--max-new-tokens", type=int, help="greedy generation length cap")
+    run.add_argument("--seed", type=int, help="run seed (sampling and noise)")
+    run.add_argument(
+        "--runs-dir", help="where runs/<run_id>/ go: a folder or a store URL (default ./runs)"
+    )
+    run.add_argument("--run-id", help="run folder name (default: preset + config hash)")
+    run.add_argument("--prefect-home", type=Path, help="Prefect home (default <runs-dir>/.prefect)")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (prompts, variants, generations, API requests, tokens, cost "
+        "ceiling, budget) without loading a model or calling an API",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    return dry_run_command(config) if args.dry_run else run_command(config)
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    file_values: dict[str, Any] = read_config_file(args.config) if args.config else {}
+    overrides: dict[str, Any] = {
+        "models": args.models,
+        "datasets": join_mapped_entries(args.datasets) if args.datasets else None,
+        "strict_placeholders": True if args.strict_placeholders else None,
+        "data_dir": args.data_dir,
+        "n": args.n,
+        "question_column": args.question_column,
+        "seed": args.seed,
+        "runs_dir": args.runs_dir,
+        "run_id": args.run_id,
+        "prefect_home": args.prefect_home,
+    }
+    if args.max_new_tokens is not None:
+        generation = dict(file_values.get("generation") or {})
+        generation["max_new_tokens"] = args.max_new_tokens
+        overrides["generation"] = generation
+    source = f"{args.config} and command line" if args.config else "command line"
+    return build_config(args.preset, file_values, overrides, source=source)
+
+
+def dry_run_command(config: RunConfig) -> int:
+    """The plan of ``config``: inputs are validated as for a run, nothing is loaded or sent."""
+    from sago_core.artifacts.layout import RunLayout
+    from sago_core.backends.api import token_prices
+    from sago_core.backends.target import run_targets
+    from sago_core.run_plan import plan_run, render_plan
+    from sago_core.stages.prompts import prepare_prompts
+
+    targets = run_targets(config)  # resolves local weights (hashes), loads nothing
+    every = [*targets.models.values(), *targets.tools()]
+    prices = {t.spec: token_prices(t.model_id, config.api) for t in every if t.is_api}
+    layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
+    plan = plan_run(config, prepare_prompts(config), targets, layout, prices)
+    if prices and config.api.key_env and not os.environ.get(config.api.key_env):
+        plan.warnings.append(f"api.key_env {config.api.key_env!r} is not set: a real run stops")
+    print(render_plan(plan, config))
+    return 0
+
+
+def run_command(config: RunConfig) -> int:
+    """Preflight, then the evaluation flow; ``sago resume`` runs a saved config through it."""
+    preflight(config)
+    configure_environment(config)
+    from flows.evaluate import evaluate, layout_of
+    from flows.runtime.server_outage import resumable_outage
+
+    with resumable_outage(layout_of(config).run_dir):
+        run_dir = Path(evaluate(config))
+    print((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))
+    print(f"Artifacts: {run_dir}")
+    return 0
