@@ -13,6 +13,7 @@ from flows.runtime.object_store import attach_runs_store
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import GENERATIONS_FILE, PROMPTS_FILE, SUMMARY_FILE, RunLayout
 from sago_core.consistency.config import ConsistencyConfig
+from sago_core.consistency.design import design_lines
 from tasks.consistency import (
     checkpoint_scores_task,
     checkpoint_series_task,
@@ -31,6 +32,8 @@ def consistency(config: ConsistencyConfig) -> str:
     layout = RunLayout(config.run_dir())
     run_dir = layout.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
+    for line in design_lines(config.design_check()):  # before any checkpoint is evaluated
+        print(line)
     # Before any evaluation: build missing series, refuse training rows that are evaluated.
     split = checkpoint_series_task(config, out_dir=str(run_dir))
     evaluation = Path(evaluate(config.evaluation))

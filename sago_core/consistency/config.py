@@ -22,8 +22,9 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from sago_core.checkpoints.training_split import BUILTIN_TRAINING
 from sago_core.config import RunConfig, StrictModel, build_config
+from sago_core.consistency.design import Reachability, study_reachability
 from sago_core.errors import ConfigError
-from sago_core.statistics.partial_correlation import DEFAULT_KNOTS, KNOT_QUANTILES, Adjustment
+from sago_core.statistics.partial_correlation import KNOT_QUANTILES, Adjustment
 
 MIN_CHECKPOINTS = 4  # a linear partial correlation with one control needs n - 3 >= 1
 FINETUNE, QUANTIZE = "finetune", "quantize"
@@ -83,10 +84,12 @@ class SeriesSettings(StrictModel):
 class StudyStatistics(StrictModel):
     """``adjustment``: the headline adjustment (both are always computed, the table's
     ``method`` column tells them apart). ``corrected_test``: the p-value Holm and BH correct
-    over the pairs of one metric, family and method; significance is Holm's p <= alpha."""
+    over the pairs of one metric, family and method; significance is Holm's p <= alpha.
+    ``spline_knots``: null (the default) chooses them by the number of checkpoints
+    (``statistics.partial_correlation.knots_for``); a number (3 to 7) fixes them."""
 
     adjustment: Adjustment = "linear"
-    spline_knots: int = DEFAULT_KNOTS
+    spline_knots: int | None = None
     block_length: int = Field(default=2, ge=1)
     permutation_draws: int = Field(default=9999, ge=99)
     alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -95,8 +98,8 @@ class StudyStatistics(StrictModel):
 
     @field_validator("spline_knots")
     @classmethod
-    def _knots(cls, value: int) -> int:
-        if value not in KNOT_QUANTILES:
+    def _knots(cls, value: int | None) -> int | None:
+        if value is not None and value not in KNOT_QUANTILES:
             raise ValueError(f"spline_knots must be one of {sorted(KNOT_QUANTILES)}")
         return value
 
@@ -140,6 +143,20 @@ class ConsistencyConfig(StrictModel):
             for family, models in self.families.items()
             for position, model in enumerate(models)
         ]
+
+    def design_check(self) -> list[Reachability]:
+        """Can a pair be significant at all with these families, pairs, test and alpha?
+        (``sago_core.consistency.design``; computed before anything runs.)"""
+        stats = self.statistics
+        return study_reachability(
+            {family: len(models) for family, models in self.families.items()},
+            len(self.out_of_distribution),
+            stats.corrected_test,
+            stats.alpha,
+            stats.block_length,
+            stats.permutation_draws,
+            stats.spline_knots,
+        )
 
     def preflight_config(self) -> RunConfig:
         """The evaluation as it can be checked before the series exist: the series' base in

@@ -3,7 +3,8 @@
 For each family, metric and ID adjustment (``method``: linear and spline, both always) and
 each pair of OOD datasets (a, b): the partial correlation, across the family's checkpoints,
 of the metric on a and on b, controlling for the metric on the in-distribution dataset
-(``sago_core.statistics.partial_correlation``), with its t-test p (the adjustment's own df)
+(``sago_core.statistics.partial_correlation``; the spline's knots chosen by the number of
+checkpoints unless ``knots`` fixes them), with its t-test p (the adjustment's own df)
 and its block-permutation p in checkpoint order. Checkpoints missing any of the three values
 are left out and ``n`` says how many remain; too few for the adjustment or the permutation
 test, or a constant score, gives NA with the reason.
@@ -28,7 +29,6 @@ from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
 from sago_core.statistics.partial_correlation import (
     ADJUSTMENTS,
-    DEFAULT_KNOTS,
     Adjustment,
     block_permutation_p,
     partial_correlation,
@@ -52,7 +52,7 @@ def _cell(
     y: np.ndarray,
     z: np.ndarray,
     method: Adjustment,
-    knots: int,
+    knots: int | None,
     block_length: int,
     alpha: float,
     draws: int,
@@ -93,7 +93,7 @@ def partial_correlation_table(
     scores: pl.DataFrame,
     in_distribution: str,
     out_of_distribution: list[str],
-    knots: int = DEFAULT_KNOTS,
+    knots: int | None = None,
     block_length: int = 2,
     alpha: float = 0.05,
     corrected_test: str = "permutation",

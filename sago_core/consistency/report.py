@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sago_core.consistency.design import design_lines, study_reachability
 from sago_core.consistency.matrix import method_disagreements
 from sago_core.consistency.summary import detectable_rows, pair_rows
 from sago_core.report.figures import _png, _pyplot
@@ -195,19 +196,30 @@ def _pair_section(table: pl.DataFrame, metric: str, headline: str) -> str:
     return _table(headers, rows, left=3)
 
 
-def _detectable_section(table: pl.DataFrame, knots: int, alpha: float) -> str:
+def _detectable_section(table: pl.DataFrame, stats: dict[str, Any]) -> str:
+    alpha = stats["alpha"]
     rows = [
         [
             html.escape(r["family"]),
-            r["method"],
+            r["method"] + (f" ({r['knots']} knots)" if r["knots"] else ""),
             str(r["n"]),
             str(r["df"]),
             str(r["pairs"]),
+            _fmt(r["smallest_holm"], 3),
+            "yes" if r["reachable"] else "<b>no</b>",
             _fmt(r["critical_r"], 3),
             _fmt(r["critical_r_holm"], 3),
             _fmt(r["detectable_r"], 3),
+            html.escape(r["note"]),
         ]
-        for r in detectable_rows(table, knots, alpha)
+        for r in detectable_rows(
+            table,
+            stats["spline_knots"],
+            alpha,
+            stats["corrected_test"],
+            stats["block_length"],
+            stats["permutation_draws"],
+        )
     ]
     headers = [
         "family",
@@ -215,11 +227,36 @@ def _detectable_section(table: pl.DataFrame, knots: int, alpha: float) -> str:
         "n",
         "df",
         "pairs",
+        f"smallest Holm p ({stats['corrected_test']})",
+        f"significance reachable (alpha {alpha:g})",
         f"critical |r| (alpha {alpha:g})",
         "critical |r| (Holm, first step)",
         "detectable |r| (80% power)",
+        "note",
     ]
-    return _table(headers, rows, left=2)
+    return (
+        f"<p>Critical |r| from the test Holm corrects ({html.escape(stats['corrected_test'])}"
+        "); a permutation test has no fixed critical |r|. NA where significance is "
+        "unreachable: no |r| can be detected there.</p>" + _table(headers, rows, left=2)
+    )
+
+
+def _design_section(settings: dict[str, Any]) -> str:
+    """The design check (``sago_core.consistency.design``) from the study's settings."""
+    stats = settings["statistics"]
+    checks = study_reachability(
+        {name: len(models) for name, models in settings["families"].items()},
+        len(settings["out_of_distribution"]),
+        stats["corrected_test"],
+        stats["alpha"],
+        stats["block_length"],
+        stats["permutation_draws"],
+        stats["spline_knots"],
+    )
+    verdict, *lines = design_lines(checks)
+    css = "" if all(c.reachable for c in checks) else ' class="na"'
+    items = "".join(f"<li>{html.escape(line.strip())}</li>" for line in lines)
+    return f"<p{css}><b>{html.escape(verdict)}</b></p><ul>{items}</ul>"
 
 
 def _disagreement_section(table: pl.DataFrame) -> str:
@@ -286,7 +323,14 @@ def render_consistency(
     oods = list(settings["out_of_distribution"])
     stats = settings["statistics"]
     headline, metric, knots = stats["adjustment"], stats["report_metric"], stats["spline_knots"]
-    quantiles = ", ".join(f"{q:g}" for q in KNOT_QUANTILES[knots])
+    knot_text = (
+        f"{knots} knots at the "
+        + ", ".join(f"{q:g}" for q in KNOT_QUANTILES[knots])
+        + f" quantiles; n-{knots + 1} df"
+        if knots is not None
+        else "knots by the number of checkpoints n: n // 2 - 1 within 3..7, at Harrell's "
+        "quantiles; n-knots-1 df"
+    )
     chosen = table.filter(pl.col("method") == headline)
     families = ", ".join(
         f"{html.escape(name)} ({len(models)} checkpoints)"
@@ -301,17 +345,20 @@ def render_consistency(
         "on two OOD datasets, controlling for the same metric on the ID dataset: both are "
         "regressed on ID and the residuals correlated. Adjustments: <b>linear</b> (1, ID; "
         "t-test with n-3 df) and <b>spline</b> (natural cubic spline of ID with "
-        f"{knots} knots at the {quantiles} quantiles; n-{knots + 1} df). Permutation p: whole "
+        f"{knot_text}; it reduces, not removes, the shared curvature of a saturating ID "
+        "relation). Permutation p: whole "
         f"blocks of {stats['block_length']} consecutive checkpoints reordered (order-respecting). "
         f"Holm and BH correct the {stats['corrected_test']} p over the pairs of one family, "
         f"metric and method; significant = Holm p &le; {stats['alpha']:g}. Headline "
         f"adjustment: <b>{html.escape(headline)}</b>.</p>",
+        "<h2>Can this study reach significance?</h2>",
+        _design_section(settings),
         "<h2>Training split</h2>",
         _split_section(split),
         f"<h2>OOD pairs: {html.escape(metric)}</h2>",
         _pair_section(table, metric, headline),
         "<h2>Minimum detectable |r| at this study's size</h2>",
-        _detectable_section(table, knots, stats["alpha"]),
+        _detectable_section(table, stats),
         "<h2>Where linear and spline adjustment disagree</h2>",
         _disagreement_section(table),
         "<h2>Checkpoint scores</h2>",

@@ -8,11 +8,13 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.consistency.design import Test, reachability
 from sago_core.statistics.partial_correlation import (
     ADJUSTMENTS,
     critical_r,
     design_columns,
     detectable_r,
+    knots_for,
 )
 
 
@@ -36,27 +38,63 @@ def pair_rows(table: pl.DataFrame, metric: str) -> list[dict[str, Any]]:
 
 
 def detectable_rows(
-    table: pl.DataFrame, knots: int, alpha: float, power: float = 0.8
+    table: pl.DataFrame,
+    knots: int | None,
+    alpha: float,
+    corrected_test: Test = "permutation",
+    block_length: int = 2,
+    draws: int = 9999,
+    power: float = 0.8,
 ) -> list[dict[str, Any]]:
-    """Per family and method at the family's largest n: df, the critical |r| of the t-test
-    (uncorrected, and at Holm's first step alpha / pairs), and the |r| detected with
-    ``power`` (Fisher z)."""
+    """Per family and method at the family's largest n: df, whether significance is
+    reachable with the test Holm corrects (``sago_core.consistency.design``), the critical
+    |r| *of that test* (uncorrected, and at Holm's first step alpha / pairs), and the |r|
+    detected with ``power`` (Fisher z, the t-test's; approximate for the permutation test).
+
+    The permutation test has no fixed critical |r| (its threshold depends on the residuals):
+    its critical columns are None and ``note`` says what can be concluded instead. Where
+    significance is unreachable nothing is detectable: detectable_r is None too."""
     rows = []
     for (family, method), frame in table.group_by(["family", "method"], maintain_order=True):
         n = int(frame["n"].max() or 0)  # type: ignore[arg-type]
         pairs = frame.select("ood_a", "ood_b").unique().height
-        columns = design_columns(method, knots)
+        k = knots_for(n, knots)
+        columns = design_columns(method, k)
         df = n - columns - 1
+        check = reachability(
+            family, n, pairs, corrected_test, alpha, method, block_length, draws, knots
+        )
+        t_test = corrected_test == "t"
+        if not check.reachable:
+            note = "unreachable: " + check.reason
+        elif t_test:
+            note = "t-test: critical |r| as shown"
+        else:
+            note = (
+                f"permutation test: no fixed critical |r| (set by the residuals); smallest "
+                f"Holm p {check.smallest_holm:.3g} <= alpha {alpha:g}"
+            )
         rows.append(
             {
                 "family": family,
                 "method": method,
+                "knots": k if method == "spline" else None,
                 "n": n,
                 "df": df,
                 "pairs": pairs,
-                "critical_r": critical_r(df, alpha),
-                "critical_r_holm": critical_r(df, alpha / max(pairs, 1)),
-                "detectable_r": detectable_r(n, columns - 1, alpha, power),
+                "test": corrected_test,
+                "smallest_p": check.smallest_p,
+                "smallest_holm": check.smallest_holm,
+                "reachable": check.reachable,
+                "checkpoints_needed": check.checkpoints_needed,
+                "critical_r": critical_r(df, alpha) if t_test and check.reachable else None,
+                "critical_r_holm": (
+                    critical_r(df, alpha / max(pairs, 1)) if t_test and check.reachable else None
+                ),
+                "detectable_r": (
+                    detectable_r(n, columns - 1, alpha, power) if check.reachable else None
+                ),
+                "note": note,
             }
         )
     return sorted(rows, key=lambda r: (r["family"], r["method"]))

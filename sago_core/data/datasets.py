@@ -3,6 +3,13 @@
 Each dataset reads its canonical local format (the layout of ``shared/data``). Hub ids are
 recorded for runs with a network (``load_from_hub``); this machine has none, so the local
 path is what the tests exercise.
+
+Reference answers are gold answers only. Alpaca (and AlpacaEval, read by the same reader)
+holds open-ended instructions whose ``output`` is another model's answer (text-davinci-003),
+so its prompts carry no references and correctness on them is missing (``NO_GOLD_ALPACA``),
+unless the user names a gold column (``gold``: ``alpaca#answer=COLUMN`` in ``datasets``, or
+``file.json#answer=COLUMN``). Each reader's ``reference_columns`` says, for a record, which
+column its references come from (``sago_core.data.references`` reports it per dataset).
 """
 
 from __future__ import annotations
@@ -16,6 +23,15 @@ from sago_core.data.records import Record, read_records, require_text, text_list
 from sago_core.errors import InputError
 
 RowMapper = Callable[[Record, Path, int], Prompt]
+# For a record: the column(s) its references come from, or None (no gold answers).
+ReferenceColumns = Callable[[Record], str | None]
+
+NO_GOLD_ALPACA = (
+    "open-ended instructions: the `output` column is another model's answer "
+    "(text-davinci-003 for Alpaca and AlpacaEval), not a gold answer, so correctness is not "
+    "judged; name a gold column to judge against it (datasets entry 'alpaca#answer=COLUMN' "
+    "or 'FILE#answer=COLUMN')"
+)
 
 
 @dataclass(frozen=True)
@@ -27,6 +43,8 @@ class DatasetSource:
     hub_config: str | None
     hub_split: str
     to_prompt: RowMapper
+    reference_columns: ReferenceColumns
+    no_references: str | None = None  # why this dataset has no gold answers (None: it has)
 
 
 def _truthfulqa(rec: Record, path: Path, row: int) -> Prompt:
@@ -52,7 +70,7 @@ def _alpaca(rec: Record, path: Path, row: int) -> Prompt:
     if not isinstance(extra, str):
         raise InputError("must be text", file=str(path), row=row, column="input")
     prompt = f"{instruction}\n\n{extra.strip()}" if extra.strip() else instruction
-    return Prompt("alpaca", content_id("alpaca", prompt), prompt, text_list(rec.get("output")))
+    return Prompt("alpaca", content_id("alpaca", prompt), prompt)  # NO_GOLD_ALPACA
 
 
 def _simpleqa(rec: Record, path: Path, row: int) -> Prompt:
@@ -87,6 +105,24 @@ def _hotpotqa(rec: Record, path: Path, row: int) -> Prompt:
     return Prompt("hotpotqa", pid, question, text_list(rec.get("answer")))
 
 
+def _truthfulqa_columns(rec: Record) -> str:
+    if "Question" not in rec and "question" in rec:
+        return "best_answer + correct_answers"
+    return "Best Answer + Correct Answers (split at ';')"
+
+
+def _triviaqa_columns(rec: Record) -> str:
+    if "Question" in rec:
+        return "Answer.Value + Answer.Aliases"
+    if isinstance(rec.get("answer"), dict):
+        return "answer.value + answer.aliases"
+    return "golden_answers" if rec.get("golden_answers") else "answer"
+
+
+def _column(name: str) -> ReferenceColumns:
+    return lambda rec: name
+
+
 SOURCES: dict[str, DatasetSource] = {
     s.name: s
     for s in (
@@ -98,6 +134,7 @@ SOURCES: dict[str, DatasetSource] = {
             "generation",
             "validation",
             _truthfulqa,
+            _truthfulqa_columns,
         ),
         DatasetSource(
             "nq_open",
@@ -107,6 +144,7 @@ SOURCES: dict[str, DatasetSource] = {
             "nq_open",
             "validation",
             _nq_open,
+            _column("answer"),
         ),
         DatasetSource(
             "alpaca",
@@ -116,6 +154,8 @@ SOURCES: dict[str, DatasetSource] = {
             None,
             "train",
             _alpaca,
+            lambda rec: None,
+            NO_GOLD_ALPACA,
         ),
         DatasetSource(
             "simpleqa_verified",
@@ -125,6 +165,7 @@ SOURCES: dict[str, DatasetSource] = {
             None,
             "eval",
             _simpleqa,
+            _column("answer"),
         ),
         DatasetSource(
             "triviaqa",
@@ -134,6 +175,7 @@ SOURCES: dict[str, DatasetSource] = {
             "unfiltered.nocontext",
             "validation",
             _triviaqa,
+            _triviaqa_columns,
         ),
         DatasetSource(
             "hotpotqa",
@@ -143,6 +185,7 @@ SOURCES: dict[str, DatasetSource] = {
             "distractor",
             "validation",
             _hotpotqa,
+            _column("answer"),
         ),
     )
 }
@@ -160,10 +203,33 @@ def find_dataset_file(source: DatasetSource, data_dir: Path) -> Path:
     )
 
 
-def load_dataset_file(source: DatasetSource, path: Path) -> list[Prompt]:
+def check_gold_column(records: list[Record], gold: str, path: Path) -> None:
+    """A named gold column must exist in the file (an error naming file and column)."""
+    present = set().union(*(r.keys() for r in records[:50])) if records else set()
+    if gold not in present:
+        raise InputError(
+            f"the gold column {gold!r} named by answer={gold} is not in the file "
+            f"(columns present: {sorted(present)})",
+            file=str(path),
+            column=gold,
+        )
+
+
+def with_gold(prompt: Prompt, rec: Record, gold: str | None) -> Prompt:
+    """The prompt with its references read from the user's gold column, when one is named."""
+    return prompt if gold is None else replace(prompt, references=text_list(rec.get(gold)))
+
+
+def load_dataset_file(source: DatasetSource, path: Path, gold: str | None = None) -> list[Prompt]:
+    """``gold``: a column the user names as the gold answers (replaces the reader's own)."""
+    records = read_records(path)
+    if gold is not None:
+        check_gold_column(records, gold, path)
     return [
-        replace(source.to_prompt(rec, path, row), source=source_of(str(path), row))
-        for row, rec in enumerate(read_records(path), 1)
+        replace(
+            with_gold(source.to_prompt(rec, path, row), rec, gold), source=source_of(str(path), row)
+        )
+        for row, rec in enumerate(records, 1)
     ]
 
 

@@ -22,8 +22,10 @@ from sago_core.data.sampling import sample_prompts
 from sago_core.data.user_files import (
     FileEntry,
     detect_layout,
+    keeps_layout,
     load_records,
     parse_entry,
+    parse_named,
     read_with_layout,
 )
 from sago_core.errors import ConfigError, InputError
@@ -60,15 +62,17 @@ def load_user_file(
 ) -> list[Prompt]:
     """A user's own CSV/JSONL/JSON/Parquet file; dataset name = file stem. With a per-file
     mapping its columns are the mapped ones; without one, a file in one of the six datasets'
-    own layouts is read by that dataset's reader (user_files.py). Placeholder-like text is
+    own layouts is read by that dataset's reader (user_files.py; a mapping of ``answer`` alone
+    keeps the layout and names the gold column). Placeholder-like text is
     logged as a warning naming the rows (an error under ``strict_placeholders``)."""
     entry = path if isinstance(path, FileEntry) else FileEntry(path)
     records = load_records(entry)
-    layout = None if entry.mapping or question_column != "question" else detect_layout(records)
+    keep = keeps_layout(entry) and question_column == "question"
+    layout = detect_layout(records) if keep else None
     if layout is None:
         prompts, warnings = _generic(entry, records, question_column, rules)
     else:
-        prompts = read_with_layout(layout, entry.path, records)
+        prompts = read_with_layout(layout, entry.path, records, entry.column("answer"))
         warnings = [
             w
             for row, p in enumerate(prompts, start=1)
@@ -87,15 +91,16 @@ def _load_one(
 ) -> list[Prompt]:
     if name == BUILTIN_DATASET:
         return builtin_prompts()
-    if name in SOURCES:
+    entry = parse_entry(name)
+    known, gold = parse_named(name) if entry is None else (name, None)
+    if known in SOURCES:
         if data_dir is None:
             raise ConfigError(
-                f"dataset {name!r} needs --data-dir (a folder laid out like shared/data) "
+                f"dataset {known!r} needs --data-dir (a folder laid out like shared/data) "
                 "or the hub extra with a network"
             )
-        source = SOURCES[name]
-        return load_dataset_file(source, find_dataset_file(source, data_dir))
-    entry = parse_entry(name)
+        source = SOURCES[known]
+        return load_dataset_file(source, find_dataset_file(source, data_dir), gold)
     if entry is not None:
         if not entry.path.exists():
             raise InputError("does not exist", file=str(entry.path))
@@ -144,9 +149,11 @@ def source_digest(datasets: tuple[str, ...], data_dir: Path | None) -> str:
     digest = hashlib.sha256()
     for name in datasets:
         digest.update(name.encode())
-        if name in SOURCES and data_dir is not None:
-            digest.update(sha256_of(find_dataset_file(SOURCES[name], data_dir)).encode())
-        elif (entry := parse_entry(name)) is not None and entry.path.is_file():
+        entry = parse_entry(name)
+        known = parse_named(name)[0] if entry is None else name
+        if known in SOURCES and data_dir is not None:
+            digest.update(sha256_of(find_dataset_file(SOURCES[known], data_dir)).encode())
+        elif entry is not None and entry.path.is_file():
             digest.update(sha256_of(entry.path).encode())
     return digest.hexdigest()
 

@@ -5,8 +5,12 @@ in the config's ``datasets``) maps the columns of each file on its own: ``questi
 prompt), ``answer`` (reference answers) and ``id``. Without a mapping, a file whose columns
 match one of the six datasets' own layouts (TruthfulQA's ``Question``/``Best Answer``,
 AlpacaEval's ``instruction``, SimpleQA's ``problem``, ...) is read by that dataset's reader,
-reference answers included; any other file needs its question column (``question`` or
-``--question-column``). The dataset is named for the file's stem either way.
+reference answers included (none for the Alpaca/AlpacaEval layout: its ``output`` is
+another model's answer); any other file needs its question column (``question`` or
+``--question-column``). The dataset is named for the file's stem either way. A mapping that
+names only ``answer`` keeps the detected layout and takes the gold answers from that column
+(``alpaca_eval.json#answer=gold``); a known dataset's name takes the same suffix
+(``alpaca#answer=COLUMN``, ``parse_named``).
 """
 
 from __future__ import annotations
@@ -55,6 +59,22 @@ def parse_entry(entry: str) -> FileEntry | None:
     return FileEntry(Path(path.strip()), tuple(mapping))
 
 
+def parse_named(entry: str) -> tuple[str, str | None]:
+    """A known dataset's entry: (name, the gold column named by ``#answer=COLUMN`` or None).
+    Only ``answer`` can be named for a known dataset (its reader knows its other columns)."""
+    name, sep, spec = entry.partition("#")
+    if not sep:
+        return entry.strip(), None
+    items = [item.strip() for item in spec.split(",") if item.strip()]
+    pairs = [tuple(part.strip() for part in item.partition("=")[::2]) for item in items]
+    if len(pairs) != 1 or pairs[0][0] != "answer" or not pairs[0][1]:
+        raise ConfigError(
+            f"datasets entry {entry!r}: a known dataset takes only '#answer=COLUMN' (its gold "
+            "answers' column)"
+        )
+    return name.strip(), pairs[0][1]
+
+
 def join_mapped_entries(items: list[str]) -> list[str]:
     """Entries split at every comma, mended: ``a.csv#question=Q``, ``answer=A`` is one entry
     (a name=column item that names no file belongs to the file before it)."""
@@ -84,6 +104,11 @@ LAYOUTS: tuple[tuple[str, Callable[[Record], bool]], ...] = (
 )
 
 
+def keeps_layout(entry: FileEntry) -> bool:
+    """No mapping, or one that names only the gold answers' column: the layout is read."""
+    return all(name == "answer" for name, _ in entry.mapping)
+
+
 def detect_layout(records: list[Record]) -> DatasetSource | None:
     """The dataset whose own layout the file's first record has, if any."""
     if not records:
@@ -95,12 +120,18 @@ def detect_layout(records: list[Record]) -> DatasetSource | None:
     return None
 
 
-def read_with_layout(source: DatasetSource, path: Path, records: list[Record]) -> list:
+def read_with_layout(
+    source: DatasetSource, path: Path, records: list[Record], gold: str | None = None
+) -> list:
+    """The file read by ``source``'s reader; ``gold``: the user's gold answers' column."""
+    from sago_core.data.datasets import with_gold
     from sago_core.data.prompt import source_of
 
     return [
         replace(
-            source.to_prompt(rec, path, row), dataset=path.stem, source=source_of(str(path), row)
+            with_gold(source.to_prompt(rec, path, row), rec, gold),
+            dataset=path.stem,
+            source=source_of(str(path), row),
         )
         for row, rec in enumerate(records, 1)
     ]

@@ -3,7 +3,10 @@
 Normalisation (as in SQuAD's evaluation): lower-case, drop punctuation, drop the articles
 a/an/the, collapse whitespace. A response is correct when it matches any reference under the
 rule for that reference's kind (prompts without references, or without an answer, are
-unknown, None, never counted as wrong):
+unknown, None, never counted as wrong). References are gold answers only: a dataset whose
+answer column is another model's output (Alpaca, AlpacaEval) gives its prompts none, so
+correctness there is unknown unless the user names a gold column
+(``sago_core.data.references`` says, per dataset, where its references come from):
 
 - **yes/no** (the normalised reference is ``yes`` or ``no``): the response's first word must
   be that verdict ("No, we use all of it" matches "No"; "There is no evidence" does not, nor

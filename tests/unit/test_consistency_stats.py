@@ -81,11 +81,17 @@ def test_a_curved_id_relation_fools_the_linear_adjustment_but_not_the_spline() -
     x = _saturating(z) + 0.02 * rng.normal(size=n)
     y = _saturating(z) + 0.02 * rng.normal(size=n)
     linear = partial_correlation(x, y, z, method="linear")
-    spline = partial_correlation(x, y, z, method="spline")
+    spline = partial_correlation(x, y, z, method="spline", knots=3)
     assert linear.r is not None and linear.r > 0.8 and linear.p_value < 1e-6  # spurious
     assert spline.r is not None and abs(spline.r) < 0.3 and spline.p_value > 0.05
     design = _natural_cardinal_basis(z, np.quantile(z, [0.1, 0.5, 0.9]))
     assert spline.r == pytest.approx(_independent_partial(x, y, design)[0], abs=1e-9)
+    # Knots by the rule at 40 checkpoints: 7, at Harrell's quantiles for 7 knots.
+    auto = partial_correlation(x, y, z, method="spline")
+    seven = [0.025, 0.1833, 0.3417, 0.5, 0.6583, 0.8167, 0.975]
+    r7, p7, *_ = _independent_partial(x, y, _natural_cardinal_basis(z, np.quantile(z, seven)))
+    assert auto.df == 40 - 7 - 1 and auto.r == pytest.approx(r7, abs=1e-9)
+    assert auto.p_value == pytest.approx(p7, rel=1e-7) and auto.p_value > 0.05
 
 
 def _brute_force_block_p(rx: np.ndarray, ry: np.ndarray, length: int) -> float:
@@ -179,7 +185,8 @@ def test_the_table_corrects_the_permutation_p_over_one_family_metric_and_method(
         assert group["p_holm"].to_list() == pytest.approx(holm)
         assert group["p_bh"].to_list() == pytest.approx(bh)
         assert group["significant"].to_list() == [h <= 0.05 for h in holm]
-        assert (group["df"] == (12 - 3 if method == "linear" else 12 - 4)).all()
+        # spline knots by the rule at 12 checkpoints: 12 // 2 - 1 = 5, so 12 - 5 - 1 df
+        assert (group["df"] == (12 - 3 if method == "linear" else 12 - 5 - 1)).all()
     ab = table.filter((pl.col("ood_a") == "a") & (pl.col("ood_b") == "b"))
     assert (ab["r"] > 0.7).all() and (ab["p_perm"] < 0.01).all()
 

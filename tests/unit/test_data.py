@@ -31,7 +31,10 @@ def test_each_loader_reads_its_shared_file_into_the_schema(name: str, shared_dat
     assert {p.dataset for p in prompts} == {name}
     assert len({p.prompt_id for p in prompts}) == len(prompts)
     assert all(p.prompt.strip() == p.prompt and p.prompt for p in prompts)
-    assert sum(bool(p.references) for p in prompts) >= 0.95 * len(prompts)
+    if name == "alpaca":  # open-ended: `output` is text-davinci-003's answer, not gold
+        assert not any(p.references for p in prompts)
+    else:
+        assert sum(bool(p.references) for p in prompts) >= 0.95 * len(prompts)
 
 
 def test_truthfulqa_bom_is_stripped_and_references_split(shared_data: Path) -> None:
