@@ -142,7 +142,8 @@ SUMMARY: Schema = {
     "floor": pl.Float64,  # mean per-prompt noise floor (replay |delta_norm|)
     "p_floor": pl.Float64,  # one-sided paired t-test of s - floor > 0 over prompts
     "reference": pl.String,  # what p_reference tests against: "eps 0.05" or "noise floor"
-    "p_reference": pl.Float64,  # the p-value behind the marks, Holm and BH
+    "p_reference": pl.Float64,  # the p-value Holm and BH adjust (the marks read p_holm)
+    "ci_missing_reason": pl.String,  # why ci_low/ci_high are null (too few prompts)
 }
 
 # sago compare A B --paired (statistics/paired.py): per (dataset incl. __pooled__, axis), on
@@ -153,7 +154,7 @@ PAIRED: Schema = {
     "dataset": pl.String,
     "axis": pl.String,
     "n": pl.Int32,  # prompts with s on both sides
-    "mean_diff": pl.Float64,  # mean of s_b - s_a (equal weight per dataset when pooled)
+    "mean_diff": pl.Float64,  # mean of s_b - s_a over all shared prompts: what the tests test
     "p_paired_t": pl.Float64,  # two-sided paired t-test
     "p_wilcoxon": pl.Float64,  # two-sided Wilcoxon signed-rank test
     "ci_low": pl.Float64,  # 95% paired bootstrap interval of mean_diff (prompts resampled)
@@ -168,9 +169,10 @@ PAIRED: Schema = {
     "run_a": pl.String,
     "run_b": pl.String,
     "missing_reason": pl.String,  # why there is no test (fewer than two shared prompts)
-    # mean of s_b - s_a over all shared prompts: what the t, Wilcoxon and TOST tests test,
-    # and the sign of a b_worse / b_better verdict (equals mean_diff per dataset)
-    "mean_diff_prompts": pl.Float64,
+    # pooled row: the equal-weight mean over datasets of their mean s_b - s_a (the
+    # difference of pooled SGS); shown beside mean_diff, labelled; equals it per dataset
+    "mean_diff_datasets": pl.Float64,
+    "ci_missing_reason": pl.String,  # why ci_low/ci_high are null (too few prompts)
 }
 
 # `sago score`: the external file's rows, validated (stages/external_rows.parquet)
@@ -218,6 +220,8 @@ PATCHING: Schema = {
     "logprob_variant": pl.Float64,
     "logprob_patched": pl.Float64,
     "missing_reason": pl.String,
+    "gap": pl.Float64,  # logprob_base - logprob_variant (nats): the recovery's denominator
+    "relative_gap": pl.Float64,  # |gap| / max(|logprob_base|, 1): the guard's measure
 }
 
 REFERENCE_LIKELIHOOD: Schema = {

@@ -56,9 +56,20 @@ TAIL_COLUMNS = (
     "share_over_0_05",
     "flip_right_to_wrong",
     "flip_wrong_to_right",
+    "ci_missing_reason",
 )
 INSTANCE_TEXTS = ("base_prompt", "variant_prompt", "base_answer", "variant_answer")
-PAIRED_COLUMNS = ("axis", "n", "mean_diff", "ci_low", "ci_high", "p_holm", "p_tost_holm")
+PAIRED_COLUMNS = (
+    "axis",
+    "n",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "ci_missing_reason",
+    "mean_diff_datasets",
+    "p_holm",
+    "p_tost_holm",
+)
 PACKAGES = ("sago", "torch", "transformers", "vllm", "litellm")
 
 
@@ -94,6 +105,7 @@ def _pooled_sgs(summary: pl.DataFrame, model: str) -> list[dict[str, Any]]:
                 "sgs": r["sgs"],
                 "ci_low": r.get("ci_low"),
                 "ci_high": r.get("ci_high"),
+                "ci_missing_reason": r.get("ci_missing_reason"),
                 "n": r["n"],
                 "reference": r.get("reference") or "eps 0.05",
                 "p_reference": r.get("p_reference", r.get("p_eps_0_05")),
@@ -251,8 +263,10 @@ def _num(value: Any) -> str:
 
 
 def _ci(row: dict[str, Any], low: str = "ci_low", high: str = "ci_high") -> str:
+    """ "[low, high]", or NA with the row's reason (too few prompts) when there is none."""
     if row.get(low) is None or row.get(high) is None:
-        return "NA"
+        reason = row.get("ci_missing_reason")
+        return f"NA ({reason})" if reason else "NA"
     return f"[{_num(row[low])}, {_num(row[high])}]"
 
 
@@ -396,6 +410,7 @@ def _paired_block(card: dict[str, Any]) -> Block:
                 str(r["n"]),
                 _num(r["mean_diff"]),
                 _ci(r),
+                _num(r.get("mean_diff_datasets")),
                 _num(r["p_holm"]),
                 _num(r["p_tost_holm"]),
                 r["verdict"] or "NA",
@@ -406,7 +421,9 @@ def _paired_block(card: dict[str, Any]) -> Block:
             *(f"WARNING: {w}" for w in paired.get("identity_warnings", [])),
             f"A = {_against_models(paired)} ({paired['against']}); B = this run; differences "
             "B minus A on s (above 0: B "
-            f"less stable); equivalence margin {paired['margin']} SGS units",
+            f"less stable); equivalence margin {paired['margin']} SGS units; the mean diff "
+            "and its 95% CI are over every shared prompt, as the tests and verdict use them; "
+            "the dataset-weighted mean (equal weight per dataset) is shown for reference",
             "regressions (pooled): "
             + (", ".join(paired["regressions"]) or "none")
             + f"; per-dataset rows b_worse: {paired['dataset_regressions']} of "
@@ -415,7 +432,16 @@ def _paired_block(card: dict[str, Any]) -> Block:
         ]
         return (
             "Against the previous release",
-            ["axis", "n", "mean diff", "95% CI", "Holm (t)", "Holm (TOST)", "verdict"],
+            [
+                "axis",
+                "n",
+                "mean diff (all prompts, tested)",
+                "95% CI",
+                "dataset-weighted mean",
+                "Holm (t)",
+                "Holm (TOST)",
+                "verdict",
+            ],
             rows,
             notes,
         )

@@ -71,7 +71,8 @@ def heatmap(summary: pl.DataFrame) -> bytes:
         rows = summary.filter(pl.col("model") == model)
         datasets = [*sorted(d for d in rows["dataset"].unique().to_list() if d != POOLED), POOLED]
         index = {(r["dataset"], r["axis"]): r["sgs"] for r in rows.iter_rows(named=True)}
-        grid = np.array([[index.get((d, a)) or np.nan for a in AXES] for d in datasets], float)
+        cells = [[index.get((d, a)) for a in AXES] for d in datasets]
+        grid = np.array([[np.nan if v is None else v for v in row] for row in cells], float)
         image = ax.imshow(grid, cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(AXES)), AXES)
         ax.set_yticks(range(len(datasets)), datasets, fontsize=8)

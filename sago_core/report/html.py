@@ -41,8 +41,9 @@ from sago_core.report.insights import (
     tail_sections,
 )
 from sago_core.report.locate import Located, locate_sections, located_from_run
-from sago_core.report.summary_md import kept_counts, sgs_cell
+from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
 from sago_core.statistics.correctness import is_correct
+from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.rankings import rank_agreement, rank_reversals
 from sago_core.vocabulary import AXES, NON_FINITE, POOLED, REPLAY_FAMILY
 
@@ -84,6 +85,11 @@ def _image(name: str, png: bytes) -> str:
     return f'<img id="fig-{name}" alt="{name}" src="data:image/png;base64,{data}">'
 
 
+def _reference_legend(summary: pl.DataFrame) -> str:
+    reference = summary["reference"][0] if "reference" in summary.columns and len(summary) else None
+    return marks_legend(reference)
+
+
 def _pooled_table(summary: pl.DataFrame) -> str:
     rows = []
     pooled = summary.filter(pl.col("dataset") == POOLED)
@@ -97,7 +103,8 @@ def _pooled_table(summary: pl.DataFrame) -> str:
         ci = (
             f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
             if r.get("ci_low") is not None and r.get("ci_high") is not None
-            else "NA"
+            else '<span class="na">NA</span>'
+            + (f" ({html.escape(r['ci_missing_reason'])})" if r.get("ci_missing_reason") else "")
         )
         rows.append(
             [
@@ -464,10 +471,12 @@ def render_report(
     sections = [
         "<h1>SAGO report</h1>",
         "<p>SGS = mean over prompts of the RMS of normalised deltas (0 = identical behaviour "
-        "on every variant). Marks: one-sided t-test of E[s] &gt; 0.05 (or, when the run "
-        "tests against the noise floor, paired s &gt; floor); * p&lt;0.05, "
-        "** p&lt;0.01, *** p&lt;0.001. Holm and BH adjust that p-value over all rows of the "
-        "summary. MDE: smallest excess over eps detectable with 80% power at this n.</p>",
+        "on every variant). The test: one-sided t-test of E[s] &gt; 0.05 (or, when the run "
+        "tests against the noise floor, paired s &gt; floor); Holm and BH adjust its p-value "
+        f"over all rows of the summary. Significance {html.escape(_reference_legend(summary))} "
+        "(the Holm column); an uncorrected p below 0.05 alone earns no mark. 95% CI: "
+        f"bootstrap over prompts, drawn from at least {MIN_PROMPTS} prompts with a score. "
+        "MDE: smallest excess over eps detectable with 80% power at this n.</p>",
         _identity_drift(generations),
         "<h2>Pooled SGS per model and axis</h2>",
         _pooled_table(summary),

@@ -19,6 +19,7 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.report.explorer import explorer_section
 from sago_core.statistics.axis_structure import REDUNDANT_P, REDUNDANT_RHO, redundancy_note
+from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import AXES, POOLED
 
@@ -91,7 +92,13 @@ def tails_section(tails: pl.DataFrame, summary: pl.DataFrame) -> str:
                 _num(r["share_over_0_10"]),
                 _with_ci(r, "flip_right_to_wrong"),
                 _with_ci(r, "flip_wrong_to_right"),
-                html.escape(r["missing_reason"] or r["flip_missing_reason"] or ""),
+                html.escape(
+                    "; ".join(
+                        str(r[c])
+                        for c in ("missing_reason", "flip_missing_reason", "ci_missing_reason")
+                        if r.get(c)
+                    )
+                ),
             ]
         )
     headers = [
@@ -114,7 +121,9 @@ def tails_section(tails: pl.DataFrame, summary: pl.DataFrame) -> str:
         "(all datasets and families; per dataset and family in <code>tails.parquet</code>). "
         "Quantiles are numpy's linear ones; flips compare the base answer and the variant's "
         "answer with the reference answers (the same on every axis row; NA without "
-        "references). Intervals: 95% bootstrap over prompts.</p>" + _table(headers, rows, left=2)
+        "references). Intervals: 95% bootstrap over prompts, drawn only from at least "
+        f"{MIN_PROMPTS} prompts with a value (else the note says why).</p>"
+        + _table(headers, rows, left=2)
     )
 
 

@@ -4,9 +4,16 @@
   one curve per variant family (pooled over subtypes and strengths), at both read
   positions, the onset layer marked; a second figure splits each family by subtype and
   strength (at the answer start, the Act axis' position);
-- activation patching (patching.parquet): mean recovery of the Prob delta by patched
-  layer, one curve per family with a bootstrap band (variants resampled), and beside it the
-  mean KL of the first answer token's distribution to the base's.
+- activation patching (patching.parquet): by patched layer, one curve per family, the
+  recovery of the Prob delta as a ratio of sums (the share of the family's total change in
+  log p(base answer) restored; ``statistics/recovery.py``) with its bootstrap band over
+  prompts and, dashed, the median recovery; beside it the mean KL of the first answer
+  token's distribution to the base's (band over prompts). A table gives, per family, the
+  layer where the ratio of sums peaks, with both figures and their bands. Per-variant
+  recoveries are never averaged: they stay in patching.parquet with their gap.
+
+Every band is drawn only from at least ``intervals.MIN_PROMPTS`` prompts; the text and the
+table say when it is not.
 """
 
 from __future__ import annotations
@@ -22,15 +29,20 @@ import polars as pl
 
 from sago_core.artifacts.layout import LAYER_PROFILES_FILE, PATCHING_FILE
 from sago_core.report.figures import _png, _pyplot
-from sago_core.statistics.intervals import bootstrap_mean_ci
-from sago_core.statistics.layer_profiles import ONSET_FRACTION, READ_POSITIONS
+from sago_core.statistics.intervals import MIN_PROMPTS, stable_seed
+from sago_core.statistics.layer_profiles import ONSET_FRACTION, READ_POSITIONS, profile_band
+from sago_core.statistics.recovery import (
+    MIN_RELATIVE_GAP,
+    SCALE_FLOOR_NATS,
+    recovery_by_layer,
+)
+from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import POOLED, REPLAY_FAMILY
 
 POSITION_TITLES = {
     "generation_start": "answer start (the Act axis)",
     "prompt_end": "end of the user's text",
 }
-BAND_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -168,66 +180,138 @@ def strength_figure(profiles: pl.DataFrame) -> bytes:
     return _png(figure)
 
 
-def _mean_band(values: np.ndarray) -> tuple[float, float, float]:
-    low, high = bootstrap_mean_ci(values, BAND_SEED)
-    mean = float(np.mean(values))
-    return mean, np.nan if low is None else low, np.nan if high is None else high
+def _kl_curve(frame: pl.DataFrame, model: str) -> tuple[list[int], np.ndarray]:
+    """Layers and (mean, low, high) of the first-token KL, band over prompts (NaN when
+    there are too few prompts)."""
+    rows = frame.filter(pl.col("kl_first_token").is_not_null())
+    layers = sorted(rows["layer"].unique().to_list())
+    stats = []
+    for layer in layers:
+        chosen = rows.filter(pl.col("layer") == layer).sort("dataset", "prompt_id")
+        keys = chosen.select("dataset", "prompt_id")
+        order = keys.unique().sort("dataset", "prompt_id")
+        index = {k: i for i, k in enumerate(order.iter_rows())}
+        owner = np.array([index[k] for k in keys.iter_rows()])
+        strata = order.group_by("dataset", maintain_order=True).len()["len"].to_list()
+        seed = stable_seed(model, "kl", str(layer)) >> 1
+        values = chosen["kl_first_token"].to_numpy()[:, None]
+        mean, low, high = profile_band(values, owner, seed, strata=strata)
+        stats.append(
+            (
+                float(mean[0]),
+                np.nan if low is None else float(low[0]),
+                np.nan if high is None else float(high[0]),
+            )
+        )
+    return layers, np.array(stats)
 
 
-def _curves(frame: pl.DataFrame, column: str) -> dict[str, tuple[list[int], np.ndarray]]:
-    """Per family: layers and (mean, low, high) per layer over the rows with a value."""
-    out: dict[str, tuple[list[int], np.ndarray]] = {}
-    for family in _families(frame):
-        chosen = frame.filter((pl.col("family") == family) & pl.col(column).is_not_null())
-        layers = sorted(chosen["layer"].unique().to_list())
-        if not layers:
-            continue
-        stats = [
-            _mean_band(chosen.filter(pl.col("layer") == layer)[column].to_numpy())
-            for layer in layers
-        ]
-        out[family] = (layers, np.array(stats))
-    return out
+def _band(ax: Any, x: Any, low: Any, high: Any, color: Any) -> None:
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    if np.isfinite(low).any():
+        ax.fill_between(x, low, high, alpha=0.18, color=color)
 
 
-def recovery_figure(patching: pl.DataFrame) -> bytes:
-    """Per model (rows): mean recovery by layer per family with bands, and the mean KL of
-    the first answer token to the base's."""
+def recovery_figure(patching: pl.DataFrame, by_layer: pl.DataFrame | None = None) -> bytes:
+    """Per model (rows): by layer per family, the recovery's ratio of sums with its band
+    and the median (dashed); and the mean KL of the first answer token to the base's."""
     plt = _pyplot()
     rows = patching.filter(pl.col("layer").is_not_null())
+    summary = by_layer if by_layer is not None else recovery_by_layer(rows)
     models = sorted(rows["model"].unique().to_list())
-    panels = (("recovery", "mean recovery of the Prob delta"), ("kl_first_token", "mean KL"))
     figure, axes = plt.subplots(
         max(len(models), 1), 2, figsize=(10.0, 3.0 * max(len(models), 1)), squeeze=False
     )
     for i, model in enumerate(models):
         chosen = rows.filter(pl.col("model") == model)
-        for j, (column, label) in enumerate(panels):
-            ax = axes[i][j]
-            for family, (layers, stats) in _curves(chosen, column).items():
-                n = (
-                    chosen.filter(pl.col("family") == family)
-                    .select("dataset", "prompt_id", "variant_id")
-                    .n_unique()
-                )
-                line = ax.plot(layers, stats[:, 0], marker=".", label=f"{family} ({n} variants)")
-                ax.fill_between(
-                    layers, stats[:, 1], stats[:, 2], alpha=0.18, color=line[0].get_color()
-                )
-            if column == "recovery":
-                ax.axhline(0.0, color="grey", linewidth=0.5)
-                ax.axhline(1.0, color="grey", linewidth=0.5, linestyle="--")
-            ax.set_title(f"{label} — {_short(model)}", fontsize=8)
-            ax.set_xlabel("patched layer (base state at the last prompt token)")
-            ax.xaxis.get_major_locator().set_params(integer=True)
+        ax = axes[i][0]
+        for family in _families(chosen):
+            curve = summary.filter(
+                (pl.col("model") == model)
+                & (pl.col("family") == family)
+                & pl.col("ratio_of_sums").is_not_null()
+            ).sort("layer")
+            if not curve.height:
+                continue
+            n = int(curve["n_variants"].to_numpy().max())
+            layers = curve["layer"].to_list()
+            line = ax.plot(
+                layers, curve["ratio_of_sums"], marker=".", label=f"{family} ({n} variants)"
+            )
+            color = line[0].get_color()
+            _band(
+                ax,
+                layers,
+                curve["ci_low"].fill_null(np.nan),
+                curve["ci_high"].fill_null(np.nan),
+                color,
+            )
+            ax.plot(layers, curve["median"], linestyle="--", linewidth=1, color=color)
+        ax.axhline(0.0, color="grey", linewidth=0.5)
+        ax.axhline(1.0, color="grey", linewidth=0.5, linestyle="--")
+        ax.set_title(f"recovery: ratio of sums (dashed: median) — {_short(model)}", fontsize=8)
+        ax.set_xlabel("patched layer (base state at the last prompt token)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax = axes[i][1]
+        for family in _families(chosen):
+            layers, stats = _kl_curve(chosen.filter(pl.col("family") == family), model)
+            if not layers:
+                continue
+            line = ax.plot(layers, stats[:, 0], marker=".", label=f"{family} KL")
+            _band(ax, layers, stats[:, 1], stats[:, 2], line[0].get_color())
+        ax.set_title(f"mean KL of the first answer token — {_short(model)}", fontsize=8)
+        ax.set_xlabel("patched layer (base state at the last prompt token)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
     _legend_below(figure, axes)
     figure.suptitle(
-        "Activation patching: recovery = (logp_patched - logp_variant) / (logp_base - "
-        "logp_variant); KL of the first answer token to the base's",
+        "Activation patching: recovery = sum over variants of the change restored / sum of "
+        "|logp_base - logp_variant| (band: 95% bootstrap over prompts); KL of the first "
+        "answer token to the base's",
         y=1.02,
         fontsize=9,
     )
     return _png(figure)
+
+
+def _interval(low: Any, high: Any, reason: Any) -> str:
+    if low is None or high is None:
+        return f"NA ({html.escape(str(reason))})" if reason else "NA"
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def _recovery_table(by_layer: pl.DataFrame) -> str:
+    """Per model and family (all families last): the layer where the ratio of sums peaks,
+    with its band, the median there with its band, and the counts."""
+    rows = []
+    measured = by_layer.filter(pl.col("ratio_of_sums").is_not_null())
+    for (model, family), frame in measured.group_by(["model", "family"], maintain_order=True):
+        peak = frame.sort("ratio_of_sums", "layer", descending=[True, False]).row(0, named=True)
+        rows.append((str(model), str(family), int(frame["layer"].to_numpy().max()), peak))
+    rows.sort(key=lambda r: (r[0], r[1] == ALL_FAMILIES, r[1]))
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{v}</td>"
+            for v in (
+                html.escape(model),
+                html.escape("all families" if family == ALL_FAMILIES else family),
+                f"{peak['layer']} / {last}",
+                f"{peak['ratio_of_sums']:.3f}",
+                _interval(peak["ci_low"], peak["ci_high"], peak["ci_missing_reason"]),
+                f"{peak['median']:.3f}",
+                _interval(peak["median_ci_low"], peak["median_ci_high"], peak["ci_missing_reason"]),
+                f"{peak['n_variants']} / {peak['n_prompts']}",
+                str(peak["n_left_out"]),
+            )
+        )
+        + "</tr>"
+        for model, family, last, peak in rows
+    )
+    return (
+        "<table><tr><th>model</th><th>family</th><th>peak layer</th><th>ratio of sums</th>"
+        "<th>95% band</th><th>median</th><th>95% band</th><th>variants / prompts</th>"
+        f"<th>no recovery</th></tr>{body}</table>"
+    )
 
 
 def _onset_table(profiles: pl.DataFrame) -> str:
@@ -272,8 +356,9 @@ def locate_sections(located: Located | None) -> list[str]:
     if profiles is not None and profiles.height:
         parts += [
             "<p>Mean over variants of 1 - cos(h_l(variant), h_l(base)) per layer l, with a 95% "
-            "bootstrap band (variants resampled). Onset: the first layer whose profile reaches "
-            f"{ONSET_FRACTION:.0%} of its maximum.</p>",
+            "bootstrap band over prompts (a prompt's variants resampled together; drawn from "
+            f"at least {MIN_PROMPTS} prompts, else no band). Onset: the first layer whose "
+            f"profile reaches {ONSET_FRACTION:.0%} of its maximum.</p>",
             _onset_table(profiles),
             _image("layer-profiles", profile_figure(profiles)),
             _image("layer-profiles-strength", strength_figure(profiles)),
@@ -281,7 +366,9 @@ def locate_sections(located: Located | None) -> list[str]:
     elif profiles is not None:
         parts.append("<p>No hidden states in this run: no layer profiles.</p>")
     patching = located.patching
-    if patching is not None and patching["recovery"].drop_nulls().len():
+    by_layer = recovery_by_layer(patching) if patching is not None else None
+    if by_layer is not None and by_layer["ratio_of_sums"].drop_nulls().len():
+        assert patching is not None
         missing = patching.filter(pl.col("missing_reason").is_not_null())
         note = (
             f" {missing.height} of {patching.height} rows have no recovery or KL "
@@ -291,11 +378,18 @@ def locate_sections(located: Located | None) -> list[str]:
         )
         parts += [
             "<p>Each sampled variant run once per layer l with layer l's output at the last "
-            "prompt token replaced by the base prompt's: the share of the change in log "
-            "p(base answer) it restores (1: all of it) and the KL of the first answer "
-            f"token's distribution to the base's (0 at the last layer by construction).{note}"
-            "</p>",
-            _image("patching-recovery", recovery_figure(patching)),
+            "prompt token replaced by the base prompt's. Recovery: the share of the change in "
+            "log p(base answer) it restores (1: all of it), per layer as a ratio of sums "
+            "(the restored change summed over a family's variants over their summed "
+            "|logp_base - logp_variant|, so a variant that barely moves log p weighs little) "
+            "and the median of the variants' recoveries, each with a 95% bootstrap band over "
+            f"prompts (from at least {MIN_PROMPTS} prompts). A variant has a recovery only "
+            f"when |logp_base - logp_variant| is at least {MIN_RELATIVE_GAP:.0%} of "
+            f"max(|logp_base|, {SCALE_FLOOR_NATS:g} nat); per-variant recoveries and their "
+            "gaps are in patching.parquet. KL: of the first answer token's distribution to "
+            f"the base's (0 at the last layer by construction).{note}</p>",
+            _recovery_table(by_layer),
+            _image("patching-recovery", recovery_figure(patching, by_layer)),
         ]
     elif patching is not None:
         reasons = sorted(set(patching["missing_reason"].drop_nulls().to_list()))

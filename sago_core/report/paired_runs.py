@@ -190,7 +190,7 @@ def _row(
         "axis": axis,
         "n": test.n,
         "mean_diff": test.mean_diff,
-        "mean_diff_prompts": test.mean_diff_prompts,
+        "mean_diff_datasets": test.mean_diff_datasets,
         "p_paired_t": test.p_paired_t,
         "p_wilcoxon": test.p_wilcoxon,
         "ci_low": test.ci_low,
@@ -199,6 +199,7 @@ def _row(
         "p_tost": test.p_tost,
         "correction_family": "pooled" if dataset == POOLED else "datasets",
         "missing_reason": None if test.n >= 2 else "fewer than two prompts with s on both sides",
+        "ci_missing_reason": test.ci_missing_reason,
     }
 
 
@@ -212,7 +213,7 @@ def _correct(rows: list[dict[str, Any]]) -> None:
             members, holm(diff_p), benjamini_hochberg(diff_p), tost_holm, strict=True
         ):
             row["p_holm"], row["p_bh"], row["p_tost_holm"] = p_holm, p_bh, p_tost
-            row["verdict"] = verdict(row["mean_diff_prompts"], p_holm, p_tost)
+            row["verdict"] = verdict(row["mean_diff"], p_holm, p_tost)
 
 
 def paired_table(
@@ -303,8 +304,15 @@ def render_paired(comparison: PairedComparison) -> str:
     if comparison.differences:
         lines += ["Configs differ (allowed with --allow-different-configs):", ""]
         lines += [f"- {d.describe()}" for d in comparison.differences] + [""]
-    columns = ["dataset", "axis", "n", "mean_diff", "ci_low", "ci_high", "p_paired_t"]
-    columns += ["p_wilcoxon", "p_tost", "p_holm", "p_bh", "verdict"]
+    lines += [
+        "mean_diff: mean of B - A over every shared prompt, the mean the t, Wilcoxon and "
+        "TOST tests test and the verdict reads; 95% CI: its bootstrap over those prompts; "
+        "dataset-weighted: the equal-weight mean over datasets (the difference of pooled "
+        "SGS), shown for reference only",
+        "",
+    ]
+    columns = ["dataset", "axis", "n", "mean_diff", "95% CI", "dataset-weighted"]
+    columns += ["p_paired_t", "p_wilcoxon", "p_tost", "p_holm", "p_bh", "verdict"]
     if not table.is_empty() and table["model_a"].n_unique() > 1:
         columns = ["model_a", "model_b", *columns]
     lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -316,5 +324,19 @@ def render_paired(comparison: PairedComparison) -> str:
         .alias("_axis"),
     ).sort("model_a", "model_b", "_later", "dataset", "_axis")
     for row in ordered.iter_rows(named=True):
-        lines.append("| " + " | ".join(_cell(row[c]) for c in columns) + " |")
+        cells = {
+            **row,
+            "95% CI": ci_cell(row),
+            "dataset-weighted": row.get("mean_diff_datasets"),
+        }
+        lines.append("| " + " | ".join(_cell(cells[c]) for c in columns) + " |")
     return "\n".join(lines) + "\n"
+
+
+def ci_cell(row: dict[str, Any]) -> str:
+    """A row's interval as "[low, high]", or NA with the reason it is missing."""
+    low, high = row.get("ci_low"), row.get("ci_high")
+    if low is not None and high is not None:
+        return f"[{_cell(low)}, {_cell(high)}]"
+    reason = row.get("ci_missing_reason") or row.get("missing_reason")
+    return f"NA ({reason})" if reason else "NA"

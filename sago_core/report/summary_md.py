@@ -1,7 +1,11 @@
 """The human summary: per model, an axes x datasets table of SGS with significance marks.
 
-Marks come from the main tolerance eps = 0.05: * p < 0.05, ** p < 0.01, *** p < 0.001.
-A missing axis prints as "NA" with its reason below the table, never as 0.
+Marks read the Holm-adjusted p-value (``p_holm``: the run's reference test, E[s] > eps 0.05
+or s above the noise floor, corrected over every row of the summary), the corrected p the
+page prints and says it uses: * p_holm < 0.05, ** < 0.01, *** < 0.001. An uncorrected p
+below 0.05 whose Holm p is not gets no mark. ``MARKS_LEGEND`` is the one wording of that
+rule on every page. A missing axis prints as "NA" with its reason below the table, never
+as 0.
 """
 
 from __future__ import annotations
@@ -23,13 +27,21 @@ def significance_mark(p: float | None) -> str:
     return ""
 
 
+def marks_legend(reference: str | None) -> str:
+    """What the marks mean, for a summary whose reference test is ``reference``."""
+    test = "s > noise floor (paired)" if reference == "noise floor" else "E[s] > 0.05"
+    return (
+        f"marks: Holm-adjusted p (over every row of the summary) of the one-sided t-test of "
+        f"{test}: * p<0.05, ** p<0.01, *** p<0.001"
+    )
+
+
 def sgs_cell(row: dict | None) -> str | None:
-    """SGS with its significance mark against the run's reference (eps 0.05 unless the run
-    tests against the noise floor), or None when there is no SGS."""
+    """SGS with its significance mark from the Holm-adjusted p of the run's reference test
+    (eps 0.05 unless the run tests against the noise floor), or None when there is no SGS."""
     if row is None or row["sgs"] is None:
         return None
-    p = row["p_reference"] if "p_reference" in row else row["p_eps_0_05"]
-    return f"{row['sgs']:.4f}{significance_mark(p)}"
+    return f"{row['sgs']:.4f}{significance_mark(row.get('p_holm'))}"
 
 
 def _cell(row: dict | None) -> str:
@@ -53,10 +65,9 @@ def render_summary(
             "",
         ]
     reference = summary["reference"][0] if "reference" in summary.columns and len(summary) else None
-    test = "s > noise floor (paired)" if reference == "noise floor" else "E[s] > 0.05"
     lines.append(
-        "SGS per axis (RMS of normalised deltas, mean over prompts); marks: one-sided t-test "
-        f"of {test} (* p<0.05, ** p<0.01, *** p<0.001). Lower is more stable."
+        f"SGS per axis (RMS of normalised deltas, mean over prompts); {marks_legend(reference)}."
+        " Lower is more stable."
     )
     for model in sorted(summary["model"].unique().to_list()):
         rows = summary.filter(pl.col("model") == model)

@@ -6,15 +6,17 @@ pooled t-test runs over all of a model's per-prompt scores (with equal N per dat
 agrees with the equal-weight mean). ``t_stat`` is the statistic at the main eps, 0.05.
 
 Beyond the paper: ``ci_low``/``ci_high`` are 95% bootstrap intervals resampling prompts
-(stratified by dataset for the pooled row, seeded by the row's identity); ``p_holm`` and
-``p_bh`` adjust ``p_eps_0_05`` over the family of all rows in the summary (Holm,
-Benjamini-Hochberg); ``mde`` is the smallest excess over eps (in SGS units: standardised
-effect x the scores' standard deviation) the test detects with 80% power at this N.
+(stratified by dataset for the pooled row, seeded by the row's identity), drawn only from at
+least ``intervals.MIN_PROMPTS`` prompts with a score (else null, with
+``ci_missing_reason``); ``p_holm`` and ``p_bh`` adjust ``p_reference`` over the family of all
+rows in the summary (Holm, Benjamini-Hochberg); ``mde`` is the smallest excess over eps (in
+SGS units: standardised effect x the scores' standard deviation) the test detects with 80%
+power at this N.
 
 Noise floor: ``floor`` is the mean per-prompt replay |delta_norm| (equal-weight over datasets
 when pooled) and ``p_floor`` a one-sided paired t-test of s - floor > 0 over the prompts that
 have both. ``test_against`` picks which of p_eps_0_05 and p_floor is ``p_reference``, the
-p-value behind the significance marks and the Holm/BH corrections.
+p-value the Holm/BH corrections adjust; the report's significance marks read ``p_holm``.
 
 Only finite numbers enter: a non-finite s or floor (deltas.py already makes non-finite
 measurements missing) is left out like a null one, and a row without a p-value (too few
@@ -28,7 +30,7 @@ import polars as pl
 
 from sago_core.artifacts.schemas import SUMMARY, conform
 from sago_core.scoring.significance import one_sided_t_test
-from sago_core.statistics.intervals import bootstrap_pooled_ci, stable_seed
+from sago_core.statistics.intervals import bootstrap_pooled_ci, interval_refusal, stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
 from sago_core.statistics.power import minimum_detectable_effect
 from sago_core.vocabulary import EPSILONS, MAIN_EPSILON, POOLED
@@ -63,6 +65,7 @@ def _row(model: str, dataset: str, axis: str, groups: list[tuple[np.ndarray, np.
     row["ci_low"], row["ci_high"] = bootstrap_pooled_ci(
         [s for s, _ in groups], stable_seed(model, dataset, axis)
     )
+    row["ci_missing_reason"] = interval_refusal(len(values))
     row["floor"], row["p_floor"] = _floor_stats(groups)
     effect = minimum_detectable_effect(len(values))
     mde = effect * float(values.std(ddof=1)) if effect is not None else None

@@ -8,8 +8,11 @@ layer l, with layer l's output at the last prompt token replaced by the base pro
 
 - ``recovery = (logp_patched - logp_variant) / (logp_base - logp_variant)``: the share of the
   Prob delta the base state at layer l restores (0: nothing, 1: all of it). When the variant
-  leaves log p(base answer) unchanged (|logp_base - logp_variant| <= ``NO_CHANGE_NATS``) there
-  is nothing to restore: null, with that reason.
+  barely moves log p(base answer) (the relative guard of ``statistics/recovery.py``: the gap
+  below 1% of max(|logp_base|, 1 nat)) there is nothing to restore: null, with that reason.
+  ``gap`` (logp_base - logp_variant, nats) and ``relative_gap`` (|gap| over that scale) sit
+  beside it. Per-layer figures are never a mean of these ratios: the report reads the ratio
+  of sums and the median (``statistics.recovery.recovery_by_layer``).
 - ``kl_first_token = KL(p_base || p_patched)`` of the first answer token's next-token
   distribution (nats); ``kl_variant`` is the same for the unpatched variant.
 
@@ -33,13 +36,11 @@ from sago_core.backends.patching import PatchedScore, Patcher, PatchRequest, pat
 from sago_core.backends.protocol import Backend
 from sago_core.config import PatchingSettings
 from sago_core.errors import ConfigError
+from sago_core.statistics.recovery import NO_CHANGE, recovery_refusal, relative_gap
 from sago_core.variants.seeding import variant_seed
 from sago_core.vocabulary import BASE_VARIANT_ID, NON_FINITE, REPLAY_FAMILY
 
 KEY = ["dataset", "prompt_id"]
-# Below this change of a summed float32 log-probability there is nothing to restore.
-NO_CHANGE_NATS = 1e-4
-NO_CHANGE = f"no change to restore: |logp_base - logp_variant| <= {NO_CHANGE_NATS} nats"
 
 
 def candidates(generations: pl.DataFrame, analysis: pl.DataFrame) -> pl.DataFrame:
@@ -150,7 +151,7 @@ def _measure(
     values = (logp_base, logp_variant, patched.logprob)
     if not all(np.isfinite(v) for v in values):
         reasons.append(NON_FINITE)
-    elif abs(logp_base - logp_variant) <= NO_CHANGE_NATS:
+    elif recovery_refusal(logp_base, logp_variant) is not None:
         reasons.append(NO_CHANGE)
     else:
         recovery = (patched.logprob - logp_variant) / (logp_base - logp_variant)
@@ -176,6 +177,8 @@ def _unpatchable(model: str, sample: pl.DataFrame, reason: str) -> pl.DataFrame:
                     "logprob_base",
                     "logprob_variant",
                     "logprob_patched",
+                    "gap",
+                    "relative_gap",
                 )
             ),
             pl.lit(None, pl.Int32).alias("layer"),
@@ -241,6 +244,9 @@ def _rows_of(
         if base_first is not None and variant_first is not None
         else None
     )
+    logp_base, logp_variant = reference.base.logprob, reference.variant.logprob
+    share = relative_gap(logp_base, logp_variant)
+    gap = logp_base - logp_variant if share is not None else None
     out = []
     for layer in layers:
         score = next(patched)
@@ -261,6 +267,8 @@ def _rows_of(
                 "logprob_variant": reference.variant.logprob,
                 "logprob_patched": score.logprob,
                 "missing_reason": reason,
+                "gap": gap,
+                "relative_gap": share,
             }
         )
     return out

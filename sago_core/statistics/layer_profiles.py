@@ -4,9 +4,19 @@ For every model and variant group, the profile at layer l is the mean over varia
 1 - cos(h_l(variant), h_l(base)), read at one of two positions of the prompt
 (``READ_POSITIONS``): ``generation_start``, the rendered prompt's last token where the answer
 starts (the Act axis, ``layer_cosines``), and ``prompt_end``, the last token of the user's
-own text (``layer_cosines_user``). The band is a seeded percentile bootstrap over variants
-(the same resampled variants at every layer, so the band is of one curve, not of L
-independent means).
+own text (``layer_cosines_user``).
+
+Band: a seeded bootstrap over prompts. A prompt is resampled with all its variants: its
+variants share a base state and move together, so resampling variants as if independent
+makes the band too narrow (10 prompts x 6 variants, intra-prompt correlation 0.5: a 95%
+variant-bootstrap band covers the true mean about 65% of the time). Prompts are drawn within
+each dataset (``tails.prompt_weights``), with the same draws at every layer, so the band is
+of one curve, not of L independent means; a resample's profile is the mean over its
+variants (the drawn prompts' variants summed, over their count), as the profile itself is.
+The band's percentiles are the expanded ones of ``intervals.expanded_tail``: on that same
+design the plain percentile band covers about 90%, the expanded one about 94% (3000
+simulated runs; ``test_layer_profiles``). With fewer than ``intervals.MIN_PROMPTS`` prompts
+holding a curve the band is null, with the reason (``intervals.interval_refusal``).
 
 Onset layer: the first layer whose profile reaches ``ONSET_FRACTION`` of the profile's
 maximum over layers (a half-maximum onset: robust to the scale of a family's effect, which
@@ -16,18 +26,22 @@ its reason.
 
 Groups: each (family, subtype, strength) and each family pooled over its subtypes and
 strengths (subtype ``POOLED``, strength null). Rows without cosines (an API model, a failed
-base) or with a non-finite cosine are left out of the means; ``n`` counts the rest.
+base) or with a non-finite cosine are left out of the means and of the prompt count; ``n``
+counts the variants left.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from sago_core.artifacts.schemas import LAYER_PROFILES, conform, empty
+from sago_core.statistics.intervals import expanded_tail, interval_refusal
+from sago_core.statistics.tails import prompt_weights
 from sago_core.vocabulary import BASE_VARIANT_ID, POOLED
 
 ONSET_FRACTION = 0.5
@@ -38,7 +52,6 @@ READ_POSITIONS: dict[str, str] = {
     "prompt_end": "layer_cosines_user",
 }
 NO_ONSET = "profile is 0 at every layer: no change to locate"
-NO_INTERVAL = "one variant: no bootstrap interval"
 GROUP_COLUMNS = ("model", "family", "subtype", "strength")
 
 
@@ -49,19 +62,30 @@ def group_seed(seed: int, key: Sequence[object]) -> int:
 
 
 def profile_band(
-    one_minus_cos: np.ndarray, seed: int, resamples: int = RESAMPLES, level: float = LEVEL
+    one_minus_cos: np.ndarray,
+    prompts: np.ndarray,
+    seed: int,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+    strata: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Mean per layer of an (n variants, L layers) array, and its percentile bootstrap band
-    (None with fewer than two variants)."""
+    """Mean per layer of an (n variants, L layers) array, and its expanded percentile
+    bootstrap band over prompts (None with fewer than ``MIN_PROMPTS`` prompts). ``prompts``: each
+    variant's prompt, 0..P-1 (every index used, ordered by dataset when ``strata`` gives
+    the prompts per dataset; one stratum by default)."""
     values = np.asarray(one_minus_cos, dtype=np.float64)
+    owner = np.asarray(prompts, dtype=np.int64)
     mean = values.mean(axis=0)
-    if values.shape[0] < 2:
+    count = int(owner.max()) + 1 if owner.size else 0
+    if interval_refusal(count) is not None:
         return mean, None, None
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, values.shape[0], size=(resamples, values.shape[0]))
-    means = np.stack([values[:, layer][picks].mean(axis=1) for layer in range(values.shape[1])])
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail], axis=1)
+    sums = np.zeros((count, values.shape[1]))
+    np.add.at(sums, owner, values)
+    sizes = np.bincount(owner, minlength=count).astype(np.float64)
+    weights = prompt_weights(list(strata) if strata else [count], seed, resamples)
+    means = (weights @ sums) / (weights @ sizes)[:, None]  # (resamples, L)
+    tail = expanded_tail(count, level)
+    low, high = np.percentile(means, [tail, 100 - tail], axis=0)
     return mean, low, high
 
 
@@ -74,24 +98,44 @@ def onset_layer(profile: np.ndarray, fraction: float = ONSET_FRACTION) -> int | 
     return int(np.argmax(profile >= fraction * peak)) + 1
 
 
-def _matrix(lists: Sequence[Sequence[float] | None]) -> np.ndarray | None:
-    """(n, L) of 1 - cos over rows with a complete finite curve; None when there is none."""
-    rows = [c for c in lists if c is not None and len(c)]
-    if not rows:
+@dataclass(frozen=True)
+class _Curves:
+    values: np.ndarray  # (n, L) of 1 - cos
+    prompts: np.ndarray  # each row's prompt, 0..P-1 in (dataset, prompt_id) order
+    strata: list[int]  # prompts per dataset, in that order
+
+
+def _matrix(group: pl.DataFrame, column: str) -> _Curves | None:
+    """1 - cos over rows with a complete finite curve; None when there is none."""
+    lists = group[column].to_list()
+    lengths = [len(c) if c is not None else 0 for c in lists]
+    width = max(lengths, default=0)
+    if not width:
         return None
-    width = max(len(c) for c in rows)
-    kept = [c for c in rows if len(c) == width and np.all(np.isfinite(c))]
-    if not kept:
+    keep = [i for i, c in enumerate(lists) if lengths[i] == width and np.all(np.isfinite(c))]
+    if not keep:
         return None
-    return 1.0 - np.asarray(kept, dtype=np.float64)
+    kept = group[keep]
+    keys = kept.select("dataset", "prompt_id")
+    order = keys.unique().sort("dataset", "prompt_id")
+    index = {k: i for i, k in enumerate(order.iter_rows())}
+    strata = order.group_by("dataset", maintain_order=True).len()["len"].to_list()
+    return _Curves(
+        1.0 - np.asarray([lists[i] for i in keep], dtype=np.float64),
+        np.array([index[k] for k in keys.iter_rows()], dtype=np.int64),
+        strata,
+    )
 
 
 def _profile_rows(
-    key: dict[str, object], position: str, values: np.ndarray, seed: int
+    key: dict[str, object], position: str, curves: _Curves, seed: int
 ) -> list[dict[str, object]]:
-    mean, low, high = profile_band(values, group_seed(seed, [*key.values(), position]))
+    values = curves.values
+    band_seed = group_seed(seed, [*key.values(), position])
+    mean, low, high = profile_band(values, curves.prompts, band_seed, strata=curves.strata)
     onset = onset_layer(mean)
-    reasons = [r for r in (None if onset else NO_ONSET, None if low is not None else NO_INTERVAL)]
+    refusal = interval_refusal(sum(curves.strata))
+    reasons = [None if onset else NO_ONSET, refusal if low is None else None]
     reason = "; ".join(r for r in reasons if r) or None
     return [
         {
@@ -124,9 +168,9 @@ def layer_profiles(rows: pl.DataFrame, seed: int) -> pl.DataFrame:
         for key_values, group in frame.group_by(list(GROUP_COLUMNS), maintain_order=True):
             key = dict(zip(GROUP_COLUMNS, key_values, strict=True))
             for position, column in READ_POSITIONS.items():
-                values = _matrix(group[column].to_list())
-                if values is not None:
-                    records.extend(_profile_rows(key, position, values, seed))
+                curves = _matrix(group, column)
+                if curves is not None:
+                    records.extend(_profile_rows(key, position, curves, seed))
     if not records:
         return empty(LAYER_PROFILES)
     order = [*GROUP_COLUMNS, "read_position", "layer"]
@@ -143,5 +187,6 @@ def run_layer_profiles(
     subtype and strength from generations.parquet."""
     keys = ["model", "dataset", "prompt_id", "variant_id"]
     variant_key = generations.select(*keys, "family", "subtype", "strength").unique(keys)
-    # sorted: unique() and the join keep no order, and the bootstrap resamples by position
+    # sorted: unique() and the join keep no order (the mean and the bootstrap do not
+    # depend on row order, but a stable order keeps the output rows stable)
     return layer_profiles(analysis.join(variant_key, on=keys, how="inner").sort(keys), seed)

@@ -4,9 +4,13 @@ Per prompt the difference d = s_B - s_A (s is instability: above 0 means B moved
 variants). On those differences: a two-sided paired t-test, a Wilcoxon signed-rank test, a
 percentile bootstrap interval of the mean difference (prompts resampled, within each dataset
 when several are pooled), and an equivalence test, two one-sided t-tests (TOST) of
-H0: |E[d]| >= margin. A pooled row's mean difference and interval are the equal-weight mean
-over datasets (the difference of pooled SGS); its tests run over every prompt's difference,
-as the summary's pooled t-test does (with the same N per dataset the two agree).
+H0: |E[d]| >= margin. A row's mean difference and its interval are those of the mean over
+every prompt's difference, the mean the tests test and the verdict reads (a pooled row's
+bootstrap resamples all its prompts together, as the t-test treats them as one sample).
+Beside it, labelled, a pooled row keeps the equal-weight mean over datasets
+(``mean_diff_datasets``, the difference of pooled SGS; with the same N per dataset the two
+agree). The interval is drawn only from at least ``intervals.MIN_PROMPTS`` differences
+(else null, ``ci_missing_reason`` says why).
 
 Degenerate samples are decided explicitly, as ``scoring.significance`` does: with fewer than
 two differences there is no test (None); when every difference is the same value c (two
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sago_core.statistics.intervals import bootstrap_pooled_ci
+from sago_core.statistics.intervals import bootstrap_mean_ci, interval_refusal
 
 ALPHA = 0.05
 DEFAULT_MARGIN = 0.02  # in SGS units (s is a normalised RMS)
@@ -38,13 +42,14 @@ VERDICTS = ("equivalent", "b_worse", "b_better", "inconclusive")
 @dataclass(frozen=True)
 class PairedTest:
     n: int
-    mean_diff: float | None  # equal weight per dataset, as pooled SGS
-    mean_diff_prompts: float | None  # over all prompts: what the tests test
+    mean_diff: float | None  # over all prompts: what the tests test
+    mean_diff_datasets: float | None  # equal weight per dataset, as pooled SGS
     p_paired_t: float | None
     p_wilcoxon: float | None
-    ci_low: float | None
+    ci_low: float | None  # of mean_diff
     ci_high: float | None
     p_tost: float | None
+    ci_missing_reason: str | None = None
 
 
 def _finite(p: float) -> float | None:
@@ -96,17 +101,18 @@ def paired_test(groups: Sequence[np.ndarray], margin: float, seed: int) -> Paire
     arrays = [a[np.isfinite(a)] for a in arrays]
     arrays = [a for a in arrays if a.size]
     diffs = np.concatenate(arrays) if arrays else np.array([], dtype=np.float64)
-    mean = float(np.mean([a.mean() for a in arrays])) if arrays else None
-    low, high = bootstrap_pooled_ci(arrays, seed) if arrays else (None, None)
+    by_dataset = float(np.mean([a.mean() for a in arrays])) if arrays else None
+    low, high = bootstrap_mean_ci(diffs, seed)
     return PairedTest(
         n=int(diffs.size),
-        mean_diff=mean,
-        mean_diff_prompts=float(diffs.mean()) if diffs.size else None,
+        mean_diff=float(diffs.mean()) if diffs.size else None,
+        mean_diff_datasets=by_dataset,
         p_paired_t=paired_t_p(diffs),
         p_wilcoxon=wilcoxon_p(diffs),
         ci_low=low,
         ci_high=high,
         p_tost=tost_p(diffs, margin),
+        ci_missing_reason=interval_refusal(int(diffs.size)),
     )
 
 

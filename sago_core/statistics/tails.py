@@ -20,7 +20,10 @@ every prompt of the model, family ``__all__`` every family. The replay never ent
   use ``FLIP_SEED`` for the axis, so every axis row carries the same ones). Draws: for
   each dataset in sorted order, one ``rng.integers(0, P, size=(resamples, P))`` over its
   prompts in ``prompt_id`` order. A resample whose prompts hold no value is left out of
-  the percentiles. Null, with ``ci_missing_reason``, with fewer than two prompts.
+  the percentiles. Each interval is drawn only from at least ``intervals.MIN_PROMPTS``
+  prompts with a value: for the quantiles, prompts with a measured delta on the axis; for
+  the flips, prompts with a judged variant (a prompt of the subset without one does not
+  count). Below that the interval is null and ``ci_missing_reason`` says which and why.
 """
 
 from __future__ import annotations
@@ -32,14 +35,13 @@ import numpy as np
 import polars as pl
 
 from sago_core.artifacts.schemas import FLIPS, TAIL_QUANTILES, TAILS, conform
-from sago_core.statistics.intervals import DEFAULT_RESAMPLES, stable_seed
+from sago_core.statistics.intervals import DEFAULT_RESAMPLES, interval_refusal, stable_seed
 from sago_core.vocabulary import AXES, EPSILONS, POOLED
 
 ALL_FAMILIES = "__all__"
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 LEVEL = 0.95
 NO_VERDICT = "no variant judged against reference answers (no references, or no answers)"
-TOO_FEW_PROMPTS = "fewer than two prompts to resample"
 FLIP_SEED = "flips"  # stands in for the axis in the flip intervals' seed
 _CHUNK = 256  # resamples per block of the weighted quantile (bounds memory)
 
@@ -190,20 +192,24 @@ def _axis_reason(rows: pl.DataFrame, axis: str) -> str:
 def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> dict:
     model, dataset, axis, family = key
     subset = _prompts(rows, axis)
-    enough = sum(subset.strata) >= 2
-    weights, flip_weights = (
-        (
-            prompt_weights(subset.strata, stable_seed(*key), resamples),
-            # flips describe answers, not an axis: one draw per (model, dataset, family)
-            prompt_weights(
-                subset.strata, stable_seed(model, dataset, FLIP_SEED, family), resamples
-            ),
-        )
-        if enough
-        else (None, None)
+    measured = len(np.unique(subset.owner))  # prompts with a delta on this axis
+    judged = int(np.count_nonzero(subset.judged))  # prompts with a judged variant
+    quantile_refusal = interval_refusal(measured, "quantile intervals")
+    # flips describe answers, not an axis: one draw per (model, dataset, family)
+    flip_refusal = interval_refusal(judged, "flip intervals") if judged else None
+    weights = (
+        prompt_weights(subset.strata, stable_seed(*key), resamples)
+        if quantile_refusal is None
+        else None
+    )
+    flip_weights = (
+        prompt_weights(subset.strata, stable_seed(model, dataset, FLIP_SEED, family), resamples)
+        if judged and flip_refusal is None
+        else None
     )
     quantiles, flips = _quantile_stats(subset, weights), _flip_stats(subset, flip_weights)
     n = len(subset.values)
+    refusals = [r for r in (quantile_refusal if n else None, flip_refusal) if r]
     return {
         "model": model,
         "dataset": dataset,
@@ -216,7 +222,7 @@ def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> 
         "n_judged": int(subset.judged.sum()),
         "missing_reason": None if n else _axis_reason(rows, axis),
         "flip_missing_reason": None if flips else NO_VERDICT,
-        "ci_missing_reason": None if enough else TOO_FEW_PROMPTS,
+        "ci_missing_reason": "; ".join(refusals) or None,
     }
 
 

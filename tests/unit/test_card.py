@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 from scipy import stats
 
 from sago_cli.main import main
@@ -202,3 +203,33 @@ def test_a_run_before_issue_16_says_so(tmp_path: Path) -> None:
     for name in ("tails.parquet", "instances.parquet", "axis_structure.parquet"):
         assert f"this run predates {name} (issue 16)" in md
     assert "no earlier release given" in md
+
+
+def test_a_small_run_shows_why_there_is_no_interval_and_paired_means_are_labelled(
+    tmp_path: Path,
+) -> None:
+    """Two prompts per dataset: four pooled prompts, fewer than MIN_PROMPTS; the card
+    prints the reason where the band was ([x, x] from two prompts before). The paired
+    block names which mean is tested and shows the dataset-weighted one beside it."""
+    from sago_core.statistics.intervals import interval_refusal
+
+    small = {k: v[:2] for k, v in _values().items()}
+    old = _run(tmp_path / "rel-1", "hf:/m/rel-1", small, extras=False)
+    new = _run(
+        tmp_path / "rel-2",
+        "hf:/m/rel-2",
+        {k: v + np.array([0.01, 0.012]) for k, v in small.items()},
+    )
+    card = build_card(new, against=old)
+    for row in card["models"][0]["pooled_sgs"]:
+        assert row["ci_low"] is None and row["ci_missing_reason"] == interval_refusal(4)
+    from sago_core.report.card import render_card_md
+
+    text = render_card_md(card)
+    sgs_line = next(line for line in text.splitlines() if line.startswith("| act |"))
+    assert f"NA ({interval_refusal(4)})" in sgs_line and "[" not in sgs_line
+    assert "mean diff (all prompts, tested)" in text and "dataset-weighted mean" in text
+    paired = {r["axis"]: r for r in card["paired"]["rows"]}
+    assert paired["act"]["mean_diff"] == pytest.approx(0.011)
+    assert paired["act"]["mean_diff_datasets"] == pytest.approx(0.011)
+    assert paired["act"]["ci_missing_reason"] == interval_refusal(4)

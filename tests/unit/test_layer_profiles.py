@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from sago_core.statistics.intervals import MIN_PROMPTS, interval_refusal
 from sago_core.statistics.layer_profiles import (
-    NO_INTERVAL,
     NO_ONSET,
     ONSET_FRACTION,
     layer_profiles,
@@ -87,7 +87,7 @@ def test_pooled_family_profile_averages_all_its_variants() -> None:
 def test_bootstrap_band_matches_the_normal_approximation() -> None:
     rng = np.random.default_rng(11)
     values = rng.normal(0.1, 0.02, size=(400, 3))
-    mean, low, high = profile_band(values, seed=5, resamples=4000)
+    mean, low, high = profile_band(values, np.arange(400), seed=5, resamples=4000)
     assert low is not None and high is not None
     half = 1.959964 * values.std(axis=0, ddof=1) / np.sqrt(len(values))
     np.testing.assert_allclose(mean, values.mean(axis=0))
@@ -95,26 +95,97 @@ def test_bootstrap_band_matches_the_normal_approximation() -> None:
     np.testing.assert_allclose((high + low) / 2, mean, atol=0.2 * half.max())
 
 
-def test_band_of_identical_variants_is_the_value_and_one_variant_has_none() -> None:
-    _, low, high = profile_band(np.full((6, 2), 0.25), seed=0)
+def test_band_of_identical_variants_is_the_value_and_too_few_prompts_have_none() -> None:
+    _, low, high = profile_band(np.full((6, 2), 0.25), np.arange(6), seed=0)
     assert low is not None and high is not None
     np.testing.assert_allclose(low, [0.25, 0.25])
     np.testing.assert_allclose(high, [0.25, 0.25])
-    rows = _rows({("register", "polite", 2.0): [[0.9, 0.8]]})
-    one = layer_profiles(rows, seed=0)
-    assert one["ci_low"].null_count() == one.height
-    assert set(one["missing_reason"]) == {NO_INTERVAL}
+    # four prompts, with many variants each: still fewer than MIN_PROMPTS prompts
+    curves = [[0.9 - 0.01 * i, 0.8] for i in range(4 * 5)]
+    rows = _rows({("register", "polite", 2.0): curves}).with_columns(
+        (pl.lit("p") + (pl.int_range(pl.len()) % 4).cast(pl.String)).alias("prompt_id")
+    )
+    few = layer_profiles(rows, seed=0)
+    assert few["ci_low"].null_count() == few.height and few["ci_high"].null_count() == few.height
+    assert set(few["n"]) == {20}
+    assert set(few["missing_reason"]) == {interval_refusal(4)}
+    assert MIN_PROMPTS == 5 and "fewer than 5" in str(interval_refusal(4))
+
+
+def _variant_bootstrap_covers(values: np.ndarray, truth: float, seed: int, resamples: int) -> bool:
+    """The old band: variants resampled as if independent (plain percentiles)."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(values), size=(resamples, len(values)))
+    low, high = np.percentile(values[picks].mean(axis=1), [2.5, 97.5])
+    return bool(low <= truth <= high)
+
+
+def test_band_resamples_prompts_and_covers_a_clustered_truth() -> None:
+    """10 prompts x 6 variants, intra-prompt correlation 0.5 (a prompt effect and a
+    variant effect of equal variance), known true mean: the 95% band must cover the truth
+    at least 90% of the time; resampling variants covers it about 65% of the time."""
+    rng = np.random.default_rng(2026)
+    prompts_n, per_prompt, runs, resamples, truth = 10, 6, 400, 400, 0.2
+    prompts = np.repeat(np.arange(prompts_n), per_prompt)
+    covered = naive = 0
+    for run in range(runs):
+        shared = rng.normal(0, np.sqrt(0.5), prompts_n)[prompts]
+        own = rng.normal(0, np.sqrt(0.5), prompts_n * per_prompt)
+        values = truth + shared + own
+        two_layers = np.column_stack([values, 2 * values])  # the same draws at every layer
+        mean, low, high = profile_band(two_layers, prompts, seed=run, resamples=resamples)
+        assert low is not None and high is not None
+        np.testing.assert_allclose(mean, [values.mean(), 2 * values.mean()])
+        np.testing.assert_allclose(low[1], 2 * low[0])  # one curve: the same resamples
+        covered += bool(low[0] <= truth <= high[0])
+        naive += _variant_bootstrap_covers(values, truth, run, resamples)
+    assert covered / runs >= 0.9
+    assert naive / runs < 0.75  # the design is clustered enough to tell the two apart
+
+
+def test_band_is_over_prompts_in_layer_profiles() -> None:
+    """Six prompts, variants of a prompt identical: the prompt bootstrap's band equals one
+    over the six prompt means (every variant repeats its prompt's value)."""
+    curves, prompt_ids = [], []
+    for p in range(6):
+        for _ in range(p + 1):  # unequal variants per prompt
+            curves.append([1 - 0.05 * p, 1 - 0.1 * p])
+            prompt_ids.append(f"p{p}")
+    rows = _rows({("register", "polite", 2.0): curves}).with_columns(
+        pl.Series("prompt_id", prompt_ids)
+    )
+    out = layer_profiles(rows, seed=3).filter(
+        (pl.col("subtype") == "polite") & (pl.col("read_position") == "generation_start")
+    )
+    assert set(out["n"]) == {21} and out["ci_low"].null_count() == 0
+    assert out["missing_reason"].null_count() == out.height
+    # by hand: a resample's mean is sum(count_p * size_p * value_p) / sum(count_p * size_p)
+    from sago_core.statistics.intervals import expanded_tail
+    from sago_core.statistics.layer_profiles import group_seed
+    from sago_core.statistics.tails import prompt_weights
+
+    sizes = np.arange(1, 7, dtype=np.float64)
+    value = 0.05 * np.arange(6)
+    key = ["m", "register", "polite", 2.0, "generation_start"]
+    weights = prompt_weights([6], group_seed(3, key), 1000)
+    means = (weights @ (sizes * value)) / (weights @ sizes)
+    tail = expanded_tail(6)
+    low, high = np.percentile(means, [tail, 100 - tail])
+    first = out.sort("layer").row(0, named=True)
+    assert first["ci_low"] == pytest.approx(low) and first["ci_high"] == pytest.approx(high)
 
 
 def test_zero_profile_has_no_onset_and_says_why() -> None:
-    rows = _rows({("replay", "base", 0.0): [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]})
+    rows = _rows({("replay", "base", 0.0): [[1.0, 1.0, 1.0]] * MIN_PROMPTS})
     out = layer_profiles(rows, seed=0).filter(pl.col("read_position") == "generation_start")
     assert out["onset_layer"].null_count() == out.height
     assert set(out["missing_reason"]) == {NO_ONSET}
 
 
 def test_non_finite_and_missing_curves_are_left_out_and_bands_are_seeded() -> None:
-    rows = _rows({("register", "polite", 2.0): [[0.9, 0.8], [0.7, float("nan")], [0.5, 0.4]]})
+    curves = [[0.9, 0.8], [0.7, float("nan")], [0.5, 0.4]]
+    curves += [[0.8 - 0.05 * i, 0.7 - 0.05 * i] for i in range(5)]
+    rows = _rows({("register", "polite", 2.0): curves})
     rows = pl.concat(
         [
             rows,
@@ -127,8 +198,9 @@ def test_non_finite_and_missing_curves_are_left_out_and_bands_are_seeded() -> No
     out = layer_profiles(rows, seed=1).filter(
         (pl.col("read_position") == "generation_start") & (pl.col("subtype") == "polite")
     )
-    assert set(out["n"]) == {2}
-    np.testing.assert_allclose(out.sort("layer")["mean_one_minus_cos"], [0.3, 0.4])
+    assert set(out["n"]) == {7} and out["ci_low"].null_count() == 0
+    kept = 1 - np.array([c for c in curves if np.all(np.isfinite(c))])
+    np.testing.assert_allclose(out.sort("layer")["mean_one_minus_cos"], kept.mean(axis=0))
     again = layer_profiles(rows.reverse(), seed=1).filter(
         (pl.col("read_position") == "generation_start") & (pl.col("subtype") == "polite")
     )
@@ -180,6 +252,9 @@ def test_report_section_draws_three_figures_and_the_onset_table() -> None:
             "layer": [1, 2, 1, 2],
             "recovery": [0.1, 0.9, None, 0.7],
             "kl_first_token": [0.5, 0.0, 0.4, 0.0],
+            "logprob_base": [-5.0, -5.0, -5.0, -5.0],
+            "logprob_variant": [-6.0, -6.0, -5.0001, -5.0001],
+            "logprob_patched": [-5.9, -5.1, -5.0, -5.0],
             "missing_reason": [None, None, "no change to restore", None],
         }
     )
@@ -187,6 +262,10 @@ def test_report_section_draws_three_figures_and_the_onset_table() -> None:
     for figure in ("layer-profiles", "layer-profiles-strength", "patching-recovery"):
         assert f'id="fig-{figure}"' in html
     assert "1 of 4 rows have no recovery" in html
+    # the peak of the ratio of sums: layer 2, (-5.1 + 6) / 1 = 0.9 (p1's gap is guarded);
+    # one prompt: no band, and the table says why
+    assert "<td>2 / 2</td><td>0.900</td>" in html
+    assert "NA (1 prompt(s) with a value, fewer than 5" in html
     onset = profiles.filter(
         (pl.col("family") == "register")
         & (pl.col("subtype") == POOLED)

@@ -227,7 +227,7 @@ def test_summary_rows_without_a_p_value_stay_null_and_outside_the_family() -> No
 def test_statistics_helpers_refuse_non_finite_input() -> None:
     assert one_sided_t_test(np.array([0.1, np.nan, 0.2]), 0.05).p_value is None
     assert one_sided_t_test(np.array([0.1, np.inf]), 0.05).p_value is None
-    low, high = bootstrap_pooled_ci([np.array([0.1, 0.2, np.nan, 0.3])], seed=1)
+    low, high = bootstrap_pooled_ci([np.array([0.1, 0.2, np.nan, 0.3, 0.15, 0.25])], seed=1)
     assert low is not None and high is not None and 0.1 <= low <= high <= 0.3
 
 

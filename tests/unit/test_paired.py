@@ -14,6 +14,7 @@ from scipy import stats
 from sago_cli.main import main
 from sago_core.errors import ConfigError, InputError
 from sago_core.report.paired_runs import compare_paired, paired_table
+from sago_core.statistics.intervals import interval_refusal
 from sago_core.statistics.paired import paired_test
 from sago_core.vocabulary import POOLED
 
@@ -83,7 +84,9 @@ def test_each_row_matches_scipy_and_a_hand_tost() -> None:
         sb = np.concatenate([b[(d, row["axis"])] for d in DATASETS])
         means = [np.mean(b[(d, row["axis"])] - a[(d, row["axis"])]) for d in DATASETS]
         assert row["n"] == len(sa) and row["correction_family"] == "pooled"
-        assert row["mean_diff"] == pytest.approx(float(np.mean(means)), abs=1e-12)
+        assert row["mean_diff"] == pytest.approx(float(np.mean(sb - sa)), abs=1e-12)
+        assert row["mean_diff_datasets"] == pytest.approx(float(np.mean(means)), abs=1e-12)
+        assert row["ci_low"] < row["mean_diff"] < row["ci_high"]
         assert row["p_paired_t"] == pytest.approx(stats.ttest_rel(sb, sa).pvalue, rel=1e-9)
         assert row["p_wilcoxon"] == pytest.approx(stats.wilcoxon(sb, sa).pvalue, rel=1e-9)
         assert row["p_tost"] == pytest.approx(_hand_tost(sb - sa, MARGIN), rel=1e-9)
@@ -155,6 +158,15 @@ def test_identical_runs_are_equivalent_and_too_few_prompts_have_no_test() -> Non
     assert per_dataset["verdict"].is_null().all() and per_dataset["p_holm"].is_null().all()
     assert set(per_dataset["missing_reason"]) == {"fewer than two prompts with s on both sides"}
     assert short.filter(pl.col("dataset") == POOLED)["n"].to_list() == [2, 2]
+    # five prompts per dataset and axis: intervals per dataset; two: none, with the reason
+    assert table["ci_low"].null_count() == 0
+    two = {k: v[:2] for k, v in a.items()}
+    shifted = {k: v + np.array([0.01, 0.03]) for k, v in two.items()}
+    small = paired_table(_scores("A", two), _scores("B", shifted), [("A", "B")], MARGIN)
+    rows = small.filter(pl.col("dataset") != POOLED)
+    assert rows["ci_low"].is_null().all() and rows["ci_high"].is_null().all()
+    assert set(rows["ci_missing_reason"]) == {interval_refusal(2)}
+    assert rows["p_paired_t"].is_not_null().all()  # the test itself still runs
 
 
 # --- two run folders on disk -----------------------------------------------------------
@@ -234,7 +246,47 @@ def test_a_pooled_verdict_takes_its_sign_from_the_mean_its_tests_test() -> None:
     small = np.array([-0.5, -0.52])
     test = paired_test([big, small], margin=0.02, seed=0)
     everything = np.concatenate([big, small])
-    assert test.mean_diff is not None and test.mean_diff < 0  # (mean(big) + mean(small)) / 2
-    assert test.mean_diff_prompts == pytest.approx(float(everything.mean()))
+    # (mean(big) + mean(small)) / 2
+    assert test.mean_diff_datasets is not None and test.mean_diff_datasets < 0
+    assert test.mean_diff == pytest.approx(float(everything.mean()))
     assert float(everything.mean()) > 0 and stats.ttest_1samp(everything, 0).pvalue < 0.01
-    assert verdict(test.mean_diff_prompts, test.p_paired_t, 1.0) == "b_worse"
+    assert verdict(test.mean_diff, test.p_paired_t, 1.0) == "b_worse"
+
+
+def test_the_pooled_row_shows_the_mean_and_interval_its_verdict_uses() -> None:
+    """200 prompts that barely move and 10 that move by 0.05 (beyond the 0.02 margin): the
+    all-prompt mean, which TOST tests, is well inside the margin, so the row reads
+    "equivalent"; the old row showed beside it the dataset-weighted mean (about 0.025) with
+    an interval crossing the margin. Now its mean and interval are those of the test, and
+    the dataset-weighted mean sits beside them, labelled."""
+    rng = np.random.default_rng(8)
+    a = {("big", "act"): rng.uniform(0.1, 0.6, 200), ("small", "act"): rng.uniform(0.1, 0.6, 10)}
+    b = {
+        ("big", "act"): a[("big", "act")] + rng.normal(0.0, 0.01, 200),
+        ("small", "act"): a[("small", "act")] + 0.05 + rng.normal(0.0, 0.01, 10),
+    }
+    table = paired_table(_scores("A", a), _scores("B", b), [("A", "B")], MARGIN)
+    row = table.filter(pl.col("dataset") == POOLED).row(0, named=True)
+    diffs = np.concatenate([b[k] - a[k] for k in (("big", "act"), ("small", "act"))])
+    assert row["verdict"] == "equivalent"
+    assert row["mean_diff"] == pytest.approx(float(diffs.mean()), abs=1e-12)
+    weighted = (np.mean(b[("big", "act")] - a[("big", "act")]) + 0.05) / 2
+    assert row["mean_diff_datasets"] == pytest.approx(float(weighted), abs=0.005)
+    assert row["mean_diff_datasets"] > MARGIN  # the figure the old row showed
+    # the interval is of the tested mean: inside the margin, like the TOST verdict
+    low, high = stats.t.interval(0.95, len(diffs) - 1, diffs.mean(), stats.sem(diffs))
+    assert row["ci_low"] == pytest.approx(low, abs=0.2 * (high - low))
+    assert row["ci_high"] == pytest.approx(high, abs=0.2 * (high - low))
+    assert -MARGIN < row["ci_low"] <= row["mean_diff"] <= row["ci_high"] < MARGIN
+    from sago_core.report.paired_runs import PairedComparison, render_paired
+
+    page = render_paired(PairedComparison(table, []))
+    line = next(x for x in page.splitlines() if x.startswith(f"| {POOLED} | act |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    low_cell, high_cell = (float(x) for x in cells[4].strip("[]").split(","))
+    assert float(cells[3]) == pytest.approx(row["mean_diff"], abs=5e-5)
+    assert low_cell == pytest.approx(row["ci_low"], rel=1e-2, abs=5e-5)
+    assert high_cell == pytest.approx(row["ci_high"], rel=1e-2, abs=5e-5)
+    assert float(cells[5]) == pytest.approx(row["mean_diff_datasets"], abs=5e-5)
+    assert cells[-1] == "equivalent"
+    assert "dataset-weighted" in page

@@ -280,6 +280,13 @@ def test_recovery_by_hand_and_undefined_without_a_change() -> None:
     flat = _Reference(PatchedScore(-2.0, first, states), PatchedScore(-2.0 + 1e-6, moved, states))
     recovery, kl, reason = _measure(flat, PatchedScore(-3.0, moved, states))
     assert recovery is None and reason == NO_CHANGE
+    # the guard is relative: 2e-4 nats of a 5-nat answer is no change (the old absolute
+    # 1e-4 guard let it through, with a recovery of 100 from a 0.02-nat patch) ...
+    tiny = _Reference(PatchedScore(-5.0, first, states), PatchedScore(-5.0002, moved, states))
+    assert _measure(tiny, PatchedScore(-4.9802, first, states))[0] is None
+    # ... while 0.06 nats (1.2% of it) is one
+    small = _Reference(PatchedScore(-5.0, first, states), PatchedScore(-5.06, moved, states))
+    assert _measure(small, PatchedScore(-5.03, first, states))[0] == pytest.approx(0.5)
     assert kl == pytest.approx(0.5 * np.log(0.5 / 0.75) + 0.5 * np.log(0.5 / 0.25))
     broken = _Reference(
         PatchedScore(-2.0, first, states), PatchedScore(float("-inf"), moved, states)

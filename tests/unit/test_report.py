@@ -227,3 +227,67 @@ def test_the_report_counts_prompts_with_placeholder_like_text() -> None:
     note = _placeholder_note(prompts)
     assert "placeholder-like text" in note and ": 1: mine/0." in note
     assert "mine/1" not in note and "mine/2" not in note
+
+
+def _marked(summary: pl.DataFrame, axis: str, p_reference: float, p_holm: float) -> pl.DataFrame:
+    chosen = (pl.col("dataset") == "__pooled__") & (pl.col("axis") == axis)
+    return summary.with_columns(
+        pl.when(chosen).then(p_reference).otherwise(pl.col("p_reference")).alias("p_reference"),
+        pl.when(chosen).then(p_holm).otherwise(pl.col("p_holm")).alias("p_holm"),
+    )
+
+
+def test_marks_follow_the_holm_p_the_page_names_and_never_the_raw_one() -> None:
+    """An axis with a raw p of 0.03 and a Holm p of 0.14 got `*` (the marks read the raw
+    p while the page named Holm); now it gets none, and an axis with Holm p 0.004 gets
+    `**`. Both pages' legends say the marks read the Holm-adjusted p."""
+    from sago_core.report.summary_md import render_summary
+
+    deltas = _deltas()
+    scores = score_prompts(deltas)
+    summary = summarize(scores).with_columns(pl.lit(1.0).alias("p_holm"))
+    summary = _marked(_marked(summary, "bleu", 0.03, 0.14), "prob", 0.001, 0.004)
+    md = render_summary(summary)
+    row = next(line for line in md.splitlines() if line.startswith("| bleu |"))
+    assert "*" not in row
+    row = next(line for line in md.splitlines() if line.startswith("| prob |"))
+    assert row.rstrip(" |").endswith("**") and not row.rstrip(" |").endswith("***")
+    assert "marks: Holm-adjusted p" in md
+    variants = pl.DataFrame({"family": ["register"], "kept": [True]})
+    prompts, generations = _answers()
+    page = render_report(
+        summary, scores, deltas, variants, prompts, generations, {"run_id": "r", "config": {}}
+    )
+    bleu = re.search(r'<td class="l">bleu</td><td>([^<]*)</td>', page)
+    prob = re.search(r'<td class="l">prob</td><td>([^<]*)</td>', page)
+    assert bleu is not None and not bleu.group(1).endswith("*")
+    assert prob is not None and prob.group(1).endswith("**") and not prob.group(1).endswith("***")
+    assert "marks: Holm-adjusted p" in page
+
+
+def test_an_interval_from_too_few_prompts_shows_its_reason_never_a_band() -> None:
+    """Three prompts: the summary's interval is missing with its reason, and the page
+    prints the reason where the band would be (the old page printed a band from 2)."""
+    from sago_core.statistics.intervals import interval_refusal
+
+    deltas = _deltas().filter(
+        (pl.col("dataset") == "d1") & pl.col("prompt_id").is_in(["d1-0", "d1-1", "d1-2"])
+    )
+    scores = score_prompts(deltas)
+    summary = summarize(scores)
+    measured = summary.filter(pl.col("sgs").is_not_null())
+    assert measured["ci_low"].is_null().all() and measured["ci_high"].is_null().all()
+    assert set(measured["ci_missing_reason"]) == {interval_refusal(3)}
+    prompts, generations = _answers()
+    page = render_report(
+        summary,
+        scores,
+        deltas,
+        pl.DataFrame({"family": ["register"], "kept": [True]}),
+        prompts,
+        generations,
+        {"run_id": "r", "config": {}},
+    )
+    cell = re.search(r'<td class="l">bleu</td><td>[^<]*</td><td>(.*?)</td>', page)
+    assert cell is not None and "3 prompt(s) with a value, fewer than 5" in cell.group(1)
+    assert "[" not in cell.group(1)

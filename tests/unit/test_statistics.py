@@ -60,6 +60,33 @@ def test_bootstrap_interval_covers_the_mean_and_is_seeded() -> None:
     assert bootstrap_mean_ci([0.4], seed=0) == (None, None)
 
 
+def test_intervals_need_five_prompts_with_a_value() -> None:
+    """Two values gave the band [smaller, larger] (every resample's mean is one of three
+    values); below MIN_PROMPTS finite values there is no interval, and the reason counts
+    the values, not the prompts asked for."""
+    from sago_core.statistics.intervals import MIN_PROMPTS, interval_refusal
+
+    assert MIN_PROMPTS == 5
+    assert bootstrap_mean_ci([0.1, 0.5], seed=0) == (None, None)
+    assert bootstrap_mean_ci([0.1, 0.2, 0.3, np.nan, np.nan, np.nan], seed=0) == (None, None)
+    assert bootstrap_pooled_ci([[0.1, 0.2], [0.3, 0.4]], seed=0) == (None, None)
+    assert bootstrap_pooled_ci([[0.1, 0.2], [0.3, 0.4, 0.5]], seed=0)[0] is not None
+    assert interval_refusal(4) == "4 prompt(s) with a value, fewer than 5: no bootstrap interval"
+    assert interval_refusal(5) is None
+    assert interval_refusal(1, "flip intervals").startswith("flip intervals: 1 prompt(s)")
+
+
+def test_the_expanded_tail_matches_its_formula() -> None:
+    from sago_core.statistics.intervals import expanded_tail
+
+    # Hesterberg's expanded percentile: Phi(-sqrt(n / (n - 1)) t_{0.975, n - 1})
+    assert expanded_tail(10) == pytest.approx(
+        100 * stats.norm.cdf(-np.sqrt(10 / 9) * stats.t.ppf(0.975, 9))
+    )
+    assert expanded_tail(10) == pytest.approx(0.855, abs=0.001)
+    assert expanded_tail(100_000) == pytest.approx(2.5, abs=0.001)  # plain percentile, large n
+
+
 def test_minimum_detectable_effect_has_the_stated_power() -> None:
     d = minimum_detectable_effect(16)
     assert d is not None

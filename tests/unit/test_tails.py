@@ -10,12 +10,11 @@ import polars as pl
 import pytest
 
 from sago_core.stages.instances import build_instances
-from sago_core.statistics.intervals import stable_seed
+from sago_core.statistics.intervals import MIN_PROMPTS, interval_refusal, stable_seed
 from sago_core.statistics.tails import (
     ALL_FAMILIES,
     FLIP_SEED,
     NO_VERDICT,
-    TOO_FEW_PROMPTS,
     prompt_weights,
     tail_statistics,
     weighted_quantiles,
@@ -263,12 +262,45 @@ def test_a_single_prompt_has_no_interval_and_an_unmeasured_axis_has_a_reason() -
     tails = tail_statistics(instances, resamples=50)
     row = _row(tails, "d1", "bleu", ALL_FAMILIES)
     assert row["q50"] is not None and row["ci_low_q50"] is None
-    assert row["ci_missing_reason"] == TOO_FEW_PROMPTS
+    assert row["ci_missing_reason"] == "; ".join(
+        [str(interval_refusal(1, "quantile intervals")), str(interval_refusal(1, "flip intervals"))]
+    )
     act = _row(tails, POOLED, "act", ALL_FAMILIES)
     assert act["n"] == 0 and act["q50"] is None and act["max"] is None
     assert act["share_over_0_05"] is None and act["missing_reason"] == "no hidden states"
     pooled = _row(tails, POOLED, "bleu", ALL_FAMILIES)
-    assert pooled["ci_low_q50"] is not None  # two prompts over two datasets
+    assert pooled["ci_low_q50"] is None  # two prompts over two datasets: still too few
+
+
+def test_intervals_count_prompts_with_a_value_not_prompts_in_the_subset() -> None:
+    """Five prompts in the subset, one variant each; on bleu only one prompt is measured.
+    The old rule counted the five prompts and drew [x, x] from the one value; now the
+    interval is missing with the count of measured prompts in its reason. Axes measured on
+    every prompt keep their intervals."""
+    raw = raw_run(prompts=MIN_PROMPTS, per_family=1)
+    deltas = (
+        raw["deltas"]
+        .filter((pl.col("dataset") == "d1") & (pl.col("family") == "noise"))
+        .with_columns(
+            pl.when((pl.col("axis") == "bleu") & (pl.col("prompt_id") != "p0"))
+            .then(None)
+            .otherwise(pl.col("delta_norm").fill_null(0.05))
+            .alias("delta_norm"),
+            pl.when((pl.col("axis") == "bleu") & (pl.col("prompt_id") != "p0"))
+            .then(pl.lit("gone"))
+            .otherwise(None)
+            .alias("missing_reason"),
+        )
+    )
+    instances = build_instances(deltas, raw["generations"], raw["prompts"])
+    tails = tail_statistics(instances, resamples=50)
+    bleu = _row(tails, "d1", "bleu", "noise")
+    assert bleu["n"] == 1 and bleu["n_prompts"] == MIN_PROMPTS and bleu["q50"] is not None
+    assert bleu["ci_low_q50"] is None and bleu["ci_high_q99"] is None
+    assert interval_refusal(1, "quantile intervals") in bleu["ci_missing_reason"]
+    prob = _row(tails, "d1", "prob", "noise")
+    assert prob["ci_low_q50"] is not None and prob["ci_high_q50"] is not None
+    assert prob["ci_missing_reason"] is None or "quantile" not in prob["ci_missing_reason"]
 
 
 def test_the_report_shows_the_pooled_tails_beside_sgs(run) -> None:
