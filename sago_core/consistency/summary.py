@@ -110,9 +110,13 @@ def _num(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def pair_markdown(table: pl.DataFrame, metric: str, headline: str = "linear") -> str:
-    """The closing-note table: one line per family and OOD pair."""
-    head = (
+def pair_markdown(
+    table: pl.DataFrame, metric: str, headline: str = "linear", design: list[str] | None = None
+) -> str:
+    """The closing-note table: one line per family and OOD pair; ``design``: the design
+    check's lines (``design.design_lines``), printed above it."""
+    above = "".join(f"{line}\n" for line in design or [])
+    head = above + (
         "| family | OOD a | OOD b | n | r linear | r spline | p (t, linear) | p perm "
         f"({headline}) | p Holm ({headline}) | p BH ({headline}) |\n"
         "|---|---|---|---|---|---|---|---|---|---|\n"

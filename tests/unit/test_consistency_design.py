@@ -144,3 +144,13 @@ def test_the_example_study_can_reach_significance_and_says_so_first() -> None:
         blocks = math.ceil(len(models) / study.statistics.block_length)
         assert pairs / math.factorial(blocks) <= study.statistics.alpha, family
     assert "alpaca" not in study.out_of_distribution  # no gold answers (issue 26, item 8)
+
+
+def test_the_closing_note_can_open_with_the_design_check() -> None:
+    from sago_core.consistency.summary import pair_markdown
+
+    table = partial_correlation_table(_study(7, 3), "id", ["o0", "o1", "o2"])
+    lines = design_lines([reachability("ft", 7, 3)])
+    note = pair_markdown(table, "m", "linear", lines).splitlines()
+    assert note[: len(lines)] == lines and note[0].startswith("Design check: significance is UNR")
+    assert note[len(lines)].startswith("| family |")
