@@ -11,9 +11,15 @@ from pathlib import Path
 
 import polars as pl
 
+from sago_core.registry.axes import axes
+
 ROOT = Path(__file__).resolve().parents[1]
-TOLERANCE = {"act": 1e-4, "bleu": 1e-6, "bert": 2e-3, "prob": 2e-2, "ent": 1e-3, "mr": 0.0}
 MIN_IDENTICAL = 0.9
+
+
+def tolerances() -> dict[str, float]:
+    """Per registered axis, its declared bench tolerance (registry/axes.py)."""
+    return {axis.name: axis.tolerance for axis in axes()}
 
 
 def run_pipeline(module: str, workdir: Path, *args: str) -> dict:
@@ -74,5 +80,5 @@ def agree(share: float, worst: dict[str, float]) -> bool:
     """At least 90% identical responses, and every axis's deltas within its tolerance (an
     axis never compared, or missing on one side, disagrees)."""
     return share >= MIN_IDENTICAL and all(
-        worst.get(a, float("inf")) <= t for a, t in TOLERANCE.items()
+        worst.get(a, float("inf")) <= t for a, t in tolerances().items()
     )

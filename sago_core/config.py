@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from sago_core.errors import ConfigError
+from sago_core.registry.backends import backend_names
 from sago_core.storage.location import is_url, parse_store_url
 
 Position = Literal["prefix", "suffix", "global"]
@@ -362,6 +363,19 @@ class RunConfig(StrictModel):
         if not value or any(not v.strip() for v in value):
             raise ValueError("must name at least one entry, none of them empty")
         return tuple(v.strip() for v in value)
+
+    @field_validator("models")
+    @classmethod
+    def _registered_backends(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Every model spec names a registered backend (sago_core/registry/backends.py)."""
+        for spec in value:
+            backend, sep, model_id = spec.partition(":")
+            if not sep or not model_id.strip() or backend not in backend_names():
+                raise ValueError(
+                    f"model spec {spec!r} must look like BACKEND:ID with BACKEND one of "
+                    f"{backend_names()}"
+                )
+        return value
 
     @field_validator("run_id")
     @classmethod

@@ -29,9 +29,11 @@ from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
 from sago_core.backends.patching import declared_layers
 from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key
 from sago_core.config import RunConfig
+from sago_core.registry.axes import axes
 from sago_core.stages.structural import rewrite_key, rewrite_tasks
 from sago_core.stages.variants import build_variant_candidates
 from sago_core.variants.grid import FILTERED_FAMILIES
+from sago_core.vocabulary import REPLAY_FAMILY
 
 CHARS_PER_TOKEN = 4
 
@@ -82,6 +84,14 @@ class RunPlan:
     budget_hits: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     patching: dict[str, PatchingCost] = field(default_factory=dict)  # per local model
+    # per model: the axes its backend can fill (registry/axes.py needs, backend capabilities)
+    axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def measured_axes(target: ModelTarget) -> tuple[str, ...]:
+    """The registered axes whose needs ``target``'s backend declares it can meet."""
+    can = target.declared.capabilities
+    return tuple(axis.name for axis in axes() if axis.needs <= can)
 
 
 def _prompt_counts(prompts: pl.DataFrame) -> dict[str, int]:
@@ -135,7 +145,10 @@ def plan_run(
         kept_up_to=dict(sorted(kept_up_to.items())),
         rewrites_cached=rewrites_cached,
         generations={m: per_model for m in config.models},
-        teacher_forced={m: per_model for m, t in targets.models.items() if not t.is_api},
+        teacher_forced={
+            m: per_model for m, t in targets.models.items() if t.declared.teacher_forced
+        },
+        axes={m: measured_axes(t) for m, t in targets.models.items()},
     )
     max_new = config.generation.max_new_tokens
     # Texts every model answers: the base prompts and every candidate variant.
@@ -179,20 +192,21 @@ def plan_run(
                 answers,
             )
         )
-    plan.patching = _patching(config, targets, sum(families.values()) - families["replay"])
+    plan.patching = _patching(config, targets, sum(families.values()) - families[REPLAY_FAMILY])
     _price(plan, prices)
     _budget(plan, config)
     return plan
 
 
 def _patching(config: RunConfig, targets: RunTargets, variants: int) -> dict[str, PatchingCost]:
-    """Patching cost per local model (``analysis.patching``; the replay is never patched)."""
+    """Patching cost per model whose backend can patch (``analysis.patching``; the replay is
+    never patched)."""
     settings = config.analysis.patching
     if settings is None:
         return {}
     costs = {}
     for spec, target in targets.models.items():
-        if target.is_api:
+        if "patching" not in target.declared.capabilities:
             continue
         layers = (
             len(settings.layers)
@@ -268,6 +282,8 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
         forced = f", {bound}{scored} teacher-forced sequences" if scored is not None else ""
         tokens = count * config.generation.max_new_tokens
         lines.append(f"  {model}: {bound}{count} generations (at most {tokens} new tokens){forced}")
+        if model in plan.axes:
+            lines.append(f"    axes: {', '.join(plan.axes[model]) or 'none'}")
         cost = plan.patching.get(model)
         if cost is not None:
             layers = (
@@ -304,6 +320,7 @@ def plan_summary(plan: RunPlan) -> dict[str, Any]:
         "candidates": plan.candidates,
         "generations": plan.generations,
         "teacher_forced": plan.teacher_forced,
+        "axes": {m: list(names) for m, names in plan.axes.items()},
         "patching": {
             m: {"variants": c.variants, "layers": c.layers, "forwards": c.forwards}
             for m, c in plan.patching.items()

@@ -1,21 +1,70 @@
-"""sago's shared vocabulary: the six axes and their fixed scales R_X (spec section 4), the
+"""sago's shared vocabulary: the axes and their fixed scales R_X (spec section 4), the
 tolerances of the tests, and the ids of the base prompt, its replay and the pooled row.
-One home for these words; every other module asks here."""
+One home for these words; every other module asks here.
+
+``AXES`` and ``SCALES`` are live views of the axis registry (``sago_core/registry/axes.py``,
+where each axis is declared once): an axis registered there, even after this module was
+imported, is in them.
+"""
 
 from __future__ import annotations
 
-AXES: tuple[str, ...] = ("act", "bleu", "bert", "prob", "ent", "mr")
-SCALES: dict[str, float] = {
-    "act": 2.0,
-    "bleu": 100.0,
-    "bert": 1.0,
-    "prob": 250.0,
-    "ent": 10.0,
-    "mr": 1.0,
-}
+from collections.abc import Iterator, Mapping, Sequence
+from typing import overload
+
+from sago_core.registry.axes import axes, axis_names, axis_spec
+
+
+class _AxisNames(Sequence[str]):
+    """The registered axes' names, in registration order; equal to the tuple of them."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        return axis_names()[index]
+
+    def __len__(self) -> int:
+        return len(axis_names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(axis_names())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(axis_names())
+
+
+class _AxisScales(Mapping[str, float]):
+    """R_X of each registered axis."""
+
+    def __getitem__(self, axis: str) -> float:
+        return axis_spec(axis).scale
+
+    def __len__(self) -> int:
+        return len(axis_names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(axis_names())
+
+    def __repr__(self) -> str:
+        return repr({a.name: a.scale for a in axes()})
+
+
+AXES: Sequence[str] = _AxisNames()
+SCALES: Mapping[str, float] = _AxisScales()
 EPSILONS: tuple[float, ...] = (0.01, 0.05, 0.10)
 MAIN_EPSILON = 0.05
 BASE_VARIANT_ID = "base"
+# A base row's family and subtype, and the replay's subtype (it is the base asked again).
+BASE_FAMILY = "base"
 POOLED = "__pooled__"
 # The base prompt asked again: its deltas are the noise floor, never part of a score.
 REPLAY_FAMILY = "replay"

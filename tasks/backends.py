@@ -6,15 +6,19 @@ every cache key."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import CacheLayout
 from sago_core.axes.judge import RegisterJudge
-from sago_core.backends.api import ApiBackend, api_key_from_environment
+from sago_core.backends.api import api_key_from_environment
 from sago_core.backends.factory import BackendPlaces, open_backend
 from sago_core.backends.protocol import Backend
 from sago_core.backends.target import ModelTarget, behaviour_key
 from sago_core.config import ApiSettings
+
+if TYPE_CHECKING:
+    from sago_core.backends.api import ApiBackend
 
 
 def resolve_api_key(settings: ApiSettings) -> str | None:
@@ -46,8 +50,9 @@ def register_judge(
     def complete(
         conversations: list[list[dict[str, str]]], max_tokens: int
     ) -> list[tuple[str | None, str | None]]:
-        if isinstance(backend, ApiBackend):
-            return [(a.text, a.failure) for a in backend.complete(conversations, max_tokens)]
+        if target.is_api:  # an API model (declared in the registry) takes the conversation
+            answered = cast("ApiBackend", backend).complete(conversations, max_tokens)
+            return [(a.text, a.failure) for a in answered]
         prompts = [conversation[-1]["content"] for conversation in conversations]
         answers = backend.generate(prompts, max_tokens, batch_size)
         return [(a.response_text, a.failure_reason) for a in answers]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,14 @@ ROOT = Path(__file__).resolve().parent.parent
 OWN_PACKAGES = ("sago_core", "tasks")
 _EXCLUDED = frozenset({"out_dir", "cache_dir", "ledger_file"})
 OUTPUT_PLACE = "out_dir"
+# The registries name code as "package.module:function", imported where it is resolved: a
+# module that resolves a registry's references (builds a backend, computes the deltas)
+# depends on the code they name; one that only reads a registry (its names, scales) does not.
+LAZY_REFERENCE = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+):[A-Za-z_]\w*")
+RESOLVERS = {
+    "sago_core.backends.factory": "sago_core.registry.backends",
+    "sago_core.scoring.deltas": "sago_core.registry.axes",
+}
 
 
 def _module_file(name: str) -> Path | None:
@@ -74,7 +83,8 @@ def _parsed(name: str) -> ast.AST | None:
 
 @cache
 def module_closure(module: str) -> frozenset[str]:
-    """The module and every sago module it imports, transitively (lazy imports included)."""
+    """The module and every sago module it imports, transitively (lazy imports included, and
+    the ``"module:function"`` references of the registries' declarations)."""
     seen: set[str] = set()
     todo = [module]
     while todo:
@@ -86,7 +96,22 @@ def module_closure(module: str) -> frozenset[str]:
         is_package = _module_file(name).name == "__init__.py"  # type: ignore[union-attr]
         package = name if is_package else name.rpartition(".")[0]
         todo.extend(_own_imports(tree, package))
+        if name in RESOLVERS:
+            todo.extend(_lazy_references(RESOLVERS[name]))
     return frozenset(seen)
+
+
+def _lazy_references(name: str) -> set[str]:
+    """The own modules a registry names as ``"package.module:function"``."""
+    tree = _parsed(name)
+    found = {
+        match.group(1)
+        for node in ast.walk(tree or ast.Module(body=[], type_ignores=[]))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for match in [LAZY_REFERENCE.fullmatch(node.value)]
+        if match
+    }
+    return {n for n in found if n.split(".")[0] in OWN_PACKAGES}
 
 
 def source_digest(tree: ast.AST) -> str:

@@ -10,7 +10,7 @@ from sago_core.artifacts.layout import (
     INSTANCES_FILE,
     TAILS_FILE,
 )
-from sago_core.artifacts.schemas import AXIS_PCA, AXIS_STRUCTURE, INSTANCES, TAILS
+from sago_core.artifacts.schemas import AXIS_PCA, AXIS_STRUCTURE, TAILS, instances_schema
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.stages.instances import build_instances
 from sago_core.statistics.axis_structure import pca_table, spearman_table
@@ -25,7 +25,7 @@ def build_instances_task(
     frame = build_instances(
         read_parquet(deltas_path), read_parquet(generations_path), read_parquet(prompts_path)
     )
-    return str(write_parquet(frame, Path(out_dir) / INSTANCES_FILE, INSTANCES))
+    return str(write_parquet(frame, Path(out_dir) / INSTANCES_FILE, instances_schema()))
 
 
 @stage_task("tail-statistics")

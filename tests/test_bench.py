@@ -13,7 +13,7 @@ import pytest
 
 from bench.__main__ import table
 from bench.naive import fill_schema
-from bench.pipelines import TOLERANCE, agree, compare, run_pipeline
+from bench.pipelines import agree, compare, run_pipeline, tolerances
 from bench.workload import Workload
 from sago_core.artifacts.schemas import GENERATIONS
 
@@ -59,7 +59,7 @@ def test_naive_and_sago_agree_on_a_smoke_sized_workload(tmp_path: Path) -> None:
     naive = run_pipeline("bench.naive", tmp_path)
     fast = run_pipeline("bench.fast", tmp_path)
     share, worst = compare(tmp_path)
-    assert set(worst) == set(TOLERANCE), worst
+    assert set(worst) == set(tolerances()), worst
     assert agree(share, worst), (share, worst)
     assert share == 1.0
     generations = pl.read_parquet(tmp_path / "naive" / "generations.parquet")

@@ -276,26 +276,39 @@ SIGN_AGREEMENT: Schema = {
     "significant_share": pl.Float64,
 }
 
-# Issue 16 (beyond the mean): instances, tails, axis structure. One row per variant (the
-# replay excluded): texts and the six delta_norm side by side, graded mirroring, and whether
-# each answer is right per the reference answers (null: no references or no answer).
-INSTANCES: Schema = {
-    "model": pl.String,
-    "dataset": pl.String,
-    "prompt_id": pl.String,
-    "variant_id": pl.String,
-    **VARIANT_KEY,
-    "base_prompt": pl.String,
-    "variant_prompt": pl.String,
-    "base_answer": pl.String,
-    "variant_answer": pl.String,
-    **{f"d_{axis}": pl.Float64 for axis in AXES},
-    "mr_intensity": pl.Float64,  # graded mirroring in [0, 1] (axes/mirroring_intensity.py)
-    **{f"reason_{axis}": pl.String for axis in AXES},  # why d_<axis> is null
-    "mr_intensity_reason": pl.String,
-    "base_correct": pl.Boolean,
-    "variant_correct": pl.Boolean,
-}
+# Issue 16 (beyond the mean): instances, tails, axis structure.
+
+
+def instances_schema() -> Schema:
+    """``instances.parquet``: one row per variant (the replay excluded): texts and every
+    registered axis' delta_norm side by side (``d_<axis>``, ``reason_<axis>``, in the axis
+    registry's order), graded mirroring, and whether each answer is right per the reference
+    answers (null: no references or no answer)."""
+    return {
+        "model": pl.String,
+        "dataset": pl.String,
+        "prompt_id": pl.String,
+        "variant_id": pl.String,
+        **VARIANT_KEY,
+        "base_prompt": pl.String,
+        "variant_prompt": pl.String,
+        "base_answer": pl.String,
+        "variant_answer": pl.String,
+        **{f"d_{axis}": pl.Float64 for axis in AXES},
+        "mr_intensity": pl.Float64,  # graded mirroring in [0, 1] (axes/mirroring_intensity.py)
+        **{f"reason_{axis}": pl.String for axis in AXES},  # why d_<axis> is null
+        "mr_intensity_reason": pl.String,
+        "base_correct": pl.Boolean,
+        "variant_correct": pl.Boolean,
+    }
+
+
+def __getattr__(name: str) -> Schema:
+    """``INSTANCES``: ``instances_schema()`` as the axes registered at the time of asking."""
+    if name == "INSTANCES":
+        return instances_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 TAIL_QUANTILES: tuple[str, ...] = ("q50", "q90", "q99")
 FLIPS: tuple[str, ...] = ("flip_right_to_wrong", "flip_wrong_to_right")

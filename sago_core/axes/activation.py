@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
+
+from sago_core.axes.likelihood import teacher_forced_reason
 
 
 def layer_cosines(variant: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -29,3 +32,8 @@ def layer_cosines(variant: np.ndarray, base: np.ndarray) -> np.ndarray:
 def act_delta(variant: np.ndarray, base: np.ndarray) -> float:
     """Delta_Act = mean over all layers of cos - 1 (in [-2, 0]; R_Act = 2)."""
     return float(layer_cosines(variant, base).mean() - 1.0)
+
+
+def act_delta_rule() -> tuple[pl.Expr, pl.Expr]:
+    """The Act axis (registry/axes.py): the stored mean per-layer cosine minus 1."""
+    return pl.col("act_cos_mean") - 1.0, teacher_forced_reason()

@@ -34,6 +34,8 @@ import math
 import re
 from dataclasses import dataclass
 
+import polars as pl
+
 from sago_core.variants.noise import PUNCTUATION_MARKS
 from sago_core.vocabulary import REPLAY_FAMILY
 
@@ -229,3 +231,9 @@ def detect_mirroring(
         question = variant_prompt.rstrip().endswith("?")
         return Mirroring(in_mood(response, question), in_mood(base, question))
     return Mirroring(None, None, f"no mirroring detector for {family}/{subtype}")
+
+
+def mr_delta_rule() -> tuple[pl.Expr, pl.Expr]:
+    """The MR axis (registry/axes.py): M(y^v, v) - M(y_base, v) from the mirroring stage."""
+    value = (pl.col("m_variant") - pl.col("m_base")).cast(pl.Float64)
+    return value, pl.coalesce(pl.col("reason_mr"), pl.lit("no mirroring verdict"))

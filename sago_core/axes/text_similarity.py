@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+import polars as pl
+
+from sago_core.axes.reasoning import unanswered
 from sago_core.backends.model_source import resolve_bertscore_model
 
 
@@ -116,3 +119,14 @@ class BertScorer:
 def get_bert_scorer(model: str, num_layers: int, batch_size: int = 64) -> BertScorer:
     """The process-wide BERTScore model (the alias ``minilm-l6`` is the embedded scorer)."""
     return BertScorer(resolve_bertscore_model(model), num_layers, batch_size)
+
+
+def bleu_delta_rule() -> tuple[pl.Expr, pl.Expr]:
+    """The BLEU axis (registry/axes.py): BLEU against the base answer minus 100."""
+    return pl.col("bleu") - 100.0, pl.coalesce(unanswered(), pl.lit("no BLEU for this pair"))
+
+
+def bert_delta_rule() -> tuple[pl.Expr, pl.Expr]:
+    """The BERT axis: BERTScore F1 against the base answer minus 1."""
+    reason = pl.coalesce(unanswered(), pl.lit("no BERTScore for this pair"))
+    return pl.col("bert_f1") - 1.0, reason

@@ -18,16 +18,19 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.backends.api_failures import Failure, classify_exception, validate_response
 from sago_core.backends.api_ledger import ApiLedger, BudgetExhausted
 from sago_core.backends.api_served import served_identity
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
-from sago_core.backends.target import api_identity
+from sago_core.backends.target import ModelTarget, api_identity
 from sago_core.config import ApiSettings
 from sago_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sago_core.backends.factory import BackendPlaces
 
 NO_TEACHER_FORCING = "API models return no hidden states and cannot teacher-force a given answer"
 REQUEST_VERSION = "chat-v1"  # bump when the request shape changes
@@ -288,3 +291,15 @@ def api_key_from_environment(settings: ApiSettings) -> str | None:
     if not value:
         raise ConfigError(f"api.key_env names {settings.key_env!r}, which is not set or empty")
     return value
+
+
+def open_target(
+    target: ModelTarget, places: BackendPlaces, api_key: str | None, device: str
+) -> ApiBackend:
+    """The ``litellm`` backend's builder (registry/backends.py): one ledger per run file."""
+    from sago_core.backends.factory import get_ledger
+
+    if target.api is None or places.cache is None or places.ledger is None:
+        raise ConfigError(f"model {target.spec!r} needs the api settings, cache and ledger")
+    ledger = get_ledger(places.ledger, target.api.budget)
+    return ApiBackend(target.model_id, target.api, places.cache.api, ledger, api_key)

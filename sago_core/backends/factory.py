@@ -15,8 +15,7 @@ from pathlib import Path
 from sago_core.artifacts.layout import CacheLayout
 from sago_core.backends.protocol import Backend
 from sago_core.backends.target import ModelTarget
-from sago_core.config import ApiBudget, VllmSettings
-from sago_core.errors import ConfigError
+from sago_core.config import ApiBudget
 
 
 @dataclass(frozen=True)
@@ -44,10 +43,10 @@ def open_backend(
     """The process-wide engine of ``target`` (built on first use). Only the places its own
     backend uses count, so a transformers model is one engine whoever asks for it."""
     places = places or BackendPlaces()
-    if target.backend in ("hf", "mock"):
-        places = BackendPlaces()
-    elif target.backend == "vllm":
-        places = BackendPlaces(places.cache)
+    uses = target.declared.places
+    places = BackendPlaces(
+        places.cache if "cache" in uses else None, places.ledger if "ledger" in uses else None
+    )
     return _open(target, places, api_key if target.is_api else None, device)
 
 
@@ -74,43 +73,9 @@ def _open(target: ModelTarget, places: BackendPlaces, api_key: str | None, devic
 
 
 def _build(target: ModelTarget, places: BackendPlaces, api_key: str | None, device: str) -> Backend:
-    if target.backend == "litellm":
-        if target.api is None or places.cache is None or places.ledger is None:
-            raise ConfigError(f"model {target.spec!r} needs the api settings, cache and ledger")
-        from sago_core.backends.api import ApiBackend
-
-        ledger = get_ledger(places.ledger, target.api.budget)
-        return ApiBackend(target.model_id, target.api, places.cache.api, ledger, api_key)
-    if target.backend == "mock":
-        from sago_core.backends.mock import MockBackend
-
-        return MockBackend(target.model_id)
-    if target.source is None:
-        raise ConfigError(f"model {target.spec!r} has no resolved weights")
-    if target.backend == "vllm":
-        if places.cache is None:
-            raise ConfigError(f"model {target.spec!r} needs the cache for materialised weights")
-        from sago_core.backends.vllm_backend import VllmBackend
-
-        return VllmBackend(
-            target.source,
-            target.vllm or VllmSettings(),
-            places.cache.materialised,
-            trust_remote_code=target.trust_remote_code,
-            chat_template_kwargs=target.chat_template_kwargs,
-            use_model_defaults=target.use_model_defaults,
-            devices=target.devices,
-        )
-    from sago_core.backends.hf import HFBackend
-
-    return HFBackend(
-        target.source,
-        device=device,
-        trust_remote_code=target.trust_remote_code,
-        chat_template_kwargs=target.chat_template_kwargs,
-        use_model_defaults=target.use_model_defaults,
-        devices=target.devices,
-    )
+    """The engine of ``target``, by its backend's declared builder (imported only now)."""
+    backend: Backend = target.declared.builder()(target, places, api_key, device)
+    return backend
 
 
 def loaded_engines() -> int:

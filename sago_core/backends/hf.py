@@ -29,7 +29,7 @@ import platform
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,10 @@ from sago_core.backends.tensor_ops import (
     response_logprob_and_entropy,
 )
 from sago_core.errors import ConfigError, ModelLoadError
+
+if TYPE_CHECKING:
+    from sago_core.backends.factory import BackendPlaces
+    from sago_core.backends.target import ModelTarget
 
 
 def _length_sorted_batches(
@@ -906,3 +910,19 @@ class HFBackend:
         if missing:  # every request has its row, or later rows would shift onto others
             raise RuntimeError(f"the scoring pass returned no row for patch requests {missing}")
         return [r for r in results if r is not None]
+
+
+def open_target(
+    target: ModelTarget, places: BackendPlaces, api_key: str | None, device: str
+) -> HFBackend:
+    """The ``hf`` backend's builder (registry/backends.py): a transformers engine."""
+    if target.source is None:
+        raise ConfigError(f"model {target.spec!r} has no resolved weights")
+    return HFBackend(
+        target.source,
+        device=device,
+        trust_remote_code=target.trust_remote_code,
+        chat_template_kwargs=target.chat_template_kwargs,
+        use_model_defaults=target.use_model_defaults,
+        devices=target.devices,
+    )

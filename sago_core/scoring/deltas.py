@@ -1,5 +1,6 @@
 """Signed deltas per (model, prompt, variant, axis), long format, with reasons for gaps.
 
+One delta per registered axis (registry/axes.py: its rule and scale), in registration order.
 Every delta compares a variant with the base of the same prompt and model: BLEU/BERT against
 the one base response (never regenerated per variant), Prob/Ent of the base response scored
 under the variant prompt minus under the base prompt, Act from the per-layer cosines, MR from
@@ -20,8 +21,9 @@ from __future__ import annotations
 import polars as pl
 
 from sago_core.artifacts.schemas import DELTAS, conform
-from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
-from sago_core.vocabulary import AXES, BASE_VARIANT_ID, NON_FINITE, SCALES
+from sago_core.axes.reasoning import with_answers
+from sago_core.registry.axes import axes
+from sago_core.vocabulary import BASE_VARIANT_ID, NON_FINITE
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 PROMPT_KEY = ["model", "dataset", "prompt_id"]
@@ -35,7 +37,7 @@ def compute_deltas(
     mirroring: pl.DataFrame,
 ) -> pl.DataFrame:
     wide = _variant_rows(with_answers(generations), analysis, pairs, mirroring)
-    frames = [_axis_deltas(wide, axis, *measure) for axis, measure in _measures().items()]
+    frames = [_axis_deltas(wide, axis.name, axis.scale, *axis.rule()) for axis in axes()]
     return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])
 
 
@@ -74,36 +76,9 @@ def _variant_rows(
     )
 
 
-def _measures() -> dict[str, tuple[pl.Expr, pl.Expr]]:
-    """Per axis, in ``AXES`` order: the signed delta and the reason when it is null."""
-    analysis_reason = pl.coalesce(
-        pl.col("missing_reason"), pl.col("reason_base"), pl.lit("not measured by the backend")
-    )
-    thinking = pl.when(pl.col("thinking")).then(pl.lit(f"variant {UNCLOSED_REASONING}"))
-    unanswered = pl.coalesce(
-        thinking, pl.when(pl.col("base_thinking")).then(pl.lit(f"base {UNCLOSED_REASONING}"))
-    )
-    measures = {
-        "act": (pl.col("act_cos_mean") - 1.0, analysis_reason),
-        "bleu": (
-            pl.col("bleu") - 100.0,
-            pl.coalesce(unanswered, pl.lit("no BLEU for this pair")),
-        ),
-        "bert": (
-            pl.col("bert_f1") - 1.0,
-            pl.coalesce(unanswered, pl.lit("no BERTScore for this pair")),
-        ),
-        "prob": (pl.col("logprob") - pl.col("logprob_base"), analysis_reason),
-        "ent": (pl.col("mean_entropy") - pl.col("ent_base"), analysis_reason),
-        "mr": (
-            (pl.col("m_variant") - pl.col("m_base")).cast(pl.Float64),
-            pl.coalesce(pl.col("reason_mr"), pl.lit("no mirroring verdict")),
-        ),
-    }
-    return {axis: measures[axis] for axis in AXES}
-
-
-def _axis_deltas(wide: pl.DataFrame, axis: str, value: pl.Expr, reason: pl.Expr) -> pl.DataFrame:
+def _axis_deltas(
+    wide: pl.DataFrame, axis: str, scale: float, value: pl.Expr, reason: pl.Expr
+) -> pl.DataFrame:
     """One axis' deltas; a failed generation (API error after retries) explains every gap
     on its row first, then the axis' own reason; a non-finite value is ``NON_FINITE``."""
     failed = pl.coalesce(
@@ -125,7 +100,7 @@ def _axis_deltas(wide: pl.DataFrame, axis: str, value: pl.Expr, reason: pl.Expr)
         + [
             pl.lit(axis).alias("axis"),
             delta.alias("delta"),
-            (delta / SCALES[axis]).alias("delta_norm"),
+            (delta / scale).alias("delta_norm"),
             missing.alias("missing_reason"),
         ]
     )

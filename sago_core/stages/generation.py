@@ -26,7 +26,7 @@ from sago_core.backends.protocol import Backend, Generation
 from sago_core.config import GenerationSettings
 from sago_core.data.prompt import split_source
 from sago_core.errors import InputError
-from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
 
 
 def replay_apart(backend: Backend, families: list[str]) -> list[list[int]]:
@@ -45,8 +45,8 @@ def generation_requests(prompts: pl.DataFrame, variants: pl.DataFrame) -> pl.Dat
         "dataset",
         "prompt_id",
         pl.lit(BASE_VARIANT_ID).alias("variant_id"),
-        pl.lit("base").alias("family"),
-        pl.lit("base").alias("subtype"),
+        pl.lit(BASE_FAMILY).alias("family"),
+        pl.lit(BASE_FAMILY).alias("subtype"),
         pl.lit(0.0).alias("strength"),
         pl.lit("global").alias("position"),
         pl.col("prompt").alias("prompt_text"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sago_core.artifacts.schemas import INSTANCES, conform
+from sago_core.artifacts.schemas import conform, instances_schema
 from sago_core.axes.mirroring_intensity import mirroring_intensity
 from sago_core.axes.reasoning import with_answers
 from sago_core.statistics.correctness import is_correct
@@ -115,4 +115,4 @@ def build_instances(
         _wide_deltas(deltas).join(variant, on=KEY, how="left").join(base, on=PROMPT_KEY, how="left")
     )
     rows = _with_correctness(_with_intensity(rows), prompts)
-    return conform(rows, INSTANCES).sort(KEY)
+    return conform(rows, instances_schema()).sort(KEY)

@@ -17,7 +17,7 @@ from sago_core.data.prompt import Prompt
 from sago_core.variants.noise import add_punctuation, add_spaces, capitalize_share
 from sago_core.variants.register import apply_register
 from sago_core.variants.seeding import variant_rng, variant_seed
-from sago_core.vocabulary import REPLAY_FAMILY, REPLAY_VARIANT_ID
+from sago_core.vocabulary import BASE_FAMILY, REPLAY_FAMILY, REPLAY_VARIANT_ID
 
 NoiseFn = Callable[[str, int, Position, random.Random], str]
 NOISE_BUILDERS: dict[str, NoiseFn] = {
@@ -49,7 +49,7 @@ def _replay_variant(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Va
             prompt.prompt_id,
             REPLAY_VARIANT_ID,
             REPLAY_FAMILY,
-            "base",
+            BASE_FAMILY,
             0.0,
             "global",
             prompt.prompt,

@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 
 from sago_core.artifacts.layout import MANIFEST_FILE, SUMMARY_FILE
-from sago_core.backends.model_source import LOCAL_BACKENDS, parse_model_spec, resolve_local_model
+from sago_core.backends.model_source import parse_model_spec, resolve_local_model
 from sago_core.errors import SagoError
+from sago_core.registry.backends import local_backends
 from sago_core.report.card import write_card
 from sago_core.watch.registry import Entry
 
@@ -25,14 +26,14 @@ ARCHITECTURE_KEYS = ("model_type", "num_hidden_layers", "hidden_size", "vocab_si
 def identity_of(spec: str) -> str:
     """The weights' identity of a local model (digest), the spec itself for an API model."""
     parsed = parse_model_spec(spec)
-    local = parsed.backend in LOCAL_BACKENDS
+    local = parsed.backend in local_backends()
     return resolve_local_model(parsed.model_id).identity if local else spec
 
 
 def model_family(spec: str) -> str:
     parsed = parse_model_spec(spec)
     config_file = Path(parsed.model_id) / "config.json"
-    if parsed.backend not in LOCAL_BACKENDS or not config_file.is_file():
+    if parsed.backend not in local_backends() or not config_file.is_file():
         return spec
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))

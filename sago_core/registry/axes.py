@@ -1,0 +1,149 @@
+"""The axes sago measures, each declared once: name, scale, needs, delta rule, tolerance.
+
+A declaration (``AxisSpec``) is everything the rest of sago knows about an axis:
+
+- ``name``: the word in ``deltas.parquet``'s ``axis`` column and in ``d_<name>`` columns;
+- ``scale``: R_X of spec section 4 (``delta_norm = delta / scale``);
+- ``needs``: the backend capabilities its measurement needs (``registry/backends.py``;
+  empty: generated text is enough), which the dry-run plan reports per model;
+- ``delta``: its rule, ``"package.module:function"`` (imported when deltas are computed, so
+  this registry imports no polars) or the function itself, returning two polars
+  expressions over one row of the delta join (``scoring/deltas.py``): the signed delta, and
+  the reason when it is null. The row holds the variant's ``analysis``, ``pairs`` and
+  ``mirroring`` columns, its base's ``logprob_base``/``ent_base``/``reason_base``, and
+  ``thinking``/``base_thinking``;
+- ``tolerance``: the bench's largest |difference| between two pipelines on this axis.
+
+Registration order is the order of ``vocabulary.AXES``, of the artifacts' axis columns,
+tables and figures. Adding an axis: one module with its measurement and its delta rule,
+plus one ``AxisSpec`` line in ``BUILTIN`` below (``registered`` for a test, undone on exit).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from sago_core.registry.backends import Capability
+
+# () -> (signed delta, reason when it is null), polars expressions over the delta join's row.
+DeltaRule = Callable[[], "tuple[pl.Expr, pl.Expr]"]
+
+
+@dataclass(frozen=True)
+class AxisSpec:
+    name: str
+    scale: float
+    delta: str | DeltaRule
+    tolerance: float
+    needs: frozenset[Capability] = frozenset()
+    summary: str = ""
+
+    def rule(self) -> tuple[pl.Expr, pl.Expr]:
+        """(signed delta, reason when null), by the declared rule (imported only now)."""
+        if not isinstance(self.delta, str):
+            return self.delta()
+        module, _, function = self.delta.partition(":")
+        found: Any = getattr(importlib.import_module(module), function)
+        rule: DeltaRule = found
+        return rule()
+
+
+BUILTIN: tuple[AxisSpec, ...] = (
+    AxisSpec(
+        "act",
+        2.0,
+        "sago_core.axes.activation:act_delta_rule",
+        1e-4,
+        frozenset({"activations"}),
+        "mean per-layer cosine of hidden states, variant vs base, minus 1",
+    ),
+    AxisSpec(
+        "bleu",
+        100.0,
+        "sago_core.axes.text_similarity:bleu_delta_rule",
+        1e-6,
+        summary="BLEU of the variant's answer against the base answer, minus 100",
+    ),
+    AxisSpec(
+        "bert",
+        1.0,
+        "sago_core.axes.text_similarity:bert_delta_rule",
+        2e-3,
+        summary="BERTScore F1 of the variant's answer against the base answer, minus 1",
+    ),
+    AxisSpec(
+        "prob",
+        250.0,
+        "sago_core.axes.likelihood:prob_delta_rule",
+        2e-2,
+        frozenset({"logprobs"}),
+        "log-probability of the base answer under the variant minus under the base prompt",
+    ),
+    AxisSpec(
+        "ent",
+        10.0,
+        "sago_core.axes.likelihood:ent_delta_rule",
+        1e-3,
+        frozenset({"logprobs"}),
+        "mean token entropy over the base answer, variant minus base prompt",
+    ),
+    AxisSpec(
+        "mr",
+        1.0,
+        "sago_core.axes.mirroring:mr_delta_rule",
+        0.0,
+        summary="mirroring indicator of the variant's answer minus the base answer's",
+    ),
+)
+
+_REGISTRY: dict[str, AxisSpec] = {}
+
+
+def register_axis(spec: AxisSpec) -> AxisSpec:
+    if spec.name in _REGISTRY:
+        raise ValueError(f"axis {spec.name!r} is already registered")
+    if not spec.name.isidentifier() or not spec.scale > 0:
+        raise ValueError(f"axis {spec.name!r}: a plain name and a positive scale are required")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister_axis(name: str) -> None:
+    _REGISTRY.pop(name)
+
+
+@contextmanager
+def registered(spec: AxisSpec) -> Iterator[AxisSpec]:
+    """``spec`` registered for the ``with`` block only (tests)."""
+    register_axis(spec)
+    try:
+        yield spec
+    finally:
+        unregister_axis(spec.name)
+
+
+def axes() -> tuple[AxisSpec, ...]:
+    """Every registered axis, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+def axis_names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def axis_spec(name: str) -> AxisSpec:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"axis {name!r} is not one of {axis_names()}") from None
+
+
+for _spec in BUILTIN:
+    register_axis(_spec)
