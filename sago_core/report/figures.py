@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sago_core.vocabulary import AXES, POOLED
+from sago_core.vocabulary import AXES, BASE_FAMILY, POOLED, REPLAY_FAMILY
 
 
 def _pyplot() -> Any:
@@ -177,9 +177,9 @@ def _mean_curve(column: pl.Series) -> np.ndarray | None:
 def layer_curves(analysis: pl.DataFrame) -> bytes:
     """``analysis`` rows with a ``family`` column (base rows are left out)."""
     plt = _pyplot()
-    rows = analysis.filter(pl.col("family") != "base")
+    rows = analysis.filter(pl.col("family") != BASE_FAMILY)
     models = sorted(rows["model"].unique().to_list())
-    families = sorted(rows["family"].unique().to_list(), key=lambda f: (f == "replay", f))
+    families = sorted(rows["family"].unique().to_list(), key=lambda f: (f == REPLAY_FAMILY, f))
     figure, axes = plt.subplots(
         max(len(models), 1),
         max(len(families), 1),
@@ -210,7 +210,7 @@ def layer_curves(analysis: pl.DataFrame) -> bytes:
                 )
             ax.axhline(0.0, color="grey", linewidth=0.5)
             ax.xaxis.get_major_locator().set_params(integer=True)
-            title = "replay (floor)" if family == "replay" else family
+            title = f"{REPLAY_FAMILY} (floor)" if family == REPLAY_FAMILY else family
             ax.set_title(f"{title} — {model.split(':')[-1][:18]}", fontsize=8)
             if i == len(models) - 1:
                 ax.set_xlabel("layer")

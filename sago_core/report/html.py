@@ -45,7 +45,14 @@ from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
 from sago_core.statistics.correctness import is_correct
 from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.rankings import rank_agreement, rank_reversals
-from sago_core.vocabulary import AXES, NON_FINITE, POOLED, REPLAY_FAMILY
+from sago_core.vocabulary import (
+    AXES,
+    BASE_FAMILY,
+    BASE_VARIANT_ID,
+    NON_FINITE,
+    POOLED,
+    REPLAY_FAMILY,
+)
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
@@ -220,7 +227,7 @@ def _layer_section(analysis: pl.DataFrame, deltas: pl.DataFrame) -> str:
     )
     if "layer_cosines_user" not in rows.columns:  # analysis written before the second curve
         rows = rows.with_columns(pl.lit(None, pl.List(pl.Float64)).alias("layer_cosines_user"))
-    measured = rows.filter(pl.col("family") != "base")
+    measured = rows.filter(pl.col("family") != BASE_FAMILY)
     if not len(measured.drop_nulls("layer_cosines")):
         return "<p>No hidden states in this run (e.g. an API model): no layer curves.</p>"
     user = measured["layer_cosines_user"].drop_nulls().len()
@@ -329,7 +336,7 @@ def _correctness_section(
 ) -> str:
     # a thinking model's answer is what follows its reasoning block (answer_text)
     answers = "answer_text" if "answer_text" in generations.columns else "response_text"
-    base = generations.filter(pl.col("variant_id") == "base").join(
+    base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).join(
         prompts.select("dataset", "prompt_id", "references"), on=["dataset", "prompt_id"]
     )
     verdicts = pl.DataFrame(
