@@ -44,21 +44,19 @@ def check_finished_run(run_dir: Path) -> None:
 def preflight(config: RunConfig) -> None:
     """Everything that can be wrong with the inputs, found before a model loads."""
     from sago_core.backends.api import api_key_from_environment
-    from sago_core.backends.model_source import (
-        LOCAL_BACKENDS,
-        parse_model_spec,
-        resolve_local_model,
-    )
+    from sago_core.backends.model_source import parse_model_spec, resolve_local_model
     from sago_core.data.loading import load_run_prompts
+    from sago_core.registry.backends import backend_spec
 
     structural = config.variants.structural
     tools = [structural.rewriter if structural else None, config.judge.model]
     for model in [*config.models, *(t for t in tools if t)]:
-        backend = parse_model_spec(model).backend
-        if backend == "litellm":
+        spec = parse_model_spec(model)
+        backend = backend_spec(spec.backend)
+        if backend.is_api:
             api_key_from_environment(config.api)  # a named key variable must be set
-        elif backend in LOCAL_BACKENDS:
-            resolve_local_model(parse_model_spec(model).model_id)
+        elif backend.weights == "local":
+            resolve_local_model(spec.model_id)
     load_run_prompts(config)
     if config.runs_store:  # bucket, credentials and conditional writes, before any model
         from sago_core.storage.location import parse_store_url

@@ -24,6 +24,7 @@ from sago_core.config import (
     read_config_file,
 )
 from sago_core.data.user_files import join_mapped_entries
+from sago_core.registry.backends import backend_names
 
 
 def add_parser(commands: Any) -> None:
@@ -42,7 +43,8 @@ def add_parser(commands: Any) -> None:
     run.add_argument(
         "--models",
         type=csv_list,
-        help="comma-separated BACKEND:ID specs; BACKEND in hf, vllm, litellm; ID a local "
+        help=f"comma-separated BACKEND:ID specs; BACKEND in {', '.join(backend_names())}; "
+        "ID a local "
         "path, hub id or API model; alias smollm2-135m = the embedded model "
         "(default hf:smollm2-135m)",
     )

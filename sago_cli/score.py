@@ -71,16 +71,13 @@ def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
 
 
 def command(args: argparse.Namespace) -> int:
-    from sago_core.backends.model_source import (
-        LOCAL_BACKENDS,
-        parse_model_spec,
-        resolve_local_model,
-    )
+    from sago_core.backends.model_source import parse_model_spec, resolve_local_model
     from sago_core.external.read import read_external
+    from sago_core.registry.backends import local_backends
 
     config, source = score_inputs(args)
     table = read_external(source)  # every problem of the file, before Prefect starts
-    if source.model and parse_model_spec(source.model).backend in LOCAL_BACKENDS:
+    if source.model and parse_model_spec(source.model).backend in local_backends():
         resolve_local_model(parse_model_spec(source.model).model_id)
     configure_environment(config)
     from flows.score import score
