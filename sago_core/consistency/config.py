@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from sago_core.artifacts.layout import RunLayout
 from sago_core.checkpoints.training_split import BUILTIN_TRAINING
 from sago_core.config import RunConfig, StrictModel, build_config
 from sago_core.consistency.design import Reachability, study_reachability
@@ -174,7 +175,7 @@ class ConsistencyConfig(StrictModel):
 
     def run_dir(self) -> Path:
         name = self.run_id or f"consistency-{self.result_hash()[:12]}"
-        return (self.evaluation.runs_dir / name).resolve()
+        return RunLayout.of(self.evaluation.runs_dir, name).run_dir
 
 
 def _with_series(values: dict[str, Any], source: str) -> dict[str, Any]:
