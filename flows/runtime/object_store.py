@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sago_core.artifacts.layout import local_only
+from sago_core.artifacts.layout import RunLayout, local_only
 from sago_core.storage import attached
 from sago_core.storage.location import is_url, parse_store_url
 from sago_core.storage.mirror import Mirror
@@ -67,7 +67,7 @@ def fetch_run_folder(text: str) -> Path:
     runs = location.parent()
     mirror = attach_runs_store(runs.url, runs.scratch())
     assert mirror is not None
-    local = mirror.root / location.name
+    local = RunLayout.of(mirror.root, location.name).run_dir
     if mirror.pull(local) == 0 and not local.is_dir():
         raise StoreError(f"{text}: the store holds no run there (no objects below it)")
     return local
