@@ -115,7 +115,8 @@ def test_two_machines_share_files_and_lose_no_appended_line(bucket: str, tmp_pat
         assert a.key(a.root / local) is None
     assert a.key(a.root / "run-1" / ".prefect-results" / ".locks" / "k.lock") is None
     assert a.key(a.root / "run-1" / ".leases" / "k") is None
-    assert a.key(a.root / "run-1" / ".prefect-results" / "r.json") == "run-1/.prefect-results/r.json"
+    record = a.root / "run-1" / ".prefect-results" / "r.json"
+    assert a.key(record) == "run-1/.prefect-results/r.json"
     lines = [f"line {i}" for i in range(12)]
     threads = [
         threading.Thread(
