@@ -19,16 +19,33 @@ def add_parser(commands: Any) -> None:
         "checkpoints, controlling for the ID dataset)",
     )
     consistency.add_argument("--config", type=Path, required=True, help="YAML study file")
+    consistency.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the design check (can a pair reach significance?) and where each "
+        "dataset's reference answers come from; build, load and ask nothing",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
-    return consistency_command(args.config)
+    return consistency_command(args.config, dry_run=args.dry_run)
 
 
-def consistency_command(path: Path) -> int:
+def consistency_command(path: Path, dry_run: bool = False) -> int:
     from sago_core.consistency.config import build_consistency_config
+    from sago_core.consistency.design import design_lines
 
     study = build_consistency_config(read_config_file(path), source=str(path))
+    design = design_lines(study.design_check())
+    if dry_run:
+        from sago_core.data.references import reference_lines
+
+        evaluation = study.evaluation
+        references = reference_lines(
+            evaluation.datasets, evaluation.data_dir, evaluation.question_column
+        )
+        print("\n".join([*design, *references]))
+        return 0
     preflight(study.preflight_config())  # series checkpoints are built by the flow
     configure_environment(study.evaluation)
     from flows.consistency import consistency
@@ -42,6 +59,6 @@ def consistency_command(path: Path) -> int:
 
     table = pl.read_parquet(run_dir / PARTIAL_CORRELATIONS_FILE)
     stats = study.statistics
-    print(pair_markdown(table, stats.report_metric, stats.adjustment))
+    print(pair_markdown(table, stats.report_metric, stats.adjustment, design))
     print(f"Consistency: {run_dir / CONSISTENCY_REPORT_FILE} ({time.monotonic() - started:.0f} s)")
     return 0

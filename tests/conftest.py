@@ -28,9 +28,8 @@ from tests.schedule import order_heaviest_first  # noqa: E402
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Heaviest files first, one xdist group per file (tests/schedule.py says why)."""
+    """Heaviest files first (tests/schedule.py)."""
     order_heaviest_first(items)
 
 

@@ -1,17 +1,15 @@
 """How `make test` shares the suite between its two workers (pytest-xdist, ``--dist
-loadgroup``).
+loadfile``).
 
-Every test file is one group, so a file's module and session fixtures (a Prefect harness,
-a loaded model, a built family) are set up once, on one worker, as in a serial run. Groups
-are handed out in the order of the collection, each to the next free worker; the hook below
-puts the files that take longest first (longest-processing-time-first), so the two workers
-finish close together instead of one running the slowest file alone at the end. A file
-listed in ``SPLIT_BY_PARAMETER`` is split into one group per parameter value (each its own
-fixtures), because it alone is a large share of the suite.
+Every test file goes whole to one worker, so a file's module and session fixtures (a Prefect
+harness, a loaded model, a built family) are set up once, as in a serial run. Files are
+handed out in the order of the collection, each to the next free worker; the hook below puts
+the files that take longest first (longest-processing-time-first), so the two workers finish
+close together instead of one running the slowest file alone at the end.
 
-``HEAVIEST_FIRST`` is an ordering, not a timing: the files measured slowest on CI's two
-cores (`--durations` in CI's log), heaviest first. A file missing from it runs after them,
-in collection order; a listed file that no longer exists is ignored.
+``HEAVIEST_FIRST`` is an ordering, not a timing: the files measured slowest on two cores
+(`--durations` in CI's log), heaviest first. A file missing from it runs after them, in
+collection order; a listed file that no longer exists is ignored.
 """
 
 from __future__ import annotations
@@ -56,17 +54,6 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/unit/test_embedded_model.py",
 )
 
-SPLIT_BY_PARAMETER: frozenset[str] = frozenset({"tests/conformance/test_families.py"})
-
-
-def group_of(item: pytest.Item) -> str:
-    """The xdist group of one test: its file, or its file and parameter for a split file."""
-    path = item.nodeid.split("::", 1)[0]
-    callspec = getattr(item, "callspec", None)
-    if path in SPLIT_BY_PARAMETER and callspec is not None:
-        return f"{path}:{callspec.id}"  # no brackets: xdist reads "@group" after the last "]"
-    return path
-
 
 def order_heaviest_first(items: list[pytest.Item]) -> None:
     """Files in ``HEAVIEST_FIRST`` order, then the rest as collected; stable inside a file."""
@@ -78,5 +65,3 @@ def order_heaviest_first(items: list[pytest.Item]) -> None:
         return rank.get(item.nodeid.split("::", 1)[0], unlisted), index
 
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group_of(item)))

@@ -93,3 +93,29 @@ def test_model_folders_never_collide() -> None:
 
     assert model_slug("hf:org/model") != model_slug("hf:org_model")
     assert model_slug("hf:smollm2-135m").startswith("hf_smollm2-135m-")
+
+
+def test_consistency_dry_run_prints_the_design_check_and_builds_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, shared_data: Path
+) -> None:
+    """The earlier example study (7 checkpoints, Alpaca among 5 OOD sets): its plan says
+    significance is unreachable and that Alpaca has no gold answers, before anything runs."""
+    import yaml
+
+    example = Path(__file__).parents[1] / "examples" / "consistency.yaml"
+    study = yaml.safe_load(example.read_text())
+    study["series"]["folder"] = str(tmp_path / "series")
+    study["series"]["finetune_steps"] = list(range(7))
+    study["series"]["quantize_bits"] = [32, 16, 8, 6, 5, 4, 3]
+    study["out_of_distribution"] = [*study["out_of_distribution"], "alpaca"]
+    study["evaluation"]["datasets"] = [*study["evaluation"]["datasets"], "alpaca"]
+    study["evaluation"]["runs_dir"] = str(tmp_path / "runs")
+    study["evaluation"]["data_dir"] = str(shared_data)
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
+    assert main(["consistency", "--config", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Design check:") and "unreachable" in out.split("\n")[0].lower()
+    assert "smallest p 0.0417" in out and "10 OOD pairs" in out
+    assert "alpaca: no reference answers" in out
+    assert not (tmp_path / "series").exists() and not (tmp_path / "runs").exists()

@@ -86,14 +86,28 @@ def _stages(run_dir: Path) -> dict[str, bool]:
     return {s["path"]: s["cache_hit"] for s in manifest["stages"]}
 
 
+@pytest.fixture(scope="module")
+def first_run(
+    harness: None, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[RunConfig, Path]:
+    """One run of the flow that the tests below share (each full run costs a model's
+    generations and rewrites): the contract test reruns it, the vanished-artifact test
+    deletes and recomputes one artifact of it, the browser test opens its report."""
+    from flows.evaluate import evaluate
+
+    runs = tmp_path_factory.mktemp("evaluate") / "runs"
+    config = _config(tiny_model_dir, runs)
+    run_dir = Path(evaluate(config))
+    assert run_dir == (runs / config.resolved_run_id()).resolve()
+    return config, run_dir
+
+
 def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
-    harness: None, tiny_model_dir: Path, tmp_path: Path
+    first_run: tuple[RunConfig, Path], tiny_model_dir: Path
 ) -> None:
     from flows.evaluate import evaluate
 
-    config = _config(tiny_model_dir, tmp_path / "runs")
-    run_dir = Path(evaluate(config))
-    assert run_dir == (tmp_path / "runs" / config.resolved_run_id()).resolve()
+    config, run_dir = first_run
     for name, columns in CONTRACT.items():
         frame = pl.read_parquet(run_dir / name)
         assert frame.columns[: len(columns)] == columns, name
@@ -158,12 +172,11 @@ def test_a_failed_run_resumes_without_recomputing_finished_stages(
 
 
 def test_a_vanished_artifact_is_recomputed_not_handed_on(
-    harness: None, tiny_model_dir: Path, tmp_path: Path
+    first_run: tuple[RunConfig, Path],
 ) -> None:
     from flows.evaluate import evaluate
 
-    config = _config(tiny_model_dir, tmp_path / "runs")
-    run_dir = Path(evaluate(config))
+    config, run_dir = first_run
     (run_dir / "scores.parquet").unlink()
     evaluate(config)
     stages = _stages(run_dir)
@@ -172,7 +185,7 @@ def test_a_vanished_artifact_is_recomputed_not_handed_on(
 
 
 def test_report_opens_in_headless_chromium_with_every_figure_and_true_tables(
-    harness: None, tiny_model_dir: Path, tmp_path: Path
+    first_run: tuple[RunConfig, Path], tmp_path: Path
 ) -> None:
     """The run's report.html in a real browser: every figure decodes, the screenshot is not
     blank, and the pooled table equals SGS recomputed from deltas.parquet."""
@@ -181,10 +194,9 @@ def test_report_opens_in_headless_chromium_with_every_figure_and_true_tables(
     import numpy as np
     from PIL import Image
 
-    from flows.evaluate import evaluate
     from tests.browser import figures_as_loaded, screenshot
 
-    run_dir = Path(evaluate(_config(tiny_model_dir, tmp_path / "runs")))
+    _, run_dir = first_run
     page = run_dir / "report.html"
     figures = figures_as_loaded(page, tmp_path)
     assert [f[0] for f in figures] == [

@@ -38,12 +38,24 @@ def _config(tiny: Path | str, runs: Path, shard_size: int) -> RunConfig:
     )
 
 
+@pytest.fixture(scope="module")
+def one_prompt_shards(
+    harness: None, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[RunConfig, Path]:
+    """The run with one prompt per shard, in one process: the reference that both the
+    shard-size and the device tests compare against (run once, read only)."""
+    from flows.evaluate import evaluate
+
+    config = _config(tiny_model_dir, tmp_path_factory.mktemp("shards") / "one", shard_size=1)
+    return config, Path(evaluate(config))
+
+
 def test_results_do_not_depend_on_the_shard_size(
-    harness: None, tiny_model_dir: Path, tmp_path: Path
+    one_prompt_shards: tuple[RunConfig, Path], tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     from flows.evaluate import evaluate
 
-    small = Path(evaluate(_config(tiny_model_dir, tmp_path / "a", shard_size=1)))
+    _, small = one_prompt_shards
     whole = Path(evaluate(_config(tiny_model_dir, tmp_path / "b", shard_size=64)))
     shards = json.loads((small / "shards" / "shards.json").read_text())
     whole_shards = json.loads((whole / "shards" / "shards.json").read_text())
@@ -106,20 +118,19 @@ def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
 
 
 def test_local_devices_get_one_worker_process_each_with_the_same_results(
-    harness: None, tiny_model_dir: Path, tmp_path: Path
+    one_prompt_shards: tuple[RunConfig, Path], tmp_path: Path
 ) -> None:
     """No server: devices=2 starts one worker process per device (CUDA_VISIBLE_DEVICES=0
     and 1 set before each starts; CPU backend here) and the results equal one process."""
     from flows.evaluate import evaluate
 
-    one = _config(tiny_model_dir, tmp_path / "one", shard_size=1)
+    one, alone = one_prompt_shards
     two = one.model_copy(
         update={
             "runs_dir": tmp_path / "two",
             "orchestration": one.orchestration.model_copy(update={"devices": 2}),
         }
     )
-    alone = Path(evaluate(one))
     spread = Path(evaluate(two))
     workers = [json.loads(p.read_text()) for p in spread.glob("models/*/shards/*/worker.json")]
     assert len(workers) == 12
