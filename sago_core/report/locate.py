@@ -367,7 +367,10 @@ def locate_sections(located: Located | None) -> list[str]:
         parts.append("<p>No hidden states in this run: no layer profiles.</p>")
     patching = located.patching
     by_layer = recovery_by_layer(patching) if patching is not None else None
-    if by_layer is not None and by_layer["ratio_of_sums"].drop_nulls().len():
+    measured = patching is not None and (
+        patching["recovery"].drop_nulls().len() or patching["kl_first_token"].drop_nulls().len()
+    )
+    if measured and by_layer is not None:
         assert patching is not None
         missing = patching.filter(pl.col("missing_reason").is_not_null())
         note = (
@@ -388,7 +391,10 @@ def locate_sections(located: Located | None) -> list[str]:
             f"max(|logp_base|, {SCALE_FLOOR_NATS:g} nat); per-variant recoveries and their "
             "gaps are in patching.parquet. KL: of the first answer token's distribution to "
             f"the base's (0 at the last layer by construction).{note}</p>",
-            _recovery_table(by_layer),
+            _recovery_table(by_layer)
+            if by_layer["ratio_of_sums"].drop_nulls().len()
+            else "<p>No variant moved log p(base answer) past the guard: no recovery to "
+            "report (only the KL).</p>",
             _image("patching-recovery", recovery_figure(patching, by_layer)),
         ]
     elif patching is not None:

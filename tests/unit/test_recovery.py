@@ -138,3 +138,17 @@ def test_too_few_prompts_give_no_band_and_say_why() -> None:
         assert row["ci_low"] is None and row["median_ci_high"] is None
         assert row["ci_missing_reason"] == interval_refusal(few)
     assert set(out["family"]) == {"register", ALL_FAMILIES}
+
+
+def test_the_report_draws_kl_when_no_variant_passes_the_guard() -> None:
+    from sago_core.report.locate import Located, locate_sections
+
+    frame = _frame([1e-3] * 6, [5e-4] * 6, list(range(6))).with_columns(
+        pl.lit(None, pl.Float64).alias("recovery"),
+        pl.lit(0.2).alias("kl_first_token"),
+        pl.lit(NO_CHANGE).alias("missing_reason"),
+    )
+    page = "".join(locate_sections(Located(None, frame)))
+    assert 'id="fig-patching-recovery"' in page
+    assert "no recovery to report (only the KL)" in page
+    assert "<th>ratio of sums</th>" not in page
