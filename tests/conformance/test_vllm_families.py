@@ -69,6 +69,10 @@ def vllm_sized() -> Iterator[None]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(families, "HIDDEN", max(families.HIDDEN, 4 * VLLM_MIN_HEAD))
+        # The builders' own head size too: a config class that takes ``head_dim`` as a
+        # declared field (Gemma3TextConfig) bypasses the patched __init__ below, and a
+        # CPU without the 16-wide attention kernel then refuses the engine.
+        patch.setattr(families, "HEAD_DIM", max(families.HEAD_DIM, VLLM_MIN_HEAD))
         for name in CONFIG_CLASSES:
             base = getattr(transformers, name)
 
