@@ -77,7 +77,8 @@ class RunMonitor:
                 "axis": r["axis"],
                 "SGS": "NA" if r["sgs"] is None else f"{r['sgs']:.4f}",
                 "p": "NA" if r["p_reference"] is None else f"{r['p_reference']:.3g}",
-                "significant": significance_mark(r["p_reference"]) or "no",
+                "p (Holm)": "NA" if r["p_holm"] is None else f"{r['p_holm']:.3g}",
+                "significant (Holm)": significance_mark(r["p_holm"]) or "no",
                 "missing": r["missing_reason"] or "",
             }
             for r in summary.sort("model", "axis").iter_rows(named=True)
