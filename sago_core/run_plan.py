@@ -29,6 +29,7 @@ from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
 from sago_core.backends.patching import declared_layers
 from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key
 from sago_core.config import RunConfig
+from sago_core.data.references import reference_lines
 from sago_core.registry.axes import axes
 from sago_core.stages.structural import rewrite_key, rewrite_tasks
 from sago_core.stages.variants import build_variant_candidates
@@ -267,6 +268,7 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
     lines.append("")
     lines.append("Prompts: " + ", ".join(f"{d} {n}" for d, n in plan.prompts.items()))
     lines.append(f"  total {sum(plan.prompts.values())}")
+    lines.extend(reference_lines(config.datasets, config.data_dir, config.question_column))
     lines.append("Variants per family (candidates -> kept):")
     for family, count in plan.candidates.items():
         if family in plan.kept_exact:

@@ -124,6 +124,9 @@ def test_the_paper_example_plans_offline(
     printed = capsys.readouterr().out
     assert loaded_engines() == engines and not (tmp_path / "runs").exists()
     assert "total 96" in printed  # six datasets x N = 16
+    # Where each dataset's gold answers come from: Alpaca's `output` is a model's answer.
+    assert "alpaca: no reference answers (" in printed
+    assert "nq_open: references from column(s) answer" in printed
     for family in ("noise", "register", "replay", "structural"):
         assert family in printed
     assert "litellm:openai/gpt-4o-mini (rewriter): 576 requests" in printed  # 96 x (5 + 1)
