@@ -35,7 +35,7 @@ def attach_runs_store(runs_store: str | None, runs_dir: Path) -> Mirror | None:
 def runs_mirror(store: ObjectStore, runs_dir: Path) -> Mirror:
     """A runs folder mirrored to ``store``; what stays local is the run layout's word."""
     folders, names = local_only(Path(runs_dir))
-    return Mirror(store, Path(runs_dir), folders, names)
+    return Mirror(store, Path(runs_dir), local_folders=folders, local_names=names)
 
 
 def attached_mirror(run_dir: Path) -> Mirror | None:

@@ -32,11 +32,14 @@ class Mirror:
         self,
         store: ObjectStore,
         root: Path,
-        local_folders: tuple[Path, ...] = (),
-        local_names: tuple[str, ...] = (),
+        *,
+        local_folders: tuple[Path, ...],
+        local_names: tuple[str, ...],
     ) -> None:
         """``local_folders`` (below ``root``) and folders named ``local_names`` anywhere
-        below it stay on this machine."""
+        below it stay on this machine. Both are required: a mirror that forgot them would
+        push the Prefect database, lock files and materialised weights to the store
+        (``flows.runtime.object_store.runs_mirror`` asks RunLayout for them)."""
         self.store = store
         self.root = root.resolve()
         self.local_prefixes = tuple(

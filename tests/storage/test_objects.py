@@ -137,8 +137,8 @@ def test_two_machines_share_files_and_lose_no_appended_line(bucket: str, tmp_pat
 def test_a_corrupt_object_is_counted_and_not_used(
     bucket: str, s3_endpoint: str, tmp_path: Path
 ) -> None:
-    a = Mirror(_store(bucket), tmp_path / "a")
-    b = Mirror(_store(bucket), tmp_path / "b")
+    a = Mirror(_store(bucket), tmp_path / "a", local_folders=(), local_names=())
+    b = Mirror(_store(bucket), tmp_path / "b", local_folders=(), local_names=())
     a.push(a.root / "run" / "scores.parquet", b"x" * 100)
     s3_client(s3_endpoint).put_object(Bucket=bucket, Key="runs/run/scores.parquet", Body=b"x" * 50)
     target = b.root / "run" / "scores.parquet"
@@ -184,8 +184,8 @@ def test_a_withdrawn_file_leaves_the_store_and_a_changed_one_is_fetched_again(
     from sago_core.artifacts.store import atomic_write_bytes
     from sago_core.storage import attached
 
-    a = Mirror(_store(bucket), tmp_path / "a")
-    b = Mirror(_store(bucket), tmp_path / "b")
+    a = Mirror(_store(bucket), tmp_path / "a", local_folders=(), local_names=())
+    b = Mirror(_store(bucket), tmp_path / "b", local_folders=(), local_names=())
     record = a.root / "run" / ".prefect-results" / "generate-key"
     try:
         attached.attach(a)

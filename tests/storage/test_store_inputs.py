@@ -57,7 +57,10 @@ def test_one_machine_wins_a_watched_model_and_the_other_sees_it_done(
     s3_env: dict[str, str], bucket: str, tmp_path: Path
 ) -> None:
     location = parse_store_url(f"s3://{bucket}/runs")
-    machines = [Mirror(ObjectStore.open(location), tmp_path / m) for m in ("a", "b")]
+    machines = [
+        Mirror(ObjectStore.open(location), tmp_path / m, local_folders=(), local_names=())
+        for m in ("a", "b")
+    ]
     try:
         attached.attach(machines[0])
         first = Registry(machines[0].root)
