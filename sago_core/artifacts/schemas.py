@@ -28,6 +28,8 @@ PROMPTS: Schema = {
     "prompt": pl.String,
     "references": pl.List(pl.String),
     "source": pl.String,  # file (or hub id) and row the prompt came from
+    # why the prompt has no reference answers (null: it has some); data/prompt.py
+    "reference_missing_reason": pl.String,
 }
 
 VARIANTS: Schema = {
@@ -300,6 +302,7 @@ def instances_schema() -> Schema:
         "mr_intensity_reason": pl.String,
         "base_correct": pl.Boolean,
         "variant_correct": pl.Boolean,
+        "correct_missing_reason": pl.String,  # why base_ or variant_correct is null
     }
 
 

@@ -85,10 +85,24 @@ _BLOCKS: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
 }
 
 
+OPEN_ENDED = (
+    "an open-ended built-in prompt: this project wrote no reference answer for it, so "
+    "correctness is not judged"
+)
+
+
 def builtin_prompts() -> list[Prompt]:
-    """All built-in prompts; the dataset column (``builtin_<style>``) names the style imitated."""
+    """All built-in prompts; the dataset column (``builtin_<style>``) names the style imitated.
+    The open-ended ones (no references) carry ``OPEN_ENDED`` as their reason."""
     return [
-        Prompt(f"builtin_{dataset}", f"builtin-{pid}", text, refs, source="builtin")
+        Prompt(
+            f"builtin_{dataset}",
+            f"builtin-{pid}",
+            text,
+            refs,
+            source="builtin",
+            no_references=None if refs else OPEN_ENDED,
+        )
         for dataset, rows in _BLOCKS.items()
         for pid, text, refs in rows
     ]

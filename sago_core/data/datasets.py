@@ -6,7 +6,8 @@ path is what the tests exercise.
 
 Reference answers are gold answers only. Alpaca (and AlpacaEval, read by the same reader)
 holds open-ended instructions whose ``output`` is another model's answer (text-davinci-003),
-so its prompts carry no references and correctness on them is missing (``NO_GOLD_ALPACA``),
+so its prompts carry no references and correctness on them is missing (``NO_GOLD_ALPACA``,
+each prompt's ``no_references``, prompts.parquet's ``reference_missing_reason``),
 unless the user names a gold column (``gold``: ``alpaca#answer=COLUMN`` in ``datasets``, or
 ``file.json#answer=COLUMN``). Each reader's ``reference_columns`` says, for a record, which
 column its references come from (``sago_core.data.references`` reports it per dataset).
@@ -70,7 +71,7 @@ def _alpaca(rec: Record, path: Path, row: int) -> Prompt:
     if not isinstance(extra, str):
         raise InputError("must be text", file=str(path), row=row, column="input")
     prompt = f"{instruction}\n\n{extra.strip()}" if extra.strip() else instruction
-    return Prompt("alpaca", content_id("alpaca", prompt), prompt)  # NO_GOLD_ALPACA
+    return Prompt("alpaca", content_id("alpaca", prompt), prompt, no_references=NO_GOLD_ALPACA)
 
 
 def _simpleqa(rec: Record, path: Path, row: int) -> Prompt:
@@ -216,8 +217,11 @@ def check_gold_column(records: list[Record], gold: str, path: Path) -> None:
 
 
 def with_gold(prompt: Prompt, rec: Record, gold: str | None) -> Prompt:
-    """The prompt with its references read from the user's gold column, when one is named."""
-    return prompt if gold is None else replace(prompt, references=text_list(rec.get(gold)))
+    """The prompt with its references read from the user's gold column, when one is named
+    (the reader's reason for having none no longer applies)."""
+    if gold is None:
+        return prompt
+    return replace(prompt, references=text_list(rec.get(gold)), no_references=None)
 
 
 def load_dataset_file(source: DatasetSource, path: Path, gold: str | None = None) -> list[Prompt]:

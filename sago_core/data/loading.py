@@ -18,6 +18,7 @@ from sago_core.data.records import (
     require_text,
     text_list,
 )
+from sago_core.data.references import GENERIC_NONE
 from sago_core.data.sampling import sample_prompts
 from sago_core.data.user_files import (
     FileEntry,
@@ -49,11 +50,14 @@ def _generic(
             warnings.append(warning)
         raw_id = rec.get(id_column) if id_column else (rec.get("id") or rec.get("prompt_id"))
         pid = str(raw_id) if raw_id not in (None, "") else content_id(path.stem, text)
+        unmapped = not answer and "answers" not in rec and "answer" not in rec
         if answer:
             refs = text_list(rec.get(answer))
         else:
             refs = text_list(rec.get("answers") if "answers" in rec else rec.get("answer"))
-        prompts.append(Prompt(path.stem, pid, text, refs, source=source_of(str(path), row)))
+        source = source_of(str(path), row)
+        reason = GENERIC_NONE if unmapped else None
+        prompts.append(Prompt(path.stem, pid, text, refs, source=source, no_references=reason))
     return prompts, warnings
 
 

@@ -67,6 +67,9 @@ def rows_frame(rows: list[ExternalRow], file_name: str, file_sha256: str) -> pl.
     return conform(pl.DataFrame(records, schema=schema), EXTERNAL_ROWS)
 
 
+NO_EXTERNAL_REFERENCES = "the external file gives no reference answers for this prompt"
+
+
 def prompts_frame(table: pl.DataFrame) -> pl.DataFrame:
     """One row per (dataset, prompt): the base prompt, the references any of its rows gave."""
     base = table.filter(pl.col("variant_id") == BASE_VARIANT_ID)
@@ -81,6 +84,11 @@ def prompts_frame(table: pl.DataFrame) -> pl.DataFrame:
         .select("dataset", "prompt_id", pl.col("prompt_text").alias("prompt"), "source")
         .join(refs, on=["dataset", "prompt_id"], how="left")
         .with_columns(pl.col("references").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+        .with_columns(
+            pl.when(pl.col("references").list.len() == 0)
+            .then(pl.lit(NO_EXTERNAL_REFERENCES))
+            .alias("reference_missing_reason")
+        )
         .sort("dataset", "prompt_id")
     )
     return conform(frame, PROMPTS)

@@ -33,6 +33,7 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.backends.api_served import describe_drift, drifted
 from sago_core.data.placeholders import find_placeholders
+from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.report import figures
 from sago_core.report.insights import (
     Insights,
@@ -372,7 +373,31 @@ def _correctness_section(
             rows,
             left=2,
         )
+        + _unreferenced(prompts)
     )
+
+
+def _unreferenced(prompts: pl.DataFrame) -> str:
+    """Per dataset, its prompts without reference answers and why (prompts.parquet's
+    ``reference_missing_reason``; a run written before it held none says so)."""
+    reason = (
+        pl.col("reference_missing_reason")
+        if "reference_missing_reason" in prompts.columns
+        else pl.lit(None, pl.String)
+    )
+    counts = (
+        prompts.filter(pl.col("references").list.len().fill_null(0) == 0)
+        .group_by("dataset", reason.fill_null(NO_REASON_RECORDED).alias("reason"))
+        .len()
+        .sort("dataset", "reason")
+    )
+    if not len(counts):
+        return ""
+    items = "".join(
+        f"<li>{html.escape(str(dataset))}: {n} prompt(s), {html.escape(str(why))}</li>"
+        for dataset, why, n in counts.iter_rows()
+    )
+    return f"<p>Not judged, per dataset (no reference answers, and why):</p><ul>{items}</ul>"
 
 
 def _rankings_section(summary: pl.DataFrame) -> str:

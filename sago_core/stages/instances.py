@@ -6,7 +6,9 @@ variant answers (``answer_text``: after a thinking model's reasoning block), the
 normalised deltas side by side (``d_<axis>``, null with ``reason_<axis>``), the graded
 mirroring ``mr_intensity`` (axes/mirroring_intensity.py) and whether each answer is right
 per the prompt's reference answers (statistics/correctness.py; null without references or
-without an answer).
+without an answer, and ``correct_missing_reason`` says why: the prompt's
+``reference_missing_reason`` from prompts.parquet, e.g. Alpaca's ``NO_GOLD_ALPACA``, or a
+missing answer).
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import polars as pl
 from sago_core.artifacts.schemas import conform, instances_schema
 from sago_core.axes.mirroring_intensity import mirroring_intensity
 from sago_core.axes.reasoning import with_answers
+from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.statistics.correctness import is_correct
 from sago_core.vocabulary import AXES, BASE_VARIANT_ID, NON_FINITE, REPLAY_FAMILY
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 PROMPT_KEY = ["model", "dataset", "prompt_id"]
+NO_ANSWER = "no answer to judge (a failed request, or a reasoning block that never closed)"
+NO_REFERENCE_WORDS = "the reference answers hold no words once normalised"
 VARIANT_COLUMNS = ["family", "subtype", "strength", "position"]
 
 
@@ -91,18 +96,57 @@ def _with_intensity(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _missing_verdict(
+    no_references: str | None,
+    base: bool | None,
+    variant: bool | None,
+    answers: tuple[str | None, str | None],
+) -> str | None:
+    """Why a row's base or variant verdict is null (None: both are known): the prompt's
+    reason for having no references, else a missing answer, else references without words."""
+    if base is not None and variant is not None:
+        return None
+    if no_references is not None:
+        return no_references
+    if any(answer is None for answer in answers):
+        return NO_ANSWER
+    return NO_REFERENCE_WORDS
+
+
 def _with_correctness(rows: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
-    refs = prompts.select("dataset", "prompt_id", "references").unique(
-        ["dataset", "prompt_id"], keep="first"
+    # runs written before prompts.parquet held ``reference_missing_reason`` read as unknown
+    reason = (
+        pl.col("reference_missing_reason")
+        if "reference_missing_reason" in prompts.columns
+        else pl.lit(None, pl.String)
     )
+    refs = prompts.select(
+        "dataset", "prompt_id", "references", reason.alias("reference_missing_reason")
+    ).unique(["dataset", "prompt_id"], keep="first")
     joined = rows.join(refs, on=["dataset", "prompt_id"], how="left")
     references = [r or [] for r in joined["references"].to_list()]
     verdicts = {
         name: [is_correct(a, ref) for a, ref in zip(joined[col], references, strict=True)]
         for name, col in (("base_correct", "base_answer"), ("variant_correct", "variant_answer"))
     }
+    no_references = [
+        None if refs else (why or NO_REASON_RECORDED)
+        for refs, why in zip(references, joined["reference_missing_reason"], strict=True)
+    ]
+    reasons = [
+        _missing_verdict(why, base, variant, (base_answer, variant_answer))
+        for why, base, variant, base_answer, variant_answer in zip(
+            no_references,
+            verdicts["base_correct"],
+            verdicts["variant_correct"],
+            joined["base_answer"],
+            joined["variant_answer"],
+            strict=True,
+        )
+    ]
     return joined.with_columns(
-        pl.Series(name, values, pl.Boolean) for name, values in verdicts.items()
+        *(pl.Series(name, values, pl.Boolean) for name, values in verdicts.items()),
+        pl.Series("correct_missing_reason", reasons, pl.String),
     )
 
 

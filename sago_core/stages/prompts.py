@@ -7,6 +7,7 @@ import polars as pl
 from sago_core.artifacts.schemas import PROMPTS, conform
 from sago_core.config import RunConfig
 from sago_core.data.loading import load_run_prompts
+from sago_core.data.prompt import reference_missing_reason
 
 
 def prepare_prompts(config: RunConfig) -> pl.DataFrame:
@@ -18,6 +19,7 @@ def prepare_prompts(config: RunConfig) -> pl.DataFrame:
             "prompt": [p.prompt for p in prompts],
             "references": [list(p.references) for p in prompts],
             "source": [p.source for p in prompts],
+            "reference_missing_reason": [reference_missing_reason(p) for p in prompts],
         },
         schema=PROMPTS,
     )

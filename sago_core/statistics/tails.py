@@ -13,7 +13,8 @@ every prompt of the model, family ``__all__`` every family. The replay never ent
   right and whose answer is wrong; ``flip_wrong_to_right`` the reverse. Both have the judged
   variants (``n_judged``) as denominator. They describe the answers, not an axis, so every
   axis row of a (model, dataset, family) carries the same values. Null, with
-  ``flip_missing_reason``, when no variant could be judged (no reference answers).
+  ``flip_missing_reason``, when no variant could be judged: the instances' most common
+  ``correct_missing_reason`` (the dataset's reason for having no reference answers).
 - ``ci_low_*``/``ci_high_*``: 95% percentile bootstrap over prompts (a prompt is resampled
   with all its variants), stratified by dataset for the pooled row, 2000 resamples, seeded
   by the row's identity (``stable_seed(model, dataset, axis, family)``; the flip intervals
@@ -189,6 +190,15 @@ def _axis_reason(rows: pl.DataFrame, axis: str) -> str:
     return str(reasons.mode().sort()[0]) if len(reasons) else "no variants"
 
 
+def _flip_reason(rows: pl.DataFrame) -> str:
+    """Why no variant was judged: the instances' most common ``correct_missing_reason``
+    (e.g. Alpaca's: its ``output`` is no gold answer), else the generic ``NO_VERDICT``."""
+    if "correct_missing_reason" not in rows.columns:
+        return NO_VERDICT
+    reasons = rows["correct_missing_reason"].drop_nulls()
+    return str(reasons.mode().sort()[0]) if len(reasons) else NO_VERDICT
+
+
 def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> dict:
     model, dataset, axis, family = key
     subset = _prompts(rows, axis)
@@ -221,7 +231,7 @@ def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> 
         "n_prompts": sum(subset.strata),
         "n_judged": int(subset.judged.sum()),
         "missing_reason": None if n else _axis_reason(rows, axis),
-        "flip_missing_reason": None if flips else NO_VERDICT,
+        "flip_missing_reason": None if flips else _flip_reason(rows),
         "ci_missing_reason": "; ".join(refusals) or None,
     }
 

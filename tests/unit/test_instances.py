@@ -18,6 +18,8 @@ from sago_core.axes.mirroring_intensity import (
     noise_intensity,
     register_intensity,
 )
+from sago_core.data.datasets import NO_GOLD_ALPACA
+from sago_core.stages import instances as stage
 from sago_core.stages.instances import build_instances
 from sago_core.vocabulary import AXES, REPLAY_FAMILY, REPLAY_VARIANT_ID
 from tests.unit.test_tails import raw_run
@@ -94,6 +96,39 @@ def test_verdicts_are_null_without_references_and_without_an_answer() -> None:
     assert (gone["mr_intensity_reason"] == NO_ANSWER).all() and gone["mr_intensity"].is_null().all()
     kept = instances.filter((pl.col("dataset") == "d1") & (pl.col("prompt_id") == "p1"))
     assert kept["base_correct"].null_count() == 0
+
+
+def test_a_null_verdict_says_why_beside_it() -> None:
+    """d2: no references, with prompts.parquet's reason; d1 p0: no base answer; d1 p1: a
+    reference of punctuation only; d1 p2: judged (no reason)."""
+    raw = raw_run(prompts=3)
+    prompts = raw["prompts"].with_columns(
+        pl.when((pl.col("dataset") == "d1") & (pl.col("prompt_id") == "p1"))
+        .then(pl.lit(["?!"], dtype=pl.List(pl.String)))
+        .otherwise(pl.col("references"))
+        .alias("references"),
+        pl.when(pl.col("dataset") == "d2")
+        .then(pl.lit(NO_GOLD_ALPACA))
+        .otherwise(None)
+        .alias("reference_missing_reason"),
+    )
+    failed = raw["generations"].with_columns(
+        pl.when((pl.col("prompt_id") == "p0") & (pl.col("variant_id") == "base"))
+        .then(None)
+        .otherwise(pl.col("answer_text"))
+        .alias("answer_text")
+    )
+    instances = build_instances(raw["deltas"], failed, prompts)
+    reasons = {
+        (d, p): set(group["correct_missing_reason"].to_list())
+        for (d, p), group in instances.group_by("dataset", "prompt_id")
+    }
+    assert reasons[("d2", "p0")] == reasons[("d2", "p2")] == {NO_GOLD_ALPACA}
+    assert reasons[("d1", "p0")] == {stage.NO_ANSWER}
+    assert reasons[("d1", "p1")] == {stage.NO_REFERENCE_WORDS}
+    assert reasons[("d1", "p2")] == {None}
+    judged = instances.filter(pl.col("correct_missing_reason").is_null())
+    assert judged["base_correct"].null_count() == judged["variant_correct"].null_count() == 0
 
 
 def test_noise_intensity_is_the_share_of_inserted_noise_reproduced() -> None:

@@ -9,12 +9,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.stages.instances import build_instances
 from sago_core.statistics.intervals import MIN_PROMPTS, interval_refusal, stable_seed
 from sago_core.statistics.tails import (
     ALL_FAMILIES,
     FLIP_SEED,
-    NO_VERDICT,
     prompt_weights,
     tail_statistics,
     weighted_quantiles,
@@ -160,7 +160,8 @@ def test_flip_rates_are_counted_apart_and_null_without_references(run) -> None:
         row = _row(tails, "d2", axis, ALL_FAMILIES)
         assert row["flip_right_to_wrong"] is None and row["flip_wrong_to_right"] is None
         assert row["ci_low_flip_right_to_wrong"] is None
-        assert row["flip_missing_reason"] == NO_VERDICT and row["n_judged"] == 0
+        # d2's prompts have no references and raw_run's prompts no recorded reason
+        assert row["flip_missing_reason"] == NO_REASON_RECORDED and row["n_judged"] == 0
 
 
 def _loop_bootstrap(groups: list[list[np.ndarray]], seed: int, resamples: int) -> np.ndarray:
