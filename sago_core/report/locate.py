@@ -192,10 +192,10 @@ def _kl_curve(frame: pl.DataFrame, model: str) -> tuple[list[int], np.ndarray]:
         order = keys.unique().sort("dataset", "prompt_id")
         index = {k: i for i, k in enumerate(order.iter_rows())}
         owner = np.array([index[k] for k in keys.iter_rows()])
-        strata = order.group_by("dataset", maintain_order=True).len()["len"].to_list()
         seed = stable_seed(model, "kl", str(layer)) >> 1
         values = chosen["kl_first_token"].to_numpy()[:, None]
-        mean, low, high = profile_band(values, owner, seed, strata=strata)
+        # a mean over variants, whatever their dataset: prompts drawn in one stratum
+        mean, low, high = profile_band(values, owner, seed)
         stats.append(
             (
                 float(mean[0]),
@@ -314,6 +314,38 @@ def _recovery_table(by_layer: pl.DataFrame) -> str:
     )
 
 
+def _layer_ranges(layers: list[int]) -> str:
+    """1, 2, 3, 5 -> "1-3, 5"."""
+    spans: list[list[int]] = []
+    for layer in sorted(layers):
+        if spans and layer == spans[-1][1] + 1:
+            spans[-1][1] = layer
+        else:
+            spans.append([layer, layer])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _missing_recoveries(by_layer: pl.DataFrame) -> str:
+    """Per model and family, the layers without a recovery (no ratio of sums, no median, no
+    band) and why (``recovery_by_layer``'s missing_reason)."""
+    missing = by_layer.filter(pl.col("ratio_of_sums").is_null())
+    if not missing.height:
+        return ""
+    reason = pl.col("missing_reason").fill_null("no defined recovery")
+    groups = missing.with_columns(reason).group_by("model", "family", "missing_reason")
+    items = sorted(
+        (str(model), family == ALL_FAMILIES, str(family), str(why), frame["layer"].to_list())
+        for (model, family, why), frame in groups
+    )
+    body = "".join(
+        f"<li>{html.escape(model)}, "
+        f"{html.escape('all families' if every else family)}: layer(s) "
+        f"{_layer_ranges(layers)}: NA ({html.escape(why)})</li>"
+        for model, every, family, why, layers in items
+    )
+    return f"<p>Layers without a recovery (no ratio of sums, median or band):</p><ul>{body}</ul>"
+
+
 def _onset_table(profiles: pl.DataFrame) -> str:
     rows = (
         profiles.filter(pl.col("subtype") == POOLED)
@@ -395,6 +427,7 @@ def locate_sections(located: Located | None) -> list[str]:
             if by_layer["ratio_of_sums"].drop_nulls().len()
             else "<p>No variant moved log p(base answer) past the guard: no recovery to "
             "report (only the KL).</p>",
+            _missing_recoveries(by_layer),
             _image("patching-recovery", recovery_figure(patching, by_layer)),
         ]
     elif patching is not None:

@@ -3,7 +3,7 @@
 Marks read the Holm-adjusted p-value (``p_holm``: the run's reference test, E[s] > eps 0.05
 or s above the noise floor, corrected over every row of the summary), the corrected p the
 page prints and says it uses: * p_holm < 0.05, ** < 0.01, *** < 0.001. An uncorrected p
-below 0.05 whose Holm p is not gets no mark. ``MARKS_LEGEND`` is the one wording of that
+below 0.05 whose Holm p is not gets no mark. ``marks_legend()`` is the one wording of that
 rule on every page. A missing axis prints as "NA" with its reason below the table, never
 as 0.
 """

@@ -6,12 +6,13 @@ pooled t-test runs over all of a model's per-prompt scores (with equal N per dat
 agrees with the equal-weight mean). ``t_stat`` is the statistic at the main eps, 0.05.
 
 Beyond the paper: ``ci_low``/``ci_high`` are 95% bootstrap intervals resampling prompts
-(stratified by dataset for the pooled row, seeded by the row's identity), drawn only from at
-least ``intervals.MIN_PROMPTS`` prompts with a score (else null, with
-``ci_missing_reason``); ``p_holm`` and ``p_bh`` adjust ``p_reference`` over the family of all
-rows in the summary (Holm, Benjamini-Hochberg); ``mde`` is the smallest excess over eps (in
-SGS units: standardised effect x the scores' standard deviation) the test detects with 80%
-power at this N.
+(stratified by dataset for the pooled row, each dataset's spread corrected for its size,
+seeded by the row's identity), drawn only from at least ``intervals.MIN_PROMPTS`` prompts
+with a score and, for the pooled row, at least ``intervals.MIN_PER_STRATUM`` in every pooled
+dataset (else null, with ``ci_missing_reason``; ``intervals.pooled_refusal``); ``p_holm``
+and ``p_bh`` adjust ``p_reference`` over the family of all rows in the summary (Holm,
+Benjamini-Hochberg); ``mde`` is the smallest excess over eps (in SGS units: standardised
+effect x the scores' standard deviation) the test detects with 80% power at this N.
 
 Noise floor: ``floor`` is the mean per-prompt replay |delta_norm| (equal-weight over datasets
 when pooled) and ``p_floor`` a one-sided paired t-test of s - floor > 0 over the prompts that
@@ -30,7 +31,7 @@ import polars as pl
 
 from sago_core.artifacts.schemas import SUMMARY, conform
 from sago_core.scoring.significance import one_sided_t_test
-from sago_core.statistics.intervals import bootstrap_pooled_ci, interval_refusal, stable_seed
+from sago_core.statistics.intervals import bootstrap_pooled_ci, pooled_refusal, stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
 from sago_core.statistics.power import minimum_detectable_effect
 from sago_core.vocabulary import EPSILONS, MAIN_EPSILON, POOLED
@@ -65,7 +66,7 @@ def _row(model: str, dataset: str, axis: str, groups: list[tuple[np.ndarray, np.
     row["ci_low"], row["ci_high"] = bootstrap_pooled_ci(
         [s for s, _ in groups], stable_seed(model, dataset, axis)
     )
-    row["ci_missing_reason"] = interval_refusal(len(values))
+    row["ci_missing_reason"] = pooled_refusal([len(s) for s, _ in groups])
     row["floor"], row["p_floor"] = _floor_stats(groups)
     effect = minimum_detectable_effect(len(values))
     mde = effect * float(values.std(ddof=1)) if effect is not None else None

@@ -2,15 +2,16 @@
 
 Per prompt the difference d = s_B - s_A (s is instability: above 0 means B moved more on its
 variants). On those differences: a two-sided paired t-test, a Wilcoxon signed-rank test, a
-percentile bootstrap interval of the mean difference (prompts resampled, within each dataset
-when several are pooled), and an equivalence test, two one-sided t-tests (TOST) of
-H0: |E[d]| >= margin. A row's mean difference and its interval are those of the mean over
-every prompt's difference, the mean the tests test and the verdict reads (a pooled row's
-bootstrap resamples all its prompts together, as the t-test treats them as one sample).
-Beside it, labelled, a pooled row keeps the equal-weight mean over datasets
-(``mean_diff_datasets``, the difference of pooled SGS; with the same N per dataset the two
-agree). The interval is drawn only from at least ``intervals.MIN_PROMPTS`` differences
-(else null, ``ci_missing_reason`` says why).
+percentile bootstrap interval of the mean difference (prompts resampled; a pooled row
+resamples all its prompts in one stratum, not within each dataset; the resampled means'
+spread rescaled by sqrt(n / (n - 1)), ``intervals.bootstrap_pooled_ci``), and an equivalence
+test, two one-sided t-tests (TOST) of H0: |E[d]| >= margin. A row's mean difference and its
+interval are those of the mean over every prompt's difference, the mean the tests test and
+the verdict reads (a pooled row's bootstrap resamples all its prompts together, as the
+t-test treats them as one sample). Beside it, labelled, a pooled row keeps the equal-weight
+mean over datasets (``mean_diff_datasets``, the difference of pooled SGS; with the same N
+per dataset the two agree). The interval is drawn only from at least
+``intervals.MIN_PROMPTS`` differences (else null, ``ci_missing_reason`` says why).
 
 Degenerate samples are decided explicitly, as ``scoring.significance`` does: with fewer than
 two differences there is no test (None); when every difference is the same value c (two

@@ -23,10 +23,17 @@ Per (model, family, layer), over the variants whose recovery is defined
   of the family's total change that the patch restores, i.e. the mean of the variants'
   recoveries weighted by their |gap|, so a variant with a small gap weighs little;
 - ``median`` of the variants' recoveries;
-- both with a 95% bootstrap band over prompts (a prompt's variants resampled together,
-  prompts drawn within each dataset, ``tails.prompt_weights``; the expanded percentiles of
-  ``intervals.expanded_tail``), drawn from at least ``intervals.MIN_PROMPTS`` prompts (else
-  null, ``ci_missing_reason``); one draw per (model, family), the same at every layer.
+- both with a 95% bootstrap band over prompts (a prompt's variants resampled together;
+  both figures pool the variants of every dataset, so prompts are drawn from all of the
+  family's prompts in one stratum, ``tails.prompt_weights``, not within each dataset,
+  where a dataset of 1 or 2 prompts would add no or half its spread; the expanded
+  percentiles of ``intervals.expanded_tail``), drawn from at least ``intervals.MIN_PROMPTS``
+  prompts (else null, ``ci_missing_reason``); one draw per (model, family), the same at
+  every layer;
+- ``missing_reason``: at a layer where no variant has a defined recovery, why both figures
+  are null (``NO_CHANGE`` when variants were measured but none passed the guard, the
+  patching rows' own reasons, else ``NO_LOGPROB``, when none has finite
+  log-probabilities); null where the figures are drawn.
 
 The mean of per-variant ratios is not reported: one variant with a tiny gap moves it
 arbitrarily far. Per-variant ratios stay in patching.parquet, with their gap beside them.
@@ -52,6 +59,7 @@ NO_CHANGE = (
     f"no change to restore: |logp_base - logp_variant| < {MIN_RELATIVE_GAP:g} x "
     f"max(|logp_base|, {SCALE_FLOOR_NATS:g} nat)"
 )
+NO_LOGPROB = "no variant with finite log-probabilities (base, variant, patched) at this layer"
 RECOVERY_COLUMNS = (
     "ratio_of_sums",
     "ci_low",
@@ -80,13 +88,32 @@ def recovery_refusal(logp_base: float, logp_variant: float) -> str | None:
     return NO_CHANGE if share is not None and share < MIN_RELATIVE_GAP else None
 
 
-def _defined(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rows with a layer, finite log-probabilities and a gap that passes the guard; with
-    the signed change restored (``restored``) and |gap| (``weight``)."""
-    finite = pl.all_horizontal(
+def _finite() -> pl.Expr:
+    return pl.all_horizontal(
         pl.col(c).is_not_null() & pl.col(c).is_finite()
         for c in ("logprob_base", "logprob_variant", "logprob_patched")
     )
+
+
+def _no_recovery_reason(rows: pl.DataFrame) -> str:
+    """Why a layer's rows give no defined recovery (none of them passes ``_defined``)."""
+    measured = rows.filter(_finite())
+    reasons = [NO_CHANGE] if measured.height else []
+    if measured.height < rows.height:
+        unmeasured = rows.filter(~_finite())
+        recorded = (
+            unmeasured["missing_reason"].drop_nulls().unique().sort().to_list()
+            if "missing_reason" in rows.columns
+            else []
+        )
+        reasons += [r for r in recorded if r not in reasons] or [NO_LOGPROB]
+    return "; ".join(reasons)
+
+
+def _defined(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows with a layer, finite log-probabilities and a gap that passes the guard; with
+    the signed change restored (``restored``) and |gap| (``weight``)."""
+    finite = _finite()
     gap = pl.col("logprob_base") - pl.col("logprob_variant")
     scale = pl.max_horizontal(pl.col("logprob_base").abs(), pl.lit(SCALE_FLOOR_NATS))
     return (
@@ -136,6 +163,7 @@ def _layer_row(part: pl.DataFrame, weights: np.ndarray | None, index: dict) -> d
         "n_variants": part.height,
         "n_prompts": prompts,
         "ci_missing_reason": refusal,
+        "missing_reason": None,
     }
     if weights is not None and refusal is None:
         row.update(_bands(part, owner, weights, len(index)))
@@ -146,7 +174,8 @@ def recovery_by_layer(patching: pl.DataFrame, resamples: int = DEFAULT_RESAMPLES
     """One row per (model, family incl. ``ALL_FAMILIES``, layer) of patching.parquet rows
     (recomputed from the log-probabilities, so a run patched under an older guard is read
     under this one). Columns: model, family, layer, RECOVERY_COLUMNS, n_variants (defined
-    recoveries), n_prompts, n_left_out (rows of that layer without one), ci_missing_reason."""
+    recoveries), n_prompts, n_left_out (rows of that layer without one), ci_missing_reason,
+    missing_reason (why a layer without a defined recovery has no figures)."""
     rows: list[dict[str, object]] = []
     patched = patching.filter(pl.col("layer").is_not_null())
     for (model,), by_model in patched.group_by(["model"], maintain_order=True):
@@ -158,20 +187,25 @@ def recovery_by_layer(patching: pl.DataFrame, resamples: int = DEFAULT_RESAMPLES
             defined = _defined(chosen)
             keys = defined.select("dataset", "prompt_id").unique().sort("dataset", "prompt_id")
             index = {k: i for i, k in enumerate(keys.iter_rows())}
-            strata = keys.group_by("dataset", maintain_order=True).len()["len"].to_list()
             refusal = interval_refusal(len(index))
-            weights = (
-                prompt_weights(strata, stable_seed(str(model), family, "recovery"), resamples)
+            weights = (  # one stratum: both figures pool every dataset's variants
+                prompt_weights([len(index)], stable_seed(str(model), family, "recovery"), resamples)
                 if refusal is None
                 else None
             )
             for layer in sorted(chosen["layer"].unique().to_list()):
                 part = defined.filter(pl.col("layer") == layer)
-                total = chosen.filter(pl.col("layer") == layer).height
+                at_layer = chosen.filter(pl.col("layer") == layer)
+                total = at_layer.height
                 stats = (
                     _layer_row(part, weights, index)
                     if part.height
-                    else {"n_variants": 0, "n_prompts": 0, "ci_missing_reason": interval_refusal(0)}
+                    else {
+                        "n_variants": 0,
+                        "n_prompts": 0,
+                        "ci_missing_reason": interval_refusal(0),
+                        "missing_reason": _no_recovery_reason(at_layer),
+                    }
                 )
                 rows.append(
                     {
@@ -191,6 +225,7 @@ def recovery_by_layer(patching: pl.DataFrame, resamples: int = DEFAULT_RESAMPLES
         "n_prompts": pl.Int32,
         "n_left_out": pl.Int32,
         "ci_missing_reason": pl.String,
+        "missing_reason": pl.String,
     }
     full = [{c: r.get(c) for c in schema} for r in rows]
     return pl.DataFrame(full, schema=schema)

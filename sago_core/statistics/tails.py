@@ -24,7 +24,16 @@ every prompt of the model, family ``__all__`` every family. The replay never ent
   the percentiles. Each interval is drawn only from at least ``intervals.MIN_PROMPTS``
   prompts with a value: for the quantiles, prompts with a measured delta on the axis; for
   the flips, prompts with a judged variant (a prompt of the subset without one does not
-  count). Below that the interval is null and ``ci_missing_reason`` says which and why.
+  count); and, in a pooled row, from at least ``intervals.MIN_PER_STRATUM`` (2) such prompts
+  in every dataset that holds one (a dataset of 1 prompt is redrawn whole in every
+  resample and adds no spread; ``intervals.pooled_refusal``). Below that the interval is
+  null and ``ci_missing_reason`` says which and why. No small-stratum correction is made
+  for a quantile (a quantile of pooled variants has no per-dataset deviation to rescale), so
+  with few prompts per dataset the band stays narrow: at 6 datasets x 2 prompts x 4
+  variants (normal values, a prompt effect and a variant effect of equal variance, 400
+  simulated runs of 1000 resamples, measured once) the 95% band of q50 covers the true
+  pooled median 0.81 of the time when the datasets share one distribution and 0.76 when
+  their means differ (by 0.3 sd steps).
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import numpy as np
 import polars as pl
 
 from sago_core.artifacts.schemas import FLIPS, TAIL_QUANTILES, TAILS, conform
-from sago_core.statistics.intervals import DEFAULT_RESAMPLES, interval_refusal, stable_seed
+from sago_core.statistics.intervals import DEFAULT_RESAMPLES, pooled_refusal, stable_seed
 from sago_core.vocabulary import AXES, EPSILONS, POOLED
 
 ALL_FAMILIES = "__all__"
@@ -185,6 +194,15 @@ def _prompts(rows: pl.DataFrame, axis: str) -> Prompts:
     )
 
 
+def _per_stratum(strata: Sequence[int], prompts: np.ndarray) -> list[int]:
+    """How many of ``prompts`` (indices in dataset then prompt_id order) fall in each
+    dataset stratum."""
+    edges = np.cumsum(strata)
+    return np.bincount(np.searchsorted(edges, prompts, side="right"), minlength=len(strata))[
+        : len(strata)
+    ].tolist()
+
+
 def _axis_reason(rows: pl.DataFrame, axis: str) -> str:
     reasons = rows[f"reason_{axis}"].drop_nulls()
     return str(reasons.mode().sort()[0]) if len(reasons) else "no variants"
@@ -202,11 +220,12 @@ def _flip_reason(rows: pl.DataFrame) -> str:
 def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> dict:
     model, dataset, axis, family = key
     subset = _prompts(rows, axis)
-    measured = len(np.unique(subset.owner))  # prompts with a delta on this axis
-    judged = int(np.count_nonzero(subset.judged))  # prompts with a judged variant
-    quantile_refusal = interval_refusal(measured, "quantile intervals")
+    # per dataset: prompts with a delta on this axis, prompts with a judged variant
+    measured = _per_stratum(subset.strata, np.unique(subset.owner))
+    judged = _per_stratum(subset.strata, np.flatnonzero(subset.judged))
+    quantile_refusal = pooled_refusal(measured, "quantile intervals")
     # flips describe answers, not an axis: one draw per (model, dataset, family)
-    flip_refusal = interval_refusal(judged, "flip intervals") if judged else None
+    flip_refusal = pooled_refusal(judged, "flip intervals") if sum(judged) else None
     weights = (
         prompt_weights(subset.strata, stable_seed(*key), resamples)
         if quantile_refusal is None
@@ -214,7 +233,7 @@ def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> 
     )
     flip_weights = (
         prompt_weights(subset.strata, stable_seed(model, dataset, FLIP_SEED, family), resamples)
-        if judged and flip_refusal is None
+        if sum(judged) and flip_refusal is None
         else None
     )
     quantiles, flips = _quantile_stats(subset, weights), _flip_stats(subset, flip_weights)

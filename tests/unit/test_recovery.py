@@ -4,6 +4,8 @@ no longer moves the reported figure."""
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import polars as pl
 import pytest
@@ -152,3 +154,67 @@ def test_the_report_draws_kl_when_no_variant_passes_the_guard() -> None:
     assert 'id="fig-patching-recovery"' in page
     assert "no recovery to report (only the KL)" in page
     assert "<th>ratio of sums</th>" not in page
+
+
+def test_bands_draw_prompts_over_all_datasets() -> None:
+    """Six datasets of one prompt each: drawn within each dataset every resample was the
+    sample itself and both bands were a point; drawn over all six prompts they are not.
+    The KL curve's band likewise."""
+    from sago_core.report.locate import _kl_curve
+
+    ratios = np.array([0.1, 0.2, 0.3, 0.5, 0.6, 0.9])
+    frame = _frame([1.0] * 6, ratios.tolist(), list(range(6))).with_columns(
+        (pl.lit("d") + pl.col("prompt_id")).alias("dataset"),
+        pl.Series("kl_first_token", [0.1, 0.3, 0.2, 0.6, 0.4, 0.9]),
+    )
+    row = (
+        recovery_by_layer(frame, resamples=500)
+        .filter(pl.col("family") == "register")
+        .row(0, named=True)
+    )
+    assert row["ratio_of_sums"] == pytest.approx(ratios.mean())
+    sem = ratios.std(ddof=1) / np.sqrt(6)
+    assert row["ci_high"] - row["ci_low"] > 2 * 1.96 * sem  # expanded: wider than z x sem
+    assert row["median_ci_high"] > row["median_ci_low"]
+    layers, stats = _kl_curve(frame, "m")
+    assert layers == [1] and stats[0, 0] == pytest.approx(2.5 / 6)
+    assert stats[0, 2] - stats[0, 1] > 0.1
+
+
+def test_a_layer_without_a_defined_recovery_says_why() -> None:
+    """Layer 1: one variant passes the guard; layer 2: none does (gap 1e-3 of 5 nats);
+    layer 3: no finite log-probability. The figures of layers 2 and 3 are null, and
+    missing_reason, not only the band's reason, says why; the report lists them."""
+    from sago_core.report.locate import Located, locate_sections
+    from sago_core.statistics.recovery import NO_LOGPROB
+
+    frame = pl.concat(
+        [
+            _frame([1.0] * 6, [0.5] * 6, list(range(6)), layer=1),
+            _frame([1e-3] * 6, [5e-4] * 6, list(range(6)), layer=2),
+            _frame([1.0] * 6, [0.5] * 6, list(range(6)), layer=3).with_columns(
+                pl.lit(None, pl.Float64).alias("logprob_patched")
+            ),
+        ]
+    ).with_columns(
+        pl.lit(0.2).alias("kl_first_token"),
+        pl.lit(None, pl.Float64).alias("recovery"),
+        pl.when(pl.col("layer") == 3)
+        .then(pl.lit("patched run failed"))
+        .otherwise(None)
+        .alias("missing_reason"),
+    )
+    out = recovery_by_layer(frame, resamples=50).filter(pl.col("family") == "register")
+    by_layer = {row["layer"]: row for row in out.iter_rows(named=True)}
+    assert by_layer[1]["ratio_of_sums"] == pytest.approx(0.5)
+    assert by_layer[1]["missing_reason"] is None
+    assert by_layer[2]["ratio_of_sums"] is None and by_layer[2]["median"] is None
+    assert by_layer[2]["missing_reason"] == NO_CHANGE
+    assert by_layer[3]["ratio_of_sums"] is None
+    assert by_layer[3]["missing_reason"] == "patched run failed"
+    unexplained = frame.filter(pl.col("layer") == 3).drop("missing_reason")
+    alone = recovery_by_layer(unexplained, resamples=50).row(0, named=True)
+    assert alone["missing_reason"] == NO_LOGPROB
+    page = "".join(locate_sections(Located(None, frame)))
+    assert f"m, register: layer(s) 2: NA ({html.escape(NO_CHANGE)})" in page
+    assert "m, register: layer(s) 3: NA (patched run failed)" in page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 from scipy import stats
 
@@ -128,3 +129,71 @@ def test_cohens_kappa_on_the_textbook_example() -> None:
     assert result.kappa == pytest.approx(0.4)
     assert agreement([1, 1, None], [1, 1, 0]).kappa is None  # both constant: undefined
     assert agreement([], []).percent is None
+
+
+def _summary_scores(values: list[list[float]]) -> pl.DataFrame:
+    """Per-prompt scores of one model on one axis, one list per dataset."""
+    return pl.DataFrame(
+        [
+            {"model": "m", "dataset": f"d{d}", "prompt_id": f"p{p}", "axis": "act", "s": s}
+            for d, scores in enumerate(values)
+            for p, s in enumerate(scores)
+        ]
+    )
+
+
+def test_pooled_interval_needs_two_prompts_in_every_dataset() -> None:
+    """Five datasets of one prompt each: a bootstrap within each dataset redraws every
+    prompt whole, so the old band was the point [0.3, 0.3]. Now there is none, and the
+    summary's pooled row says why; two prompts in every dataset draw one."""
+    from sago_core.scoring.summary import summarize
+    from sago_core.statistics.intervals import pooled_refusal
+    from sago_core.vocabulary import POOLED
+
+    singles = [[0.1], [0.2], [0.3], [0.4], [0.5]]
+    assert bootstrap_pooled_ci(singles, seed=0) == (None, None)
+    assert bootstrap_pooled_ci([[0.1, 0.2], [0.3], [0.4, 0.5]], seed=0) == (None, None)
+    reason = (
+        "1 of 3 pooled datasets hold fewer than 2 prompts with a value (a bootstrap within "
+        "each dataset draws no spread from them): no bootstrap interval"
+    )
+    assert pooled_refusal([2, 1, 2]) == reason
+    assert pooled_refusal([2, 0, 3]) is None  # a dataset without a value is not pooled
+    assert pooled_refusal([4]) == "4 prompt(s) with a value, fewer than 5: no bootstrap interval"
+    summary = summarize(_summary_scores(singles))
+    pooled = summary.filter(pl.col("dataset") == POOLED).row(0, named=True)
+    assert pooled["sgs"] == pytest.approx(0.3) and pooled["n"] == 5
+    assert pooled["ci_low"] is None and pooled["ci_high"] is None
+    assert pooled["ci_missing_reason"] == reason.replace("1 of 3", "5 of 5")
+    pairs = summarize(_summary_scores([[0.1, 0.2], [0.3, 0.5], [0.4, 0.45]]))
+    drawn = pairs.filter(pl.col("dataset") == POOLED).row(0, named=True)
+    assert drawn["ci_low"] < drawn["sgs"] < drawn["ci_high"]
+    assert drawn["ci_missing_reason"] is None
+
+
+def test_pooled_band_has_the_unbiased_stratified_variance() -> None:
+    """6 datasets x 2 prompts: the spread of the resampled pooled mean is the textbook
+    stratified variance, sum_d s_d^2 / n_d / D^2 (s_d with n_d - 1); the plain stratified
+    bootstrap gives (n_d - 1) / n_d of it, half at two prompts."""
+    rng = np.random.default_rng(5)
+    groups = [rng.normal(0.2, 0.05, 2) for _ in range(6)]
+    low, high = bootstrap_pooled_ci(groups, seed=3, resamples=20000)
+    assert low is not None and high is not None
+    variance = sum(g.var(ddof=1) / len(g) for g in groups) / len(groups) ** 2
+    assert (high - low) / 2 == pytest.approx(1.959964 * np.sqrt(variance), rel=0.1)
+
+
+def test_pooled_band_covers_with_two_prompts_per_dataset() -> None:
+    """400 simulated runs of 6 datasets x 2 normal prompts, each dataset its own mean: the
+    corrected 95% band covers the true equal-weight mean at least 85% of the time (0.90 over
+    3000 runs; the uncorrected stratified band covered 0.77)."""
+    rng = np.random.default_rng(7)
+    centres = 0.1 * np.arange(6)
+    truth = float(centres.mean())
+    runs, covered = 400, 0
+    for run in range(runs):
+        groups = [rng.normal(c, 0.05, 2) for c in centres]
+        low, high = bootstrap_pooled_ci(groups, seed=run, resamples=1000)
+        assert low is not None and high is not None
+        covered += bool(low <= truth <= high)
+    assert covered / runs >= 0.85

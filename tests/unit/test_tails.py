@@ -320,3 +320,47 @@ def test_the_report_shows_the_pooled_tails_beside_sgs(run) -> None:
     assert values[0] == f"{sgs:.4f}" and values[1] == str(row["n"])
     assert values[2] == f"{row['q50']:.4f} [{row['ci_low_q50']:.4f}, {row['ci_high_q50']:.4f}]"
     assert values[5] == f"{row['max']:.4f}"
+
+
+def _instances(prompts_per_dataset: list[int], variants: int = 3) -> pl.DataFrame:
+    """instances.parquet rows by hand: one model and family, a measured delta on every
+    axis, no verdicts."""
+    rng = np.random.default_rng(13)
+    rows = []
+    for d, prompts in enumerate(prompts_per_dataset):
+        for p in range(prompts):
+            for v in range(variants):
+                row = {
+                    "model": "m",
+                    "dataset": f"d{d}",
+                    "prompt_id": f"p{p}",
+                    "variant_id": f"noise:{v}",
+                    "family": "noise",
+                    "base_correct": None,
+                    "variant_correct": None,
+                }
+                for axis in AXES:
+                    row[f"d_{axis}"] = float(rng.normal(0, 0.1))
+                    row[f"reason_{axis}"] = None
+                rows.append(row)
+    schema = {"base_correct": pl.Boolean, "variant_correct": pl.Boolean}
+    schema |= {f"reason_{axis}": pl.String for axis in AXES}
+    return pl.DataFrame(rows, schema_overrides=schema)
+
+
+def test_a_pooled_row_needs_two_measured_prompts_in_every_dataset() -> None:
+    """Five datasets of one prompt: five prompts in all, but a bootstrap within each
+    dataset redraws each one whole, so every resample was the sample itself and the old
+    pooled band was [q, q]. Now it is null and the reason says how many datasets are too
+    small; with two prompts in every dataset the band is drawn."""
+    tails = tail_statistics(_instances([1] * 5), resamples=50)
+    pooled = _row(tails, POOLED, "bleu", ALL_FAMILIES)
+    assert pooled["n"] == 15 and pooled["q50"] is not None
+    assert pooled["ci_low_q50"] is None and pooled["ci_high_q99"] is None
+    assert pooled["ci_missing_reason"] == (
+        "quantile intervals: 5 of 5 pooled datasets hold fewer than 2 prompts with a value "
+        "(a bootstrap within each dataset draws no spread from them): no bootstrap interval"
+    )
+    drawn = _row(tail_statistics(_instances([2] * 5), resamples=50), POOLED, "bleu", ALL_FAMILIES)
+    assert drawn["ci_low_q50"] is not None and drawn["ci_low_q50"] < drawn["ci_high_q50"]
+    assert drawn["ci_missing_reason"] is None
