@@ -16,24 +16,21 @@ every prompt of the model, family ``__all__`` every family. The replay never ent
   ``flip_missing_reason``, when no variant could be judged: the instances' most common
   ``correct_missing_reason`` (the dataset's reason for having no reference answers).
 - ``ci_low_*``/``ci_high_*``: 95% percentile bootstrap over prompts (a prompt is resampled
-  with all its variants), stratified by dataset for the pooled row, 2000 resamples, seeded
-  by the row's identity (``stable_seed(model, dataset, axis, family)``; the flip intervals
-  use ``FLIP_SEED`` for the axis, so every axis row carries the same ones). Draws: for
-  each dataset in sorted order, one ``rng.integers(0, P, size=(resamples, P))`` over its
-  prompts in ``prompt_id`` order. A resample whose prompts hold no value is left out of
-  the percentiles. Each interval is drawn only from at least ``intervals.MIN_PROMPTS``
-  prompts with a value: for the quantiles, prompts with a measured delta on the axis; for
-  the flips, prompts with a judged variant (a prompt of the subset without one does not
-  count); and, in a pooled row, from at least ``intervals.MIN_PER_STRATUM`` (2) such prompts
-  in every dataset that holds one (a dataset of 1 prompt is redrawn whole in every
-  resample and adds no spread; ``intervals.pooled_refusal``). Below that the interval is
-  null and ``ci_missing_reason`` says which and why. No small-stratum correction is made
-  for a quantile (a quantile of pooled variants has no per-dataset deviation to rescale), so
-  with few prompts per dataset the band stays narrow: at 6 datasets x 2 prompts x 4
-  variants (normal values, a prompt effect and a variant effect of equal variance, 400
-  simulated runs of 1000 resamples, measured once) the 95% band of q50 covers the true
-  pooled median 0.81 of the time when the datasets share one distribution and 0.76 when
-  their means differ (by 0.3 sd steps).
+  with all its variants), 2000 resamples, seeded by the row's identity
+  (``stable_seed(model, dataset, axis, family)``; the flip intervals use ``FLIP_SEED`` for
+  the axis, so every axis row carries the same ones). The pooled row's quantile is a
+  quantile of all its variants together (a dataset with more prompts weighs more), so its
+  prompts are drawn together, not within each dataset: a draw within datasets of two
+  prompts each redraws too little spread (at 6 datasets x 2 prompts x 4 variants its 95%
+  band of q50 covered the true pooled median 0.81 of the time with alike datasets and 0.76
+  with dataset means 0.3 sd apart, 400 simulated runs; drawing all prompts together: 0.94
+  and 0.97). Draws: one ``rng.integers(0, P, size=(resamples, P))`` over the subset's P
+  prompts in (dataset, ``prompt_id``) order. A resample whose prompts hold no value is left
+  out of the percentiles. Each interval is drawn only from at least
+  ``intervals.MIN_PROMPTS`` prompts with a value: for the quantiles, prompts with a
+  measured delta on the axis; for the flips, prompts with a judged variant (a prompt of the
+  subset without one does not count). Below that the interval is null and
+  ``ci_missing_reason`` says which and why.
 """
 
 from __future__ import annotations
@@ -45,7 +42,7 @@ import numpy as np
 import polars as pl
 
 from sago_core.artifacts.schemas import FLIPS, TAIL_QUANTILES, TAILS, conform
-from sago_core.statistics.intervals import DEFAULT_RESAMPLES, pooled_refusal, stable_seed
+from sago_core.statistics.intervals import DEFAULT_RESAMPLES, interval_refusal, stable_seed
 from sago_core.vocabulary import AXES, EPSILONS, POOLED
 
 ALL_FAMILIES = "__all__"
@@ -194,15 +191,6 @@ def _prompts(rows: pl.DataFrame, axis: str) -> Prompts:
     )
 
 
-def _per_stratum(strata: Sequence[int], prompts: np.ndarray) -> list[int]:
-    """How many of ``prompts`` (indices in dataset then prompt_id order) fall in each
-    dataset stratum."""
-    edges = np.cumsum(strata)
-    return np.bincount(np.searchsorted(edges, prompts, side="right"), minlength=len(strata))[
-        : len(strata)
-    ].tolist()
-
-
 def _axis_reason(rows: pl.DataFrame, axis: str) -> str:
     reasons = rows[f"reason_{axis}"].drop_nulls()
     return str(reasons.mode().sort()[0]) if len(reasons) else "no variants"
@@ -221,19 +209,18 @@ def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> 
     model, dataset, axis, family = key
     subset = _prompts(rows, axis)
     # per dataset: prompts with a delta on this axis, prompts with a judged variant
-    measured = _per_stratum(subset.strata, np.unique(subset.owner))
-    judged = _per_stratum(subset.strata, np.flatnonzero(subset.judged))
-    quantile_refusal = pooled_refusal(measured, "quantile intervals")
+    measured = len(np.unique(subset.owner))
+    judged = int(np.count_nonzero(subset.judged))
+    quantile_refusal = interval_refusal(measured, "quantile intervals")
     # flips describe answers, not an axis: one draw per (model, dataset, family)
-    flip_refusal = pooled_refusal(judged, "flip intervals") if sum(judged) else None
+    flip_refusal = interval_refusal(judged, "flip intervals") if judged else None
+    everyone = [sum(subset.strata)]  # one draw over all prompts, pooled row included
     weights = (
-        prompt_weights(subset.strata, stable_seed(*key), resamples)
-        if quantile_refusal is None
-        else None
+        prompt_weights(everyone, stable_seed(*key), resamples) if quantile_refusal is None else None
     )
     flip_weights = (
-        prompt_weights(subset.strata, stable_seed(model, dataset, FLIP_SEED, family), resamples)
-        if sum(judged) and flip_refusal is None
+        prompt_weights(everyone, stable_seed(model, dataset, FLIP_SEED, family), resamples)
+        if judged and flip_refusal is None
         else None
     )
     quantiles, flips = _quantile_stats(subset, weights), _flip_stats(subset, flip_weights)

@@ -165,7 +165,8 @@ def test_flip_rates_are_counted_apart_and_null_without_references(run) -> None:
 
 
 def _loop_bootstrap(groups: list[list[np.ndarray]], seed: int, resamples: int) -> np.ndarray:
-    """A plain resampling loop over prompts (stratified), the documented draw order."""
+    """A plain resampling loop over prompts, the documented draw order (one group: all the
+    subset's prompts, pooled row included)."""
     rng = np.random.default_rng(seed)
     picks = [rng.integers(0, len(g), size=(resamples, len(g))) for g in groups]
     out = []
@@ -183,18 +184,16 @@ def test_quantile_intervals_equal_a_plain_bootstrap_loop_over_prompts(run) -> No
         chosen = deltas.filter(pl.col("axis") == axis)
         if dataset != POOLED:
             chosen = chosen.filter(pl.col("dataset") == dataset)
-        groups = []
+        prompts = []
         for d in sorted(chosen["dataset"].unique()):
             per = chosen.filter(pl.col("dataset") == d)
-            groups.append(
-                [
-                    np.abs(per.filter(pl.col("prompt_id") == p)["delta_norm"].drop_nulls())
-                    .to_numpy()
-                    .astype(float)
-                    for p in sorted(per["prompt_id"].unique())
-                ]
-            )
-        draws = _loop_bootstrap(groups, stable_seed("m", dataset, axis, ALL_FAMILIES), 300)
+            prompts += [
+                np.abs(per.filter(pl.col("prompt_id") == p)["delta_norm"].drop_nulls())
+                .to_numpy()
+                .astype(float)
+                for p in sorted(per["prompt_id"].unique())
+            ]
+        draws = _loop_bootstrap([prompts], stable_seed("m", dataset, axis, ALL_FAMILIES), 300)
         low, high = np.percentile(draws, [2.5, 97.5], axis=0)
         row = _row(tails, dataset, axis, ALL_FAMILIES)
         for i, name in enumerate(("q50", "q90", "q99")):
@@ -348,19 +347,21 @@ def _instances(prompts_per_dataset: list[int], variants: int = 3) -> pl.DataFram
     return pl.DataFrame(rows, schema_overrides=schema)
 
 
-def test_a_pooled_row_needs_two_measured_prompts_in_every_dataset() -> None:
-    """Five datasets of one prompt: five prompts in all, but a bootstrap within each
-    dataset redraws each one whole, so every resample was the sample itself and the old
-    pooled band was [q, q]. Now it is null and the reason says how many datasets are too
-    small; with two prompts in every dataset the band is drawn."""
+def test_a_pooled_row_draws_its_prompts_together() -> None:
+    """Five datasets of one prompt: a bootstrap within each dataset redrew each prompt whole,
+    so the pooled band was [q, q] (then, a refusal). The pooled quantile is over all its
+    variants together, so its five prompts are drawn together: a band with spread, equal to
+    a plain loop over the five prompts."""
     tails = tail_statistics(_instances([1] * 5), resamples=50)
     pooled = _row(tails, POOLED, "bleu", ALL_FAMILIES)
-    assert pooled["n"] == 15 and pooled["q50"] is not None
-    assert pooled["ci_low_q50"] is None and pooled["ci_high_q99"] is None
-    assert pooled["ci_missing_reason"] == (
-        "quantile intervals: 5 of 5 pooled datasets hold fewer than 2 prompts with a value "
-        "(a bootstrap within each dataset draws no spread from them): no bootstrap interval"
-    )
-    drawn = _row(tail_statistics(_instances([2] * 5), resamples=50), POOLED, "bleu", ALL_FAMILIES)
-    assert drawn["ci_low_q50"] is not None and drawn["ci_low_q50"] < drawn["ci_high_q50"]
-    assert drawn["ci_missing_reason"] is None
+    assert pooled["n"] == 15 and pooled["ci_missing_reason"] is None
+    assert pooled["ci_low_q50"] < pooled["q50"] < pooled["ci_high_q50"]
+    frame = _instances([1] * 5).sort("dataset", "prompt_id")
+    prompts = [
+        np.abs(frame.filter(pl.col("dataset") == d)["d_bleu"].to_numpy())
+        for d in sorted(frame["dataset"].unique())
+    ]
+    draws = _loop_bootstrap([prompts], stable_seed("m", POOLED, "bleu", ALL_FAMILIES), 50)
+    low, high = np.percentile(draws, [2.5, 97.5], axis=0)
+    assert pooled["ci_low_q50"] == pytest.approx(low[0], rel=1e-9)
+    assert pooled["ci_high_q99"] == pytest.approx(high[2], rel=1e-9)
