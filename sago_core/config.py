@@ -370,10 +370,15 @@ class RunConfig(StrictModel):
         """Every model spec names a registered backend (sago_core/registry/backends.py)."""
         for spec in value:
             backend, sep, model_id = spec.partition(":")
-            if not sep or not model_id.strip() or backend not in backend_names():
+            if not sep or not model_id.strip():
                 raise ValueError(
                     f"model spec {spec!r} must look like BACKEND:ID with BACKEND one of "
                     f"{backend_names()}"
+                )
+            if backend not in backend_names():
+                raise ValueError(
+                    f"model spec {spec!r}: unknown backend {backend!r} (known: "
+                    f"{', '.join(backend_names())})"
                 )
         return value
 

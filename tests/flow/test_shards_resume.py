@@ -71,7 +71,9 @@ def test_results_do_not_depend_on_the_shard_size(
     # move in the last float digits (the noise floor measures the same thing).
     x, y = sa.sort("dataset", "axis"), sb.sort("dataset", "axis")
     assert x.select("dataset", "axis").equals(y.select("dataset", "axis"))
-    np.testing.assert_allclose(x["sgs"].to_numpy(), y["sgs"].to_numpy(), rtol=1e-5, atol=1e-7)
+    # On this project's CPUs the padded float32 pass moves a near-zero SGS (~2e-6) by up
+    # to 1.9e-7: an absolute 1e-6 floor, far below any SGS worth reading.
+    np.testing.assert_allclose(x["sgs"].to_numpy(), y["sgs"].to_numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
