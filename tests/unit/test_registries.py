@@ -88,7 +88,7 @@ def toy() -> Iterator[None]:
 
 
 def test_the_config_accepts_a_backend_once_it_is_registered() -> None:
-    with pytest.raises(ValidationError, match="'toy:m' must look like BACKEND:ID"):
+    with pytest.raises(ValidationError, match="'toy:m': unknown backend 'toy'"):
         RunConfig(models=("toy:m",))
     with backend_registry.registered(TOY_BACKEND):
         assert RunConfig(models=("toy:m",)).models == ("toy:m",)
