@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import polars as pl
 
 from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
 
@@ -51,3 +52,15 @@ class FakeBackend:
 
     def describe(self) -> dict[str, str]:
         return {"backend": self.name}
+
+
+# Two questions with references: the prompts the stage tests over a fake backend share.
+PROMPTS = pl.DataFrame(
+    {
+        "dataset": ["d", "d"],
+        "prompt_id": ["p1", "p2"],
+        "prompt": ["What is the capital of France?", "Who wrote the play Hamlet?"],
+        "references": [["Paris"], ["Shakespeare"]],
+        "source": ["builtin", "builtin"],
+    }
+)

@@ -7,7 +7,6 @@ smallest corrected p by hand, and the critical |r| of the t-test from scipy."""
 from __future__ import annotations
 
 import math
-from itertools import permutations
 from pathlib import Path
 
 import numpy as np
@@ -22,22 +21,16 @@ from sago_core.consistency.matrix import partial_correlation_table, sign_agreeme
 from sago_core.consistency.report import render_consistency
 from sago_core.consistency.summary import detectable_rows
 from sago_core.statistics.partial_correlation import block_permutation_p
+from tests.unit.test_consistency_stats import _brute_force_block_p
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "consistency.yaml"
 
 
 def _brute_force_smallest_p(n: int, length: int) -> float:
-    """Enumerate every ordering of the blocks of n checkpoints, with identical residuals
-    (the most extreme data): the share of orderings at least as extreme as the observed."""
-    blocks = [list(range(start, min(start + length, n))) for start in range(0, n, length)]
+    """Every ordering of the blocks of n checkpoints, with identical residuals (the most
+    extreme data): the share of orderings at least as extreme as the observed."""
     residuals = np.random.default_rng(n).normal(size=n)
-    observed = abs(np.corrcoef(residuals, residuals)[0, 1])
-    hits = total = 0
-    for order in permutations(blocks):
-        index = [i for block in order for i in block]
-        hits += abs(np.corrcoef(residuals, residuals[index])[0, 1]) >= observed - 1e-12
-        total += 1
-    return hits / total
+    return _brute_force_block_p(residuals, residuals, length)
 
 
 def test_seven_checkpoints_in_blocks_of_two_cannot_survive_holm_over_ten_pairs() -> None:

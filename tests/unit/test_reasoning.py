@@ -11,7 +11,7 @@ from sago_core.scoring.deltas import compute_deltas
 from sago_core.stages.generation import generate_responses
 from sago_core.stages.pairs import detect_mirroring_frame, score_pairs
 from sago_core.stages.variants import build_variant_candidates
-from tests.fakes import FakeBackend
+from tests.fakes import PROMPTS, FakeBackend
 
 
 @pytest.mark.parametrize(
@@ -37,17 +37,6 @@ from tests.fakes import FakeBackend
 def test_answer_text_golden(response: str | None, answer: str | None) -> None:
     assert answer_text(response) == answer
     assert still_thinking(response) == (response is not None and answer is None)
-
-
-PROMPTS = pl.DataFrame(
-    {
-        "dataset": ["d", "d"],
-        "prompt_id": ["p1", "p2"],
-        "prompt": ["What is the capital of France?", "Who wrote the play Hamlet?"],
-        "references": [["Paris"], ["Shakespeare"]],
-        "source": ["builtin", "builtin"],
-    }
-)
 
 
 def _answer(prompt: str) -> str:

@@ -20,16 +20,8 @@ from sago_core.registry import axes as axis_registry
 from sago_core.registry import backends as backend_registry
 from sago_core.registry.axes import AxisSpec
 from sago_core.registry.backends import BackendSpec
+from tests.fakes import PROMPTS
 
-PROMPTS = pl.DataFrame(
-    {
-        "dataset": ["d", "d"],
-        "prompt_id": ["p1", "p2"],
-        "prompt": ["What is the capital of France?", "Who wrote the play Hamlet?"],
-        "references": [["Paris"], ["Shakespeare"]],
-        "source": ["builtin", "builtin"],
-    }
-)
 GRID = VariantGrid.model_validate(
     {
         "register": None,

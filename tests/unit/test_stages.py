@@ -18,16 +18,7 @@ from sago_core.stages.generation import generate_responses
 from sago_core.stages.pairs import detect_mirroring_frame, score_pairs
 from sago_core.stages.variants import build_variant_candidates
 from sago_core.vocabulary import AXES
-
-PROMPTS = pl.DataFrame(
-    {
-        "dataset": ["d", "d"],
-        "prompt_id": ["p1", "p2"],
-        "prompt": ["What is the capital of France?", "Who wrote the play Hamlet?"],
-        "references": [["Paris"], ["Shakespeare"]],
-        "source": ["builtin", "builtin"],
-    }
-)
+from tests.fakes import PROMPTS
 
 
 @pytest.fixture(scope="module")
