@@ -14,7 +14,12 @@ def add_parser(commands: Any) -> None:
     checkpoints = commands.add_parser(
         "checkpoints", help="make a checkpoint series of a model (fine-tuning or quantisation)"
     )
-    checkpoints.add_argument("kind", choices=("finetune", "quantize"))
+    checkpoints.add_argument(
+        "kind",
+        choices=("finetune", "quantize"),
+        help="finetune: save checkpoints along a short fine-tuning; quantize: one checkpoint "
+        "per bit width",
+    )
     checkpoints.add_argument("--base", default="smollm2-135m", help="model id or local folder")
     checkpoints.add_argument("--out", type=Path, required=True, help="folder for the series")
     checkpoints.add_argument(
@@ -23,7 +28,9 @@ def add_parser(commands: Any) -> None:
     checkpoints.add_argument(
         "--bits", type=int_list, default=[32, 8, 6, 4], help="quantize: bit widths to save"
     )
-    checkpoints.add_argument("--learning-rate", type=float, default=2e-5)
+    checkpoints.add_argument(
+        "--learning-rate", type=float, default=2e-5, help="finetune: the optimiser's step size"
+    )
     checkpoints.add_argument(
         "--datasets",
         type=csv_list,
@@ -31,7 +38,11 @@ def add_parser(commands: Any) -> None:
         help="finetune: training questions (default builtin_train: apart from every built-in "
         "evaluation prompt; a study refuses checkpoints trained on what it evaluates)",
     )
-    checkpoints.add_argument("--data-dir", type=Path)
+    checkpoints.add_argument(
+        "--data-dir",
+        type=Path,
+        help="finetune: folder of the named datasets' files (one subfolder per dataset)",
+    )
 
 
 def command(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from sago_core.artifacts.layout import FINISHED_RUN_FILES, default_prefect_home
@@ -22,6 +23,21 @@ def int_list(text: str) -> list[int]:
     except ValueError as exc:
         message = f"{text!r} is not a comma-separated list of integers"
         raise argparse.ArgumentTypeError(message) from exc
+
+
+def suffixed(*suffixes: str) -> Callable[[str], Path]:
+    """An output-file argument whose suffix says what is written: a name that ends otherwise
+    (``--out cmp.html`` for a Parquet table) is refused instead of silently mislabelled."""
+
+    def output_file(text: str) -> Path:
+        path = Path(text)
+        if path.suffix.lower() not in suffixes:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} must end in {' or '.join(suffixes)} (the format written)"
+            )
+        return path
+
+    return output_file
 
 
 def run_folder(text: str) -> Path:

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sago_cli.common import check_finished_run, run_folder
+from sago_cli.common import check_finished_run, run_folder, suffixed
 from sago_core.errors import ConfigError
 
 COMPARISON_PAGE = Path("comparison.html")  # --out's default (written where sago runs)
@@ -22,9 +22,9 @@ def add_parser(commands: Any) -> None:
     compare.add_argument("runs", type=run_folder, nargs="+", help="run folders (or URLs)")
     compare.add_argument(
         "--out",
-        type=Path,
-        help="where to write the page (default comparison.html), or with --paired the table "
-        "(default paired.parquet; paired.md beside it)",
+        type=suffixed(".html", ".parquet"),
+        help="where to write the page (.html; default comparison.html), or with --paired the "
+        "table (.parquet; default paired.parquet; paired.md beside it)",
     )
     compare.add_argument(
         "--paired",
@@ -53,6 +53,11 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    if args.out is not None:  # the format follows the mode: refuse a name that says otherwise
+        wanted = ".parquet" if args.paired else ".html"
+        if args.out.suffix.lower() != wanted:
+            mode = "--paired writes a Parquet table" if args.paired else "compare writes a page"
+            raise ConfigError(f"--out {args.out}: {mode}; give a {wanted} file name")
     if args.paired:
         return paired_command(args)
     return compare_command(args.runs, args.out or COMPARISON_PAGE, args.strict_identity)

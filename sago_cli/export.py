@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from sago_cli.common import suffixed
+
 
 def add_parser(commands: Any) -> None:
     export = commands.add_parser(
@@ -14,7 +16,10 @@ def add_parser(commands: Any) -> None:
     )
     export.add_argument("run", type=Path, help="runs/<run_id>")
     export.add_argument(
-        "--out", type=Path, required=True, help="FILE.csv, FILE.jsonl or FILE.parquet"
+        "--out",
+        type=suffixed(".csv", ".jsonl", ".parquet"),
+        required=True,
+        help="FILE.csv, FILE.jsonl or FILE.parquet",
     )
 
 

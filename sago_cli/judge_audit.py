@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sago_cli.common import check_finished_run, run_folder
+from sago_cli.common import check_finished_run, run_folder, suffixed
 from sago_core.errors import ConfigError
 
 
@@ -15,12 +15,22 @@ def add_parser(commands: Any) -> None:
     audit = commands.add_parser(
         "judge-audit", help="human check of the register judge: export a sample, score labels"
     )
-    audit.add_argument("action", choices=("export", "score"))
+    audit.add_argument(
+        "action",
+        choices=("export", "score"),
+        help="export: write a sample of judged pairs to label; score: agreement of the labels "
+        "with the judge",
+    )
     audit.add_argument("run", type=run_folder, help="a finished run judged with judge.model set")
-    audit.add_argument("--out", type=Path, default=Path("judge_audit.csv"))
+    audit.add_argument(
+        "--out",
+        type=suffixed(".csv"),
+        default=Path("judge_audit.csv"),
+        help="export: the CSV to label",
+    )
     audit.add_argument("--labels", type=Path, help="score: the labelled CSV")
     audit.add_argument("--share", type=float, default=0.1, help="export: share of pairs")
-    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("--seed", type=int, default=0, help="export: sampling seed")
 
 
 def command(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from sago_cli import (
     score,
     server_setup,
 )
+from sago_cli.parser import SagoParser
 from sago_core.errors import SagoError
 
 # In the order `sago --help` lists them.
@@ -43,7 +44,7 @@ COMMANDS: dict[str, ModuleType] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = SagoParser(  # its subcommands' parsers are SagoParsers too
         prog="sago",
         description="SAGO: does a language model behave the same on meaning-preserving "
         "variants of a prompt? Six signed deltas per prompt and variant, RMS scores, t-tests.",

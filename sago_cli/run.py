@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from sago_cli.common import configure_environment, csv_list, preflight
-from sago_core.artifacts.layout import SUMMARY_MD_FILE
+from sago_core.artifacts.layout import REPORT_FILE, SUMMARY_MD_FILE
 from sago_core.config import (
     BUILTIN_DATASET,
     DATASET_NAMES,
+    PRESETS,
     RunConfig,
     build_config,
     read_config_file,
@@ -55,7 +56,11 @@ def add_parser(commands: Any) -> None:
         "or paths to .csv/.jsonl/.json/.parquet files with a 'question' column, in a "
         "dataset's own layout, or mapped per file: 'a.csv#question=Question,answer=Best Answer'",
     )
-    run.add_argument("--data-dir", type=Path, help="folder laid out like shared/data")
+    run.add_argument(
+        "--data-dir",
+        type=Path,
+        help="folder holding the named datasets' files, one subfolder per dataset name",
+    )
     run.add_argument(
         "--question-column", help="question column of a user's own data file (default question)"
     )
@@ -64,9 +69,17 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="placeholder-like text ({name}) in a user's prompt is an error, not a warning",
     )
-    run.add_argument("--n", type=int, help="prompts sampled per dataset (seeded)")
-    run.add_argument("--max-new-tokens", type=int, help="greedy generation length cap")
-    run.add_argument("--seed", type=int, help="run seed (sampling and noise)")
+    run.add_argument(
+        "--n", type=int, help=f"prompts sampled per dataset (seeded; {preset_defaults('n')})"
+    )
+    run.add_argument(
+        "--max-new-tokens",
+        type=int,
+        help=f"generation length cap ({preset_defaults('generation.max_new_tokens')})",
+    )
+    run.add_argument(
+        "--seed", type=int, help=f"run seed (sampling and noise; {preset_defaults('seed')})"
+    )
     run.add_argument(
         "--runs-dir", help="where runs/<run_id>/ go: a folder or a store URL (default ./runs)"
     )
@@ -78,6 +91,17 @@ def add_parser(commands: Any) -> None:
         help="print the plan (prompts, variants, generations, API requests, tokens, cost "
         "ceiling, budget) without loading a model or calling an API",
     )
+
+
+def preset_defaults(key: str) -> str:
+    """``default: demo 2, paper 500, ...``: a dotted config key's value in each preset."""
+    values = []
+    for name, preset in PRESETS.items():
+        value: Any = preset
+        for part in key.split("."):
+            value = getattr(value, part)
+        values.append(f"{name} {value}")
+    return "default: the preset's, " + ", ".join(values)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -137,4 +161,7 @@ def run_command(config: RunConfig) -> int:
         run_dir = Path(evaluate(config))
     print((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))
     print(f"Artifacts: {run_dir}")
+    report = run_dir / REPORT_FILE
+    if report.is_file():
+        print(f"Report: {report}")
     return 0
