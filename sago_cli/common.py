@@ -57,22 +57,49 @@ def check_finished_run(run_dir: Path) -> None:
         raise InputError(f"is not a finished run (missing {', '.join(missing)})", file=str(run_dir))
 
 
+def hub_models(config: RunConfig) -> list[str]:
+    """The hub ids a run loads weights from (models, tools, the BERTScore scorer); resolving
+    them also refuses a local path that does not exist."""
+    from sago_core.backends.model_source import (
+        parse_model_spec,
+        resolve_bertscore_model,
+        resolve_local_model,
+    )
+    from sago_core.registry.backends import backend_spec
+
+    found = []
+    for model in run_model_specs(config):
+        spec = parse_model_spec(model)
+        if backend_spec(spec.backend).weights == "local":
+            local = resolve_local_model(spec.model_id)
+            if local.kind == "hub":
+                found.append(local.location)
+    scorer = resolve_bertscore_model(config.bertscore.model)
+    if not Path(scorer).expanduser().is_dir():
+        found.append(scorer)
+    return list(dict.fromkeys(found))
+
+
+def run_model_specs(config: RunConfig) -> list[str]:
+    """Every ``BACKEND:ID`` a run uses: the evaluated models, the rewriter, the judge."""
+    structural = config.variants.structural
+    tools = [structural.rewriter if structural else None, config.judge.model]
+    return [*config.models, *(t for t in tools if t)]
+
+
 def preflight(config: RunConfig) -> None:
     """Everything that can be wrong with the inputs, found before a model loads."""
     from sago_core.backends.api import api_key_from_environment
-    from sago_core.backends.model_source import parse_model_spec, resolve_local_model
+    from sago_core.backends.hub_check import require_hub_model
+    from sago_core.backends.model_source import parse_model_spec
     from sago_core.data.loading import load_run_prompts
     from sago_core.registry.backends import backend_spec
 
-    structural = config.variants.structural
-    tools = [structural.rewriter if structural else None, config.judge.model]
-    for model in [*config.models, *(t for t in tools if t)]:
-        spec = parse_model_spec(model)
-        backend = backend_spec(spec.backend)
-        if backend.is_api:
+    for model in run_model_specs(config):
+        if backend_spec(parse_model_spec(model).backend).is_api:
             api_key_from_environment(config.api)  # a named key variable must be set
-        elif backend.weights == "local":
-            resolve_local_model(spec.model_id)
+    for model_id in hub_models(config):  # cached, or confirmed by the hub, before any work
+        require_hub_model(model_id)
     load_run_prompts(config)
     if config.runs_store:  # bucket, credentials and conditional writes, before any model
         from sago_core.storage.location import parse_store_url

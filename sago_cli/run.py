@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sago_cli.common import configure_environment, csv_list, preflight
+from sago_cli.common import configure_environment, csv_list, hub_models, preflight
 from sago_core.artifacts.layout import REPORT_FILE, SUMMARY_MD_FILE
 from sago_core.config import (
     BUILTIN_DATASET,
@@ -135,6 +135,7 @@ def dry_run_command(config: RunConfig) -> int:
     """The plan of ``config``: inputs are validated as for a run, nothing is loaded or sent."""
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.api import token_prices
+    from sago_core.backends.hub_check import uncached_warning
     from sago_core.backends.target import run_targets
     from sago_core.run_plan import plan_run, render_plan
     from sago_core.stages.prompts import prepare_prompts
@@ -146,6 +147,8 @@ def dry_run_command(config: RunConfig) -> int:
     plan = plan_run(config, prepare_prompts(config), targets, layout, prices)
     if prices and config.api.key_env and not os.environ.get(config.api.key_env):
         plan.warnings.append(f"api.key_env {config.api.key_env!r} is not set: a real run stops")
+    uncached = (uncached_warning(model_id) for model_id in hub_models(config))
+    plan.warnings.extend(line for line in uncached if line)
     print(render_plan(plan, config))
     return 0
 
