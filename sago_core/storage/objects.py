@@ -60,6 +60,12 @@ def _hint(location: StoreLocation, exc: BaseException) -> str:
     import obstore.exceptions as oe
 
     text = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    if "builder error" in str(exc) and "http://" in str(exc):
+        setting = "AWS_ALLOW_HTTP=true" if location.scheme == "s3" else "the client's allow_http"
+        return (
+            f"{location.url}: the endpoint is plain http and the client refuses plain http "
+            f"unless told ({text}). Set {setting} in the environment, or use an https endpoint"
+        )
     if isinstance(exc, oe.UnauthenticatedError | oe.PermissionDeniedError) or any(
         word in text
         for word in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "169.254.169.254")
