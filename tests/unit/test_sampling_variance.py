@@ -1,0 +1,184 @@
+"""The nested variance decomposition (sago_core/sampling/variance.py): hand-computed balanced
+and unbalanced cases, invariances, what cannot be estimated, and the calibration of the
+prompt-induced share's bootstrap interval on synthetic data with known components."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sago_core.sampling.variance import decompose
+
+
+def long(cells: dict[tuple[str, str], list[float]]) -> tuple[list[str], list[str], list[float]]:
+    prompts, variants, scores = [], [], []
+    for (prompt, variant), values in cells.items():
+        prompts += [prompt] * len(values)
+        variants += [variant] * len(values)
+        scores += values
+    return prompts, variants, scores
+
+
+BALANCED = {
+    ("A", "v1"): [1.0, 3.0],
+    ("A", "v2"): [5.0, 7.0],
+    ("B", "v1"): [6.0, 6.0],
+    ("B", "v2"): [10.0, 6.0],
+}
+
+
+def test_balanced_hand_computed_components() -> None:
+    """Cell means 2, 6 | 6, 8; prompt means 4, 7; grand 5.5. SS_sample = 4 + 8 = 12 on 4 df
+    (MS 3); SS_variant = 16 + 4 = 20 on 2 df (MS 10); SS_prompt = 4 (1.5^2 + 1.5^2) = 18 on
+    1 df. k1 = k2 = K = 2, k3 = V K = 4: s2_sample = 3, s2_variant = (10 - 3) / 2 = 3.5,
+    s2_prompt = (18 - 3 - 2 x 3.5) / 4 = 2, share = 3.5 / 6.5."""
+    got = decompose(*long(BALANCED), seed=0)
+    assert (got.n_prompts, got.n_variants, got.n_samples) == (2, 4, 8)
+    assert got.s2_sample == pytest.approx(3.0)
+    assert got.s2_variant == pytest.approx(3.5)
+    assert got.s2_prompt == pytest.approx(2.0)
+    assert got.share == pytest.approx(7 / 13) and got.truncated == ()
+    assert got.share_ci_low is None and got.ci_missing_reason is not None
+    assert "2 prompt(s) with a value, fewer than 5" in got.ci_missing_reason
+
+
+def test_unbalanced_hand_computed_components_with_a_truncation() -> None:
+    """A: v1 [1, 3], v2 [6]; B: v1 [4, 4, 7], v2 [2, 4]. n_A = 3, n_B = 5, N = 8, V = 4.
+    SS_sample = 2 + 6 + 2 = 10 on 4 df: MS 2.5. Prompt means 10/3, 21/5; SS_variant =
+    2 (4/3)^2 + (8/3)^2 + 3 (0.8)^2 + 2 (1.2)^2 = 232/15 on 2 df: MS 116/15.
+    SS_prompt = 3 (13/24)^2 + 5 (0.325)^2 = 169/120 on 1 df.
+    sum_p sum_v n_pv^2 / n_p = 5/3 + 13/5 = 64/15: k1 = (8 - 64/15) / 2 = 28/15,
+    k2 = 64/15 - 18/8 = 121/60, k3 = 8 - 34/8 = 15/4.
+    s2_sample = 5/2; s2_variant = (116/15 - 5/2) / (28/15) = 157/56;
+    s2_prompt = (169/120 - 5/2 - (121/60)(157/56)) / (15/4) = -1.7988 -> 0, flagged.
+    share = (157/56) / (157/56 + 140/56) = 157/297."""
+    cells = {
+        ("A", "v1"): [1.0, 3.0],
+        ("A", "v2"): [6.0],
+        ("B", "v1"): [4.0, 4.0, 7.0],
+        ("B", "v2"): [2.0, 4.0],
+    }
+    got = decompose(*long(cells), seed=0)
+    assert got.s2_sample == pytest.approx(2.5)
+    assert got.s2_variant == pytest.approx(157 / 56)
+    assert got.s2_prompt == 0.0 and got.truncated == ("prompt",)
+    assert got.share == pytest.approx(157 / 297)
+
+
+def test_a_variant_label_is_nested_in_its_prompt_and_labels_are_only_names() -> None:
+    prompts, variants, scores = long(BALANCED)
+    renamed = decompose(
+        [{"A": 7, "B": 3}[p] for p in prompts],
+        [f"{p}:{v}" for p, v in zip(prompts, variants, strict=True)],
+        scores,
+        seed=0,
+    )
+    assert renamed.s2_variant == pytest.approx(3.5) and renamed.s2_prompt == pytest.approx(2.0)
+
+
+def test_components_scale_with_the_score_and_the_share_does_not() -> None:
+    rng = np.random.default_rng(1)
+    prompts = np.repeat(np.arange(8), 12)
+    variants = np.tile(np.repeat(np.arange(3), 4), 8)
+    y = rng.normal(size=96) + rng.normal(size=24).repeat(4) + rng.normal(size=8).repeat(12)
+    plain = decompose(prompts, variants, y, seed=2, resamples=200)
+    moved = decompose(prompts, variants, 3.0 * y + 7.0, seed=2, resamples=200)
+    for name in ("s2_prompt", "s2_variant", "s2_sample"):
+        assert getattr(moved, name) == pytest.approx(9.0 * getattr(plain, name))
+    assert moved.share == pytest.approx(plain.share)
+    assert moved.share_ci_low == pytest.approx(plain.share_ci_low)  # same seed, same draws
+    assert plain.share_ci_low is not None and plain.share_ci_high is not None
+    assert plain.share_ci_low <= plain.share <= plain.share_ci_high  # type: ignore[operator]
+    assert set(plain.component_ci) == {"prompt", "variant", "sample"}
+
+
+def test_what_cannot_be_estimated_is_missing_with_a_reason() -> None:
+    one_sample = decompose(["a", "a", "b", "b"], ["x", "y", "x", "y"], [1, 2, 3, 5], seed=0)
+    assert one_sample.s2_sample is None and one_sample.share is None
+    assert one_sample.missing_reason is not None and "K = 1" in one_sample.missing_reason
+    assert one_sample.ci_missing_reason == "no share: no interval"
+    one_variant = decompose(["a", "a", "b", "b"], ["x", "x", "y", "y"], [1, 2, 3, 5], seed=0)
+    # cells [1, 2] and [3, 5]: SS_sample = 0.5 + 2 on 2 df; the prompt is the variant
+    assert (
+        one_variant.s2_variant is None
+        and one_variant.s2_prompt is None
+        and one_variant.s2_sample == pytest.approx(1.25)
+    )
+    assert one_variant.missing_reason is not None and "one variant per prompt" in (
+        one_variant.missing_reason
+    )
+    flat = decompose(["a"] * 4, ["x", "x", "y", "y"], [2.0] * 4, seed=0)
+    assert flat.share is None and flat.s2_prompt is None and flat.missing_reason is not None
+    assert flat.missing_reason == (
+        "s2_prompt: one prompt: no prompt-to-prompt variation to measure; "
+        "no variation within prompts (s2_variant + s2_sample = 0): no share"
+    )
+    still = decompose(["a", "a", "b", "b"], ["x", "x", "y", "y"], [2.0] * 4, seed=0)
+    assert still.share is None
+    assert still.missing_reason == (
+        "s2_variant: one variant per prompt: no variant-within-prompt variation; "
+        "s2_prompt: one variant per prompt: prompt and variant confounded"
+    )
+    constant = decompose(["a"] * 4 + ["b"] * 4, ["x", "x", "y", "y"] * 2, [1.0] * 8, seed=0)
+    assert constant.share is None and constant.missing_reason == (
+        "no variation within prompts (s2_variant + s2_sample = 0): no share"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((["a"], ["x"], [float("nan")]), "NaN"),
+        ((["a", "b"], ["x"], [1.0, 2.0]), "variant: expected one label per score"),
+        (([], [], []), "score: expected a non-empty"),
+        ((["a"], ["x"], [[1.0]]), "score: expected a non-empty 1-D"),
+    ],
+)
+def test_bad_input_is_refused(args: tuple, message: str) -> None:
+    prompts, variants, scores = args
+    with pytest.raises(ValueError, match=message):
+        decompose(prompts, variants, scores, seed=0)
+    with pytest.raises(ValueError, match="resamples"):
+        decompose(["a"], ["x"], [1.0], seed=0, resamples=0)
+    with pytest.raises(ValueError, match="level"):
+        decompose(["a"], ["x"], [1.0], seed=0, level=95)
+
+
+TRUE = {"prompt": 1.0, "variant": 0.5, "sample": 1.0}  # share 0.5 / 1.5 = 1/3
+PROMPTS, VARIANTS, SAMPLES, REPETITIONS, RESAMPLES = 20, 6, 4, 200, 400
+
+
+def test_share_interval_covers_the_true_share() -> None:
+    """Calibration: synthetic balanced data with known components; the 95% band over prompts
+    covers the true share in >= 90% of 200 seeded repetitions (measured: 0.92), and so do
+    the bands of s2_variant (0.905) and s2_sample (0.94). s2_prompt's band, a variance of 20
+    prompt effects, undercovers (0.87; at least 0.85 asserted). The point estimates are
+    unbiased: mean over repetitions within 4 standard errors of the truth."""
+    rng = np.random.default_rng(2027)
+    shape = (PROMPTS, VARIANTS, SAMPLES)
+    prompts = np.repeat(np.arange(PROMPTS), VARIANTS * SAMPLES)
+    variants = np.tile(np.repeat(np.arange(VARIANTS), SAMPLES), PROMPTS)
+    share = TRUE["variant"] / (TRUE["variant"] + TRUE["sample"])
+    covered = dict.fromkeys(["share", *TRUE], 0)
+    estimates: dict[str, list[float | None]] = {name: [] for name in TRUE}
+    for rep in range(REPETITIONS):
+        y = (
+            rng.normal(0, np.sqrt(TRUE["prompt"]), (PROMPTS, 1, 1))
+            + rng.normal(0, np.sqrt(TRUE["variant"]), (PROMPTS, VARIANTS, 1))
+            + rng.normal(0, np.sqrt(TRUE["sample"]), shape)
+        ).ravel()
+        got = decompose(prompts, variants, y, seed=rep, resamples=RESAMPLES)
+        assert got.share_ci_low is not None and got.share_ci_high is not None
+        covered["share"] += got.share_ci_low <= share <= got.share_ci_high
+        for name, truth in TRUE.items():
+            low, high = got.component_ci[name]
+            covered[name] += low <= truth <= high
+            estimates[name].append(getattr(got, f"s2_{name}"))
+    coverage = {name: hits / REPETITIONS for name, hits in covered.items()}
+    assert coverage["share"] >= 0.90
+    assert coverage["variant"] >= 0.90 and coverage["sample"] >= 0.90
+    assert coverage["prompt"] >= 0.85
+    for name, truth in TRUE.items():
+        values = np.asarray(estimates[name], dtype=np.float64)
+        # no estimate was truncated here, so the method of moments' unbiasedness shows
+        assert abs(values.mean() - truth) < 4 * values.std(ddof=1) / np.sqrt(REPETITIONS)
