@@ -16,9 +16,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -135,6 +138,10 @@ TemplateValue = bool | int | float | str
 TemplateKwargs = tuple[tuple[str, TemplateValue], ...]
 
 
+# What only sampling (T > 0) reads: left out of a greedy configuration's serialised form.
+SAMPLING_KEYS = ("temperature", "top_p", "top_k", "samples", "seed")
+
+
 class GenerationSettings(StrictModel):
     """Decoding and prompt rendering, the same on every backend.
 
@@ -143,6 +150,14 @@ class GenerationSettings(StrictModel):
     opts into the checkpoint's own settings instead (recorded in every ``engine`` record).
     ``chat_template_kwargs`` go to the chat template (null: ``{enable_thinking: false}``
     where the template takes that variable, so thinking models answer directly).
+
+    Sampling (``temperature`` > 0): the logits are divided by ``temperature``, then
+    ``top_k`` (0: off) and ``top_p`` (1: off) keep the likeliest tokens, in that order on
+    every backend. Each sample is drawn with a seed of its own, derived from ``seed`` and
+    what it answers (``sample_seeds.sample_seed``). ``samples``: answers per prompt text
+    (more than one is not supported yet). At T = 0 ``top_p``, ``top_k`` and ``seed``
+    change nothing, and a greedy configuration serialises without the sampling keys, so
+    greedy runs keep their result hashes and caches.
     """
 
     max_new_tokens: int = Field(default=100, ge=1, le=4096)
@@ -150,6 +165,48 @@ class GenerationSettings(StrictModel):
     use_model_defaults: bool = False
     # Stored as sorted (key, value) pairs so the settings stay hashable; written as a mapping.
     chat_template_kwargs: TemplateKwargs | None = None
+    temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, allow_inf_nan=False)
+    top_k: int = Field(default=0, ge=0)
+    samples: int = Field(default=1, ge=1)
+    seed: int = Field(default=0, ge=0)
+
+    @field_validator("temperature")
+    @classmethod
+    def _one_decoding(cls, value: float, info: ValidationInfo) -> float:
+        if value > 0 and info.data.get("use_model_defaults"):
+            raise ValueError(
+                "use_model_defaults decodes with the checkpoint's own settings; set "
+                "temperature 0 or turn use_model_defaults off"
+            )
+        return value
+
+    @field_validator("samples")
+    @classmethod
+    def _one_sample(cls, value: int, info: ValidationInfo) -> int:
+        if value > 1 and not info.data.get("temperature"):
+            raise ValueError(
+                f"{value} samples at temperature 0 are {value} identical greedy answers; "
+                "set temperature > 0 or samples 1"
+            )
+        if value > 1:
+            raise ValueError(f"{value} samples per prompt: not supported yet; set samples 1")
+        return value
+
+    @property
+    def sampled(self) -> bool:
+        """True when answers are sampled (T > 0), False when greedy."""
+        return self.temperature > 0
+
+    @model_serializer(mode="wrap")
+    def _greedy_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A greedy configuration without the sampling keys, exactly as it was written
+        before they existed (its result hash and cache keys stay the same)."""
+        data = handler(self)
+        if not self.sampled and isinstance(data, dict):
+            for key in SAMPLING_KEYS:
+                data.pop(key, None)
+        return data
 
     @field_validator("chat_template_kwargs", mode="before")
     @classmethod

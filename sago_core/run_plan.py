@@ -7,6 +7,9 @@ Bounded where only a model decides: register and structural variants pass the se
 filter (BERTScore, a model) at run time and the rewriter may fail, so their kept counts,
 and the generations and judge calls that follow from them, are upper bounds ("up to").
 
+Every text a model answers is answered ``generation.samples`` times (K, one seed each):
+generations, teacher-forced sequences and API requests of evaluated models are K per text.
+
 Tokens sent to an API are estimated as characters / 4 (a provider's tokenizer is not
 available offline); the characters themselves are exact. The cost uses ``api.prices`` or
 LiteLLM's local price table, with every request asking for its full ``max_tokens``: a
@@ -137,7 +140,8 @@ def plan_run(
         )
     kept_exact = {f: n for f, n in families.items() if f not in FILTERED_FAMILIES}
     kept_up_to = {f: n for f, n in families.items() if f in FILTERED_FAMILIES}
-    per_model = len(prompts) + sum(families.values())
+    texts_per_model = len(prompts) + sum(families.values())
+    per_model = texts_per_model * config.generation.samples
     bounded = any(kept_up_to.values())
     plan = RunPlan(
         prompts=_prompt_counts(prompts),
@@ -155,12 +159,19 @@ def plan_run(
     # Texts every model answers: the base prompts and every candidate variant.
     texts = prompts["prompt"].to_list() + candidates["text"].to_list()
     unwritten = _structural_chars(prompts, config)
-    chars = sum(len(t) for t in texts) + unwritten
+    samples = config.generation.samples
+    chars = (sum(len(t) for t in texts) + unwritten) * samples
     for model in config.models:
         if targets.models[model].is_api:
             plan.api.append(
                 ApiTraffic(
-                    model, "evaluated", per_model, bounded, chars, per_model * max_new, unwritten
+                    model,
+                    "evaluated",
+                    per_model,
+                    bounded,
+                    chars,
+                    per_model * max_new,
+                    unwritten * samples,
                 )
             )
     if rewriter is not None and rewriter.is_api and instructions:
@@ -278,6 +289,7 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
     if plan.rewrites_cached:
         lines.append(f"  structural rewrites already cached: {plan.rewrites_cached}")
     bound = "up to " if any(plan.kept_up_to.values()) else ""
+    lines.append(decoding_line(config))
     lines.append("Per model:")
     for model, count in plan.generations.items():
         scored = plan.teacher_forced.get(model)
@@ -313,6 +325,20 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
     lines.extend(f"Budget: {hit}" for hit in plan.budget_hits)
     lines.extend(f"Warning: {w}" for w in plan.warnings)
     return "\n".join(lines)
+
+
+def decoding_line(config: RunConfig) -> str:
+    """How every model answers: greedy, or the sampling settings and samples per text."""
+    g = config.generation
+    if not g.sampled:
+        return "Decoding: greedy (T = 0), one answer per prompt text"
+    top_k = g.top_k if g.top_k else "off"
+    top_p = g.top_p if g.top_p < 1 else "off"
+    each = "one answer" if g.samples == 1 else f"{g.samples} samples"
+    return (
+        f"Decoding: sampled (temperature {g.temperature}, top-p {top_p}, top-k {top_k}, "
+        f"seed {g.seed}), {each} per prompt text, each with its own seed"
+    )
 
 
 def plan_summary(plan: RunPlan) -> dict[str, Any]:

@@ -3,7 +3,11 @@ honour Retry-After, a per-run budget, and a disk cache of validated answers only
 
 Greedy (temperature 0), one user message per prompt, the provider's chat template. Cache key:
 (model, base URL, request parameters, messages); a cached answer is reused by any run and
-never spends budget. What an API cannot give is missing with a reason: hidden states (Act)
+never spends budget. Sampled (T > 0): ``temperature``, ``top_p`` and the row's ``seed`` are
+sent (and keyed); ``top_k`` is refused unless LiteLLM lists it for the provider. A provider
+that takes no seed gets none, and its answers are recorded as not reproducible (a seed is
+best effort even where taken: the served record's ``system_fingerprint`` tells when the
+serving system changed). What an API cannot give is missing with a reason: hidden states (Act)
 and teacher-forced log-probabilities of a given answer (Prob, Ent) need the weights.
 """
 
@@ -24,7 +28,7 @@ from sago_core.artifacts.json_cache import JsonCache
 from sago_core.backends.api_failures import Failure, classify_exception, validate_response
 from sago_core.backends.api_ledger import ApiLedger, BudgetExhausted
 from sago_core.backends.api_served import served_identity
-from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+from sago_core.backends.protocol import Generation, Sampling, ScoringRequest, TeacherForced
 from sago_core.backends.target import ModelTarget, api_identity
 from sago_core.config import ApiSettings
 from sago_core.errors import ConfigError
@@ -119,14 +123,7 @@ class ApiBackend:
 
     def supports_logprobs(self) -> bool:
         """Asked of LiteLLM per provider, never assumed."""
-        try:
-            provider = self._litellm.get_llm_provider(self.model)[1]
-            params = self._litellm.get_supported_openai_params(
-                model=self.model, custom_llm_provider=provider
-            )
-        except Exception:
-            return False
-        return bool(params) and "logprobs" in params
+        return "logprobs" in self.supported_params()
 
     def _price_unknown(self) -> bool:
         return token_prices(self.model, self.settings) is None
@@ -150,51 +147,123 @@ class ApiBackend:
         return [TeacherForced(None, None, None, 0, NO_TEACHER_FORCING) for _ in requests]
 
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        batch_size: int,
+        sampling: Sampling | None = None,
     ) -> list[Generation]:
-        answers = self.complete([[{"role": "user", "content": p}] for p in prompts], max_new_tokens)
-        return [Generation(a.text or "", (), a.finish_reason, a.failure, a.served) for a in answers]
+        conversations = [[{"role": "user", "content": p}] for p in prompts]
+        if sampling is None:
+            answers = self.complete(conversations, max_new_tokens)
+            return [
+                Generation(a.text or "", (), a.finish_reason, a.failure, a.served) for a in answers
+            ]
+        options = self.sampling_options(sampling)
+        answers = self.complete(conversations, max_new_tokens, options)
+        seeded = "seed" in options[0] if options else False
+        records = [
+            sampling.record(i, seed=sampling.seeds[i] if seeded else None, reproducible=seeded)
+            for i in range(len(prompts))
+        ]
+        return [
+            Generation(a.text or "", (), a.finish_reason, a.failure, a.served, record)
+            for a, record in zip(answers, records, strict=True)
+        ]
+
+    def sampling_options(self, sampling: Sampling) -> list[dict[str, Any]]:
+        """Each row's sampling parameters as this provider takes them: ``temperature``,
+        ``top_p`` (when not 1) and the row's ``seed`` where LiteLLM lists it for the
+        provider; ``top_k`` refused where it does not."""
+        takes = self.supported_params()
+        if sampling.top_k > 0 and "top_k" not in takes:
+            raise ConfigError(
+                f"generation.top_k: model {self.model!r} takes no top_k (through LiteLLM); "
+                "set top_k 0 for API models"
+            )
+        shared: dict[str, Any] = {"temperature": sampling.temperature}
+        if sampling.top_p < 1.0:
+            shared["top_p"] = sampling.top_p
+        if sampling.top_k > 0:
+            shared["top_k"] = sampling.top_k
+        if "seed" not in takes:
+            return [dict(shared) for _ in sampling.seeds]
+        return [{**shared, "seed": seed} for seed in sampling.seeds]
+
+    def supported_params(self) -> set[str]:
+        """The OpenAI-style parameters LiteLLM lists for this model's provider."""
+        try:
+            provider = self._litellm.get_llm_provider(self.model)[1]
+            params = self._litellm.get_supported_openai_params(
+                model=self.model, custom_llm_provider=provider
+            )
+        except Exception:
+            return set()
+        return set(params or ())
 
     # -- requests -----------------------------------------------------------------------
-    def request_key(self, messages: list[dict[str, str]], max_tokens: int, repeat: int = 0) -> str:
+    def request_key(
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        repeat: int = 0,
+        options: dict[str, Any] | None = None,
+    ) -> str:
         """``repeat`` k > 0: the k-th repeat of the same messages in one batch (the noise
-        floor's replay of the base prompt) is a request of its own, asked and cached apart."""
+        floor's replay of the base prompt) is a request of its own, asked and cached apart.
+        ``options``: a sampled request's parameters (``sampling_options``)."""
         params: dict[str, object] = {
             "temperature": 0,
             "max_tokens": max_tokens,
             "version": REQUEST_VERSION,
         }
+        if options:
+            params.update(options)
         if repeat:
             params["repeat"] = repeat
         payload = [self.model, self.settings.base_url, params, messages]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
-    def complete(self, conversations: list[list[dict[str, str]]], max_tokens: int) -> list[Answer]:
+    def complete(
+        self,
+        conversations: list[list[dict[str, str]]],
+        max_tokens: int,
+        options: list[dict[str, Any]] | None = None,
+    ) -> list[Answer]:
         """All conversations concurrently (at most ``concurrency`` in flight). Raises
-        BudgetExhausted once every started request has finished and been cached."""
-        return asyncio.run(self._complete_all(conversations, max_tokens))
+        BudgetExhausted once every started request has finished and been cached.
+        ``options``: per conversation, its sampling parameters (None: greedy)."""
+        return asyncio.run(self._complete_all(conversations, max_tokens, options))
 
     async def _complete_all(
-        self, conversations: list[list[dict[str, str]]], max_tokens: int
+        self,
+        conversations: list[list[dict[str, str]]],
+        max_tokens: int,
+        options: list[dict[str, Any]] | None = None,
     ) -> list[Answer]:
         gate = asyncio.Semaphore(self.settings.concurrency)
         seen: Counter[str] = Counter()
         keys = []
-        for messages in conversations:
-            first = self.request_key(messages, max_tokens)
+        each = options or [{} for _ in conversations]
+        for messages, sampled in zip(conversations, each, strict=True):
+            first = self.request_key(messages, max_tokens, options=sampled)
             repeat = seen[first]
-            keys.append(self.request_key(messages, max_tokens, repeat) if repeat else first)
+            keys.append(
+                self.request_key(messages, max_tokens, repeat, sampled) if repeat else first
+            )
             seen[first] += 1
 
-        async def one(messages: list[dict[str, str]], key: str) -> Answer | BudgetExhausted:
+        async def one(
+            messages: list[dict[str, str]], key: str, sampled: dict[str, Any]
+        ) -> Answer | BudgetExhausted:
             async with gate:
                 try:
-                    return await self._complete_one(messages, max_tokens, key)
+                    return await self._complete_one(messages, max_tokens, key, sampled)
                 except BudgetExhausted as stop:
                     return stop
 
         results = await asyncio.gather(
-            *(one(m, k) for m, k in zip(conversations, keys, strict=True))
+            *(one(m, k, o) for m, k, o in zip(conversations, keys, each, strict=True))
         )
         for result in results:
             if isinstance(result, BudgetExhausted):
@@ -202,7 +271,11 @@ class ApiBackend:
         return [r for r in results if isinstance(r, Answer)]
 
     async def _complete_one(
-        self, messages: list[dict[str, str]], max_tokens: int, key: str
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        key: str,
+        options: dict[str, Any] | None = None,
     ) -> Answer:
         cached = self.cache.get(key)
         if isinstance(cached, dict) and cached.get("text"):
@@ -217,7 +290,7 @@ class ApiBackend:
         failure, note = Failure("server_error"), ""
         for attempt in range(self.settings.max_retries + 1):
             self.ledger.reserve()
-            outcome = await self._send(messages, max_tokens, key)
+            outcome = await self._send(messages, max_tokens, key, options)
             if isinstance(outcome, tuple):
                 text, finish, served = outcome
                 entry = {"text": text, "finish_reason": finish, "model": self.model}
@@ -243,7 +316,11 @@ class ApiBackend:
         return base * (0.5 + random.random() / 2)  # jitter: retries do not stampede
 
     async def _send(
-        self, messages: list[dict[str, str]], max_tokens: int, key: str
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        key: str,
+        options: dict[str, Any] | None = None,
     ) -> tuple[str, str, dict[str, str]] | Failure:
         self.calls += 1
         kwargs: dict[str, Any] = {
@@ -254,6 +331,7 @@ class ApiBackend:
             "timeout": self.settings.timeout_s,
             "num_retries": 0,  # retries are ours: counted, typed, Retry-After honoured
             "max_retries": 0,
+            **(options or {}),
         }
         if self.settings.base_url:
             kwargs["api_base"] = self.settings.base_url

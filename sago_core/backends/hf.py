@@ -17,6 +17,13 @@ own forward (``output_hidden_states`` and its own logits), and ``describe()`` sa
 T=0 has one meaning: argmax at every step. The checkpoint's ``generation_config`` (repetition
 penalty, top-k, sampling, ...) is replaced by a clean greedy one keeping only its token ids,
 unless the user opts into the checkpoint's own defaults (``use_model_defaults``).
+
+Sampling (T > 0) keeps that greedy loop and picks each row's next token itself, in a logits
+processor (``RowSampler``): temperature, top-k, top-p, then an exponential race drawn from
+the row's own ``torch.Generator`` (seeded with the row's seed, on the model's device); the
+chosen token gets score 0 and every other -inf, so argmax takes it. transformers' own
+sampling draws every row from one global generator, so a row's answer would change with its
+batch companions; here it depends on its own logits and seed only.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ import numpy as np
 from sago_core.backends.gguf_probe import probe_gguf
 from sago_core.backends.model_source import LocalModel
 from sago_core.backends.patching import PatchedScore, PatchRequest
-from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+from sago_core.backends.protocol import Generation, Sampling, ScoringRequest, TeacherForced
 from sago_core.backends.tensor_ops import (
     last_prompt_index,
     response_logprob_and_entropy,
@@ -111,6 +118,55 @@ GREEDY = {
 }
 PROBE_PROMPTS = ("Hi", "Which river runs through the middle of Paris, and how long is it?")
 PROBE_RESPONSE = " The Seine, about 777 km long."
+
+
+# How this backend samples, recorded with every sampled answer.
+SAMPLER = "per-row torch.Generator, exponential race after temperature, top-k, top-p"
+
+
+def sample_rows(logits: Any, sampling: Sampling, generators: Sequence[Any]) -> Any:
+    """The next token of each row of ``logits`` (rows x vocabulary), drawn under
+    ``sampling`` with row i's own ``generators[i]``: argmax of p / E, E ~ Exp(1) drawn per
+    token (the exponential race, as vLLM draws). Unlike an inverse-CDF draw over sorted
+    probabilities, a last-digit change in the logits (another batch's padding) flips the
+    choice only when two tokens tie to that digit."""
+    import torch
+
+    scores = logits.float() / sampling.temperature
+    if sampling.top_k > 0:
+        kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    if sampling.top_p < 1.0:  # keep the likeliest tokens until their mass reaches top_p
+        ordered, order = torch.sort(probs, dim=-1, descending=True, stable=True)
+        dropped = (torch.cumsum(ordered, dim=-1) - ordered) >= sampling.top_p
+        probs = probs.masked_fill(dropped.scatter(-1, order, dropped), 0.0)
+    race = torch.empty_like(probs)
+    for row, generator in enumerate(generators):
+        race[row].exponential_(generator=generator)
+    return (probs / race).argmax(dim=-1)
+
+
+class RowSampler:
+    """A logits processor for greedy ``generate``: each row's token drawn by
+    ``sample_rows`` with its own generator, every other token's score set to -inf."""
+
+    def __init__(self, sampling: Sampling) -> None:
+        import torch
+
+        self._torch = torch
+        self.sampling = sampling
+        self.generators: list[Any] = []
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if not self.generators:  # on the device the scores are on
+            self.generators = [
+                self._torch.Generator(device=scores.device).manual_seed(seed)
+                for seed in self.sampling.seeds
+            ]
+        chosen = sample_rows(scores, self.sampling, self.generators)
+        only = scores.new_full(scores.shape, float("-inf"))
+        return only.scatter_(-1, chosen.unsqueeze(-1), 0.0)
 
 
 def placement_kwargs(
@@ -644,8 +700,14 @@ class HFBackend:
         return tuple(new_ids), "length"
 
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        batch_size: int,
+        sampling: Sampling | None = None,
     ) -> list[Generation]:
+        from transformers import LogitsProcessorList
+
         encoded = [self.render_prompt_ids(p) for p in prompts]
         results: list[Generation | None] = [None] * len(prompts)
         config = copy.deepcopy(self.generation_config)
@@ -654,13 +716,22 @@ class HFBackend:
         with self._torch.inference_mode():
             for batch in _length_sorted_batches([len(e) for e in encoded], batch_size):
                 ids, mask = self._pad([encoded[i] for i in batch], side="left")
+                sampler = {}
+                if sampling is not None:
+                    row_sampler = RowSampler(sampling.rows(batch))
+                    sampler["logits_processor"] = LogitsProcessorList([row_sampler])
                 out = self.model.generate(
-                    input_ids=ids, attention_mask=mask, generation_config=config
+                    input_ids=ids, attention_mask=mask, generation_config=config, **sampler
                 )
                 for row, index in enumerate(batch):
                     token_ids, reason = self._cut(out[row, ids.shape[1] :].tolist())
                     text = self.tokenizer.decode(token_ids, skip_special_tokens=True).strip()
-                    results[index] = Generation(text, token_ids, reason)
+                    applied = (
+                        sampling.record(index, sampler=SAMPLER, reproducible=True)
+                        if sampling is not None
+                        else None
+                    )
+                    results[index] = Generation(text, token_ids, reason, sampling=applied)
         return [r for r in results if r is not None]
 
     # ---------------------------------------------------------------- scoring

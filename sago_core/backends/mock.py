@@ -9,6 +9,11 @@ generation that is asked the prompt TEXT (``*``: any prompt) raise ``MockBackend
 backend that falls over mid-run, for resume tests, whatever the batching.
 ``MockBackend.observers``: callables told (kind, prompt) right after each prompt is
 recorded, one prompt at a time, so a harness can act inside a batch.
+
+Sampled (T > 0), an answer varies with its seed, deterministically: each word after the
+fixed opening is swapped, with probability min(T, 1) / 2, for a word drawn from a small
+list, by a generator seeded with the row's seed (and its prompt). Same seed, same answer,
+whatever the batch; so flows can be tested at T > 0 without a model.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+from sago_core.backends.protocol import Generation, Sampling, ScoringRequest, TeacherForced
 from sago_core.errors import SagoError
 
 if TYPE_CHECKING:
@@ -38,11 +43,29 @@ class MockBackendFailure(SagoError):
     """The failure ``SAGO_MOCK_FAIL_ON`` asked for."""
 
 
+OPENING = "The answer concerns"
+SAMPLED_WORDS = ("perhaps", "mostly", "rivers", "numbers", "history", "nothing", "several")
+MOCK_SAMPLER = "mock: seeded word swaps, probability min(T, 1) / 2 per word"
+
+
 def mock_answer(prompt: str) -> str:
     """Deterministic, prompt-dependent, a few words long."""
     words = [w.strip(".,!?;:").lower() for w in prompt.split()]
     words = [w for w in words if w][:6]
-    return "The answer concerns " + " ".join(reversed(words)) + "."
+    return f"{OPENING} " + " ".join(reversed(words)) + "."
+
+
+def sampled_answer(prompt: str, temperature: float, seed: int) -> str:
+    """``mock_answer`` with seeded word swaps (``MockBackend`` docstring)."""
+    digest = hashlib.sha256(f"{seed}\x1f{prompt}".encode()).digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    opening = len(OPENING.split())
+    words = mock_answer(prompt).removesuffix(".").split()
+    swap = min(temperature, 1.0) / 2
+    for i in range(opening, len(words)):
+        if rng.random() < swap:
+            words[i] = str(rng.choice(SAMPLED_WORDS))
+    return " ".join(words) + "."
 
 
 class MockBackend:
@@ -70,13 +93,25 @@ class MockBackend:
                 observe(kind, prompt)
 
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        batch_size: int,
+        sampling: Sampling | None = None,
     ) -> list[Generation]:
         self._record("generate", prompts)
         out = []
-        for prompt in prompts:
-            words = mock_answer(prompt).split()[:max_new_tokens]
-            out.append(Generation(" ".join(words), tuple(range(len(words))), "stop"))
+        for row, prompt in enumerate(prompts):
+            if sampling is None:
+                words = mock_answer(prompt).split()[:max_new_tokens]
+                out.append(Generation(" ".join(words), tuple(range(len(words))), "stop"))
+                continue
+            text = sampled_answer(prompt, sampling.temperature, sampling.seeds[row])
+            words = text.split()[:max_new_tokens]
+            applied = sampling.record(row, sampler=MOCK_SAMPLER, reproducible=True)
+            out.append(
+                Generation(" ".join(words), tuple(range(len(words))), "stop", sampling=applied)
+            )
         return out
 
     def score(

@@ -3,7 +3,11 @@
 ``generate``: greedy (T=0) completion of each prompt, wrapped in the model's chat template
 when it has one, at most ``max_new_tokens`` new tokens. The returned token ids are exactly
 the generated ids up to and including the first end-of-sequence token, so the scoring pass
-can reuse them without re-tokenising decoded text.
+can reuse them without re-tokenising decoded text. With ``sampling`` (T > 0) each prompt is
+sampled instead, from a generator of its own seeded with its seed: its answer depends on
+its prompt and seed alone, never on which other prompts share its batch. Each answer then
+records the settings the backend applied (``Generation.sampling``). Callers pass
+``sampling`` only when they sample, so a backend that never samples may omit the argument.
 
 ``score``: teacher forcing of ``response_token_ids`` after the templated ``prompt``. Returns
 the hidden state of the last prompt token at every transformer layer (not the embedding
@@ -22,8 +26,8 @@ returned as it is; the pipeline records it as missing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -39,6 +43,36 @@ class Generation:
     # API answers: what the provider says answered (served model, system_fingerprint,
     # version headers; backends/api_served.py), added to the row's ``engine`` JSON
     served: dict[str, str] | None = None
+    # Sampled answers (T > 0): the sampling the backend applied to this row (its seed
+    # included), added to the row's ``engine`` JSON under "sampling"
+    sampling: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Random decoding of one ``generate`` call: the logits divided by ``temperature`` (> 0),
+    then the ``top_k`` likeliest tokens kept (0: all), then the smallest set of likeliest
+    tokens whose probability reaches ``top_p`` (1: all); ``seeds``: one per prompt."""
+
+    temperature: float
+    top_p: float
+    top_k: int
+    seeds: tuple[int, ...]
+
+    def rows(self, indices: Sequence[int]) -> Sampling:
+        """The same settings for the prompts at ``indices`` (a call of some of the rows)."""
+        return replace(self, seeds=tuple(self.seeds[i] for i in indices))
+
+    def record(self, row: int, **applied: Any) -> dict[str, Any]:
+        """Row ``row``'s ``Generation.sampling``: the settings, its seed and what the
+        backend adds (``applied``: how it sampled, whether the seed reproduces it)."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "seed": self.seeds[row],
+            **applied,
+        }
 
 
 @dataclass(frozen=True)
@@ -68,7 +102,11 @@ class Backend(Protocol):
     name: str
 
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        batch_size: int,
+        sampling: Sampling | None = None,
     ) -> list[Generation]: ...
 
     def score(

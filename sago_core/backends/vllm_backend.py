@@ -11,7 +11,8 @@ Both backends see the same tokens: the transformers side renders every prompt (c
 template with ``chat_template_kwargs``, or plain text for a model without a template) and
 vLLM generates from those token ids, stopping at exactly the transformers side's stop ids.
 T = 0 means argmax on both (the checkpoint's ``generation_config`` ignored) unless
-``use_model_defaults``. A GGUF model is first materialised to a safetensors folder (keyed
+``use_model_defaults``. At T > 0 every prompt is a request with its own ``SamplingParams``
+and seed. A GGUF model is first materialised to a safetensors folder (keyed
 by its sha256).
 """
 
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from sago_core.backends.materialise import materialised_folder
 from sago_core.backends.model_source import LocalModel
-from sago_core.backends.protocol import Generation, ScoringRequest, TeacherForced
+from sago_core.backends.protocol import Generation, Sampling, ScoringRequest, TeacherForced
 from sago_core.config import TemplateKwargs, VllmSettings
 from sago_core.errors import ConfigError, SagoError
 
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from sago_core.backends.target import ModelTarget
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
+# How this backend samples, recorded with every sampled answer.
+VLLM_SAMPLER = "vLLM SamplingParams per request (its own seeded generator)"
 LOG = logging.getLogger("sago.vllm")
 
 
@@ -312,7 +315,11 @@ class VllmBackend:
 
     # -- generation (vLLM) ------------------------------------------------------------
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        batch_size: int,
+        sampling: Sampling | None = None,
     ) -> list[Generation]:
         """One whole batch: vLLM schedules it (``batch_size`` is for the HF backend)."""
         import pyarrow as pa
@@ -325,21 +332,24 @@ class VllmBackend:
             scorer = self.scorer()
             rendered = [render_prompt_ids(scorer, p) for p in prompts]
             requests, responses = self._work / "requests.parquet", self._work / "responses.parquet"
-            pq.write_table(
-                pa.table(
-                    {
-                        "prompt": list(prompts),
-                        "prompt_token_ids": pa.array(rendered, type=pa.list_(pa.int64())),
-                    }
-                ),
-                requests,
-            )
-            job = {
+            columns: dict[str, Any] = {
+                "prompt": list(prompts),
+                "prompt_token_ids": pa.array(rendered, type=pa.list_(pa.int64())),
+            }
+            job: dict[str, Any] = {
                 "requests": str(requests),
                 "responses": str(responses),
                 "max_new_tokens": max_new_tokens,
                 "stop_token_ids": stop_token_ids(scorer),
             }
+            if sampling is not None:
+                columns["seed"] = pa.array(sampling.seeds, type=pa.int64())
+                job["sampling"] = {
+                    "temperature": sampling.temperature,
+                    "top_p": sampling.top_p,
+                    "top_k": sampling.top_k,
+                }
+            pq.write_table(pa.table(columns), requests)
             assert process.stdin is not None
             process.stdin.write(json.dumps(job) + "\n")
             process.stdin.flush()
@@ -353,8 +363,11 @@ class VllmBackend:
                 decode_response(scorer, r["response_token_ids"]),
                 tuple(r["response_token_ids"]),
                 r["finish_reason"],
+                sampling=None
+                if sampling is None
+                else sampling.record(i, sampler=VLLM_SAMPLER, reproducible=True),
             )
-            for r in table
+            for i, r in enumerate(table)
         ]
 
     # -- scoring (transformers, same weights) -----------------------------------------

@@ -7,7 +7,7 @@ only the standard library, pyarrow and vLLM. Protocol, one JSON object per line:
   stdout, once ready: {"ready": true, "vllm": version, "device": ..., "determinism": ...,
                        "generation_config": "vllm" | "auto", "decoding": {...}}
   stdin:  {"requests": in.parquet, "responses": out.parquet, "max_new_tokens": n,
-           "stop_token_ids": [ids]}
+           "stop_token_ids": [ids], "sampling": null | {"temperature", "top_p", "top_k"}}
   stdout: {"done": out.parquet, "decoding": {...}} or {"error": message}
   stdin:  {"engine": {<engine options>}} -> another model in this process (the old engine
           is dropped first; the reply is the ready message, or an error)
@@ -17,6 +17,9 @@ only the standard library, pyarrow and vLLM. Protocol, one JSON object per line:
 ``in.parquet`` holds ``prompt`` and ``prompt_token_ids``: the prompt already rendered by the
 transformers side (chat template and its kwargs, or plain text for a model without one), so
 both backends see the same tokens. The engine generates from those ids, never from text.
+With ``sampling`` (T > 0) it also holds ``seed``, one per prompt: each request is sampled
+with its own ``SamplingParams`` and seed (vLLM draws a seeded request from a generator of
+its own, so its answer does not depend on its batch companions).
 ``out.parquet`` gets ``response_text``, ``response_token_ids`` and ``finish_reason`` in the
 same order. ``decoding``: the effective sampling parameters of the job.
 
@@ -70,9 +73,16 @@ def _emit(message: dict) -> None:
 
 
 def sampling_params(
-    engine: Any, use_model_defaults: bool, max_tokens: int | None, stop_token_ids: list[int]
+    engine: Any,
+    use_model_defaults: bool,
+    max_tokens: int | None,
+    stop_token_ids: list[int],
+    sampling: dict[str, Any] | None = None,
+    seed: int | None = None,
 ) -> Any:
-    """Greedy argmax, or the checkpoint's own defaults; stops at the parent's ids only."""
+    """Greedy argmax, or the checkpoint's own defaults, or (``sampling``: temperature,
+    top_p, top_k; penalties neutral) sampling seeded with ``seed``; stops at the parent's
+    ids only."""
     from vllm import SamplingParams
 
     # Greedy: argmax, every filter and penalty neutral (vLLM 0.32: top_k 0 disables top-k).
@@ -89,6 +99,9 @@ def sampling_params(
         defaults = engine.get_default_sampling_params()
         chosen = {name: getattr(defaults, name) for name in chosen}
         chosen["seed"] = 0
+    if sampling is not None:
+        chosen.update({k: sampling[k] for k in ("temperature", "top_p", "top_k")})
+        chosen["seed"] = seed
     return SamplingParams(
         n=1,
         max_tokens=max_tokens,
@@ -178,14 +191,23 @@ def answer(engine: Engine, job: dict[str, Any]) -> None:
 
     table = pq.read_table(job["requests"])
     ids = table.column("prompt_token_ids").to_pylist()
-    params = sampling_params(
-        engine.llm,
-        engine.use_model_defaults,
-        int(job["max_new_tokens"]),
-        [int(i) for i in job.get("stop_token_ids") or []],
-    )
+    sampling = job.get("sampling")
+    seeds = table.column("seed").to_pylist() if sampling else [None]
+    each = [
+        sampling_params(
+            engine.llm,
+            engine.use_model_defaults,
+            int(job["max_new_tokens"]),
+            [int(i) for i in job.get("stop_token_ids") or []],
+            sampling,
+            seed,
+        )
+        for seed in seeds
+    ]
     outputs = engine.llm.generate(
-        [TokensPrompt(prompt_token_ids=list(p)) for p in ids], params, use_tqdm=False
+        [TokensPrompt(prompt_token_ids=list(p)) for p in ids],
+        each if sampling else each[0],
+        use_tqdm=False,
     )
     answers = pa.table(
         {
@@ -197,7 +219,10 @@ def answer(engine: Engine, job: dict[str, Any]) -> None:
     partial = job["responses"] + ".partial"
     pq.write_table(answers, partial)
     os.replace(partial, job["responses"])
-    _emit({"done": job["responses"], "decoding": decoding(params, engine.mode)})
+    applied = decoding(each[0], engine.mode)
+    if sampling:
+        applied["seed"] = "per request"
+    _emit({"done": job["responses"], "decoding": applied})
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""Stage: greedy responses to the base prompt and every kept variant -> generations.parquet.
+"""Stage: responses to the base prompt and every kept variant -> generations.parquet; greedy,
+or at T > 0 sampled, each row with its own seed (``sample_seeds.sample_seed``, sample 0).
 
 The replay rows (the noise floor: each base prompt asked again) are generated in a backend
 call of their own, after the call holding the bases and variants: a replay never shares a
@@ -22,10 +23,11 @@ import polars as pl
 
 from sago_core.artifacts.schemas import GENERATIONS, conform
 from sago_core.axes.reasoning import answer_text
-from sago_core.backends.protocol import Backend, Generation
+from sago_core.backends.protocol import Backend, Generation, Sampling
 from sago_core.config import GenerationSettings
 from sago_core.data.prompt import split_source
 from sago_core.errors import InputError
+from sago_core.sample_seeds import sample_seed
 from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
 
 
@@ -111,9 +113,15 @@ def generate_responses(
     texts = requests["prompt_text"].to_list()
     ensure_fits(backend, texts, prompt_origins(requests, prompts), settings.max_new_tokens)
     slots: list[Generation | None] = [None] * len(texts)
+    sampling = sampling_request(settings, model, requests)
     for call in replay_apart(backend, requests["family"].to_list()):
-        answers = backend.generate(
-            [texts[i] for i in call], settings.max_new_tokens, settings.batch_size
+        batch = [texts[i] for i in call]
+        answers = (
+            backend.generate(batch, settings.max_new_tokens, settings.batch_size)
+            if sampling is None
+            else backend.generate(
+                batch, settings.max_new_tokens, settings.batch_size, sampling.rows(call)
+            )
         )
         if len(answers) != len(call):
             raise RuntimeError(f"backend {backend.name} answered {len(answers)} of {len(call)}")
@@ -137,10 +145,30 @@ def generate_responses(
     return conform(frame, GENERATIONS)
 
 
+def sampling_request(
+    settings: GenerationSettings, model: str, requests: pl.DataFrame
+) -> Sampling | None:
+    """The sampling of ``requests`` (one sample each, sample index 0); None when greedy."""
+    if not settings.sampled:
+        return None
+    seeds = tuple(
+        sample_seed(settings.seed, model, dataset, prompt_id, variant_id, 0)
+        for dataset, prompt_id, variant_id in requests.select(
+            "dataset", "prompt_id", "variant_id"
+        ).iter_rows()
+    )
+    return Sampling(settings.temperature, settings.top_p, settings.top_k, seeds)
+
+
 def engine_records(engine: dict[str, Any], outputs: list[Generation]) -> list[str]:
     """Each row's ``engine`` JSON: the backend's description, plus for an API answer what
-    the provider says answered it (``Generation.served``)."""
+    the provider says answered it (``Generation.served``) and for a sampled answer the
+    sampling applied (``Generation.sampling``, under "sampling")."""
     plain = json.dumps(engine, sort_keys=True)
-    return [
-        json.dumps({**engine, **o.served}, sort_keys=True) if o.served else plain for o in outputs
-    ]
+    records = []
+    for o in outputs:
+        extra: dict[str, Any] = dict(o.served or {})
+        if o.sampling is not None:
+            extra["sampling"] = o.sampling
+        records.append(json.dumps({**engine, **extra}, sort_keys=True) if extra else plain)
+    return records
