@@ -1,6 +1,7 @@
 """The benchmark's parts stay runnable: the GPU check's CPU smoke path, the workload, and a
 smoke-sized ``make bench`` (both pipelines on two prompts, the same agreement checks, no
-timing targets), so a schema or API change cannot break the bench silently."""
+timing targets; a tiny random model in place of the embedded one), so a schema or API change
+cannot break the bench silently."""
 
 from __future__ import annotations
 
@@ -51,10 +52,29 @@ def test_workload_is_reproducible(tmp_path: Path) -> None:
     assert variants.height == 6 * 10
 
 
+def _bench_model(folder: Path, model: str) -> dict[str, str]:
+    """The environment in which the pipelines' processes take ``model`` for the bench's
+    model: a ``sitecustomize`` that sets ``bench.workload.MODEL`` before either pipeline
+    imports it (the bench itself has no model option; the embedded model's load from GGUF
+    is most of a smoke run's cost, and tests/unit/test_embedded_model.py covers it)."""
+    folder.mkdir()
+    root = Path(__file__).resolve().parents[1]
+    (folder / "sitecustomize.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(root)!r})\n"
+        f"import bench.workload\nbench.workload.MODEL = {model!r}\n"
+    )
+    return {"PYTHONPATH": str(folder)}
+
+
 @pytest.mark.slow
-def test_naive_and_sago_agree_on_a_smoke_sized_workload(tmp_path: Path) -> None:
+def test_naive_and_sago_agree_on_a_smoke_sized_workload(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two prompts from two datasets (the naive pipeline reloads its model between them),
-    one variant per family, a few tokens: what ``make bench`` checks before timing."""
+    one variant per family, a few tokens, a tiny random model: what ``make bench`` checks
+    before timing."""
+    for name, value in _bench_model(tmp_path / "site", f"hf:{tiny_model_dir}").items():
+        monkeypatch.setenv(name, value)
     Workload(n=1, max_new_tokens=4, limit=2, per_family=1).save(tmp_path)
     naive = run_pipeline("bench.naive", tmp_path)
     fast = run_pipeline("bench.fast", tmp_path)
@@ -64,6 +84,7 @@ def test_naive_and_sago_agree_on_a_smoke_sized_workload(tmp_path: Path) -> None:
     assert share == 1.0
     generations = pl.read_parquet(tmp_path / "naive" / "generations.parquet")
     assert generations.height == 2 * 3 and generations.columns == list(GENERATIONS)
+    assert set(generations["model"]) == {f"hf:{tiny_model_dir}"}  # the tiny model ran
     assert naive["tokens"] == fast["tokens"] > 0
     lines = table(naive, fast)
     # header, 4 stages and end to end, the insights and locate costs, one line per pipeline
