@@ -3,11 +3,16 @@ running the target in a subprocess, and reading what a run folder committed."""
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
 import subprocess
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -77,6 +82,110 @@ def run_target(
     )
     output, _ = process.communicate(timeout=600)
     return Outcome(process.pid, process.returncode, output, committed)
+
+
+class TargetProcesses:
+    """Runs of ``target.py`` (or ``disk_target.py``), each in a new process forked from one
+    that already imported sago and Prefect (``python -m tests.reliability.target serve``):
+    the same run as ``run_target``'s, its own pid, killable, less the seconds of imports a
+    fresh interpreter pays. Thread-safe: runs may overlap. Use as a context manager."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._server = subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability.target", "serve"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self._outputs = tempfile.TemporaryDirectory(prefix="sago-target-")
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._done = threading.Condition()
+        self._replies: dict[str, dict[str, int]] = {}
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._server.stdout is not None
+        for line in self._server.stdout:
+            message = json.loads(line)
+            with self._done:
+                self._replies.setdefault(message["id"], {}).update(message)
+                self._done.notify_all()
+        with self._done:
+            self._replies["closed"] = {}
+            self._done.notify_all()
+
+    def _wait(self, key: str, name: str) -> int:
+        with self._done:
+            while name not in self._replies.get(key, {}):
+                if "closed" in self._replies:
+                    raise RuntimeError(f"the fork server ended (exit {self._server.wait()})")
+                self._done.wait()
+            return self._replies[key][name]
+
+    def spawn(
+        self, module: str, argv: list[str], stderr_apart: bool = False
+    ) -> tuple[int, str, Path, Path]:
+        """Start one run of ``tests.reliability.<module>`` with ``argv``: (pid, request id,
+        the file of its stdout, that of its stderr, the same file unless ``stderr_apart``)."""
+        key = str(next(self._ids))
+        output = Path(self._outputs.name) / f"{key}.out"
+        errors = output.with_suffix(".err") if stderr_apart else output
+        output.write_bytes(b"")
+        errors.write_bytes(b"")
+        request = {"id": key, "module": f"tests.reliability.{module}", "argv": argv}
+        request |= {"output": str(output), "stderr": str(errors)}
+        assert self._server.stdin is not None
+        with self._lock:
+            self._server.stdin.write((json.dumps(request) + "\n").encode())
+            self._server.stdin.flush()
+        return self._wait(key, "pid"), key, output, errors
+
+    def wait(self, key: str) -> int:
+        """The return code of a spawned run (negative: killed by that signal)."""
+        return self._wait(key, "returncode")
+
+    def run(self, config: Path, calls: Path, kill: tuple[str, int] | None = None) -> Outcome:
+        """As ``run_target(config, calls, env, kill)``, forked."""
+        runs_dir = Path(yaml.safe_load(config.read_text())["runs_dir"])
+        committed = committed_results(runs_dir)
+        argv = [str(config), str(calls), *([kill[0], str(kill[1])] if kill else [])]
+        pid, key, output, _ = self.spawn("target", argv)
+        code = self.wait(key)
+        return Outcome(pid, code, output.read_text(errors="replace"), committed)
+
+    def close(self) -> None:
+        assert self._server.stdin is not None
+        self._server.stdin.close()
+        self._server.wait(timeout=600)
+        self._reader.join(timeout=60)
+        self._outputs.cleanup()
+
+    def __enter__(self) -> TargetProcesses:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+_SHARED: dict[tuple[tuple[str, str], ...], TargetProcesses] = {}
+
+
+def target_processes(env: dict[str, str]) -> TargetProcesses:
+    """One ``TargetProcesses`` per environment for this whole pytest process (the modules of
+    the suite share its imports), closed when the process exits."""
+    key = tuple(sorted(env.items()))
+    if key not in _SHARED:
+        _SHARED[key] = TargetProcesses(env)
+        atexit.register(_SHARED[key].close)
+    return _SHARED[key]
 
 
 def run_dirs(runs_dir: Path) -> list[Path]:

@@ -14,11 +14,24 @@ itself SIGKILL (no cleanup of any kind runs) the HIT-th time it reaches POINT:
     temp_written  an artifact's temp file is on disk, not yet renamed
     renamed       an artifact (or result record) was renamed, nothing after it ran
     statistics    inside the summary statistics (one t-test row at a time)
+
+    python -m tests.reliability.target serve
+
+A fork server (``harness.TargetProcesses``): imports sago, Prefect and the stage modules and
+digests the stage code once, then forks one new process per run it is asked for (a run of
+this module or of ``disk_target.py``). Each run is its own process, with its own pid, that
+may be SIGKILLed like any other; it only skips the seconds of imports every fresh
+interpreter pays. Protocol, one JSON line each way: ``{"id", "module", "argv", "output"}`` (and
+optionally ``"stderr"``, else both streams go to ``output``) in; ``{"id", "pid"}`` once
+forked, ``{"id", "returncode"}`` once reaped (negative: killed by that signal).
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
+import select
 import signal
 import sys
 from collections import Counter
@@ -128,5 +141,99 @@ def main(argv: list[str]) -> int:
     return sago(["run", "--config", str(config)])
 
 
+WARM = (
+    "matplotlib.pyplot",
+    "flows.evaluate",
+    "sago_cli.main",
+    "sago_core.backends.mock",
+    "sago_core.config",
+    "sago_core.scoring.summary",
+    "sago_core.stages.pairs",
+    "sago_core.storage.location",
+    "tasks.metrics",
+    "tasks.prepare",
+    "tests.reliability.disk_target",
+)
+
+
+def _warm() -> None:
+    """What every run imports, and the stage code's digests (a pure function of the
+    sources, cached per process): done once, before any fork."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    for name in WARM:
+        importlib.import_module(name)
+    from tasks.caching import code_version
+
+    for name in sorted(m for m in sys.modules if m.startswith("tasks.")):
+        code_version(name)
+
+
+def _child(request: dict[str, Any], wakeup: tuple[int, int]) -> None:
+    """In the forked process: a fresh run's stdin, stdout/stderr and signals, then the run;
+    its exit (SystemExit, an uncaught exception, a signal) ends this process as it would a
+    fresh interpreter (threads joined, exit handlers run)."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for fd in wakeup:
+        os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    for fd, path in ((1, request["output"]), (2, request.get("stderr", request["output"]))):
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
+    module = importlib.import_module(request["module"])
+    sys.argv = [str(module.__file__), *request["argv"]]
+    sys.exit(module.main(request["argv"]))
+
+
+def serve() -> int:
+    """The fork server's loop (single-threaded, so a fork copies no held lock)."""
+    _warm()
+    wakeup = os.pipe()
+    for fd in wakeup:
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wakeup[1])
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    running: dict[int, str] = {}
+    pending, closed = b"", False
+
+    def reply(message: dict[str, Any]) -> None:
+        os.write(1, (json.dumps(message) + "\n").encode())
+
+    while not closed or running:
+        readable, _, _ = select.select([wakeup[0]] if closed else [0, wakeup[0]], [], [])
+        if wakeup[0] in readable:
+            while True:
+                try:
+                    if not os.read(wakeup[0], 512):
+                        break
+                except BlockingIOError:
+                    break
+        while running:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            reply({"id": running.pop(pid), "returncode": os.waitstatus_to_exitcode(status)})
+        if 0 in readable:
+            chunk = os.read(0, 65536)
+            closed = not chunk
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                request = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    _child(request, wakeup)  # never returns
+                running[pid] = request["id"]
+                reply({"id": request["id"], "pid": pid})
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["serve"]:
+        sys.exit(serve())
     sys.exit(main(sys.argv[1:]))

@@ -6,6 +6,8 @@ rewritten, a line appended to a text file), then run the same command again. Che
 round: every corrupted artifact is named in a logged warning and in the run's integrity
 log, its stage is recomputed (the manifest says why), everything else is a cache hit, and
 the final tables equal the clean run's. The report's provenance counts the recomputations.
+Every run is a new process, forked from one that already imported sago and Prefect
+(``harness.target_processes``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tests.reliability.harness import (
     final_tables,
     manifest_problems,
     run_dirs,
-    run_target,
+    target_processes,
     write_inputs,
 )
 
@@ -57,8 +59,8 @@ def test_corrupted_cached_artifacts_are_detected_and_recomputed(
 ) -> None:
     rng = random.Random(SEED)
     config = write_inputs(tmp_path / "inputs", tmp_path)
-    calls = tmp_path / "calls.jsonl"
-    first = run_target(config, calls, server_env)
+    calls, runs = tmp_path / "calls.jsonl", target_processes(server_env)
+    first = runs.run(config, calls)
     assert first.returncode == 0, first.output[-3000:]
     (run_dir,) = run_dirs(tmp_path / "runs")
     golden = final_tables(run_dir)
@@ -69,7 +71,7 @@ def test_corrupted_cached_artifacts_are_detected_and_recomputed(
         for i, relative in enumerate(chosen):
             corrupt(run_dir / relative, KINDS[(round_ + i) % len(KINDS)], rng)
         injected += len(chosen)
-        outcome = run_target(config, calls, server_env)
+        outcome = runs.run(config, calls)
         assert outcome.returncode == 0, outcome.output[-3000:]
         for relative in chosen:
             assert f"cached artifact {run_dir / relative} does not match" in outcome.output
