@@ -13,7 +13,7 @@ VLLM_STAMP   := $(VLLM_VENV)/.sago-installed
 # The worker writes Parquet that sago reads: the same pyarrow as the main environment's lock.
 PYARROW_PIN  := $(shell grep -m1 '^pyarrow==' requirements.lock | cut -d' ' -f1)
 
-.PHONY: setup setup-vllm run test test-fast bench lint typecheck clean lock
+.PHONY: setup setup-vllm run test test-fast bench lint typecheck clean lock docs docs-serve
 
 setup: $(STAMP)
 
@@ -79,6 +79,14 @@ test-fast: setup
 # Naive vs sago on one workload, a scale curve and a cached rerun (about 15 minutes here).
 bench: setup
 	$(BIN)/python -m bench $(ARGS)
+
+# The documentation site (mkdocs.yml): strict, so a warning (a broken link or anchor, a page
+# left out of the nav) fails the build; the reference pages are generated from the code.
+docs: setup
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: setup
+	$(BIN)/mkdocs serve --strict
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
