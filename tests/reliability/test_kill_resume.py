@@ -7,10 +7,17 @@ is written and before its rename, after the rename and before anything records i
 the summary statistics. Checks per chain: every artifact readable and as the manifest says
 (sha256, rows); final tables equal to an uninterrupted golden run; no backend call in any
 run for a shard whose result was committed before that run started; no temp file left.
+
+Every run is a new process, forked from one that already imported sago and Prefect
+(``harness.TargetProcesses``), and SIGKILLed like any other. Chains are added two at a time
+until the kills that really happened reach a target: by default at least 20 kills, each
+point killed at least 4 times; ``SAGO_KILL_CAMPAIGN=full`` (a nightly run) asks for at least
+60 kills, each point at least 12 times.
 """
 
 from __future__ import annotations
 
+import os
 import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,11 +26,11 @@ import pytest
 
 from tests.reliability.harness import (
     Outcome,
+    TargetProcesses,
     calls_by_process,
     final_tables,
     manifest_problems,
     run_dirs,
-    run_target,
     shard_of_prompt,
     unreadable_parquet,
     write_inputs,
@@ -32,7 +39,8 @@ from tests.reliability.target import POINTS
 
 pytestmark = pytest.mark.slow
 SEED = 20261129
-MIN_KILLS, MIN_PER_POINT = 60, 12
+FULL_CAMPAIGN = os.environ.get("SAGO_KILL_CAMPAIGN") == "full"
+MIN_KILLS, MIN_PER_POINT = (60, 12) if FULL_CAMPAIGN else (20, 4)
 # Hit numbers are drawn from 1..N: small enough that a resumed run still reaches the point.
 MAX_HIT = {"generation": 12, "scoring": 12, "temp_written": 14, "renamed": 14, "statistics": 8}
 KILLED = -9
@@ -48,17 +56,17 @@ def chain_plan(rng: random.Random) -> list[tuple[str, int]]:
 
 
 def run_chain(
-    shared: Path, root: Path, env: dict[str, str], plan: list[tuple[str, int]]
+    shared: Path, root: Path, runs: TargetProcesses, plan: list[tuple[str, int]]
 ) -> list[Outcome]:
     config, calls = write_inputs(shared, root), root / "calls.jsonl"
     outcomes = []
     for kill in plan:
-        outcome = run_target(config, calls, env, kill)
+        outcome = runs.run(config, calls, kill)
         outcomes.append(outcome)
         if outcome.returncode != KILLED:
             assert outcome.returncode == 0, outcome.output[-3000:]
             break  # the run got past the planned point and finished
-    final = run_target(config, calls, env)
+    final = runs.run(config, calls)
     assert final.returncode == 0, final.output[-3000:]
     return [*outcomes, final]
 
@@ -87,14 +95,19 @@ def check_chain(root: Path, outcomes: list[Outcome], golden: dict) -> None:
 def test_sigkill_at_seeded_points_loses_nothing_and_pays_nothing_twice(
     server_env: dict[str, str], tmp_path: Path
 ) -> None:
+    with TargetProcesses(server_env) as runs:
+        campaign(runs, tmp_path)
+
+
+def campaign(runs: TargetProcesses, tmp_path: Path) -> None:
     shared, golden_root = tmp_path / "inputs", tmp_path / "golden"
     config = write_inputs(shared, golden_root)
-    golden_run = run_target(config, golden_root / "calls.jsonl", server_env)
+    golden_run = runs.run(config, golden_root / "calls.jsonl")
     assert golden_run.returncode == 0, golden_run.output[-3000:]
     (golden_dir,) = run_dirs(golden_root / "runs")
     golden = final_tables(golden_dir)
     # The last (clean) run of a finished chain asks the backend nothing at all.
-    rerun = run_target(config, golden_root / "calls.jsonl", server_env)
+    rerun = runs.run(config, golden_root / "calls.jsonl")
     assert rerun.returncode == 0 and rerun.pid not in calls_by_process(golden_root / "calls.jsonl")
 
     rng = random.Random(SEED)
@@ -106,7 +119,7 @@ def test_sigkill_at_seeded_points_loses_nothing_and_pays_nothing_twice(
         plans = {chains + i: chain_plan(rng) for i in range(2)}
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = {
-                i: pool.submit(run_chain, shared, tmp_path / f"chain-{i:02d}", server_env, plan)
+                i: pool.submit(run_chain, shared, tmp_path / f"chain-{i:02d}", runs, plan)
                 for i, plan in plans.items()
             }
             for i, future in futures.items():
