@@ -15,6 +15,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
+# A test server does not serve the UI (as Prefect's own ephemeral server). Its services stay:
+# the repossessor, for one, frees the concurrency leases of a run killed mid-stage.
+LEAN_SERVER = {"PREFECT_UI_ENABLED": "false"}
 
 
 def free_port() -> int:
@@ -24,8 +27,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def prefect_server(home: Path, startup_s: float = 180) -> Iterator[dict[str, str]]:
-    """Start ``prefect server start``; yield the environment a client process needs."""
+def prefect_server(
+    home: Path,
+    startup_s: float = 180,
+    server_env: dict[str, str] | None = None,
+    log: Path | None = None,
+) -> Iterator[dict[str, str]]:
+    """Start ``prefect server start``; yield the environment a client process needs.
+    ``server_env``: more settings for the server alone (they win over the defaults here);
+    ``log``: where its output goes (discarded without)."""
     port = free_port()
     env = {
         **os.environ,
@@ -37,13 +47,14 @@ def prefect_server(home: Path, startup_s: float = 180) -> Iterator[dict[str, str
         "SAGO_HOME": str(ROOT),
         "PYTHONPATH": str(ROOT),
     }
-    process = subprocess.Popen(
-        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    with open(log, "ab") if log else contextlib.nullcontext(subprocess.DEVNULL) as out:
+        process = subprocess.Popen(
+            [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env={**env, **LEAN_SERVER, **(server_env or {})},
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
     try:
         deadline = time.time() + startup_s
         while True:
@@ -53,7 +64,7 @@ def prefect_server(home: Path, startup_s: float = 180) -> Iterator[dict[str, str
             except OSError as exc:
                 if time.time() > deadline or process.poll() is not None:
                     raise RuntimeError(f"no Prefect server within {startup_s:.0f} s") from exc
-                time.sleep(1)
+                time.sleep(0.2)
         yield env
     finally:
         os.killpg(process.pid, signal.SIGTERM)

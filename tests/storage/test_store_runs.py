@@ -1,7 +1,8 @@
 """Whole runs with ``runs_dir: s3://...`` against a real S3-compatible server on 127.0.0.1,
 each "machine" a process with its own scratch folder (``SAGO_SCRATCH``), sharing nothing but
-the bucket: a run, a rerun from a fresh machine (all cache hits), a run killed mid-shard and
-resumed from the store alone, two concurrent runs on one bucket, a corrupted object."""
+the bucket: a run, a rerun from a fresh machine (all cache hits) and, once an object of that
+run is corrupted, a rerun from a third machine that detects it and recomputes its stage; a
+run killed mid-shard and resumed from the store alone; two concurrent runs on one bucket."""
 
 from __future__ import annotations
 
@@ -92,7 +93,7 @@ def _check_equal(run_dir: Path, golden: dict) -> None:
         assert tables[name].equals(frame), f"{name} differs from the run on local disk"
 
 
-def test_a_run_lives_on_the_store_and_a_fresh_machine_reruns_it_from_cache(
+def test_a_run_lives_on_the_store_a_fresh_machine_reruns_it_and_a_corrupt_object_is_redone(
     server_env: dict[str, str],
     s3_env: dict[str, str],
     s3_endpoint: str,
@@ -123,6 +124,36 @@ def test_a_run_lives_on_the_store_and_a_fresh_machine_reruns_it_from_cache(
     stages = json.loads((run_b / "manifest.json").read_text())["stages"]
     computed = [s["stage"] for s in stages if not s["cache_hit"]]
     assert computed == [], computed  # every stage came from the store
+
+    # a corrupted object on the store is detected and its stage recomputed
+    client = s3_client(s3_endpoint)
+    (victim,) = [
+        k
+        for k in _keys(s3_endpoint, bucket)
+        if k.endswith("/generations.parquet") and "/shards/" in k
+    ][:1]
+    head = client.head_object(Bucket=bucket, Key=victim)
+    body = client.get_object(Bucket=bucket, Key=victim)["Body"].read()
+    client.put_object(
+        Bucket=bucket, Key=victim, Body=body[: len(body) // 2], Metadata=head["Metadata"]
+    )  # truncated, its old sha256 kept
+    third = run_target(config, calls, _machine(server_env, s3_env, tmp_path / "machine-c"))
+    assert third.returncode == 0, third.output[-3000:]
+    run_c = _run_folder(tmp_path / "machine-c")
+    _check_equal(run_c, golden)
+    log = [json.loads(line) for line in (run_c / "integrity.jsonl").read_text().splitlines()]
+    assert [e["reason"] for e in log] == ["store object corrupt"]
+    assert victim.endswith(log[0]["path"])
+    store = json.loads((run_c / "manifest.json").read_text())["store"]
+    assert store["corrupt_objects"] == 1
+    asked = calls_by_process(calls).get(third.pid, [])
+    assert asked and len(asked) < golden["calls"]  # only the corrupted shard asked again
+    restored = client.get_object(Bucket=bucket, Key=victim)["Body"].read()
+    assert restored == body  # recomputed and pushed whole again
+    assert (
+        pl.read_parquet(run_c / "generations.parquet").height
+        == golden["tables"]["generations"].height
+    )
 
 
 def test_a_run_killed_mid_shard_resumes_from_the_store_alone(
@@ -196,45 +227,3 @@ def test_two_concurrent_runs_on_one_bucket_compute_each_shard_once(
     assert asked == golden["calls"]  # every prompt asked once over both machines
     for name in ("a", "b"):
         _check_equal(_run_folder(tmp_path / name), golden)
-
-
-def test_a_corrupted_object_is_detected_and_its_stage_recomputed(
-    server_env: dict[str, str],
-    s3_env: dict[str, str],
-    s3_endpoint: str,
-    bucket: str,
-    golden: dict,
-    shared: Path,
-    tmp_path: Path,
-) -> None:
-    config, calls = _store_config(tmp_path, bucket, shared), tmp_path / "calls.jsonl"
-    first = run_target(config, calls, _machine(server_env, s3_env, tmp_path / "a"))
-    assert first.returncode == 0, first.output[-3000:]
-    client = s3_client(s3_endpoint)
-    (victim,) = [
-        k
-        for k in _keys(s3_endpoint, bucket)
-        if k.endswith("/generations.parquet") and "/shards/" in k
-    ][:1]
-    head = client.head_object(Bucket=bucket, Key=victim)
-    body = client.get_object(Bucket=bucket, Key=victim)["Body"].read()
-    client.put_object(
-        Bucket=bucket, Key=victim, Body=body[: len(body) // 2], Metadata=head["Metadata"]
-    )  # truncated, its old sha256 kept
-    second = run_target(config, calls, _machine(server_env, s3_env, tmp_path / "b"))
-    assert second.returncode == 0, second.output[-3000:]
-    run_b = _run_folder(tmp_path / "b")
-    _check_equal(run_b, golden)
-    log = [json.loads(line) for line in (run_b / "integrity.jsonl").read_text().splitlines()]
-    assert [e["reason"] for e in log] == ["store object corrupt"]
-    assert victim.endswith(log[0]["path"])
-    store = json.loads((run_b / "manifest.json").read_text())["store"]
-    assert store["corrupt_objects"] == 1
-    asked = calls_by_process(calls).get(second.pid, [])
-    assert asked and len(asked) < golden["calls"]  # only the corrupted shard asked again
-    restored = client.get_object(Bucket=bucket, Key=victim)["Body"].read()
-    assert restored == body  # recomputed and pushed whole again
-    assert (
-        pl.read_parquet(run_b / "generations.parquet").height
-        == golden["tables"]["generations"].height
-    )
