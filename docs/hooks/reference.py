@@ -2,7 +2,8 @@
 
 A page asks for a generated block with a marker line, ``<!-- sago:NAME -->``: ``cli`` (every
 command and option, from ``sago_cli.main.build_parser``), ``config`` (every key of the run
-configuration, from ``RunConfig.model_json_schema()``), ``artifacts`` (every artifact's
+configuration, from ``RunConfig.model_json_schema()``), ``study`` (the consistency study's,
+from ``ConsistencyConfig``), ``artifacts`` (every artifact's
 columns, from ``sago_core/artifacts/schemas.py``) and ``datasets`` (the named datasets'
 folders and files under ``--data-dir``). Nothing here is written by hand, so the reference
 cannot drift from the code; an unknown marker fails the build.
@@ -19,6 +20,7 @@ import json
 import re
 import tokenize
 from collections.abc import Callable, Iterator, Sequence
+from types import ModuleType
 from typing import Any
 
 # Pieces of other schemas, not artifacts of their own.
@@ -117,32 +119,49 @@ def _options(parser: argparse.ArgumentParser) -> str:
 def config_reference() -> str:
     from sago_core import config
 
-    schema = config.RunConfig.model_json_schema()
+    return _model_reference(config.RunConfig, "sago_core.config", [config])
+
+
+def study_reference() -> str:
+    from sago_core import config
+    from sago_core.consistency import config as study
+
+    module = "sago_core.consistency.config"
+    return _model_reference(study.ConsistencyConfig, module, [study, config])
+
+
+# A section documented on a page of its own: its key links there instead of repeating it.
+ELSEWHERE = {"RunConfig": "config.md"}
+
+
+def _model_reference(model: Any, module: str, sources: list[ModuleType]) -> str:
+    schema = model.model_json_schema()
     defs = schema.get("$defs", {})
-    notes = _field_notes(inspect.getsource(config))
+    notes: dict[tuple[str, str], str] = {}
+    for source in sources:
+        notes |= _field_notes(inspect.getsource(source))
     sections: list[tuple[str, str, dict[str, Any]]] = []
     out = [
-        "Generated from `sago_core.config.RunConfig.model_json_schema()`; the notes are the "
-        "comments beside each field in `sago_core/config.py`.",
+        f"Generated from `{module}.{model.__name__}.model_json_schema()`; the notes are the "
+        f"comments beside each field in `{module.replace('.', '/')}.py`.",
         "",
         prose(schema.get("description", "")),
-        "",
         "## Top-level keys",
         "",
-        _keys(schema, "RunConfig", "", defs, notes, sections),
+        _keys(schema, model.__name__, "", defs, notes, sections),
     ]
     while sections:
         path, name, section = sections.pop(0)
         out += ["", f"## {path}", ""]
-        if section.get("description"):
-            out += [prose(section["description"]), ""]
+        out.append(prose(section.get("description", "")))
         out.append(_keys(section, name, path + ".", defs, notes, sections))
     return "\n".join(out) + "\n"
 
 
 def prose(value: str) -> str:
-    """A docstring as Markdown paragraphs."""
-    return "\n\n".join(text(p) for p in inspect.cleandoc(value).split("\n\n"))
+    """A docstring as Markdown paragraphs (each followed by a blank line)."""
+    paragraphs = inspect.cleandoc(value).split("\n\n") if value.strip() else []
+    return "".join(text(p) + "\n\n" for p in paragraphs)
 
 
 def _keys(
@@ -158,7 +177,9 @@ def _keys(
     for key, prop in schema.get("properties", {}).items():
         path = prefix + key
         nested = _object_of(prop, defs)
-        if nested is not None:
+        if nested is not None and nested[0] in ELSEWHERE:
+            kind = f"[{nested[0]}]({ELSEWHERE[nested[0]]})"
+        elif nested is not None:
             sections.append((path, *nested))
             kind = f"[section](#{_anchor(path)})"
         else:
@@ -327,6 +348,7 @@ def datasets_reference() -> str:
 GENERATORS: dict[str, Callable[[], str]] = {
     "cli": cli_reference,
     "config": config_reference,
+    "study": study_reference,
     "artifacts": artifacts_reference,
     "datasets": datasets_reference,
 }

@@ -3,8 +3,8 @@
 The site (mkdocs.yml, docs/) is built once, strictly (a warning fails the build: a link to
 a missing page or anchor, a page left out of the nav), into a temporary folder. Then every
 internal link and anchor of the built pages must resolve; the generated reference must name
-every command and option of ``sago_cli.main.build_parser``, every key of
-``RunConfig.model_json_schema()`` and every column of every artifact schema; and every
+every command and option of ``sago_cli.main.build_parser``, every key of the ``RunConfig``
+and ``ConsistencyConfig`` JSON schemas and every column of every artifact schema; and every
 ``sago COMMAND --option`` written in the docs or the README must exist.
 """
 
@@ -25,6 +25,7 @@ import pytest
 from sago_cli.main import build_parser
 from sago_core.artifacts import layout, schemas
 from sago_core.config import RunConfig
+from sago_core.consistency.config import ConsistencyConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,16 +131,25 @@ def config_paths(schema: dict[str, Any], defs: dict[str, Any], prefix: str = "")
     return paths
 
 
-def test_the_config_reference_names_every_key(site: Path) -> None:
-    html = (site / "reference" / "config" / "index.html").read_text(encoding="utf-8")
-    page = sections(html)
-    schema = RunConfig.model_json_schema()
-    top_level = list(schema["properties"])
-    assert {"models", "datasets", "generation", "variants"} <= set(top_level)
-    for key in top_level:
-        assert f"<code>{key}</code>" in page["top-level-keys"], f"{key} is not documented"
-    paths = config_paths(schema, schema.get("$defs", {}))
-    assert "generation.max_new_tokens" in paths
+@pytest.mark.parametrize(
+    ("page_name", "model", "expected"),
+    [
+        ("config", RunConfig, {"models", "datasets", "generation.max_new_tokens"}),
+        ("study-config", ConsistencyConfig, {"families", "evaluation", "series.training.n"}),
+    ],
+)
+def test_the_config_reference_names_every_key(
+    site: Path, page_name: str, model: Any, expected: set[str]
+) -> None:
+    html = (site / "reference" / page_name / "index.html").read_text(encoding="utf-8")
+    schema = model.model_json_schema()
+    for key in schema["properties"]:
+        top_level = sections(html)["top-level-keys"]
+        assert f"<code>{key}</code>" in top_level, f"{key} is not documented"
+    defs = schema.get("$defs", {})
+    # A run configuration inside another (the study's evaluation) is documented on its own page.
+    paths = [p for p in config_paths(schema, defs) if not p.startswith("evaluation.")]
+    assert expected <= set(paths)
     missing = [path for path in paths if f"<code>{path}</code>" not in html]
     assert not missing, f"config keys not documented: {missing}"
 
