@@ -1,8 +1,8 @@
 """The six paper datasets: where their files sit under ``--data-dir`` and how rows map to prompts.
 
-Each dataset reads its canonical local format (the layout of ``shared/data``). Hub ids are
-recorded for runs with a network (``load_from_hub``); this machine has none, so the local
-path is what the tests exercise.
+Each dataset reads its canonical local format, one subfolder per dataset under
+``--data-dir``. Hub ids are recorded for runs with a network (``load_from_hub``); this
+machine has none, so the local path is what the tests exercise.
 
 Reference answers are gold answers only. Alpaca (and AlpacaEval, read by the same reader)
 holds open-ended instructions whose ``output`` is another model's answer (text-davinci-003),

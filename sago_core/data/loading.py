@@ -100,7 +100,8 @@ def _load_one(
     if known in SOURCES:
         if data_dir is None:
             raise ConfigError(
-                f"dataset {known!r} needs --data-dir (a folder laid out like shared/data) "
+                f"dataset {known!r} needs --data-dir (a folder with one subfolder per dataset; "
+                "docs: guide/datasets-and-variants, the data-dir layout) "
                 "or the hub extra with a network"
             )
         source = SOURCES[known]
