@@ -8,7 +8,8 @@ the run-level stage got the model-level result, and the run finished without
 "What a run writes") exists at its documented place, and over small configs (models,
 datasets, shard sizes drawn by hypothesis) no two stages of a run share a cache key or an
 artifact. (That a rerun still hits every key is the kill-and-resume suite's and
-test_cache_integrity's business.)
+test_cache_integrity's business.) Every run is a new process, forked from one that already
+imported sago and Prefect (``harness.target_processes``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sago_core.artifacts.layout import model_slug
-from tests.reliability.harness import QUESTIONS, run_dirs, run_target, write_inputs
+from tests.reliability.harness import QUESTIONS, run_dirs, target_processes, write_inputs
 
 pytestmark = pytest.mark.slow
 ROOT_FILES = (
@@ -71,7 +72,7 @@ def test_one_model_one_dataset_one_shard_writes_the_whole_contract(
     config = _configure(
         write_inputs(tmp_path / "inputs", tmp_path), orchestration={"shard_size": 32}
     )
-    outcome = run_target(config, tmp_path / "calls.jsonl", server_env)
+    outcome = target_processes(server_env).run(config, tmp_path / "calls.jsonl")
     assert outcome.returncode == 0, outcome.output[-3000:]
     (run_dir,) = run_dirs(tmp_path / "runs")
     assert contract_problems(run_dir, ["mock:reliability"]) == []
@@ -116,7 +117,7 @@ def test_no_two_stages_of_a_run_share_a_key(
             n=n,
             orchestration={"shard_size": shard_size},
         )
-        first = run_target(config, root / "calls.jsonl", server_env)
+        first = target_processes(server_env).run(config, root / "calls.jsonl")
         assert first.returncode == 0, first.output[-3000:]
         (run_dir,) = run_dirs(root / "runs")
         stages = json.loads((run_dir / "manifest.json").read_text())["stages"]
