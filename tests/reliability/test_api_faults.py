@@ -1,11 +1,12 @@
 """API faults over the local OpenAI-compatible server, through whole runs.
 
-70 questions x 4 requests (base, two register variants, the noise floor's replay) = 280
-requests, each carrying a fault tag: eleven fault kinds (429 with Retry-After, 500, 502,
-503, read timeout, malformed JSON, truncated body, a 200 with an error body, empty content,
-a length-truncated answer, a dropped connection), each transient (fails once, then
-answers) or persistent (fails every attempt). A twelfth kind, connect timeout, needs a port
-that never accepts; it is exercised on the backend directly below.
+26 questions x 4 requests (base, two register variants, the noise floor's replay) = 104
+requests. 22 questions carry a fault tag, one per fault kind and mode: eleven fault kinds
+(429 with Retry-After, 500, 502, 503, read timeout, malformed JSON, truncated body, a 200
+with an error body, empty content, a length-truncated answer, a dropped connection), each
+transient (fails once, then answers) or persistent (fails every attempt); four are plain.
+A twelfth kind, connect timeout, needs a port that never accepts; it is exercised on the
+backend directly below.
 
 Checks: every request ends as a success or a typed failure row, none lost or duplicated;
 retries stay within the cap and wait out Retry-After; the answer cache holds only
@@ -43,7 +44,7 @@ KINDS = {  # fault -> the typed failure it must end as when it persists
     "length": "length",
     "close": "connection",
 }
-PER_KIND_AND_MODE = 3
+PER_KIND_AND_MODE = 1
 OK_QUESTIONS = 4
 
 
@@ -52,7 +53,7 @@ def tag(kind: str, mode: str, i: int) -> str:
 
 
 def questions() -> list[tuple[str, str | None, str | None]]:
-    """(question, fault kind, mode) x 70."""
+    """(question, fault kind, mode) x 26."""
     out: list[tuple[str, str | None, str | None]] = []
     for kind in KINDS:
         for mode in ("transient", "persistent"):
