@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from sago_core.config_errors import describe_errors
 from sago_core.errors import ConfigError
 from sago_core.registry.backends import backend_names
 from sago_core.storage.location import is_url, parse_store_url
@@ -539,7 +540,5 @@ def build_config(
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = describe_errors(exc, RunConfig)
         raise ConfigError(f"invalid configuration ({source}): {problems}") from exc

@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from sago_core.artifacts.layout import RunLayout
 from sago_core.checkpoints.training_split import BUILTIN_TRAINING
 from sago_core.config import RunConfig, StrictModel, build_config
+from sago_core.config_errors import describe_errors
 from sago_core.consistency.design import Reachability, study_reachability
 from sago_core.errors import ConfigError
 from sago_core.statistics.partial_correlation import KNOT_QUANTILES, Adjustment
@@ -185,7 +186,10 @@ def _with_series(values: dict[str, Any], source: str) -> dict[str, Any]:
     try:
         series = SeriesSettings.model_validate(values["series"])
     except ValidationError as exc:
-        raise ConfigError(f"invalid consistency configuration ({source}): series: {exc}") from exc
+        problems = describe_errors(exc, SeriesSettings)
+        raise ConfigError(
+            f"invalid consistency configuration ({source}): series: {problems}"
+        ) from exc
     families = dict(values.get("families") or {})
     for name, models in series.families().items():
         if name in families:
@@ -208,7 +212,5 @@ def build_consistency_config(values: dict[str, Any], source: str) -> Consistency
     try:
         return ConsistencyConfig.model_validate({**values, "evaluation": run})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = describe_errors(exc, ConsistencyConfig)
         raise ConfigError(f"invalid consistency configuration ({source}): {problems}") from exc

@@ -203,7 +203,7 @@ CASES = [
     Case(
         "unknown config key",
         lambda t: _config(t, "modles: [hf:x]\n"),
-        ("bad.yaml", "modles", "Extra inputs"),
+        ("bad.yaml", "modles: unknown key; did you mean 'models'?"),
     ),
     Case("wrong config type", lambda t: _config(t, "seed: abc\n"), ("bad.yaml", "seed")),
     Case(

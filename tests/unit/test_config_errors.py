@@ -1,0 +1,53 @@
+"""A mistyped config key is named with the nearest allowed key at its place."""
+
+from __future__ import annotations
+
+import pytest
+
+from sago_core.config import build_config
+from sago_core.consistency.config import build_consistency_config
+from sago_core.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (
+            {"generaton": {"max_new_tokens": 3}},
+            "generaton: unknown key; did you mean 'generation'?",
+        ),
+        (
+            {"generation": {"max_new_token": 3}},
+            "generation.max_new_token: unknown key; did you mean 'max_new_tokens'?",
+        ),
+        (
+            {"variants": {"noise": {"spacin": [5]}}},
+            "variants.noise.spacin: unknown key; did you mean 'spacing'?",
+        ),
+        ({"bertscore": {"modle": "x"}}, "bertscore.modle: unknown key; did you mean 'model'?"),
+    ],
+)
+def test_a_typo_gets_the_nearest_key_at_its_place(values: dict, expected: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        build_config("demo", values, source="study.yaml")
+    assert str(refused.value) == f"invalid configuration (study.yaml): {expected}"
+
+
+def test_a_key_like_no_other_lists_the_allowed_ones() -> None:
+    with pytest.raises(ConfigError) as refused:
+        build_config("demo", {"generation": {"zqxj": 1}})
+    message = str(refused.value)
+    assert "generation.zqxj: unknown key (allowed: " in message
+    assert "max_new_tokens" in message and "did you mean" not in message
+
+
+def test_other_errors_keep_pydantics_words() -> None:
+    with pytest.raises(ConfigError, match=r"\(command line\): n: Input should be greater than or equal to 1$"):
+        build_config("demo", {"n": 0})
+
+
+def test_the_consistency_file_gets_suggestions_too() -> None:
+    with pytest.raises(ConfigError, match=r"in_distributon: unknown key; did you mean "):
+        build_consistency_config(
+            {"in_distributon": "triviaqa", "families": {"a": ["hf:x"]}}, source="c.yaml"
+        )
