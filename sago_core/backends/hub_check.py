@@ -28,10 +28,10 @@ def hub_is_off() -> bool:
 
 def cached_hub_models() -> tuple[str, ...]:
     """The model repositories in the local hub cache (``HF_HUB_CACHE``), sorted."""
-    from huggingface_hub import scan_cache_dir
+    from huggingface_hub import constants, scan_cache_dir
 
-    try:
-        repos = scan_cache_dir().repos
+    try:  # the folder named at call time (scan_cache_dir's default is fixed at its import)
+        repos = scan_cache_dir(constants.HF_HUB_CACHE).repos
     except Exception:  # no cache folder yet, or an unreadable one: nothing is cached
         return ()
     return tuple(sorted(r.repo_id for r in repos if r.repo_type == "model" and r.revisions))
