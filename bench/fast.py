@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bench.timing import Stopwatch
-from bench.workload import BERTSCORE, MODEL, Workload
+from bench.workload import BERTSCORE, Workload
 from sago_core.artifacts.schemas import DELTAS, GENERATIONS
 from sago_core.artifacts.store import write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
@@ -37,11 +37,11 @@ def run(workdir: Path, name: str) -> None:
     watch = Stopwatch()
     with watch.stage("load"):
         # once per process, whatever the number of datasets
-        backend = open_backend(model_target(RunConfig(), MODEL))
+        backend = open_backend(model_target(RunConfig(), spec.model))
         scorer = get_bert_scorer(*BERTSCORE)
     with watch.stage("generation"):
         settings = GenerationSettings(max_new_tokens=spec.max_new_tokens, batch_size=96)
-        generations = generate_responses(backend, MODEL, prompts, variants, settings)
+        generations = generate_responses(backend, spec.model, prompts, variants, settings)
     with watch.stage("analysis"):
         analysis = analyse_pairs(backend, generations, AnalysisSettings(batch_size=32))
     with watch.stage("metrics"):
@@ -59,7 +59,9 @@ def run(workdir: Path, name: str) -> None:
     with locate.stage("layer profiles"):
         run_layer_profiles(analysis, generations, seed=0)
     with locate.stage("patching"):
-        patched = patch_variants(backend, MODEL, generations, analysis, PATCHING, 0, batch_size=32)
+        patched = patch_variants(
+            backend, spec.model, generations, analysis, PATCHING, 0, batch_size=32
+        )
     out = workdir / name
     write_parquet(generations, out / "generations.parquet", GENERATIONS)
     write_parquet(deltas, out / "deltas.parquet", DELTAS)

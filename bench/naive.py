@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from bench.timing import Stopwatch
-from bench.workload import BERTSCORE, MODEL, Workload
+from bench.workload import BERTSCORE, Workload
 from sago_core.artifacts.schemas import ANALYSIS, DELTAS, GENERATIONS, PAIRS, Schema, conform
 from sago_core.artifacts.store import write_parquet
 from sago_core.axes.activation import layer_cosines
@@ -34,14 +34,19 @@ from sago_core.stages.pairs import detect_mirroring_frame
 from sago_core.vocabulary import BASE_VARIANT_ID
 
 
-def load_model() -> tuple[Any, Any]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_tokenizer(model_spec: str) -> Any:
+    from transformers import AutoTokenizer
 
-    source = resolve_local_model(parse_model_spec(MODEL).model_id)
-    kwargs = {"gguf_file": source.gguf_file}
-    tokenizer = AutoTokenizer.from_pretrained(source.location, **kwargs)
-    model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs).eval()
-    return model, tokenizer
+    source = resolve_local_model(parse_model_spec(model_spec).model_id)
+    return AutoTokenizer.from_pretrained(source.location, gguf_file=source.gguf_file)
+
+
+def load_model(model_spec: str) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM
+
+    source = resolve_local_model(parse_model_spec(model_spec).model_id)
+    model = AutoModelForCausalLM.from_pretrained(source.location, gguf_file=source.gguf_file)
+    return model.eval(), load_tokenizer(model_spec)
 
 
 def prompt_ids(tokenizer: Any, prompt: str) -> list[int]:
@@ -92,14 +97,15 @@ def run(workdir: Path) -> None:
 
     torch.set_grad_enabled(False)
     spec, prompts, variants = Workload.load(workdir)
-    requests = generation_requests(prompts, variants).with_columns(pl.lit(MODEL).alias("model"))
+    requests = generation_requests(prompts, variants)
+    requests = requests.with_columns(pl.lit(spec.model).alias("model"))
     watch = Stopwatch()
     responses: dict[tuple[str, str, str], list[int]] = {}
     analysis_rows = []
     tokens = 0
     for dataset in requests["dataset"].unique(maintain_order=True).to_list():
         with watch.stage("load"):
-            model, tokenizer = load_model()  # reloaded for every dataset
+            model, tokenizer = load_model(spec.model)  # reloaded for every dataset
         rows = requests.filter(pl.col("dataset") == dataset).to_dicts()
         with watch.stage("generation"):
             for row in rows:
@@ -125,7 +131,7 @@ def run(workdir: Path) -> None:
                         "missing_reason": None,
                     }
                 )
-    decode = load_model()[1].decode
+    decode = load_tokenizer(spec.model).decode
     generations = generations_frame(
         requests.with_columns(
             pl.Series(

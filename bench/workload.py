@@ -36,6 +36,7 @@ class Workload:
     seed: int = 0
     limit: int | None = None  # keep only the first ``limit`` prompts (smoke-sized runs)
     per_family: int | None = None  # keep only the first variants of each family and prompt
+    model: str = MODEL  # both pipelines' model (the smoke test gives a tiny random one)
 
     def save(self, folder: Path) -> None:
         """Write prompts.parquet, variants.parquet and workload.json into ``folder``."""

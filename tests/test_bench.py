@@ -52,30 +52,15 @@ def test_workload_is_reproducible(tmp_path: Path) -> None:
     assert variants.height == 6 * 10
 
 
-def _bench_model(folder: Path, model: str) -> dict[str, str]:
-    """The environment in which the pipelines' processes take ``model`` for the bench's
-    model: a ``sitecustomize`` that sets ``bench.workload.MODEL`` before either pipeline
-    imports it (the bench itself has no model option; the embedded model's load from GGUF
-    is most of a smoke run's cost, and tests/unit/test_embedded_model.py covers it)."""
-    folder.mkdir()
-    root = Path(__file__).resolve().parents[1]
-    (folder / "sitecustomize.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(root)!r})\n"
-        f"import bench.workload\nbench.workload.MODEL = {model!r}\n"
-    )
-    return {"PYTHONPATH": str(folder)}
-
-
 @pytest.mark.slow
 def test_naive_and_sago_agree_on_a_smoke_sized_workload(
-    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_model_dir: Path
 ) -> None:
     """Two prompts from two datasets (the naive pipeline reloads its model between them),
     one variant per family, a few tokens, a tiny random model: what ``make bench`` checks
     before timing."""
-    for name, value in _bench_model(tmp_path / "site", f"hf:{tiny_model_dir}").items():
-        monkeypatch.setenv(name, value)
-    Workload(n=1, max_new_tokens=4, limit=2, per_family=1).save(tmp_path)
+    model = f"hf:{tiny_model_dir}"  # the embedded model's GGUF load: test_embedded_model.py
+    Workload(n=1, max_new_tokens=4, limit=2, per_family=1, model=model).save(tmp_path)
     naive = run_pipeline("bench.naive", tmp_path)
     fast = run_pipeline("bench.fast", tmp_path)
     share, worst = compare(tmp_path)
