@@ -12,6 +12,10 @@ file and no torn line is left, and no backend call is made for a shard committed
 it started. The last run's tables equal a run that never met a fault, every stage
 committed before it is a cache hit, and the API was asked each request once, plus once
 more for each answer whose cache entry or ledger line could not be written.
+
+The run that never met a fault (with its API server and its count of requests) is done once
+for both errnos (a module fixture). Every run is a new process, forked from one that already
+imported sago and Prefect (``harness.TargetProcesses``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,7 +32,7 @@ import yaml
 
 from tests.openai_server import ScriptedServer
 from tests.reliability.harness import (
-    ROOT,
+    TargetProcesses,
     calls_by_process,
     committed_results,
     final_tables,
@@ -54,16 +59,37 @@ def _inputs(shared: Path, root: Path, base_url: str) -> Path:
 
 
 def _run(
-    config: Path, calls: Path, env: dict[str, str], fault: tuple[str, str, int] | None
+    runs: TargetProcesses, config: Path, calls: Path, fault: tuple[str, str, int] | None
 ) -> tuple[int, subprocess.CompletedProcess[str]]:
-    """(pid, outcome) of one run in a fresh process, with ``fault`` planned."""
-    command = [sys.executable, "-m", "tests.reliability.disk_target", str(config), str(calls)]
-    command += [fault[0], fault[1], str(fault[2])] if fault else []
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    out, err = process.communicate(timeout=900)
-    return process.pid, subprocess.CompletedProcess(command, process.returncode, out, err)
+    """(pid, outcome) of one run in a new process, with ``fault`` planned."""
+    argv = [str(config), str(calls), *([fault[0], fault[1], str(fault[2])] if fault else [])]
+    pid, key, out, err = runs.spawn("disk_target", argv, stderr_apart=True)
+    code = runs.wait(key)
+    return pid, subprocess.CompletedProcess(argv, code, out.read_text(), err.read_text())
+
+
+@dataclass
+class Clean:
+    """The API server, the fork server, and what the run without faults left."""
+
+    server: ScriptedServer
+    runs: TargetProcesses
+    inputs: Path
+    golden: dict
+    requests: int
+
+
+@pytest.fixture(scope="module")
+def clean(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clean]:
+    env = {**server_env, "SAGO_DISK_KEY": "sk-disk-test"}
+    tmp_path = tmp_path_factory.mktemp("disk-clean")
+    with ScriptedServer() as server, TargetProcesses(env) as runs:
+        config = _inputs(tmp_path / "inputs", tmp_path / "clean", server.base_url)
+        done = _run(runs, config, tmp_path / "clean" / "calls.jsonl", None)[1]
+        assert done.returncode == 0, done.stderr[-3000:]
+        (clean_dir,) = run_dirs(tmp_path / "clean" / "runs")
+        golden, requests = final_tables(clean_dir), server.total_calls()
+        yield Clean(server, runs, tmp_path / "inputs", golden, requests)
 
 
 def _target_of(written: str) -> str:
@@ -84,55 +110,49 @@ def _torn_lines(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("code", ["ENOSPC", "EROFS"])
 def test_a_full_or_read_only_disk_stops_cleanly_and_the_rerun_reuses_finished_stages(
-    server_env: dict[str, str], tmp_path: Path, code: str
+    clean: Clean, tmp_path: Path, code: str
 ) -> None:
-    env = {**server_env, "SAGO_DISK_KEY": "sk-disk-test"}
-    with ScriptedServer() as server:
-        clean = _inputs(tmp_path / "inputs", tmp_path / "clean", server.base_url)
-        assert _run(clean, tmp_path / "clean" / "calls.jsonl", env, None)[1].returncode == 0
-        (clean_dir,) = run_dirs(tmp_path / "clean" / "runs")
-        golden, requests = final_tables(clean_dir), server.total_calls()
-
-        root = tmp_path / "faulty"
-        config, calls = _inputs(tmp_path / "inputs", root, server.base_url), root / "calls.jsonl"
-        survived, repeated, before_calls = 0, 0, server.total_calls()
-        for kind, hit in CHAIN:
-            committed = committed_results(root / "runs")
-            pid, done = _run(config, calls, env, (kind, code, hit))
-            output = done.stdout + done.stderr  # Prefect logs the target's prints
-            injected = [ln for ln in output.splitlines() if "INJECTED " in ln]
-            assert len(injected) == 1, (kind, done.stdout[-3000:], done.stderr[-3000:])
-            assert done.returncode != 0, done.stderr[-3000:]
-            message = done.stderr.strip().splitlines()[-1]
-            assert message.startswith("sago: error: cannot write "), message
-            assert " MiB free there" in message and "no partial file" in message, message
-            assert _target_of(injected[0].split()[-1]) in message, (injected, message)
-            assert [p for p in (root / "runs").rglob("*.tmp")] == []
-            (run_dir,) = run_dirs(root / "runs")
-            assert _torn_lines(run_dir / "api_ledger.jsonl") == []
-            assert unreadable_parquet(run_dir) == []
-            owner = shard_of_prompt(run_dir) if (run_dir / "shards").is_dir() else {}
-            for call in calls_by_process(calls).get(pid, []):
-                artifact = "generations" if call["kind"] == "generate" else "analysis"
-                shard = owner[call["prompt"]]
-                assert not any(
-                    p.endswith(f"/shards/{shard}/{artifact}.parquet") and "mock_" in p
-                    for p in committed
-                ), f"{kind}: the backend was asked again for committed {shard}"
-            repeated += kind in ("cache", "ledger")
-            survived += 1
-
+    server, runs, golden, requests = clean.server, clean.runs, clean.golden, clean.requests
+    root = tmp_path / "faulty"
+    config, calls = _inputs(clean.inputs, root, server.base_url), root / "calls.jsonl"
+    survived, repeated, before_calls = 0, 0, server.total_calls()
+    for kind, hit in CHAIN:
         committed = committed_results(root / "runs")
-        final = _run(config, calls, env, None)[1]
-        assert final.returncode == 0, final.stderr[-3000:]
+        pid, done = _run(runs, config, calls, (kind, code, hit))
+        output = done.stdout + done.stderr  # Prefect logs the target's prints
+        injected = [ln for ln in output.splitlines() if "INJECTED " in ln]
+        assert len(injected) == 1, (kind, done.stdout[-3000:], done.stderr[-3000:])
+        assert done.returncode != 0, done.stderr[-3000:]
+        message = done.stderr.strip().splitlines()[-1]
+        assert message.startswith("sago: error: cannot write "), message
+        assert " MiB free there" in message and "no partial file" in message, message
+        assert _target_of(injected[0].split()[-1]) in message, (injected, message)
+        assert [p for p in (root / "runs").rglob("*.tmp")] == []
         (run_dir,) = run_dirs(root / "runs")
-        assert manifest_problems(run_dir) == []
-        tables = final_tables(run_dir)
-        for name, frame in golden.items():
-            assert tables[name].equals(frame), f"{name} differs from the run without faults"
-        stages = json.loads((run_dir / "manifest.json").read_text())["stages"]
-        missed = [s["path"] for s in stages if s["path"] in committed and not s["cache_hit"]]
-        assert missed == []
-        assert server.total_calls() - before_calls == requests + repeated
+        assert _torn_lines(run_dir / "api_ledger.jsonl") == []
+        assert unreadable_parquet(run_dir) == []
+        owner = shard_of_prompt(run_dir) if (run_dir / "shards").is_dir() else {}
+        for call in calls_by_process(calls).get(pid, []):
+            artifact = "generations" if call["kind"] == "generate" else "analysis"
+            shard = owner[call["prompt"]]
+            assert not any(
+                p.endswith(f"/shards/{shard}/{artifact}.parquet") and "mock_" in p
+                for p in committed
+            ), f"{kind}: the backend was asked again for committed {shard}"
+        repeated += kind in ("cache", "ledger")
+        survived += 1
+
+    committed = committed_results(root / "runs")
+    final = _run(runs, config, calls, None)[1]
+    assert final.returncode == 0, final.stderr[-3000:]
+    (run_dir,) = run_dirs(root / "runs")
+    assert manifest_problems(run_dir) == []
+    tables = final_tables(run_dir)
+    for name, frame in golden.items():
+        assert tables[name].equals(frame), f"{name} differs from the run without faults"
+    stages = json.loads((run_dir / "manifest.json").read_text())["stages"]
+    missed = [s["path"] for s in stages if s["path"] in committed and not s["cache_hit"]]
+    assert missed == []
+    assert server.total_calls() - before_calls == requests + repeated
     assert survived == len(CHAIN)
     print(f"{code} injections survived with nothing lost: {survived}")
