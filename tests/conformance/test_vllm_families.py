@@ -189,55 +189,12 @@ def argmax_answers(hf: Any, prompts: tuple[str, ...], max_new: int) -> list[tupl
 
 
 def family_names() -> list[str]:
-    """Served families first: a failed engine start ends the shared worker."""
+    """Served families first, the unsupported last (after the penalised checkpoint's tests,
+    defined above): a failed engine start ends the shared worker, and a new one would pay
+    vLLM's imports again."""
     from tests.families import FAMILIES
 
     return sorted(FAMILIES, key=lambda name: (name in UNSUPPORTED, name))
-
-
-@pytest.mark.parametrize("family", family_names())
-def test_vllm_and_transformers_generate_the_same_greedy_tokens(
-    family: str, build: Any, tmp_path: Path
-) -> None:
-    from sago_core.backends.vllm_backend import VllmUnsupportedModelError
-
-    started = time.perf_counter()
-    folder = build(family)
-    backend = open_vllm(folder, tmp_path / "cache")
-    try:
-        if family in UNSUPPORTED:
-            with pytest.raises(VllmUnsupportedModelError) as failure:
-                backend.generate(list(PROMPTS), MAX_NEW, 8)
-            assert UNSUPPORTED[family] in str(failure.value)
-            TIMES[family] = time.perf_counter() - started
-            print(f"\n{family}: not served by vLLM: {failure.value}")
-            return
-        fast = backend.generate(list(PROMPTS), MAX_NEW, 8)
-        hf = backend.scorer()  # the transformers backend the scoring pass uses, float32
-        slow = hf.generate(list(PROMPTS), MAX_NEW, 8)
-        engine = backend.describe()
-    finally:
-        backend.close()
-    pairs = zip(fast, slow, strict=True)
-    same = sum(f.response_token_ids == s.response_token_ids for f, s in pairs)
-    TIMES[family] = time.perf_counter() - started
-    print(f"\n{family}: identical {same}/{len(PROMPTS)} in {TIMES[family]:.0f} s")
-    assert engine["scoring_dtype"] == "float32" and engine["dtype"] == "float32"
-    assert [f.response_token_ids for f in fast] == [s.response_token_ids for s in slow]
-    assert [f.response_text for f in fast] == [s.response_text for s in slow]
-    assert [f.finish_reason for f in fast] == [s.finish_reason for s in slow]
-    assert all(len(f.response_token_ids) > 0 for f in fast)
-    assert_same_decoding(engine)
-    if "thinking" in family:  # thinking off by default: the empty think block is rendered
-        from tests.families import EMPTY_THINK_BLOCK
-
-        rendered = hf.tokenizer.decode(hf.render_prompt_ids(PROMPTS[0]))
-        assert rendered.rstrip().endswith(EMPTY_THINK_BLOCK.strip())
-        assert json.loads(engine["chat_template_kwargs"]) == {"enable_thinking": False}
-    if family == "llama":
-        print(json.dumps(engine, indent=1, sort_keys=True))
-    if family == "opt":  # no chat template: the plain prompt, as transformers sees it
-        assert "plain text" in engine["prompts"]
 
 
 def test_a_penalising_generation_config_changes_nothing_at_t0(build: Any, tmp_path: Path) -> None:
@@ -286,6 +243,51 @@ def test_use_model_defaults_takes_the_checkpoint_settings(build: Any, tmp_path: 
     assert decoding["generation_config"] == "auto" and decoding["repetition_penalty"] == 5.0
     assert json.loads(engine["scoring_decoding"])["repetition_penalty"] == 5.0
     assert decoding["stop_token_ids"] == json.loads(engine["scoring_stop_token_ids"])
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_vllm_and_transformers_generate_the_same_greedy_tokens(
+    family: str, build: Any, tmp_path: Path
+) -> None:
+    from sago_core.backends.vllm_backend import VllmUnsupportedModelError
+
+    started = time.perf_counter()
+    folder = build(family)
+    backend = open_vllm(folder, tmp_path / "cache")
+    try:
+        if family in UNSUPPORTED:
+            with pytest.raises(VllmUnsupportedModelError) as failure:
+                backend.generate(list(PROMPTS), MAX_NEW, 8)
+            assert UNSUPPORTED[family] in str(failure.value)
+            TIMES[family] = time.perf_counter() - started
+            print(f"\n{family}: not served by vLLM: {failure.value}")
+            return
+        fast = backend.generate(list(PROMPTS), MAX_NEW, 8)
+        hf = backend.scorer()  # the transformers backend the scoring pass uses, float32
+        slow = hf.generate(list(PROMPTS), MAX_NEW, 8)
+        engine = backend.describe()
+    finally:
+        backend.close()
+    pairs = zip(fast, slow, strict=True)
+    same = sum(f.response_token_ids == s.response_token_ids for f, s in pairs)
+    TIMES[family] = time.perf_counter() - started
+    print(f"\n{family}: identical {same}/{len(PROMPTS)} in {TIMES[family]:.0f} s")
+    assert engine["scoring_dtype"] == "float32" and engine["dtype"] == "float32"
+    assert [f.response_token_ids for f in fast] == [s.response_token_ids for s in slow]
+    assert [f.response_text for f in fast] == [s.response_text for s in slow]
+    assert [f.finish_reason for f in fast] == [s.finish_reason for s in slow]
+    assert all(len(f.response_token_ids) > 0 for f in fast)
+    assert_same_decoding(engine)
+    if "thinking" in family:  # thinking off by default: the empty think block is rendered
+        from tests.families import EMPTY_THINK_BLOCK
+
+        rendered = hf.tokenizer.decode(hf.render_prompt_ids(PROMPTS[0]))
+        assert rendered.rstrip().endswith(EMPTY_THINK_BLOCK.strip())
+        assert json.loads(engine["chat_template_kwargs"]) == {"enable_thinking": False}
+    if family == "llama":
+        print(json.dumps(engine, indent=1, sort_keys=True))
+    if family == "opt":  # no chat template: the plain prompt, as transformers sees it
+        assert "plain text" in engine["prompts"]
 
 
 def test_zz_report_times() -> None:

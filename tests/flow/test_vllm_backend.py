@@ -1,7 +1,9 @@
 """vLLM (CPU build) on the embedded model, for real: agreement with transformers at T=0, the
 shared tokenisation of prompts and responses, and one run with a vLLM model and an API
-model. The parent side of the worker protocol (rendered prompt ids, stop ids, the engine
-record) is also checked against a scripted worker, without vLLM."""
+model. One vLLM engine serves the module: the run's runs folder is the fixture's, so the
+flow's ``open_backend`` finds the engine (and its transformers scorer) already built. The
+parent side of the worker protocol (rendered prompt ids, stop ids, the engine record) is
+also checked against a scripted worker, without vLLM."""
 
 from __future__ import annotations
 
@@ -24,17 +26,23 @@ MAX_NEW = 32
 
 
 @pytest.fixture(scope="module")
-def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="module")
+def engines(runs_dir: Path) -> Iterator[tuple]:
+    """The vLLM backend, opened with the places a run under ``runs_dir`` uses (its cache), and
+    the transformers backend it scores with (float32, the same weights)."""
     require_vllm()
     from sago_core.artifacts.layout import CacheLayout
     from sago_core.backends.factory import BackendPlaces, close_engines, open_backend
     from sago_core.backends.target import model_target
     from sago_core.config import RunConfig
 
-    config = RunConfig()
-    places = BackendPlaces(CacheLayout(tmp_path_factory.mktemp("cache")))
-    vllm = open_backend(model_target(config, "vllm:smollm2-135m"), places)
-    yield vllm, open_backend(model_target(config, "hf:smollm2-135m"))
+    places = BackendPlaces(CacheLayout.of(runs_dir))
+    vllm = open_backend(model_target(RunConfig(), "vllm:smollm2-135m"), places)
+    yield vllm, vllm.scorer()
     close_engines()  # the worker process goes with the module
 
 
@@ -81,9 +89,12 @@ def test_vllm_and_transformers_agree_at_t0_and_share_the_response_tokens(engines
 
 @pytest.mark.slow
 def test_one_run_with_a_vllm_model_and_an_api_model(
-    engines: tuple, harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engines: tuple, runs_dir: Path, harness: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The run's vLLM model is the module's engine (same target, same cache)."""
     from flows.evaluate import evaluate
+    from sago_core.backends.factory import _BUILT
+    from sago_core.backends.vllm_backend import VllmBackend
     from sago_core.config import build_config
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
@@ -93,7 +104,7 @@ def test_one_run_with_a_vllm_model_and_an_api_model(
             {
                 "models": ["vllm:smollm2-135m", "litellm:openai/mock-1"],
                 "n": 1,
-                "runs_dir": str(tmp_path / "runs"),
+                "runs_dir": str(runs_dir),
                 "generation": {"max_new_tokens": 16, "batch_size": 64},
                 "api": {"base_url": server.base_url},
                 "variants": {
@@ -104,6 +115,8 @@ def test_one_run_with_a_vllm_model_and_an_api_model(
             },
         )
         run_dir = Path(evaluate(config))
+    # The run reused the module's vLLM engine instead of starting a second one.
+    assert [b for b in _BUILT if isinstance(b, VllmBackend)] == [engines[0]]
     summary = pl.read_parquet(run_dir / "summary.parquet").filter(pl.col("dataset") == "__pooled__")
     vllm_rows = summary.filter(pl.col("model") == "vllm:smollm2-135m")
     api_rows = summary.filter(pl.col("model") == "litellm:openai/mock-1")
@@ -115,9 +128,6 @@ def test_one_run_with_a_vllm_model_and_an_api_model(
     assert '"vllm": "0.32.0"' in engine and "determinism" in engine
     page = (run_dir / "report.html").read_text()
     assert "vllm:smollm2-135m" in page and "litellm:openai/mock-1" in page
-    from sago_core.backends.factory import close_engines
-
-    close_engines()  # the run's vLLM worker ends with the test
 
 
 # -- the parent side of the protocol, against a scripted worker (no vLLM) ------------------
