@@ -42,7 +42,8 @@ def test_a_key_like_no_other_lists_the_allowed_ones() -> None:
 
 
 def test_other_errors_keep_pydantics_words() -> None:
-    with pytest.raises(ConfigError, match=r"\(command line\): n: Input should be greater than or equal to 1$"):
+    expected = r"\(command line\): n: Input should be greater than or equal to 1$"
+    with pytest.raises(ConfigError, match=expected):
         build_config("demo", {"n": 0})
 
 
