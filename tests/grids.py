@@ -20,3 +20,17 @@ def tiny_variants(
         },
         "structural": structural,
     }
+
+
+def noise_only() -> dict[str, Any]:
+    """Two noise variants (spacing 5, punctuation 3, global) and nothing else."""
+    return {
+        "register": None,
+        "structural": None,
+        "noise": {
+            "spacing": [5],
+            "punctuation": [3],
+            "capitalization": [],
+            "positions": ["global"],
+        },
+    }

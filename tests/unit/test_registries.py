@@ -21,19 +21,9 @@ from sago_core.registry import backends as backend_registry
 from sago_core.registry.axes import AxisSpec
 from sago_core.registry.backends import BackendSpec
 from tests.fakes import PROMPTS
+from tests.grids import noise_only
 
-GRID = VariantGrid.model_validate(
-    {
-        "register": None,
-        "structural": None,
-        "noise": {
-            "spacing": [5],
-            "punctuation": [3],
-            "capitalization": [],
-            "positions": ["global"],
-        },
-    }
-)
+GRID = VariantGrid.model_validate(noise_only())
 BUILTIN_AXES = ("act", "bleu", "bert", "prob", "ent", "mr")
 
 

@@ -17,6 +17,7 @@ from sago_core.config import GenerationSettings, RunConfig, VariantGrid, build_c
 from sago_core.errors import ConfigError
 from sago_core.sample_seeds import SEED_BITS, sample_seed
 from tests.fakes import PROMPTS
+from tests.grids import noise_only
 
 GREEDY_KEYS = ["max_new_tokens", "batch_size", "use_model_defaults", "chat_template_kwargs"]
 
@@ -112,18 +113,7 @@ def test_each_sample_has_a_stable_seed_of_its_own() -> None:
     assert len({seed, *(sample_seed(*c) for c in changed)}) == 1 + len(changed)
 
 
-NOISE_ONLY = VariantGrid.model_validate(
-    {
-        "register": None,
-        "structural": None,
-        "noise": {
-            "spacing": [5],
-            "punctuation": [3],
-            "capitalization": [],
-            "positions": ["global"],
-        },
-    }
-)
+NOISE_ONLY = VariantGrid.model_validate(noise_only())
 
 
 def test_the_dry_run_plan_states_the_decoding_and_counts_k_answers_per_text(
