@@ -1,7 +1,8 @@
 """``sago export <run> --out FILE``: a finished run's generations in the input schema of
 ``sago score`` (format by the file's extension: .csv, .jsonl or .parquet). Lists (references,
 token ids) are JSON arrays in a CSV; a failed generation is exported with an empty response
-(read back as missing with its reason)."""
+and its ``failure_reason`` (read back as failed with that reason), a generation that succeeded
+with a blank reason (read back as an answer, an empty one if it was empty)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ EXPORT_SCHEMA: Schema = {
     "response_text": pl.String,
     "references": pl.List(pl.String),
     "response_token_ids": pl.List(pl.Int32),
+    "failure_reason": pl.String,
 }
 
 

@@ -6,11 +6,12 @@
 | ``prompt_id`` | yes | the prompt's id within its dataset |
 | ``variant_id`` | yes | ``base`` for the base prompt; sago's own ids encode the variant |
 | ``prompt_text`` | yes | the prompt as the model was asked |
-| ``response_text`` | yes | its response (empty: kept as missing, never scored as "") |
+| ``response_text`` | yes | its response (empty: missing, unless ``failure_reason`` is blank) |
 | ``family``, ``subtype``, ``strength``, ``position`` | unless the id encodes them | the variant |
 | ``model`` | no | who answered (default: ``--model`` or ``external``) |
 | ``references`` | no | reference answers (a list, a JSON array or one string) |
 | ``response_token_ids`` | no | the response's token ids (a list or a JSON array) |
+| ``failure_reason`` | no | why it failed; blank: it succeeded (an empty response is "") |
 
 Variant ids in sago's own form (``register:+6:prefix``, ``noise:spacing:20:global``,
 ``structural:length:0.5:global``, ``replay:base:0:global``) carry family, subtype, strength
@@ -26,7 +27,7 @@ from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
 
 REQUIRED = ("dataset", "prompt_id", "variant_id", "prompt_text", "response_text")
 VARIANT_COLUMNS = ("family", "subtype", "strength", "position")
-OPTIONAL = (*VARIANT_COLUMNS, "model", "references", "response_token_ids")
+OPTIONAL = (*VARIANT_COLUMNS, "model", "references", "response_token_ids", "failure_reason")
 COLUMNS = (*REQUIRED, *OPTIONAL)
 # The families sago has detectors and grids for; a subtype outside these is kept and its
 # mirroring is missing with the detector's reason.
@@ -60,7 +61,7 @@ class ExternalRow:
     variant_id: str
     variant: VariantKey | None
     prompt_text: str
-    response_text: str | None  # None: empty in the file (``failure_reason`` says so)
+    response_text: str | None  # None: failed or empty in the file (``failure_reason`` says)
     failure_reason: str | None
     references: tuple[str, ...]
     response_token_ids: tuple[int, ...] | None

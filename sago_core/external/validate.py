@@ -1,6 +1,8 @@
 """Strict validation of rows in the input schema: every problem is an ``InputError`` naming
-the file, the row (1-based data rows) and the column; an empty response is kept as missing
-with its reason (``EMPTY_RESPONSE``), never scored as an empty answer."""
+the file, the row (1-based data rows) and the column. An empty response is kept as missing
+with its reason (``EMPTY_RESPONSE``), never scored as an empty answer, unless the file has a
+``failure_reason`` column: then a row with a blank reason succeeded (its empty response is an
+empty answer, as the run that wrote it scored it) and a row with a reason failed with it."""
 
 from __future__ import annotations
 
@@ -171,6 +173,22 @@ def _variant(record: Record, variant_id: str, file: str, row: int) -> VariantKey
     )
 
 
+def _response(
+    record: Record, response: Any, file: str, row: int, max_chars: int
+) -> tuple[str | None, str | None]:
+    """(response, failure reason). With a ``failure_reason`` column the source says which
+    rows failed: a blank reason is a generation that succeeded, its empty response an empty
+    answer; a reason is a failure kept with it. Without that column an empty response is
+    missing (``EMPTY_RESPONSE``)."""
+    if "failure_reason" not in record:
+        return (None, EMPTY_RESPONSE) if _blank(response) else (str(response), None)
+    reason = record["failure_reason"]
+    if not _blank(reason):
+        return None, _text(record, "failure_reason", file, row, max_chars)
+    absent = response is None or (isinstance(response, float) and math.isnan(response))
+    return ("" if absent else str(response)), None
+
+
 def validate_row(
     record: Record, file: str, row: int, default_model: str | None, max_chars: int
 ) -> ExternalRow:
@@ -185,7 +203,7 @@ def validate_row(
             row=row,
             column="response_text",
         )
-    empty = _blank(response)
+    response_text, failure = _response(record, response, file, row, max_chars)
     model = record.get("model")
     references = _json_list(record.get("references"), file, row, "references") or []
     return ExternalRow(
@@ -196,8 +214,8 @@ def validate_row(
         variant_id=variant_id,
         variant=None if is_base else _variant(record, variant_id, file, row),
         prompt_text=_text(record, "prompt_text", file, row, max_chars),
-        response_text=None if empty else str(response),
-        failure_reason=EMPTY_RESPONSE if empty else None,
+        response_text=response_text,
+        failure_reason=failure,
         references=tuple(str(r).strip() for r in references if str(r).strip()),
         response_token_ids=_token_ids(record.get("response_token_ids"), file, row),
     )

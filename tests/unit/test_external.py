@@ -56,6 +56,25 @@ def test_empty_response_is_missing_with_its_reason_not_an_empty_answer() -> None
     assert empty.failure_reason == EMPTY_RESPONSE
 
 
+def test_failure_reason_column_says_which_empty_responses_are_answers(tmp_path: Path) -> None:
+    header = [*HEADER, "failure_reason"]
+    rows = [
+        ["d", "1", "base", "Hi?", "Hello.", ""],
+        ["d", "1", "noise:spacing:5:global", "Hi ?", "", ""],  # generated "": an answer
+        ["d", "1", "noise:spacing:9:global", "Hi  ?", "", "timeout after 3 tries"],
+        ["d", "1", "noise:punctuation:5:global", "Hi?!", "Hey", "server error"],
+    ]
+    got = {r.variant_id: r for r in _read(_write(tmp_path / "g.csv", rows, header))}
+    answered = got["noise:spacing:5:global"]
+    assert (answered.response_text, answered.failure_reason) == ("", None)
+    failed = got["noise:spacing:9:global"]
+    assert (failed.response_text, failed.failure_reason) == (None, "timeout after 3 tries")
+    # a row the source marked failed stays failed, whatever text it holds
+    marked = got["noise:punctuation:5:global"]
+    assert (marked.response_text, marked.failure_reason) == (None, "server error")
+    assert got["base"].response_text == "Hello."
+
+
 def test_explicit_columns_for_ids_of_another_tool(tmp_path: Path) -> None:
     path = _write(
         tmp_path / "g.csv",

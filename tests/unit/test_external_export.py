@@ -27,6 +27,9 @@ ROWS = [
      None, None, "rate_limited"),
     ("replay:base:0:global", "replay", "base", 0.0, "global", "Why is the sky blue?",
      "Rayleigh, \"mostly\".", [5, 6, 2], None),
+    # a tiny model's empty answer: generated, accepted by the run, scored as ""
+    ("noise:spacing:9:global", "noise", "spacing", 9.0, "global", "Why  is  the sky  blue?",
+     "", [2], None),
 ]  # fmt: skip
 
 
@@ -47,7 +50,7 @@ def run_dir(tmp_path: Path) -> Path:
             "response_text": response,
             "answer_text": response,
             "response_token_ids": ids,
-            "finish_reason": "stop" if response else "failed",
+            "finish_reason": "failed" if failure else "stop",
             "failure_reason": failure,
             "engine": "{}",
         }
@@ -92,8 +95,11 @@ def test_export_reads_back_as_the_run_wrote_it(run_dir: Path, tmp_path: Path, su
     assert got == [row[:8] for row in ROWS]
     assert {r.model for r in table.rows} == {"hf:smollm2-135m"}
     assert table.rows[0].references == ("Rayleigh scattering", "light, scattered")
-    failed = table.rows[2]
-    assert failed.failure_reason == EMPTY_RESPONSE and failed.response_text is None
+    failed = table.rows[2]  # failed in the run: failed with the run's reason
+    assert failed.failure_reason == "rate_limited" and failed.response_text is None
+    empty = table.rows[4]  # answered "" in the run: an empty answer, not a failure
+    assert empty.response_text == "" and empty.failure_reason is None
+    assert EMPTY_RESPONSE not in {r.failure_reason for r in table.rows}
 
 
 def test_csv_lists_are_json_arrays(run_dir: Path, tmp_path: Path) -> None:
