@@ -11,13 +11,14 @@ from sago_cli.common import configure_environment
 from sago_core.artifacts.layout import SUMMARY_MD_FILE
 from sago_core.config import RunConfig, build_config, read_config_file
 from sago_core.external.columns import parse_mapping
+from sago_core.external.dove import parse_base_where
 from sago_core.external.options import FORMATS, ExternalSource
 
 
 def add_parser(commands: Any) -> None:
     score = commands.add_parser(
         "score",
-        help="score generations made elsewhere (CSV, JSONL or Parquet): the stages after "
+        help="score generations made elsewhere (CSV, JSON, JSONL or Parquet): the stages after "
         "generation, the same artifacts as `sago run`",
         description="Read externally generated base and variant responses and run pair "
         "scores, mirroring, deltas, scores, summary and report on them. Without --model, "
@@ -37,7 +38,9 @@ def add_parser(commands: Any) -> None:
     score.add_argument("--family", help="variant family where the file does not carry it")
     score.add_argument("--subtype", help="variant subtype where the file does not carry it")
     score.add_argument(
-        "--base-where", help="DOVE: dimension=value pairs that pick each sample's base row"
+        "--base-where",
+        help="DOVE: dimension=value pairs that pick each sample's base row (a value keeps "
+        "its spaces: 'separator=; '; dim.field reads a struct's field)",
     )
     score.add_argument("--config", type=Path, help="YAML config (bertscore, statistics, ...)")
     score.add_argument("--preset", choices=("demo", "paper"), help="settings (default demo)")
@@ -63,7 +66,7 @@ def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
         columns=parse_mapping(args.columns),
         family=args.family,
         subtype=args.subtype,
-        base_where=parse_mapping(args.base_where, "--base-where"),
+        base_where=parse_base_where(args.base_where),
         model=args.model,
         max_prompt_chars=config.max_prompt_chars,
     )

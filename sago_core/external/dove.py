@@ -1,63 +1,194 @@
-"""DOVE / PromptSuite Parquet -> rows of the input schema.
+"""DOVE / PromptSuite records -> rows of the input schema.
 
-A row is one response to one prompt variant: ``model`` (a name, or a struct with
-``model_info.name``), ``instance`` (``sample_identifier``, ``raw_input`` as text or chat
-messages, optional ``classification_fields.ground_truth``), ``output`` (``response``,
-optional ``generated_tokens_ids``) and ``prompt_config.dimensions`` (the prompt-format
-choices this variant made: enumerator, separator, choice order, instruction phrasing...).
-Variants are grouped by model and ``sample_identifier`` (dataset = its ``dataset_name``,
-prompt id = its ``hf_index`` or, without one, the identifier itself).
+Two layouts, as SLAB-NLP/DOVE publishes them (``src/schema_validation/schema.json``):
 
-The base of a group, by rule: the row whose dimensions equal the file's default
-configuration, each dimension at its most frequent value across the file (ties: the
-smallest value as text); ``--base-where dim=value,...`` picks it instead. A group with no
-such row, or several, is an error naming it: a base is never guessed.
+* **nested** (JSON array, JSONL, Parquet, or CSV with each nested field as JSON text): a row is
+  one response to one prompt variant: ``model`` (``model_info.name``), ``instance``
+  (``sample_identifier``, ``raw_input`` as text or chat messages,
+  ``classification_fields.ground_truth``), ``output`` (``response``, optional
+  ``cumulative_logprob`` and ``generated_tokens_logprobs``) and ``prompt_config.dimensions``
+  (the prompt-format choices of this variant: ``instruction_phrasing`` ``{name, text}``,
+  ``shots`` 0..10, ``demonstrations`` [...], ``enumerator``, ``separator``,
+  ``choices_order`` ``{method, description}``...).
+* **DOVE_Lite** (flat columns): ``dataset, sample_index, model, raw_input, generated_text,
+  cumulative_logprob, ground_truth`` and ``"dimensions_1: enumerator"`` ...
+  ``"dimensions_5: shots"`` (the dimension is the name after ``": "``).
+
+Variants are grouped by model, dataset and sample (prompt id = ``hf_index`` /
+``sample_index``). The base of a group, by rule: each dimension at its most frequent value
+across the file (ties: the smallest value as text), except where no row of the group has that
+value (``demonstrations`` differ per instance): there the group's own most frequent value.
+``--base-where dim=value,...`` picks it instead: a value matches a dimension's raw text, its
+readable label or its JSON, and ``dim.field`` reads a field of a struct. A group with no such
+row, or several, or with a base and no variant, is an error naming its rows: a base is never
+guessed and nothing reaches a stage.
 
 DOVE's dimensions are not SAGO families, so ``--family`` names one (``--subtype`` too, else
 the names of the dimensions that differ from the base, joined by ``+``); strength is the
 number of dimensions that differ; position ``global``. The variant id lists the differing
-dimensions: ``dove:enumerator=A|shuffle=True``.
+dimensions with readable labels: a struct by its ``name`` or ``method``, a list of scalars
+joined by ``+``, another list by its length (``[]`` is ``none``), a long text by its start;
+labels that would collide get ``@`` and 8 hex digits of their value's SHA-256:
+``dove:instruction_phrasing=StateHere|shots=5``.
+
+Token-level data: the token ids of a response are read from ``generated_tokens_logprobs``
+where its decoded tokens spell the response (the token chosen at each step); otherwise the
+scoring model tokenises the text. ``cumulative_logprob`` scores each row's own response under
+its own prompt, which is no SAGO axis (Prob and Ent score the base response under every
+prompt): it is checked, counted in a note, and those axes need ``--model``.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import itertools
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from sago_core.errors import InputError
-from sago_core.external.columns import Record, require_columns
+from sago_core.errors import ConfigError, InputError
+from sago_core.external.columns import Record, hint, require_columns
 from sago_core.external.options import ExternalSource
 from sago_core.vocabulary import BASE_VARIANT_ID
 
 REQUIRED = ("instance", "output", "prompt_config")
+LITE_REQUIRED = ("dataset", "sample_index", "raw_input", "generated_text")
+LITE_DIMENSION_PREFIX = "dimensions_"
+MAX_LABEL_CHARS = 64
+TOKENS_FROM_LOGPROBS = "DOVE rows whose token ids come from generated_tokens_logprobs"
+CUMULATIVE_LOGPROB = (
+    "DOVE rows with a cumulative_logprob (own response under own prompt: no SAGO axis)"
+)
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+def is_lite(columns: set[str]) -> bool:
+    return set(LITE_REQUIRED) <= columns and any(
+        c.startswith(LITE_DIMENSION_PREFIX) for c in columns
+    )
 
 
-def _dimensions(record: Record, file: str, row: int) -> dict[str, str]:
-    config = record.get("prompt_config")
-    dims = config.get("dimensions") if isinstance(config, dict) else None
-    if not isinstance(dims, dict):
+def _struct(value: Any, file: str, row: int, column: str, required: bool = True) -> Any:
+    """A nested field: a struct (dict) or list as read, or JSON text of one (DOVE's CSV)."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        text = value.strip()
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            try:  # a CSV written from Python dicts holds their repr
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise InputError(
+                    f"is neither a struct nor JSON text of one: {exc.msg}",
+                    file=file,
+                    row=row,
+                    column=column,
+                ) from exc
+    if value is None and not required:
+        return None
+    if not isinstance(value, dict):
         raise InputError(
-            "has no dimensions struct", file=file, row=row, column="prompt_config.dimensions"
+            f"must be a struct (or JSON text of one), got {type(value).__name__}",
+            file=file,
+            row=row,
+            column=column,
         )
-    return {str(k): _text(v) for k, v in dims.items() if v is not None}
+    return value
 
 
-def _model(record: Record) -> str | None:
-    model = record.get("model")
-    if isinstance(model, dict):
-        info = model.get("model_info")
-        name = info.get("name") if isinstance(info, dict) else model.get("name")
+def canonical(value: Any) -> str:
+    """The identity of a dimension value: text as is, anything else as sorted JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a Parquet column with nulls reads 0 as 0.0
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _short(text: str) -> str:
+    shown = text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    if len(shown) > MAX_LABEL_CHARS:
+        return " ".join(shown[: MAX_LABEL_CHARS - 3].split()) + "..."
+    return shown
+
+
+def label(value: Any) -> str:
+    """A readable name of a dimension value (see the module doc)."""
+    if isinstance(value, str):
+        return _short(value)
+    if isinstance(value, dict):
+        for key in ("name", "method"):
+            if isinstance(value.get(key), str) and value[key]:
+                return _short(value[key])
+        methods = value.get("methods")
+        if isinstance(methods, list) and methods and all(isinstance(m, str) for m in methods):
+            return _short("+".join(methods))
+        return _short(canonical(value))
+    if isinstance(value, list):
+        if not value:
+            return "none"
+        if all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value):
+            return _short("+".join(canonical(v) for v in value))
+        return f"{len(value)} items"
+    return _short(canonical(value))
+
+
+def _unescape(text: str) -> str:
+    return text.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
+
+
+def matches(value: Any, wanted: str, field: str | None = None) -> bool:
+    """Whether a dimension value is the one ``--base-where`` names (see the module doc)."""
+    if field is not None:
+        value = value.get(field) if isinstance(value, dict) else None
+        if value is None:
+            return False
+    texts = {canonical(value), label(value)}
+    return wanted in texts or _unescape(wanted) in texts
+
+
+def parse_base_where(text: str | None) -> tuple[tuple[str, str], ...]:
+    """``dim=value,dim=value``; a value keeps its spaces (``separator=; ``) and may hold
+    commas (``separator=, ``): an item ends only at a comma that starts ``name=``."""
+    if text is None or not text.strip():
+        return ()
+    starts = [0]
+    for i, char in enumerate(text):
+        if char == "," and _starts_item(text[i + 1 :]):
+            starts.append(i + 1)
+    items = [text[a : b - 1] for a, b in itertools.pairwise(starts)]
+    items.append(text[starts[-1] :])
+    pairs: list[tuple[str, str]] = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or value == "":
+            raise ConfigError(f"--base-where: {item!r} is not DIMENSION=VALUE")
+        if key in dict(pairs):
+            raise ConfigError(f"--base-where: {key!r} is named twice")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def _starts_item(rest: str) -> bool:
+    key, sep, _ = rest.partition("=")
+    key = key.strip()
+    return bool(sep) and bool(key) and all(c.isalnum() or c in "_.: " for c in key)
+
+
+def _model(value: Any, file: str, row: int) -> str | None:
+    if isinstance(value, str) and value.strip().startswith("{"):
+        value = _struct(value, file, row, "model")
+    if isinstance(value, dict):
+        info = value.get("model_info")
+        name = info.get("name") if isinstance(info, dict) else value.get("name")
         return str(name) if name else None
-    return str(model) if model else None
+    return str(value) if value else None
 
 
-def _prompt(instance: dict[str, Any], file: str, row: int) -> Any:
+def _prompt(instance: dict[str, Any]) -> Any:
     raw = instance.get("raw_input")
     if isinstance(raw, list):  # chat messages: the last user turn
         users = [m.get("content") for m in raw if isinstance(m, dict) and m.get("role") == "user"]
@@ -65,13 +196,19 @@ def _prompt(instance: dict[str, Any], file: str, row: int) -> Any:
     return raw
 
 
-def _sample(instance: dict[str, Any], file: str, default_dataset: str) -> tuple[str, str]:
+def _index_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip() if isinstance(value, str) else canonical(value)
+
+
+def _sample(instance: dict[str, Any], default_dataset: str) -> tuple[str, str]:
     ident = instance.get("sample_identifier")
     if isinstance(ident, dict):
         dataset = str(ident.get("dataset_name") or default_dataset)
         index = ident.get("hf_index")
-        return dataset, str(index) if index is not None else _text(ident)
-    return default_dataset, _text(ident)
+        return dataset, _index_text(index) if index is not None else canonical(ident)
+    return default_dataset, canonical(ident)
 
 
 def _references(instance: dict[str, Any]) -> list[str]:
@@ -84,13 +221,167 @@ def _references(instance: dict[str, Any]) -> list[str]:
     return [str(truth)] if truth is not None else []
 
 
+def _logprob(value: Any, file: str, row: int, column: str) -> float | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{value!r} is not a number", file=file, row=row, column=column) from exc
+    if math.isnan(number) or number > 0:
+        raise InputError(
+            f"{value!r} is not a log-probability (a number <= 0)",
+            file=file,
+            row=row,
+            column=column,
+        )
+    return number
+
+
+def token_ids_from_logprobs(steps: Any, response: Any) -> list[int] | None:
+    """The response's token ids from ``generated_tokens_logprobs`` (one list of
+    ``{token_id, logprob, rank, decoded_token}`` per generated token): at each step the one
+    candidate whose decoded token continues the response; None unless that spells the
+    response exactly (then the scoring model tokenises the text)."""
+    if not isinstance(steps, list) or not steps or not isinstance(response, str):
+        return None
+    ids: list[int] = []
+    at = 0
+    for step in steps:
+        if step is None or isinstance(step, str):
+            continue  # the schema allows a null / text placeholder
+        if not isinstance(step, list):
+            return None
+        fits = {
+            (int(c["token_id"]), c["decoded_token"])
+            for c in step
+            if isinstance(c, dict)
+            and isinstance(c.get("decoded_token"), str)
+            and isinstance(c.get("token_id"), int | float)
+            and response.startswith(c["decoded_token"], at)
+        }
+        if len(fits) != 1:
+            return None
+        token_id, text = fits.pop()
+        ids.append(token_id)
+        at += len(text)
+    return ids if at == len(response) else None
+
+
+def _nested(record: Record, file: str, row: int, default_dataset: str) -> dict[str, Any]:
+    require_columns(record, REQUIRED, file, row)
+    instance = _struct(record["instance"], file, row, "instance")
+    output = _struct(record["output"], file, row, "output")
+    config = _struct(record["prompt_config"], file, row, "prompt_config")
+    dims = config.get("dimensions")
+    if not isinstance(dims, dict):
+        raise InputError(
+            "has no dimensions struct", file=file, row=row, column="prompt_config.dimensions"
+        )
+    dataset, prompt_id = _sample(instance, default_dataset)
+    response = output.get("response")
+    steps = output.get("generated_tokens_logprobs")
+    return {
+        "model": _model(record.get("model"), file, row),
+        "dataset": dataset,
+        "prompt_id": prompt_id,
+        "dims": {str(k): v for k, v in dims.items() if v is not None},
+        "prompt_text": _prompt(instance),
+        "response_text": response,
+        "response_token_ids": token_ids_from_logprobs(steps, response),
+        "logprob": _logprob(
+            output.get("cumulative_logprob"), file, row, "output.cumulative_logprob"
+        ),
+        "references": _references(instance),
+    }
+
+
+def _lite(record: Record, file: str, row: int) -> dict[str, Any]:
+    require_columns(record, LITE_REQUIRED, file, row)
+    dims = {
+        key.partition(": ")[2] or key: value
+        for key, value in record.items()
+        if key.startswith(LITE_DIMENSION_PREFIX) and value is not None and value != ""
+    }
+    truth = record.get("ground_truth")
+    return {
+        "model": _model(record.get("model"), file, row),
+        "dataset": str(record["dataset"]),
+        "prompt_id": _index_text(record["sample_index"]),
+        "dims": dims,
+        "prompt_text": record["raw_input"],
+        "response_text": record["generated_text"],
+        "response_token_ids": None,
+        "logprob": _logprob(record.get("cumulative_logprob"), file, row, "cumulative_logprob"),
+        "references": [str(truth)] if truth not in (None, "") else [],
+    }
+
+
+def _most_frequent(values: list[str]) -> str:
+    counts = Counter(values)
+    return min(counts, key=lambda v: (-counts[v], v))
+
+
 def default_configuration(dimensions: list[dict[str, str]]) -> dict[str, str]:
-    """Each dimension at its most frequent value across the file (ties: smallest text)."""
-    counts: dict[str, Counter[str]] = {}
+    """Each dimension at its most frequent value (ties: smallest text)."""
+    values: dict[str, list[str]] = {}
     for dims in dimensions:
         for key, value in dims.items():
-            counts.setdefault(key, Counter())[value] += 1
-    return {k: min(c, key=lambda v: (-c[v], v)) for k, c in counts.items()}
+            values.setdefault(key, []).append(value)
+    return {k: _most_frequent(v) for k, v in values.items()}
+
+
+def _group_configuration(members: list[dict[str, Any]], file_default: dict[str, str]) -> dict:
+    """The file's default where a member of the group has it, else the group's own most
+    frequent value of that dimension."""
+    own = default_configuration([p["canon"] for p in members])
+    return {
+        k: v if any(p["canon"].get(k) == v for p in members) else own[k]
+        for k, v in file_default.items()
+        if k in own
+    }
+
+
+def _labels(parsed: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """(dimension, canonical value) -> its label, disambiguated where two values share one."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    values: dict[tuple[str, str], Any] = {}
+    for p in parsed:
+        for key, value in p["dims"].items():
+            values[(key, p["canon"][key])] = value
+            seen.setdefault((key, label(value)), set()).add(p["canon"][key])
+    out = {}
+    for (key, canon), value in values.items():
+        name = label(value)
+        if len(seen[(key, name)]) > 1:
+            name = f"{name}@{hashlib.sha256(canon.encode()).hexdigest()[:8]}"
+        out[(key, canon)] = name
+    return out
+
+
+def _check_base_where(wanted: tuple[tuple[str, str], ...], known: set[str], file: str) -> None:
+    for key, _ in wanted:
+        dim = key.partition(".")[0]
+        if dim not in known:
+            raise InputError(
+                f"--base-where names {dim!r}, not a dimension of the file (dimensions: "
+                f"{sorted(known)}){hint(dim, known)}",
+                file=file,
+                column="prompt_config.dimensions",
+            )
+
+
+def _picked(dims: dict[str, Any], where: tuple[tuple[str, str], ...]) -> bool:
+    for key, value in where:
+        dim, _, field = key.partition(".")
+        if dim not in dims or not matches(dims[dim], value, field or None):
+            return False
+    return True
+
+
+def _rows_text(rows: list[int], limit: int = 10) -> str:
+    shown = ", ".join(str(r) for r in rows[:limit])
+    return shown + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
 
 
 def to_input_schema(
@@ -100,73 +391,103 @@ def to_input_schema(
         raise InputError(
             "DOVE rows carry no SAGO variant family: give --family (and --subtype)", file=file
         )
+    present = set().union(*(r.keys() for r in records[:50]))
+    lite = is_lite(present) and not set(REQUIRED) <= present
     parsed = []
     for row, record in enumerate(records, start=1):
-        require_columns(record, REQUIRED, file, row)
-        instance, output = record["instance"], record["output"]
-        if not isinstance(instance, dict) or not isinstance(output, dict):
-            raise InputError(
-                "instance and output must be structs", file=file, row=row, column="instance"
-            )
-        dataset, prompt_id = _sample(instance, file, Path(file).stem)
-        parsed.append(
-            {
-                "row": row,
-                "model": _model(record) or source.model,
-                "dataset": dataset,
-                "prompt_id": prompt_id,
-                "dims": _dimensions(record, file, row),
-                "prompt_text": _prompt(instance, file, row),
-                "response_text": output.get("response"),
-                "response_token_ids": output.get("generated_tokens_ids"),
-                "references": _references(instance),
-            }
-        )
-    wanted = dict(source.base_where) or default_configuration([p["dims"] for p in parsed])
+        p = _lite(record, file, row) if lite else _nested(record, file, row, Path(file).stem)
+        p["row"] = row
+        p["model"] = p["model"] or source.model
+        p["canon"] = {k: canonical(v) for k, v in p["dims"].items()}
+        parsed.append(p)
+    _check_base_where(source.base_where, {k for p in parsed for k in p["dims"]}, file)
+    file_default = default_configuration([p["canon"] for p in parsed])
+    labels = _labels(parsed)
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for p in parsed:
         groups.setdefault((str(p["model"]), p["dataset"], p["prompt_id"]), []).append(p)
     out: list[Record] = []
+    alone: list[int] = []
     for (model, dataset, prompt_id), members in groups.items():
-        bases = [p for p in members if all(p["dims"].get(k) == v for k, v in wanted.items())]
+        if source.base_where:
+            wanted: dict[str, str] = dict(source.base_where)
+            bases = [p for p in members if _picked(p["dims"], source.base_where)]
+        else:
+            wanted = _group_configuration(members, file_default)
+            bases = [p for p in members if all(p["canon"].get(k) == v for k, v in wanted.items())]
         if len(bases) != 1:
             rows = [p["row"] for p in bases] or [p["row"] for p in members]
+            shown = {k: labels.get((k, v), v) for k, v in wanted.items()}
             raise InputError(
                 f"sample {prompt_id!r} of {dataset!r} (model {model!r}) has {len(bases)} rows "
-                f"with the base configuration {wanted} (rows {rows}); choose it with --base-where",
+                f"with the base configuration {shown} (rows {_rows_text(rows)}); choose it "
+                "with --base-where",
                 file=file,
                 row=rows[0],
                 column="prompt_config.dimensions",
             )
-        base = bases[0]
-        for p in members:
-            out_row: Record = {
-                "__row__": p["row"],
-                "model": p["model"],
-                "dataset": dataset,
-                "prompt_id": prompt_id,
-                "prompt_text": p["prompt_text"],
-                "response_text": p["response_text"],
-                "response_token_ids": p["response_token_ids"],
-                "references": p["references"],
+        if len(members) == 1:
+            alone.append(members[0]["row"])
+            continue
+        out.extend(_group_rows(members, bases[0], dataset, prompt_id, labels, source))
+    if alone:
+        raise InputError(
+            f"{len(alone)} sample(s) have a base and no variant, nothing to compare (rows "
+            f"{_rows_text(alone)}): give each sample its prompt variants, or leave it out",
+            file=file,
+            row=alone[0],
+            column="instance.sample_identifier",
+        )
+    notes = {
+        TOKENS_FROM_LOGPROBS: sum(p["response_token_ids"] is not None for p in parsed),
+        CUMULATIVE_LOGPROB: sum(p["logprob"] is not None for p in parsed),
+    }
+    return out, {k: v for k, v in notes.items() if v}
+
+
+def _group_rows(
+    members: list[dict[str, Any]],
+    base: dict[str, Any],
+    dataset: str,
+    prompt_id: str,
+    labels: dict[tuple[str, str], str],
+    source: ExternalSource,
+) -> list[Record]:
+    out: list[Record] = []
+    for p in members:
+        # DOVE's response is the model's text: an empty one is an empty answer, not a failure
+        response = p["response_text"]
+        out_row: Record = {
+            "__row__": p["row"],
+            "model": p["model"],
+            "dataset": dataset,
+            "prompt_id": prompt_id,
+            "prompt_text": p["prompt_text"],
+            "response_text": response,
+            "failure_reason": None if isinstance(response, str) else "no response in DOVE",
+            "response_token_ids": p["response_token_ids"],
+            "references": p["references"],
+        }
+        if p is base:
+            out.append({**out_row, "variant_id": BASE_VARIANT_ID})
+            continue
+        changed = sorted(
+            k
+            for k in set(p["canon"]) | set(base["canon"])
+            if p["canon"].get(k) != base["canon"].get(k)
+        )
+        name = "|".join(
+            f"{k}={labels[(k, p['canon'][k])]}" if k in p["canon"] else f"{k}=absent"
+            for k in changed
+        )
+        out.append(
+            {
+                **out_row,
+                "variant_id": f"dove:{name or 'same'}",
+                "family": source.family,
+                "subtype": source.subtype or "+".join(changed) or "same",
+                "strength": float(len(changed)),
+                "position": "global",
             }
-            if p is base:
-                out.append({**out_row, "variant_id": BASE_VARIANT_ID})
-                continue
-            changed = sorted(
-                k
-                for k in set(p["dims"]) | set(base["dims"])
-                if p["dims"].get(k) != base["dims"].get(k)
-            )
-            label = "|".join(f"{k}={p['dims'].get(k)}" for k in changed) or "same"
-            out.append(
-                {
-                    **out_row,
-                    "variant_id": f"dove:{label}",
-                    "family": source.family,
-                    "subtype": source.subtype or "+".join(changed) or "same",
-                    "strength": float(len(changed)),
-                    "position": "global",
-                }
-            )
-    return out, {}
+        )
+    return out

@@ -14,7 +14,7 @@ from sago_core.external.options import ExternalSource, FormatName
 from sago_core.external.schema import COLUMNS, REQUIRED, ExternalRow
 from sago_core.external.validate import validate_records
 
-SUFFIXES = (".csv", ".jsonl", ".parquet")
+SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
 
 
 @dataclass(frozen=True)
@@ -30,12 +30,13 @@ def detect_format(records: list[Record], file: str) -> FormatName:
         return "generations"
     if set(reference.REQUIRED) <= present:
         return "sago-reference"
-    if set(dove.REQUIRED) <= present:
+    if set(dove.REQUIRED) <= present or dove.is_lite(present):
         return "dove"
     raise InputError(
         f"columns {sorted(present)} match no known format: the input schema needs "
         f"{list(REQUIRED)} (or map yours with --columns), the SAGO reference CSVs "
-        f"{list(reference.REQUIRED)}, DOVE {list(dove.REQUIRED)}",
+        f"{list(reference.REQUIRED)}, DOVE {list(dove.REQUIRED)} or DOVE_Lite "
+        f"{list(dove.LITE_REQUIRED)} with 'dimensions_<n>: <name>' columns",
         file=file,
     )
 
@@ -45,7 +46,8 @@ def read_external(source: ExternalSource) -> ExternalTable:
     file = str(path)
     if path.suffix.lower() not in SUFFIXES:
         raise InputError(
-            f"unsupported file type {path.suffix!r} (use .csv, .jsonl or .parquet)", file=file
+            f"unsupported file type {path.suffix!r} (use .csv, .json, .jsonl or .parquet)",
+            file=file,
         )
     records = read_records(path)
     if not records:
