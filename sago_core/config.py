@@ -107,6 +107,33 @@ class StructuralGrid(StrictModel):
         return value
 
 
+class ScriptGrid(StrictModel):
+    """The script family (``sago_core/variants/script.py``, ``romanization.py``): the same
+    text typed in other characters. Percent ladders like capitalisation's, each over the
+    eligible characters of the position's region: ``fullwidth`` (ASCII -> full-width forms,
+    as an IME types them), ``homoglyphs`` (Latin letters -> look-alike Cyrillic/Greek
+    letters), ``diacritics_added`` (ASCII letters -> accented forms) and
+    ``diacritics_stripped`` (accented Latin letters -> their base letters). ``romanized``
+    (non-Latin scripts -> Latin: pinyin, Hepburn, or a general transliteration) and
+    ``han_converted`` (Simplified <-> Traditional Chinese) act on the whole prompt. A
+    transform with nothing to change in a prompt builds no variant for it."""
+
+    fullwidth: tuple[int, ...] = (10, 25, 50, 75, 100)
+    homoglyphs: tuple[int, ...] = (10, 25, 50, 75, 100)
+    diacritics_added: tuple[int, ...] = (10, 25, 50, 75, 100)
+    diacritics_stripped: tuple[int, ...] = (100,)
+    romanized: bool = True
+    han_converted: bool = True
+    positions: tuple[Position, ...] = ALL_POSITIONS
+
+    @field_validator("fullwidth", "homoglyphs", "diacritics_added", "diacritics_stripped")
+    @classmethod
+    def _percent(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(not 1 <= s <= 100 for s in value):
+            raise ValueError("script percentages must be within 1..100")
+        return value
+
+
 class VariantGrid(StrictModel):
     """Which variant families are built; a family set to null is not built at all."""
 
@@ -119,6 +146,17 @@ class VariantGrid(StrictModel):
     # The noise floor: the base prompt asked again, unchanged, under the same settings. Its
     # deltas are what the backend varies by itself (batching, kernels, API sampling).
     replay: bool = True
+    # Off unless asked for (issue 28); see ``_off_families_as_before``.
+    script: ScriptGrid | None = None
+
+    @model_serializer(mode="wrap")
+    def _off_families_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A grid without the script family serialises exactly as it did before the family
+        existed, so its run id, result hash and cache keys stay the same."""
+        data = handler(self)
+        if self.script is None and isinstance(data, dict):
+            data.pop("script", None)
+        return data
 
 
 class BertScoreSettings(StrictModel):

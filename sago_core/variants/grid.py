@@ -4,6 +4,9 @@ A variant id is readable and stable (``register:+6:prefix``, ``noise:spacing:20:
 the base prompt itself (strength 0) is never a variant, except as the ``replay`` row that
 measures the noise floor (the same text asked again). Noise randomness is seeded from
 (run seed, dataset, prompt_id, variant id), so the text never depends on order or sharding.
+The script family (``script:homoglyph:25:prefix``, ``script:romanize_pinyin:100:global``)
+is seeded the same way; a script transform that would leave a prompt unchanged (homoglyphs
+in Arabic, romanising English) builds no variant for that prompt.
 """
 
 from __future__ import annotations
@@ -12,10 +15,17 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from sago_core.config import Position, VariantGrid
+from sago_core.config import Position, ScriptGrid, VariantGrid
 from sago_core.data.prompt import Prompt
 from sago_core.variants.noise import add_punctuation, add_spaces, capitalize_share
 from sago_core.variants.register import apply_register
+from sago_core.variants.romanization import convert_han, romanize
+from sago_core.variants.script import (
+    add_diacritics,
+    strip_diacritics,
+    to_fullwidth,
+    to_homoglyphs,
+)
 from sago_core.variants.seeding import variant_rng, variant_seed
 from sago_core.vocabulary import BASE_FAMILY, REPLAY_FAMILY, REPLAY_VARIANT_ID
 
@@ -24,6 +34,13 @@ NOISE_BUILDERS: dict[str, NoiseFn] = {
     "spacing": add_spaces,
     "punctuation": add_punctuation,
     "capitalization": capitalize_share,
+}
+# The script family's percent ladders (its whole-prompt transforms name their own subtypes).
+SCRIPT_BUILDERS: dict[str, NoiseFn] = {
+    "fullwidth": to_fullwidth,
+    "homoglyph": to_homoglyphs,
+    "diacritics_added": add_diacritics,
+    "diacritics_stripped": strip_diacritics,
 }
 # Families whose meaning preservation must be checked by the semantic filter.
 FILTERED_FAMILIES = frozenset({"register", "structural"})
@@ -63,6 +80,10 @@ def register_variant_id(strength: int, position: Position) -> str:
 
 def noise_variant_id(subtype: str, strength: int, position: Position) -> str:
     return f"noise:{subtype}:{strength}:{position}"
+
+
+def script_variant_id(subtype: str, strength: int, position: Position) -> str:
+    return f"script:{subtype}:{strength}:{position}"
 
 
 def _register_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
@@ -113,11 +134,64 @@ def _noise_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Va
                 )
 
 
+def _script_levels(grid: ScriptGrid) -> dict[str, tuple[int, ...]]:
+    return {
+        "fullwidth": grid.fullwidth,
+        "homoglyph": grid.homoglyphs,
+        "diacritics_added": grid.diacritics_added,
+        "diacritics_stripped": grid.diacritics_stripped,
+    }
+
+
+def _script_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
+    script = grid.script
+    if script is None:
+        return
+    for subtype, strengths in _script_levels(script).items():
+        for position in script.positions:
+            for strength in strengths:
+                vid = script_variant_id(subtype, strength, position)
+                vseed = variant_seed(seed, prompt.dataset, prompt.prompt_id, vid)
+                text = SCRIPT_BUILDERS[subtype](
+                    prompt.prompt, strength, position, variant_rng(vseed)
+                )
+                if text != prompt.prompt:
+                    yield Variant(
+                        prompt.dataset,
+                        prompt.prompt_id,
+                        vid,
+                        "script",
+                        subtype,
+                        float(strength),
+                        position,
+                        text,
+                        vseed,
+                    )
+    # Whole-prompt transforms: GLOBAL, strength 100, the subtype names the method used.
+    for wanted, transform in ((script.romanized, romanize), (script.han_converted, convert_han)):
+        done = transform(prompt.prompt) if wanted else None
+        if done is None or done.text == prompt.prompt:
+            continue
+        vid = script_variant_id(done.subtype, 100, "global")
+        yield Variant(
+            prompt.dataset,
+            prompt.prompt_id,
+            vid,
+            "script",
+            done.subtype,
+            100.0,
+            "global",
+            done.text,
+            variant_seed(seed, prompt.dataset, prompt.prompt_id, vid),
+        )
+
+
 def build_variants(prompts: list[Prompt], grid: VariantGrid, seed: int) -> list[Variant]:
     """Every configured variant of every prompt, in a stable order."""
     variants: list[Variant] = []
     for prompt in prompts:
         variants.extend(_register_variants(prompt, grid, seed))
         variants.extend(_noise_variants(prompt, grid, seed))
+        variants.extend(_script_variants(prompt, grid, seed))
         variants.extend(_replay_variant(prompt, grid, seed))
     return variants
