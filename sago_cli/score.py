@@ -40,7 +40,8 @@ def add_parser(commands: Any) -> None:
     score.add_argument(
         "--base-where",
         help="DOVE: dimension=value pairs that pick each sample's base row (a value keeps "
-        "its spaces: 'separator=; '; dim.field reads a struct's field)",
+        "its spaces: 'separator=; '; dim.field reads a struct's field); lm-eval: task=NAME, "
+        "the base template (default: the file's first)",
     )
     score.add_argument("--config", type=Path, help="YAML config (bertscore, statistics, ...)")
     score.add_argument("--preset", choices=("demo", "paper"), help="settings (default demo)")

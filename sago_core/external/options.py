@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FormatName = Literal["generations", "sago-reference", "dove"]
-FORMATS: tuple[FormatName, ...] = ("generations", "sago-reference", "dove")
+FormatName = Literal["generations", "sago-reference", "dove", "lm-eval"]
+FORMATS: tuple[FormatName, ...] = ("generations", "sago-reference", "dove", "lm-eval")
 
 
 class ExternalSource(BaseModel):

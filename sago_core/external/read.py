@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sago_core.data.records import read_records
 from sago_core.errors import InputError
-from sago_core.external import dove, reference
+from sago_core.external import dove, lmeval, reference
 from sago_core.external.columns import Record, apply_mapping
 from sago_core.external.options import ExternalSource, FormatName
 from sago_core.external.schema import COLUMNS, REQUIRED, ExternalRow
@@ -32,11 +32,14 @@ def detect_format(records: list[Record], file: str) -> FormatName:
         return "sago-reference"
     if set(dove.REQUIRED) <= present or dove.is_lite(present):
         return "dove"
+    if set(lmeval.REQUIRED) <= present:
+        return "lm-eval"
     raise InputError(
         f"columns {sorted(present)} match no known format: the input schema needs "
         f"{list(REQUIRED)} (or map yours with --columns), the SAGO reference CSVs "
         f"{list(reference.REQUIRED)}, DOVE {list(dove.REQUIRED)} or DOVE_Lite "
-        f"{list(dove.LITE_REQUIRED)} with 'dimensions_<n>: <name>' columns",
+        f"{list(dove.LITE_REQUIRED)} with 'dimensions_<n>: <name>' columns, lm-eval samples "
+        f"{list(lmeval.REQUIRED)}",
         file=file,
     )
 
@@ -59,6 +62,8 @@ def read_external(source: ExternalSource) -> ExternalTable:
         records, notes = reference.to_input_schema(records, source, file)
     elif chosen == "dove":
         records, notes = dove.to_input_schema(records, source, file)
+    elif chosen == "lm-eval":
+        records, notes = lmeval.to_input_schema(records, source, file)
     else:
         notes = {}
     rows = validate_records(records, file, source.model, source.max_prompt_chars)
