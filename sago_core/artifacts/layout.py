@@ -62,6 +62,7 @@ AXIS_STRUCTURE_FILE = "axis_structure.parquet"
 AXIS_PCA_FILE = "axis_pca.parquet"
 LAYER_PROFILES_FILE = "layer_profiles.parquet"  # per-layer (1 - cos) profiles (issue 17)
 PATCHING_FILE = "patching.parquet"  # activation patching: recovery per (variant, layer)
+PEER_METRICS_FILE = "peer_metrics.parquet"  # peers' indices: PSS, POSIX, PDR, MaxP (issue 30)
 PAIRED_FILE = "paired.parquet"  # sago compare A B --paired (issue 16)
 PAIRED_MD_FILE = "paired.md"
 CARD_MD_FILE = "card.md"  # sago card <run>: the stability card (issue 16)

@@ -361,6 +361,21 @@ AXIS_PCA: Schema = {
 }
 
 
+# Peers' prompt-sensitivity indices from the run's own artifacts (sago_core/peer_metrics/):
+# one row per (model, dataset incl. __pooled__, family incl. __all__, index).
+PEER_METRICS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,  # __pooled__ = every dataset's instances together
+    "family": pl.String,  # __all__ = every variant family; else the base and that family
+    "index": pl.String,  # pss_correct, pss_bertscore, posix, pdr, max_p, avg_p, cps
+    "value": pl.Float64,  # null: not computable, missing_reason says why
+    "n": pl.Int32,  # instances (PSS, POSIX) or prompt templates (PDR, MaxP, AvgP, CPS) behind it
+    "coverage": pl.String,  # null: the peer's definition in full; else which part was computed
+    "source": pl.String,  # the paper defining the index
+    "missing_reason": pl.String,
+}
+
+
 def conform(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:
     """Cast to the declared schema, in declared order; a missing column is an error."""
     missing = [c for c in schema if c not in frame.columns]

@@ -1,0 +1,270 @@
+"""peer_metrics.parquet: the peers' indices over a run's own artifacts.
+
+Inputs, all already written by the run: ``instances.parquet`` (per variant: whether the base
+and the variant answers are right, ``correct_missing_reason`` when unknown), ``deltas.parquet``
+(the ``bert`` axis: BERTScore F1 of the variant's answer against the base answer, minus 1)
+and the models' ``analysis.parquet`` (the teacher-forced pass: log P(base answer | prompt)
+for the base and every variant prompt, and the base answer's token count).
+
+One row per (model, dataset, family, index): dataset ``__pooled__`` takes every dataset's
+instances together; family ``__all__`` every variant, a family name the base prompt and that
+family's variants. The replay (the base asked again, sago's noise floor) is no prompt variant
+and is left out everywhere. A value that cannot be computed is null with ``missing_reason``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import polars as pl
+
+from sago_core.artifacts.schemas import PEER_METRICS, conform
+from sago_core.peer_metrics.multi_prompt import avg_p, cps, max_p
+from sago_core.peer_metrics.pdr import pdr
+from sago_core.peer_metrics.posix import posix_psi
+from sago_core.peer_metrics.pss import pss
+from sago_core.peer_metrics.sources import (
+    AVG_P,
+    COVERAGE,
+    CPS,
+    MAX_P,
+    PDR,
+    POSIX,
+    PSS_BERTSCORE,
+    PSS_CORRECT,
+    SOURCES,
+)
+from sago_core.statistics.tails import ALL_FAMILIES
+from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, POOLED, REPLAY_FAMILY
+
+BERT_AXIS = "bert"
+INSTANCE = ["model", "dataset", "prompt_id"]
+ROW = [*INSTANCE, "variant_id"]
+NO_ANALYSIS = "no analysis.parquet (the teacher-forced pass did not run)"
+NO_LOGPROB = "no teacher-forced log-probability of the base answer"
+NO_TOKENS = "the base answer has no tokens (L = 0)"
+NO_VARIANT_LOGPROB = "no variant prompt with a teacher-forced log-probability"
+FEW_VERDICTS = "fewer than two prompts of one instance with a verdict"
+FEW_BERTSCORES = "no variant answer with a BERTScore against its base answer"
+NO_PAIRED_VERDICTS = "no variant with verdicts on both its base and its own answer"
+BASE_NEVER_RIGHT = "the base answer is never right on these instances (PDR divides by it)"
+FEW_TEMPLATES = "fewer than two prompt templates with a verdict"
+
+Measure = tuple[float | None, int, str | None]  # value, n, missing_reason
+
+
+@dataclass(frozen=True)
+class Scope:
+    model: str
+    dataset: str  # or POOLED
+    family: str  # or ALL_FAMILIES
+
+    def of(self, frame: pl.DataFrame) -> pl.DataFrame:
+        rows = frame.filter(pl.col("model") == self.model)
+        if self.dataset != POOLED:
+            rows = rows.filter(pl.col("dataset") == self.dataset)
+        if self.family != ALL_FAMILIES:
+            rows = rows.filter(pl.col("family").is_in([self.family, BASE_FAMILY]))
+        return rows
+
+
+def _most_common(reasons: list[str | None], default: str) -> str:
+    counts = Counter(r for r in reasons if r is not None)
+    if not counts:
+        return default
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[0][0]
+
+
+def _verdicts(instances: pl.DataFrame) -> pl.DataFrame:
+    """One verdict per (instance, prompt): the base prompt's (family ``base``) and each
+    variant's, as ``y`` in {0, 1} (null: unknown, ``reason`` says why)."""
+    rows = instances.filter(pl.col("family") != REPLAY_FAMILY)
+    base = (
+        rows.sort(ROW)
+        .group_by(INSTANCE, maintain_order=True)
+        .agg(
+            pl.col("base_correct").first().alias("correct"),
+            pl.col("correct_missing_reason").first().alias("reason"),
+        )
+        .with_columns(
+            pl.lit(BASE_VARIANT_ID).alias("variant_id"), pl.lit(BASE_FAMILY).alias("family")
+        )
+    )
+    variants = rows.select(
+        *ROW,
+        "family",
+        pl.col("variant_correct").alias("correct"),
+        pl.col("correct_missing_reason").alias("reason"),
+    )
+    columns = [*ROW, "family", "correct", "reason"]
+    both = pl.concat([base.select(columns), variants.select(columns)])
+    return both.with_columns(pl.col("correct").cast(pl.Float64).alias("y"))
+
+
+def _bertscores(deltas: pl.DataFrame) -> pl.DataFrame:
+    """Y = BERTScore F1 against the base answer per variant (the bert axis' delta + 1) and
+    1 for the base prompt (its answer against itself), per instance."""
+    rows = deltas.filter((pl.col("axis") == BERT_AXIS) & (pl.col("family") != REPLAY_FAMILY))
+    finite = pl.col("delta").is_not_null() & pl.col("delta").is_finite()
+    variants = rows.select(
+        *ROW,
+        "family",
+        pl.when(finite).then(pl.col("delta") + 1.0).alias("y"),
+        pl.col("missing_reason").alias("reason"),
+    )
+    base = (
+        variants.select(INSTANCE)
+        .unique(maintain_order=True)
+        .with_columns(
+            pl.lit(BASE_VARIANT_ID).alias("variant_id"),
+            pl.lit(BASE_FAMILY).alias("family"),
+            pl.lit(1.0).alias("y"),
+            pl.lit(None, pl.String).alias("reason"),
+        )
+    )
+    return pl.concat([base, variants])
+
+
+def _logprobs(analysis: pl.DataFrame, deltas: pl.DataFrame) -> pl.DataFrame:
+    """log P(base answer | prompt) per prompt, with the variant's family (from deltas) and
+    the base answer's token count."""
+    families = deltas.select(*ROW, "family").unique(ROW, keep="first")
+    rows = analysis.join(families, on=ROW, how="left").with_columns(
+        pl.when(pl.col("variant_id") == BASE_VARIANT_ID)
+        .then(pl.lit(BASE_FAMILY))
+        .otherwise(pl.col("family"))
+        .alias("family")
+    )
+    finite = pl.col("logprob").is_not_null() & pl.col("logprob").is_finite()
+    return rows.filter(pl.col("family").is_not_null() & (pl.col("family") != REPLAY_FAMILY)).select(
+        *ROW,
+        "family",
+        pl.when(finite).then(pl.col("logprob")).alias("logprob"),
+        "n_response_tokens",
+        pl.coalesce(pl.col("missing_reason"), pl.lit(NO_LOGPROB)).alias("reason"),
+    )
+
+
+def _pss(scored: pl.DataFrame, default: str) -> Measure:
+    known = scored.filter(pl.col("y").is_not_null())
+    groups = known.group_by(INSTANCE, maintain_order=True).agg(pl.col("y"))
+    values = [v for v in (pss(ys) for ys in groups["y"].to_list()) if v is not None]
+    if not values:
+        reasons = scored.filter(pl.col("y").is_null())["reason"].to_list()
+        return None, 0, _most_common(reasons, default)
+    return sum(values) / len(values), len(values), None
+
+
+def _posix(rows: pl.DataFrame | None) -> Measure:
+    if rows is None:
+        return None, 0, NO_ANALYSIS
+    values: list[float] = []
+    reasons: list[str | None] = []
+    for instance in rows.partition_by(INSTANCE, maintain_order=True):
+        base = instance.filter(pl.col("variant_id") == BASE_VARIANT_ID)
+        variants = instance.filter(pl.col("variant_id") != BASE_VARIANT_ID)
+        if base.height == 0 or base["logprob"][0] is None:
+            reasons.append(base["reason"][0] if base.height else NO_LOGPROB)
+            continue
+        under_variants = variants["logprob"].drop_nulls().to_list()
+        tokens = int(base["n_response_tokens"][0] or 0)
+        psi = posix_psi(under_variants, base["logprob"][0], tokens)
+        if psi is None:
+            reasons.append(NO_TOKENS if tokens <= 0 else NO_VARIANT_LOGPROB)
+            continue
+        values.append(psi)
+    if not values:
+        return None, 0, _most_common(reasons, NO_VARIANT_LOGPROB)
+    return sum(values) / len(values), len(values), None
+
+
+def _pdr(verdicts: pl.DataFrame) -> Measure:
+    base = verdicts.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+        *INSTANCE, pl.col("y").alias("y_base")
+    )
+    pairs = (
+        verdicts.filter(pl.col("variant_id") != BASE_VARIANT_ID)
+        .join(base, on=INSTANCE, how="left")
+        .filter(pl.col("y").is_not_null() & pl.col("y_base").is_not_null())
+    )
+    if pairs.height == 0:
+        return None, 0, _most_common(verdicts["reason"].to_list(), NO_PAIRED_VERDICTS)
+    rates = []
+    for template in pairs.partition_by("variant_id", maintain_order=True):
+        rate = pdr(
+            [y == 1.0 for y in template["y_base"].to_list()],
+            [y == 1.0 for y in template["y"].to_list()],
+        )
+        if rate is not None:
+            rates.append(rate)
+    if not rates:
+        return None, 0, BASE_NEVER_RIGHT
+    return sum(rates) / len(rates), len(rates), None
+
+
+def _multi_prompt(verdicts: pl.DataFrame) -> dict[str, Measure]:
+    known = verdicts.filter(pl.col("y").is_not_null())
+    accuracies = known.group_by("variant_id", maintain_order=True).agg(pl.col("y").mean())
+    values = accuracies["y"].to_list()
+    if len(values) < 2:
+        reason = _most_common(verdicts["reason"].to_list(), FEW_TEMPLATES)
+        reason = FEW_TEMPLATES if values else reason
+        return {name: (None, len(values), reason) for name in (MAX_P, AVG_P, CPS)}
+    best, mean = max_p(values), avg_p(values)
+    n = len(values)
+    return {MAX_P: (best, n, None), AVG_P: (mean, n, None), CPS: (cps(best, mean), n, None)}
+
+
+def _measures(
+    scope: Scope,
+    verdicts: pl.DataFrame,
+    bertscores: pl.DataFrame,
+    logprobs: pl.DataFrame | None,
+) -> dict[str, Measure]:
+    scoped = scope.of(verdicts)
+    return {
+        PSS_CORRECT: _pss(scoped, FEW_VERDICTS),
+        PSS_BERTSCORE: _pss(scope.of(bertscores), FEW_BERTSCORES),
+        POSIX: _posix(scope.of(logprobs) if logprobs is not None else None),
+        PDR: _pdr(scoped),
+        **_multi_prompt(scoped),
+    }
+
+
+def _scopes(deltas: pl.DataFrame) -> list[Scope]:
+    variants = deltas.filter(pl.col("family") != REPLAY_FAMILY)
+    scopes = []
+    for model in sorted(variants["model"].unique().to_list()):
+        rows = variants.filter(pl.col("model") == model)
+        datasets = [*sorted(rows["dataset"].unique().to_list()), POOLED]
+        families = [ALL_FAMILIES, *sorted(rows["family"].unique().to_list())]
+        scopes += [Scope(model, d, f) for d in datasets for f in families]
+    return scopes
+
+
+def peer_metrics(
+    instances: pl.DataFrame, deltas: pl.DataFrame, analysis: pl.DataFrame | None
+) -> pl.DataFrame:
+    """Every index per (model, dataset incl. __pooled__, family incl. __all__)."""
+    verdicts = _verdicts(instances)
+    bertscores = _bertscores(deltas)
+    logprobs = _logprobs(analysis, deltas) if analysis is not None else None
+    rows = []
+    for scope in _scopes(deltas):
+        for index, (value, n, reason) in _measures(scope, verdicts, bertscores, logprobs).items():
+            rows.append(
+                {
+                    "model": scope.model,
+                    "dataset": scope.dataset,
+                    "family": scope.family,
+                    "index": index,
+                    "value": value,
+                    "n": n,
+                    "coverage": COVERAGE[index],
+                    "source": SOURCES[index],
+                    "missing_reason": reason,
+                }
+            )
+    frame = pl.DataFrame(rows, schema=PEER_METRICS) if rows else pl.DataFrame(schema=PEER_METRICS)
+    return conform(frame, PEER_METRICS)
