@@ -6,11 +6,12 @@ Per model of the run: its identity and provenance (manifest), pooled SGS per axi
 reference test, eps 0.05 or the noise floor, is below 0.05, else ``not shown above
 tolerance``), the tail figures (pooled, every family, from ``tails.parquet``), the three
 worst instances (``instances.parquet``: the variants with the largest RMS of their
-normalised deltas over the measured axes, the variant's own s), and the axis-structure note
+normalised deltas over the measured axes, the variant's own s), the axis-structure note
 (``axis_structure.parquet``: which axis pairs are redundant, which axes carry their own
-signal). A run written before those artifacts existed says so in their place. With
-``against``, the paired verdicts of this run (B) against the earlier one (A), pooled rows
-(``report/paired_runs.py``).
+signal) and the peers' indices (``peer_metrics.parquet``: ProSA's PSS, POSIX, PDR,
+MaxP/AvgP/CPS; docs/peer-metrics.md). A run written before those artifacts existed says so
+in their place. With ``against``, the paired verdicts of this run (B) against the earlier
+one (A), pooled rows (``report/paired_runs.py``).
 
 Everything is read from the run folder: the card needs no model.
 """
@@ -31,6 +32,7 @@ from sago_core.artifacts.layout import (
     CARD_JSON_FILE,
     CARD_MD_FILE,
     INSTANCES_FILE,
+    PEER_METRICS_FILE,
     SUMMARY_FILE,
     TAILS_FILE,
     RunLayout,
@@ -229,6 +231,7 @@ def build_card(
                 "tails": _tails(run_dir, spec),
                 "worst_instances": _worst(run_dir, spec),
                 "axis_structure": _axis_structure(run_dir, spec),
+                "peer_indices": _peer_indices(run_dir, spec),
                 "identity_drift": [line for line in drift if line.startswith(f"this run: {spec}:")],
             }
         )
@@ -282,6 +285,7 @@ def _sections(card: dict[str, Any]) -> list[Block]:
         blocks += [
             _identity_block(card, model),
             _sgs_block(model),
+            _peer_block(model),
             _tails_block(model),
             _worst_block(model),
             _structure_block(model),
@@ -323,6 +327,38 @@ def _sgs_block(model: dict[str, Any]) -> Block:
         sgs_rows,
         [f"verdict: Holm-adjusted p below {ALPHA} means instability above the tolerance"],
     )
+
+
+def _peer_indices(run_dir: Path, model: str) -> dict[str, Any]:
+    """The peers' indices, datasets pooled, every family (peer_metrics.parquet, issue 30)."""
+    path = run_dir / PEER_METRICS_FILE
+    if not path.is_file():
+        return {"available": False, "note": f"this run predates {PEER_METRICS_FILE}", "rows": []}
+    rows = pl.read_parquet(path).filter(
+        (pl.col("model") == model)
+        & (pl.col("dataset") == POOLED)
+        & (pl.col("family") == ALL_FAMILIES)
+    )
+    keep = ["index", "value", "n", "source", "coverage", "missing_reason"]
+    return {"available": True, "note": None, "rows": rows.select(keep).to_dicts()}
+
+
+def _peer_block(model: dict[str, Any]) -> Block:
+    peer = model.get("peer_indices") or {"available": False, "note": None, "rows": []}
+    rows = [
+        [
+            r["index"],
+            _num(r["value"]),
+            str(r["n"]),
+            r["source"],
+            r["missing_reason"] or r["coverage"] or "",
+        ]
+        for r in peer["rows"]
+    ]
+    notes = [peer["note"]] if peer["note"] else []
+    notes.append("sago's base prompt and its variants are the peer's prompt templates")
+    headers = ["index", "value", "n", "source", "note"] if rows else []
+    return ("Peer indices (datasets pooled)", headers, rows, notes)
 
 
 def _tails_block(model: dict[str, Any]) -> Block:

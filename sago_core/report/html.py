@@ -42,6 +42,7 @@ from sago_core.report.insights import (
     tail_sections,
 )
 from sago_core.report.locate import Located, locate_sections, located_from_run
+from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
 from sago_core.statistics.correctness import is_correct
 from sago_core.statistics.intervals import MIN_PROMPTS
@@ -474,6 +475,7 @@ def report_from_run(run_dir: Path) -> str:
         read_analysis(layout.per_model_files(ANALYSIS_FILE)),
         insights=insights_from_run(run_dir),
         located=located_from_run(run_dir),
+        peer_metrics=peer_metrics_from_run(run_dir),
     )
 
 
@@ -494,10 +496,12 @@ def render_report(
     analysis: pl.DataFrame | None = None,
     insights: Insights | None = None,
     located: Located | None = None,
+    peer_metrics: pl.DataFrame | None = None,
 ) -> str:
     """The page; ``analysis`` (the models' analysis.parquet, concatenated) adds the
     where-Act-is-read section, left out when None; ``insights`` (instances, tails, axis
-    structure) the tail-risk, axis-structure, graded-mirroring and explorer sections."""
+    structure) the tail-risk, axis-structure, graded-mirroring and explorer sections;
+    ``peer_metrics`` (peer_metrics.parquet) the peer indices beside SGS."""
     kept = kept_counts(variants)
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     sections = [
@@ -512,6 +516,7 @@ def render_report(
         _identity_drift(generations),
         "<h2>Pooled SGS per model and axis</h2>",
         _pooled_table(summary),
+        *peer_sections(peer_metrics, summary),
         *tail_sections(insights, summary),
         "<h2>Per dataset</h2>",
         _dataset_table(summary),

@@ -233,3 +233,50 @@ def test_a_small_run_shows_why_there_is_no_interval_and_paired_means_are_labelle
     assert paired["act"]["mean_diff"] == pytest.approx(0.011)
     assert paired["act"]["mean_diff_datasets"] == pytest.approx(0.011)
     assert paired["act"]["ci_missing_reason"] == interval_refusal(4)
+
+
+def test_the_card_shows_the_peer_indices_and_says_when_a_run_has_none(tmp_path: Path) -> None:
+    from sago_core.artifacts.schemas import PEER_METRICS
+
+    run = _run(tmp_path / "rel", "hf:/m/rel", _values())
+    rows = [
+        ("__all__", "__pooled__", "pss_correct", 0.3125, 4, None, None),
+        ("__all__", "__pooled__", "posix", 0.0625, 4, "N-1 of the N(N-1) ordered pairs", None),
+        ("__all__", "__pooled__", "pdr", None, 0, None, "NO_GOLD_ALPACA"),
+        ("noise", "__pooled__", "pss_correct", 0.9, 4, None, None),  # not the card's scope
+        ("__all__", "d1", "pss_correct", 0.8, 2, None, None),  # nor this
+    ]
+    pl.DataFrame(
+        [
+            {
+                "model": "hf:/m/rel",
+                "dataset": dataset,
+                "family": family,
+                "index": index,
+                "value": value,
+                "n": n,
+                "coverage": coverage,
+                "source": "a paper",
+                "missing_reason": reason,
+            }
+            for family, dataset, index, value, n, coverage, reason in rows
+        ],
+        schema=PEER_METRICS,
+    ).write_parquet(run / "peer_metrics.parquet")
+    card = build_card(run)
+    (model,) = card["models"]
+    peer = model["peer_indices"]
+    assert peer["available"] is True
+    assert [(r["index"], r["value"]) for r in peer["rows"]] == [
+        ("pss_correct", 0.3125),
+        ("posix", 0.0625),
+        ("pdr", None),
+    ]
+    md = write_card(run)[0].read_text()
+    assert "## Peer indices (datasets pooled)" in md
+    assert "| pss_correct | 0.3125 | 4 | a paper |  |" in md
+    assert "| posix | 0.0625 | 4 | a paper | N-1 of the N(N-1) ordered pairs |" in md
+    assert "| pdr | NA | 0 | a paper | NO_GOLD_ALPACA |" in md
+
+    old = _run(tmp_path / "old", "hf:/m/old", _values(), extras=False)
+    assert "this run predates peer_metrics.parquet" in write_card(old)[0].read_text()

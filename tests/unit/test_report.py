@@ -291,3 +291,54 @@ def test_an_interval_from_too_few_prompts_shows_its_reason_never_a_band() -> Non
     cell = re.search(r'<td class="l">bleu</td><td>[^<]*</td><td>(.*?)</td>', page)
     assert cell is not None and "3 prompt(s) with a value, fewer than 5" in cell.group(1)
     assert "[" not in cell.group(1)
+
+
+def _peer_row(index: str, value: float | None, family: str = "__all__") -> dict:
+    return {
+        "model": "hf:m",
+        "dataset": "__pooled__",
+        "family": family,
+        "index": index,
+        "value": value,
+        "n": 3 if value is not None else 0,
+        "coverage": None,
+        "source": "a paper",
+        "missing_reason": None if value is not None else "NO_GOLD_ALPACA",
+    }
+
+
+def test_the_peer_indices_stand_beside_sgs_with_na_reasons() -> None:
+    from sago_core.artifacts.schemas import PEER_METRICS
+
+    deltas = _deltas()
+    scores = score_prompts(deltas)
+    summary = summarize(scores)
+    prompts, generations = _answers()
+    variants = pl.DataFrame({"family": ["register"], "kept": [True]})
+    values = {"pss_correct": None, "pss_bertscore": 0.125, "posix": 0.5, "pdr": None}
+    values |= {"max_p": None, "avg_p": None, "cps": None}
+    rows = [_peer_row(i, v) for i, v in values.items()]
+    rows += [_peer_row(i, v, "register") for i, v in values.items()]
+    peer = pl.DataFrame(rows, schema=PEER_METRICS)
+    page = render_report(
+        summary, scores, deltas, variants, prompts, generations, {}, peer_metrics=peer
+    )
+    assert "<h2>Peer indices beside SGS</h2>" in page
+    assert page.index("Pooled SGS per model and axis") < page.index("Peer indices beside SGS")
+    assert page.index("Peer indices beside SGS") < page.index("<h2>Per dataset</h2>")
+    sgs_bert = summary.filter(
+        (pl.col("model") == "hf:m")
+        & (pl.col("dataset") == "__pooled__")
+        & (pl.col("axis") == "bert")
+    )["sgs"][0]
+    # model, PSS (correct) NA, PSS (BERTScore), SGS bert, POSIX, SGS prob, ...
+    row = re.search(
+        r'<td class="l">hf:m</td><td>(.*?)</td><td>([0-9.]+)</td><td>([0-9.]+)</td>', page
+    )
+    assert row is not None
+    assert 'title="NO_GOLD_ALPACA"' in row.group(1)
+    assert float(row.group(2)) == 0.125 and float(row.group(3)) == round(sgs_bert, 4)
+    assert '<td class="l">register</td>' in page
+    assert "PSS (correct) NA in 2 row(s): NO_GOLD_ALPACA" in page  # all, register
+    plain = render_report(summary, scores, deltas, variants, prompts, generations, {})
+    assert "Peer indices beside SGS" not in plain
