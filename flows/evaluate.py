@@ -36,6 +36,7 @@ from tasks.metrics import (
     summarize_task,
 )
 from tasks.mirroring import detect_mirroring_task
+from tasks.peer_metrics import peer_metrics_task
 from tasks.prepare import (
     build_variants_task,
     filter_variants_task,
@@ -244,6 +245,13 @@ def finish_run(
     )
     instances, tails, axis_structure, axis_pca = beyond_the_mean(
         stage, deltas, generations, prompts, scores, out
+    )
+    stage(
+        peer_metrics_task,
+        instances_path=instances,
+        deltas_path=deltas,
+        analysis_paths=[m["analysis"] for m in per_model],
+        out_dir=out,
     )
     located = locate_run(stage, config, generations, per_model)
     report = stage(
