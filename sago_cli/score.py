@@ -14,12 +14,15 @@ from sago_core.external.columns import parse_mapping
 from sago_core.external.dove import parse_base_where
 from sago_core.external.options import FORMATS, ExternalSource
 
+INSPECT = "inspect"  # read.INSPECT (kept import-light: the parser must not load the readers)
+FORMAT_CHOICES = tuple(dict.fromkeys((*FORMATS, INSPECT)))
+
 
 def add_parser(commands: Any) -> None:
     score = commands.add_parser(
         "score",
-        help="score generations made elsewhere (CSV, JSON, JSONL or Parquet): the stages after "
-        "generation, the same artifacts as `sago run`",
+        help="score generations made elsewhere (CSV, JSON, JSONL, Parquet or an inspect_ai "
+        ".eval log): the stages after generation, the same artifacts as `sago run`",
         description="Read externally generated base and variant responses and run pair "
         "scores, mirroring, deltas, scores, summary and report on them. Without --model, "
         "Act, Prob and Ent are missing; with a local model its teacher-forced pass scores "
@@ -30,7 +33,7 @@ def add_parser(commands: Any) -> None:
         "--model", help="BACKEND:ID of a local model for Act/Prob/Ent (e.g. hf:smollm2-135m)"
     )
     score.add_argument(
-        "--format", choices=FORMATS, help="the file's format (default: from its columns)"
+        "--format", choices=FORMAT_CHOICES, help="the file's format (default: from its columns)"
     )
     score.add_argument(
         "--columns", help="schema=file column pairs, e.g. prompt_text=question,response_text=out"
@@ -40,8 +43,8 @@ def add_parser(commands: Any) -> None:
     score.add_argument(
         "--base-where",
         help="DOVE: dimension=value pairs that pick each sample's base row (a value keeps "
-        "its spaces: 'separator=; '; dim.field reads a struct's field); lm-eval: task=NAME, "
-        "the base template (default: the file's first)",
+        "its spaces: 'separator=; '; dim.field reads a struct's field); lm-eval and inspect: "
+        "task=NAME, the base template (default: the file's first)",
     )
     score.add_argument("--config", type=Path, help="YAML config (bertscore, statistics, ...)")
     score.add_argument("--preset", choices=("demo", "paper"), help="settings (default demo)")
@@ -63,7 +66,9 @@ def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
     config = build_config(args.preset, file_values, overrides)
     source = ExternalSource(
         path=args.generations,
-        format=args.format,
+        # --format inspect: detected from the file's shape (checked in ``command``) until
+        # options.FormatName names it
+        format=args.format if args.format in FORMATS else None,
         columns=parse_mapping(args.columns),
         family=args.family,
         subtype=args.subtype,
@@ -76,11 +81,17 @@ def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
 
 def command(args: argparse.Namespace) -> int:
     from sago_core.backends.model_source import parse_model_spec, resolve_local_model
+    from sago_core.errors import InputError
     from sago_core.external.read import read_external
     from sago_core.registry.backends import local_backends
 
     config, source = score_inputs(args)
     table = read_external(source)  # every problem of the file, before Prefect starts
+    if args.format is not None and table.format != args.format:
+        raise InputError(
+            f"is not in the {args.format!r} format (it reads as {table.format!r})",
+            file=str(source.path),
+        )
     if source.model and parse_model_spec(source.model).backend in local_backends():
         resolve_local_model(parse_model_spec(source.model).model_id)
     configure_environment(config)

@@ -5,26 +5,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from sago_core.data.records import read_records
 from sago_core.errors import InputError
-from sago_core.external import dove, lmeval, reference
+from sago_core.external import dove, inspect_log, lmeval, reference
 from sago_core.external.columns import Record, apply_mapping
 from sago_core.external.options import ExternalSource, FormatName
 from sago_core.external.schema import COLUMNS, REQUIRED, ExternalRow
 from sago_core.external.validate import validate_records
 
-SUFFIXES = (".csv", ".json", ".jsonl", ".parquet")
+SUFFIXES = (".csv", ".json", ".jsonl", ".parquet", ".eval")
+INSPECT: Literal["inspect"] = "inspect"
+# ``inspect`` joins ``options.FormatName`` when options.py names it; until then the CLI passes
+# ``--format inspect`` as detection and checks the format read (sago_cli/score.py).
+ReadFormat = FormatName | Literal["inspect"]
 
 
 @dataclass(frozen=True)
 class ExternalTable:
     rows: list[ExternalRow]
-    format: FormatName
+    format: ReadFormat
     notes: dict[str, int] = field(default_factory=dict)  # counts the report shows
 
 
-def detect_format(records: list[Record], file: str) -> FormatName:
+def detect_format(records: list[Record], file: str) -> ReadFormat:
     present = set().union(*(r.keys() for r in records[:50]))
     if set(REQUIRED) <= present:
         return "generations"
@@ -34,12 +39,14 @@ def detect_format(records: list[Record], file: str) -> FormatName:
         return "dove"
     if set(lmeval.REQUIRED) <= present:
         return "lm-eval"
+    if all(inspect_log.is_log(r) for r in records[:50]):
+        return INSPECT
     raise InputError(
         f"columns {sorted(present)} match no known format: the input schema needs "
         f"{list(REQUIRED)} (or map yours with --columns), the SAGO reference CSVs "
         f"{list(reference.REQUIRED)}, DOVE {list(dove.REQUIRED)} or DOVE_Lite "
         f"{list(dove.LITE_REQUIRED)} with 'dimensions_<n>: <name>' columns, lm-eval samples "
-        f"{list(lmeval.REQUIRED)}",
+        f"{list(lmeval.REQUIRED)}, inspect_ai logs {list(inspect_log.REQUIRED)}",
         file=file,
     )
 
@@ -49,21 +56,24 @@ def read_external(source: ExternalSource) -> ExternalTable:
     file = str(path)
     if path.suffix.lower() not in SUFFIXES:
         raise InputError(
-            f"unsupported file type {path.suffix!r} (use .csv, .json, .jsonl or .parquet)",
+            f"unsupported file type {path.suffix!r} (use .csv, .json, .jsonl, .parquet or .eval)",
             file=file,
         )
-    records = read_records(path)
+    logs = inspect_log.load_logs(path) if source.format in (None, INSPECT) else None
+    records = logs if logs is not None else read_records(path)
     if not records:
         raise InputError("holds no rows", file=file)
     if source.format == "generations" or (source.format is None and source.columns):
         records = apply_mapping(records, source.columns, COLUMNS, file)
-    chosen = source.format or detect_format(records, file)
+    chosen: ReadFormat = source.format or (INSPECT if logs else detect_format(records, file))
     if chosen == "sago-reference":
         records, notes = reference.to_input_schema(records, source, file)
     elif chosen == "dove":
         records, notes = dove.to_input_schema(records, source, file)
     elif chosen == "lm-eval":
         records, notes = lmeval.to_input_schema(records, source, file)
+    elif chosen == INSPECT:
+        records, notes = inspect_log.to_input_schema(records, source, file)
     else:
         notes = {}
     rows = validate_records(records, file, source.model, source.max_prompt_chars)

@@ -1,0 +1,399 @@
+"""inspect_ai eval logs -> rows of the input schema.
+
+The format followed: inspect_ai 0.3.260 (``src/inspect_ai/log/_log.py``: ``EvalLog`` with
+``version`` 2, ``status``, ``eval`` (``EvalSpec``: ``task``, ``task_args``, ``model``,
+``dataset {name}``, ...), ``samples``; ``EvalSample``: ``id``, ``epoch``, ``input`` (text or
+chat messages), ``choices``, ``target`` (text or a list), ``messages``, ``output``
+(``ModelOutput``: ``model``, ``choices [{message, stop_reason, logprobs {content [{token,
+logprob, bytes, top_logprobs}]}}]``, ``completion``, ``error``), ``scores``, ``metadata``,
+``error``, ``attachments``). A message's ``content`` is text or a list of content parts; its
+text is the text parts joined by newlines (as ``ChatMessage.text``); ``attachment://<hash>``
+text is resolved from the sample's ``attachments``.
+
+Files: the JSON log (one ``EvalLog`` object), a JSON array or JSONL of such logs (several
+templates' logs, e.g. ``jq -s . a.json b.json``), and the binary ``.eval`` archive
+(``src/inspect_ai/log/_recorders/eval.py``: a zip of ``header.json``, or
+``_journal/start.json`` for an unfinished log, and ``samples/<id>_epoch_<n>.json``, one
+``EvalSample`` each; a name written twice is read from its last member, as inspect does).
+
+Templates: inspect runs one task per log, so each log is a template, named by its task
+(``eval.task``; where two logs share a task, by the task and its ``task_args``). In one log
+a sample's ``metadata.template`` names its template instead, and ``metadata.item_id`` the
+item its templates share (else the sample ``id``). Samples are grouped by model and item;
+the base is the template ``--base-where task=NAME`` (or ``template=NAME``) names, else the
+first log's (the first template met); every other template is a variant
+(``inspect:<template>``, ``--family``, subtype ``--subtype`` or ``template``, strength 1,
+position ``global``). Only the first epoch of a (template, item) is read (others counted).
+
+The prompt: the texts of the messages before the model's first reply (system, then user
+turns), joined by a blank line, so a template's system message is part of it; without
+messages, ``input``. The response: the first choice's message, else ``completion``; a sample
+with an ``error`` (or an output ``error``, a refusal) failed with it. References: ``target``,
+and for multiple choice the text of the choice its letter names. Log-probabilities
+(``logprobs.content``) are of each sample's own response under its own prompt, which is no
+SAGO axis (Prob and Ent score the base response under every prompt), and inspect logs tokens
+as text, not ids: they are checked (finite, <= 0), counted in a note, and Act, Prob and Ent
+need ``--model``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from sago_core.errors import InputError
+from sago_core.external.columns import Record
+from sago_core.external.options import ExternalSource
+from sago_core.vocabulary import BASE_VARIANT_ID
+
+REQUIRED = ("eval", "samples")  # the keys of a log record
+BASE_KEYS = ("task", "template")
+TEMPLATE_FIELD = "template"  # sample metadata naming the template within one log
+ITEM_FIELD = "item_id"  # sample metadata naming the item a template's sample answers
+ATTACHMENT = "attachment://"
+HEADER_JSON = "header.json"
+START_JSON = "_journal/start.json"
+SAMPLES_DIR = "samples/"
+LOGPROBS = "inspect samples with log-probs (own response under own prompt: no SAGO axis)"
+LATER_EPOCHS = "inspect samples of a later epoch skipped (the first epoch is read)"
+
+
+def is_log(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("eval"), dict) and "samples" in value
+
+
+def read_archive(path: Path) -> Record:
+    """An ``.eval`` zip as one ``EvalLog`` record (header plus samples)."""
+    file = str(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = list(dict.fromkeys(archive.namelist()))  # a repeated name: its last member
+            head = HEADER_JSON if HEADER_JSON in names else START_JSON
+            if head not in names:
+                raise InputError(
+                    f"is no inspect_ai .eval archive (neither {HEADER_JSON} nor {START_JSON})",
+                    file=file,
+                )
+            log = _member(archive, head, file)
+            samples = [
+                _member(archive, n, file)
+                for n in names
+                if n.startswith(SAMPLES_DIR) and n.endswith(".json")
+            ]
+    except zipfile.BadZipFile as exc:
+        raise InputError(f"is not a zip archive: {exc}", file=file) from exc
+    if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
+        raise InputError(f"{head} holds no 'eval' object", file=file)
+    samples.sort(key=lambda s: (_epoch(s), _id_order(s.get("id"))))  # inspect's sort_samples
+    return {**log, "samples": samples}
+
+
+def _member(archive: zipfile.ZipFile, name: str, file: str) -> Any:
+    try:
+        return json.loads(archive.read(name).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"member {name} is not valid JSON: {exc}", file=file) from exc
+
+
+def _epoch(sample: Any) -> int:
+    epoch = sample.get("epoch", 1) if isinstance(sample, dict) else 1
+    return epoch if isinstance(epoch, int) else 1
+
+
+def _id_order(value: Any) -> tuple[int, int, str]:
+    return (0, value, "") if isinstance(value, int) else (1, 0, str(value))
+
+
+def load_logs(path: Path) -> list[Record] | None:
+    """The logs a file holds (an ``.eval`` archive, a JSON log or a JSON array of logs);
+    None where a ``.json`` file is no inspect log (another reader's)."""
+    if path.suffix.lower() == ".eval":
+        return [read_archive(path)]
+    if path.suffix.lower() != ".json":
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None  # the generic reader says what is wrong
+    if is_log(value):
+        return [value]
+    if isinstance(value, list) and value and all(is_log(v) for v in value):
+        return value
+    return None
+
+
+def _text(content: Any, attachments: dict[str, Any]) -> str | None:
+    """A message's text: the text itself, or its text parts joined by newlines."""
+    if isinstance(content, str):
+        return _resolve(content, attachments)
+    if isinstance(content, list):
+        parts = [
+            _resolve(p["text"], attachments)
+            for p in content
+            if isinstance(p, dict)
+            and p.get("type", "text") == "text"
+            and isinstance(p.get("text"), str)
+        ]
+        return "\n".join(parts)
+    return None
+
+
+def _resolve(text: str, attachments: dict[str, Any]) -> str:
+    if text.startswith(ATTACHMENT):
+        value = attachments.get(text[len(ATTACHMENT) :])
+        return value if isinstance(value, str) else text
+    return text
+
+
+def _prompt(sample: Record, attachments: dict[str, Any], file: str, row: int) -> str:
+    messages = sample.get("messages")
+    if isinstance(messages, list) and messages:
+        asked = []
+        for m in messages:
+            if not isinstance(m, dict) or m.get("role") == "assistant":
+                break
+            if m.get("role") in ("system", "user"):
+                asked.append(_text(m.get("content"), attachments) or "")
+        if any(asked):
+            return "\n\n".join(t for t in asked if t)
+    given = sample.get("input")
+    if isinstance(given, list):
+        texts = [
+            _text(m.get("content"), attachments) or ""
+            for m in given
+            if isinstance(m, dict) and m.get("role") in ("system", "user")
+        ]
+        given = "\n\n".join(t for t in texts if t)
+    if not isinstance(given, str) or not given.strip():
+        raise InputError(
+            f"sample {sample.get('id')!r} holds no prompt text", file=file, row=row, column="input"
+        )
+    return given
+
+
+def _response(
+    sample: Record, attachments: dict[str, Any], file: str, row: int
+) -> tuple[str | None, str | None, int]:
+    """(response, failure reason, log-prob steps)."""
+    error = sample.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        return None, f"inspect sample error: {error['message']}", 0
+    output = sample.get("output") or {}
+    if not isinstance(output, dict):
+        raise InputError("must be an object", file=file, row=row, column="output")
+    if output.get("error"):
+        return None, f"inspect output error: {output['error']}", 0
+    choices = output.get("choices") or []
+    if choices:
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        text = _text(message.get("content"), attachments) if isinstance(message, dict) else None
+        if text is None:
+            raise InputError(
+                "choices[0].message.content is neither text nor content parts",
+                file=file,
+                row=row,
+                column="output",
+            )
+        return text, None, _logprob_steps(choice.get("logprobs"), file, row)
+    completion = output.get("completion")
+    if isinstance(completion, str) and completion:
+        return completion, None, 0
+    return None, "inspect sample has no output", 0
+
+
+def _logprob_steps(logprobs: Any, file: str, row: int) -> int:
+    if not isinstance(logprobs, dict):
+        return 0
+    steps = logprobs.get("content") or []
+    for step in steps:
+        value = step.get("logprob") if isinstance(step, dict) else None
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value > 0
+        ):
+            raise InputError(
+                f"holds log-prob {value!r}, not a finite number <= 0",
+                file=file,
+                row=row,
+                column="output.choices[0].logprobs",
+            )
+    return len(steps)
+
+
+def _references(sample: Record) -> list[str]:
+    target = sample.get("target")
+    targets = target if isinstance(target, list) else [target]
+    refs = [str(t).strip() for t in targets if t is not None and str(t).strip()]
+    choices = sample.get("choices")
+    if isinstance(choices, list):
+        for ref in list(refs):
+            index = ord(ref) - ord("A") if len(ref) == 1 and ref.isalpha() else -1
+            if 0 <= index < len(choices) and isinstance(choices[index], str):
+                refs.append(choices[index].strip())
+    return list(dict.fromkeys(refs))
+
+
+def _template_names(logs: list[Record]) -> list[str]:
+    """Each log's template name: its task, or the task and its arguments where two logs
+    share a task."""
+    tasks = [str(log["eval"].get("task") or "") for log in logs]
+    names = []
+    for log, task in zip(logs, tasks, strict=True):
+        if tasks.count(task) > 1:
+            args = log["eval"].get("task_args") or {}
+            shown = ",".join(f"{k}={args[k]}" for k in sorted(args))
+            task = f"{task}[{shown}]"
+        names.append(task)
+    return names
+
+
+def _parse_samples(logs: list[Record], file: str) -> tuple[list[dict[str, Any]], int, int]:
+    parsed: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, str]] = set()
+    later = steps_rows = 0
+    row = 0
+    names = _template_names(logs)
+    for log, log_template in zip(logs, names, strict=True):
+        spec = log["eval"]
+        samples = log.get("samples")
+        if not isinstance(samples, list):
+            raise InputError(
+                f"the log of task {spec.get('task')!r} holds no samples (log_samples off?)",
+                file=file,
+                column="samples",
+            )
+        dataset = (spec.get("dataset") or {}).get("name")
+        for sample in samples:
+            row += 1
+            if not isinstance(sample, dict) or "id" not in sample:
+                raise InputError("is not a sample with an id", file=file, row=row, column="id")
+            meta = sample.get("metadata") or {}
+            attachments = sample.get("attachments") or {}
+            template = str(meta.get(TEMPLATE_FIELD) or log_template)
+            item = str(meta.get(ITEM_FIELD, sample["id"])).strip()
+            model = str(spec.get("model") or (sample.get("output") or {}).get("model") or "")
+            key = (model, item, template)
+            if key in seen:
+                later += 1  # another epoch (or a repeat) of the same answer
+                continue
+            seen.add(key)
+            response, failure, steps = _response(sample, attachments, file, row)
+            steps_rows += steps > 0
+            parsed.append(
+                {
+                    "row": row,
+                    "model": model or None,
+                    "dataset": str(dataset) if dataset else None,
+                    "task": str(spec.get("task") or ""),
+                    "template": template,
+                    "item": item,
+                    "prompt_text": _prompt(sample, attachments, file, row),
+                    "response_text": response,
+                    "failure_reason": failure,
+                    "references": _references(sample),
+                }
+            )
+    return parsed, later, steps_rows
+
+
+def _base_template(source: ExternalSource, templates: list[str], file: str) -> str:
+    named = [v for k, v in source.base_where if k in BASE_KEYS]
+    if not named:
+        return templates[0]
+    if named[0] not in templates:
+        raise InputError(
+            f"--base-where names template {named[0]!r}, not one of the logs' {templates}",
+            file=file,
+            column="task",
+        )
+    return named[0]
+
+
+def to_input_schema(
+    logs: list[Record], source: ExternalSource, file: str
+) -> tuple[list[Record], dict[str, int]]:
+    if source.family is None:
+        raise InputError(
+            "inspect_ai logs carry no SAGO variant family: give --family (and --subtype)",
+            file=file,
+        )
+    for index, log in enumerate(logs, start=1):
+        if not is_log(log):
+            raise InputError(
+                f"log {index} is no inspect_ai EvalLog (needs {list(REQUIRED)})", file=file
+            )
+    parsed, later, steps_rows = _parse_samples(logs, file)
+    if not parsed:
+        raise InputError("the logs hold no samples", file=file, column="samples")
+    templates = list(dict.fromkeys(p["template"] for p in parsed))
+    base_template = _base_template(source, templates, file)
+    groups: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
+    for p in parsed:
+        groups.setdefault((p["model"], p["item"]), []).append(p)
+    out: list[Record] = []
+    alone: list[int] = []
+    for (_, item), members in groups.items():
+        rows = [p["row"] for p in members]
+        datasets = {p["dataset"] for p in members if p["dataset"]}
+        if len(datasets) > 1:
+            raise InputError(
+                f"sample {item!r} comes from different datasets {sorted(datasets)} (rows "
+                f"{rows}): give one benchmark's templates only",
+                file=file,
+                row=members[0]["row"],
+                column="eval.dataset.name",
+            )
+        base = next((p for p in members if p["template"] == base_template), None)
+        if base is None:
+            raise InputError(
+                f"sample {item!r} has no sample of the base template {base_template!r} "
+                f"(rows {rows})",
+                file=file,
+                row=members[0]["row"],
+                column="task",
+            )
+        if len(members) == 1:
+            alone.append(base["row"])
+            continue
+        dataset = base["dataset"] or base["task"]
+        for p in members:
+            row_out: Record = {
+                "__row__": p["row"],
+                "model": p["model"] or source.model,
+                "dataset": dataset,
+                "prompt_id": item,
+                "prompt_text": p["prompt_text"],
+                "response_text": p["response_text"],
+                "failure_reason": p["failure_reason"],
+                "references": p["references"],
+            }
+            if p is base:
+                out.append({**row_out, "variant_id": BASE_VARIANT_ID})
+                continue
+            out.append(
+                {
+                    **row_out,
+                    "variant_id": f"inspect:{p['template']}",
+                    "family": source.family,
+                    "subtype": source.subtype or "template",
+                    "strength": 1.0,
+                    "position": "global",
+                }
+            )
+    if alone:
+        shown = ", ".join(str(r) for r in alone[:10]) + (" ..." if len(alone) > 10 else "")
+        raise InputError(
+            f"{len(alone)} sample(s) have the base template and no other, nothing to compare "
+            f"(rows {shown}): add the other templates' logs",
+            file=file,
+            row=alone[0],
+            column="task",
+        )
+    notes = {LATER_EPOCHS: later, LOGPROBS: steps_rows}
+    return out, {k: v for k, v in notes.items() if v}
