@@ -13,8 +13,8 @@ from sago_core.config import RunConfig, build_config, read_config_file
 from sago_core.external.columns import parse_mapping
 from sago_core.external.dove import parse_base_where
 from sago_core.external.options import FORMATS, ExternalSource
+from sago_core.external.read import INSPECT
 
-INSPECT = "inspect"  # read.INSPECT (kept import-light: the parser must not load the readers)
 FORMAT_CHOICES = tuple(dict.fromkeys((*FORMATS, INSPECT)))
 
 

@@ -17,6 +17,7 @@ from sago_core.artifacts.store import read_parquet, write_parquet, write_text
 from sago_core.errors import InputError
 from sago_core.external.schema import COLUMNS
 
+SUFFIXES = (".csv", ".jsonl", ".parquet")  # the file formats, by the output's suffix
 EXPORT_SCHEMA: Schema = {
     "model": pl.String,
     "dataset": pl.String,
