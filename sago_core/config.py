@@ -42,6 +42,24 @@ DATASET_NAMES: tuple[str, ...] = (
     "hotpotqa",
 )
 BUILTIN_DATASET = "builtin"
+# Parallel data (issue 28): a ``datasets`` entry ``<layout>:<path>`` names a file that carries
+# its own translations; its base-language questions are the prompts, and each language of
+# ``languages`` a ``language`` variant of them (``sago_core/data/mkqa.py`` reads both layouts).
+PARALLEL_LAYOUTS: tuple[str, ...] = (
+    "mkqa",  # MKQA: queries {lang: text}, answers {lang: [...]}
+    "parallel",  # one column per language: question, question_de, question_ja, ...
+)
+BASE_LANGUAGE = "en"
+
+
+def parallel_entry(entry: str) -> tuple[str, Path] | None:
+    """``mkqa:data/x.jsonl`` -> ("mkqa", path); any other ``datasets`` entry -> None."""
+    layout, sep, path = entry.partition(":")
+    if not sep or layout not in PARALLEL_LAYOUTS:
+        return None
+    if not path.strip():
+        raise ValueError(f"datasets entry {entry!r} names no file after {layout + ':'!r}")
+    return layout, Path(path.strip())
 
 
 class StrictModel(BaseModel):
@@ -134,6 +152,16 @@ class ScriptGrid(StrictModel):
         return value
 
 
+class LanguageGrid(StrictModel):
+    """The language family (``sago_core/variants/language.py``): each base question asked
+    again in each of ``languages``, in the translation its parallel file carries. Derived
+    from the run's ``languages`` and its parallel ``datasets`` entries (``sources``), never
+    written by hand: it is how the variant stage learns where the translations are."""
+
+    languages: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
 class VariantGrid(StrictModel):
     """Which variant families are built; a family set to null is not built at all."""
 
@@ -148,14 +176,18 @@ class VariantGrid(StrictModel):
     replay: bool = True
     # Off unless asked for (issue 28); see ``_off_families_as_before``.
     script: ScriptGrid | None = None
+    # Derived from ``RunConfig.languages`` (issue 28); see ``_off_families_as_before``.
+    language: LanguageGrid | None = None
 
     @model_serializer(mode="wrap")
     def _off_families_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A grid without the script family serialises exactly as it did before the family
-        existed, so its run id, result hash and cache keys stay the same."""
+        """A grid without the script or language family serialises exactly as it did
+        before the family existed, so its run id, result hash and cache keys stay the same."""
         data = handler(self)
-        if self.script is None and isinstance(data, dict):
-            data.pop("script", None)
+        if isinstance(data, dict):
+            for family in ("script", "language"):
+                if getattr(self, family) is None:
+                    data.pop(family, None)
         return data
 
 
@@ -171,6 +203,18 @@ class BertScoreSettings(StrictModel):
     num_layers: int = Field(default=17, ge=1)
     semantic_threshold: float = Field(default=0.85, gt=0.0, lt=1.0)
     batch_size: int = Field(default=64, ge=1)
+    # Whether ``model`` embeds text beyond English (issue 28): null reads it from the model's
+    # name (``sago_core/axes/text_similarity.py``, ``multilingual_encoder``); an English-only
+    # encoder leaves BERTScore of other-language pairs missing with a reason, never a number.
+    multilingual: bool | None = None
+
+    @model_serializer(mode="wrap")
+    def _unset_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Without ``multilingual`` set, serialised exactly as before it existed."""
+        data = handler(self)
+        if self.multilingual is None and isinstance(data, dict):
+            data.pop("multilingual", None)
+        return data
 
 
 TemplateValue = bool | int | float | str
@@ -438,6 +482,66 @@ class RunConfig(StrictModel):
     judge: JudgeSettings = JudgeSettings()
     orchestration: OrchestrationSettings = OrchestrationSettings()
     variants: VariantGrid = VariantGrid()
+    # Languages each question of a parallel dataset (``mkqa:PATH``, ``parallel:PATH``) is
+    # also asked in, as ``language`` variants of its English base (issue 28). Null: none.
+    languages: tuple[str, ...] | None = None
+
+    @model_serializer(mode="wrap")
+    def _no_languages_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A run without ``languages`` serialises exactly as it did before the field existed
+        (its run id, result hash and cache keys stay the same)."""
+        data = handler(self)
+        if self.languages is None and isinstance(data, dict):
+            data.pop("languages", None)
+        return data
+
+    @field_validator("languages")
+    @classmethod
+    def _language_codes(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return value
+        codes = tuple(v.strip() for v in value)
+        if not codes or any(not c for c in codes):
+            raise ValueError("must name at least one language code, none of them empty")
+        if len(set(codes)) != len(codes):
+            raise ValueError(f"{list(codes)} name a language twice")
+        if BASE_LANGUAGE in codes:
+            raise ValueError(
+                f"{BASE_LANGUAGE!r} is the base language (the prompts themselves); list only "
+                "the other languages"
+            )
+        return codes
+
+    @field_validator("datasets")
+    @classmethod
+    def _parallel_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            parallel_entry(entry)  # a layout prefix without a file is an error here
+        return value
+
+    @model_validator(mode="after")
+    def _language_family(self) -> RunConfig:
+        """``languages`` needs a parallel dataset; the variant grid's ``language`` is derived
+        from both (a saved config read back carries the same, and is accepted)."""
+        sources = tuple(d for d in self.datasets if parallel_entry(d) is not None)
+        if self.languages is not None and not sources:
+            raise ValueError(
+                f"languages {list(self.languages)} need a dataset that carries translations: "
+                f"a datasets entry {' or '.join(f'{p}:PATH' for p in PARALLEL_LAYOUTS)}"
+            )
+        derived = (
+            None
+            if self.languages is None
+            else LanguageGrid(languages=self.languages, sources=sources)
+        )
+        if self.variants.language != derived:
+            if self.variants.language is not None:
+                raise ValueError(
+                    "variants.language is derived from languages and datasets; set those instead"
+                )
+            grid = self.variants.model_copy(update={"language": derived})
+            object.__setattr__(self, "variants", grid)
+        return self
 
     @model_validator(mode="before")
     @classmethod

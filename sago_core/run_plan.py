@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -31,12 +32,13 @@ from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
 from sago_core.backends.patching import declared_layers
 from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key
-from sago_core.config import RunConfig
+from sago_core.config import RunConfig, parallel_entry
 from sago_core.data.references import reference_lines
 from sago_core.registry.axes import axes
 from sago_core.stages.structural import rewrite_key, rewrite_tasks
 from sago_core.stages.variants import build_variant_candidates
 from sago_core.variants.grid import FILTERED_FAMILIES
+from sago_core.variants.language import LANGUAGE_FAMILY
 from sago_core.vocabulary import REPLAY_FAMILY
 
 CHARS_PER_TOKEN = 4
@@ -90,6 +92,8 @@ class RunPlan:
     patching: dict[str, PatchingCost] = field(default_factory=dict)  # per local model
     # per model: the axes its backend can fill (registry/axes.py needs, backend capabilities)
     axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # language variants per language code (issue 28; empty without ``languages``)
+    languages: dict[str, int] = field(default_factory=dict)
 
 
 def measured_axes(target: ModelTarget) -> tuple[str, ...]:
@@ -154,6 +158,9 @@ def plan_run(
             m: per_model for m, t in targets.models.items() if t.declared.teacher_forced
         },
         axes={m: measured_axes(t) for m, t in targets.models.items()},
+        languages=dict(
+            Counter(candidates.filter(pl.col("family") == LANGUAGE_FAMILY)["subtype"].to_list())
+        ),
     )
     max_new = config.generation.max_new_tokens
     # Texts every model answers: the base prompts and every candidate variant.
@@ -274,12 +281,46 @@ def _budget(plan: RunPlan, config: RunConfig) -> None:
         )
 
 
+PARALLEL_REFERENCES = {
+    "mkqa": "MKQA's own answers per language (answers.<lang>: texts and aliases); questions it "
+    "marks unanswerable or answers only with a long passage have none",
+    "parallel": "column answer (answer_<lang> for each language), where the file has them",
+}
+
+
+def _reference_lines(config: RunConfig) -> list[str]:
+    """The references block; a parallel file (``mkqa:PATH``) says its own answers' origin."""
+    others = tuple(d for d in config.datasets if parallel_entry(d) is None)
+    lines = reference_lines(others, config.data_dir, config.question_column) if others else []
+    parallel = [(d, p) for d in config.datasets if (p := parallel_entry(d)) is not None]
+    if parallel and not lines:
+        lines.append("Reference answers (correctness, flip rates):")
+    lines += [f"  {entry}: {PARALLEL_REFERENCES[found[0]]}" for entry, found in parallel]
+    return lines
+
+
+def _language_lines(plan: RunPlan, config: RunConfig) -> list[str]:
+    """Per language: its variants (one per prompt whose file carries that language)."""
+    if config.languages is None:
+        return []
+    counts = plan.languages
+    total = sum(
+        plan.prompts.get(Path(p[1]).stem, 0)
+        for d in config.datasets
+        if (p := parallel_entry(d)) is not None
+    )
+    shown = ", ".join(f"{code} {counts.get(code, 0)}" for code in config.languages)
+    lost = total * len(config.languages) - sum(counts.values())
+    missing = f"; {lost} missing (the file has no text for that row)" if lost else ""
+    return [f"  language variants by language: {shown} (of {total} prompts){missing}"]
+
+
 def render_plan(plan: RunPlan, config: RunConfig) -> str:
     lines = [f"Plan for run {config.resolved_run_id()} (dry run: no model loaded, no API call)"]
     lines.append("")
     lines.append("Prompts: " + ", ".join(f"{d} {n}" for d, n in plan.prompts.items()))
     lines.append(f"  total {sum(plan.prompts.values())}")
-    lines.extend(reference_lines(config.datasets, config.data_dir, config.question_column))
+    lines.extend(_reference_lines(config))
     lines.append("Variants per family (candidates -> kept):")
     for family, count in plan.candidates.items():
         if family in plan.kept_exact:
@@ -288,6 +329,7 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
             lines.append(f"  {family:<11} {count:>6} -> up to {count} (semantic filter)")
     if plan.rewrites_cached:
         lines.append(f"  structural rewrites already cached: {plan.rewrites_cached}")
+    lines.extend(_language_lines(plan, config))
     bound = "up to " if any(plan.kept_up_to.values()) else ""
     lines.append(decoding_line(config))
     lines.append("Per model:")

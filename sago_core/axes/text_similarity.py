@@ -4,6 +4,13 @@ Identical strings score exactly BLEU 100 and F1 1 without calling a scorer: a re
 to the base response is no instability, and float noise must not say otherwise. An empty
 string against a non-empty one scores BLEU 0 and F1 0 (bert-score cannot embed an empty
 string under transformers 5, and there is no content to match).
+
+Across languages (issue 28): a ``language`` variant's answer and its English base answer are
+in different languages. BLEU counts shared n-grams, so it has no meaning there: missing with
+``CROSS_LANGUAGE_BLEU``. BERTScore compares embeddings, which is meaningful only with an
+encoder trained on both languages (``multilingual_encoder``); an English-only encoder (the
+embedded MiniLM, roberta-large) gives those pairs no score (``without_cross_language``)
+and the axis says why (``ENGLISH_ONLY_ENCODER``), never a misleading number.
 """
 
 from __future__ import annotations
@@ -11,12 +18,24 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from sago_core.axes.reasoning import unanswered
 from sago_core.backends.model_source import resolve_bertscore_model
+
+LANGUAGE_FAMILY = "language"  # variants/language.py's family (variants may not import axes)
+CROSS_LANGUAGE_BLEU = "answers in different languages: BLEU is not comparable"
+ENGLISH_ONLY_ENCODER = (
+    "answers in different languages: the BERTScore encoder is English-only (set "
+    "bertscore.model to a multilingual encoder, or bertscore.multilingual: true)"
+)
+# Words in a model's name that say it was trained on many languages (hub ids and folders:
+# xlm-roberta-large, bert-base-multilingual-cased, LaBSE, paraphrase-multilingual-*, bge-m3,
+# mdeberta-v3-base, multilingual-e5-*). Anything else is taken to be English-only.
+MULTILINGUAL_NAME_MARKS = ("multilingual", "xlm", "labse", "mdeberta", "bge-m3", "mbert", "mt5")
 
 
 def sentence_bleu(hypothesis: str, reference: str) -> float:
@@ -121,12 +140,54 @@ def get_bert_scorer(model: str, num_layers: int, batch_size: int = 64) -> BertSc
     return BertScorer(resolve_bertscore_model(model), num_layers, batch_size)
 
 
+def multilingual_encoder(model: str, declared: bool | None = None) -> bool:
+    """Whether the BERTScore encoder ``model`` embeds languages beyond English:
+    ``declared`` (``bertscore.multilingual``) when set, else read from its name (a hub id or
+    a local folder's name; the alias ``minilm-l6`` is English-only)."""
+    if declared is not None:
+        return declared
+    name = Path(model.rstrip("/")).name.lower() or model.lower()
+    return any(mark in name for mark in MULTILINGUAL_NAME_MARKS)
+
+
+def cross_language() -> pl.Expr:
+    """True on a row whose variant is asked in another language than its base."""
+    return pl.col("family") == LANGUAGE_FAMILY
+
+
+def without_cross_language(
+    pairs: pl.DataFrame, generations: pl.DataFrame, multilingual: bool
+) -> pl.DataFrame:
+    """``pairs`` with the BERTScore of every cross-language pair null when the encoder is
+    English-only (``generations`` says each variant's family); unchanged otherwise, and
+    unchanged for a run without language variants."""
+    key = ["model", "dataset", "prompt_id", "variant_id"]
+    families = generations.select(*key, "family").filter(cross_language())
+    if multilingual or families.is_empty():
+        return pairs
+    marked = pairs.join(families, on=key, how="left")
+    bert = pl.when(cross_language()).then(None).otherwise(pl.col("bert_f1"))
+    return marked.with_columns(bert.cast(pl.Float64).alias("bert_f1")).select(pairs.columns)
+
+
 def bleu_delta_rule() -> tuple[pl.Expr, pl.Expr]:
-    """The BLEU axis (registry/axes.py): BLEU against the base answer minus 100."""
-    return pl.col("bleu") - 100.0, pl.coalesce(unanswered(), pl.lit("no BLEU for this pair"))
+    """The BLEU axis (registry/axes.py): BLEU against the base answer minus 100; missing
+    for a pair in two languages (``CROSS_LANGUAGE_BLEU``)."""
+    value = pl.when(cross_language()).then(None).otherwise(pl.col("bleu") - 100.0)
+    reason = pl.coalesce(
+        unanswered(),
+        pl.when(cross_language()).then(pl.lit(CROSS_LANGUAGE_BLEU)),
+        pl.lit("no BLEU for this pair"),
+    )
+    return value, reason
 
 
 def bert_delta_rule() -> tuple[pl.Expr, pl.Expr]:
-    """The BERT axis: BERTScore F1 against the base answer minus 1."""
-    reason = pl.coalesce(unanswered(), pl.lit("no BERTScore for this pair"))
+    """The BERT axis: BERTScore F1 against the base answer minus 1; a cross-language pair
+    left unscored by an English-only encoder is missing with ``ENGLISH_ONLY_ENCODER``."""
+    reason = pl.coalesce(
+        unanswered(),
+        pl.when(cross_language()).then(pl.lit(ENGLISH_ONLY_ENCODER)),
+        pl.lit("no BERTScore for this pair"),
+    )
     return pl.col("bert_f1") - 1.0, reason

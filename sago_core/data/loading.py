@@ -7,9 +7,17 @@ import logging
 from pathlib import Path
 
 from sago_core.artifacts.store import sha256_of
-from sago_core.config import BUILTIN_DATASET, DATASET_NAMES, RunConfig
+from sago_core.config import (
+    BASE_LANGUAGE,
+    BUILTIN_DATASET,
+    DATASET_NAMES,
+    PARALLEL_LAYOUTS,
+    RunConfig,
+    parallel_entry,
+)
 from sago_core.data.builtin import builtin_prompts
 from sago_core.data.datasets import SOURCES, find_dataset_file, load_dataset_file
+from sago_core.data.mkqa import read_parallel
 from sago_core.data.prompt import Prompt, content_id, source_of
 from sago_core.data.records import (
     PromptRules,
@@ -90,11 +98,33 @@ def load_user_file(
     return prompts
 
 
+def load_parallel_prompts(
+    layout: str, path: Path, languages: tuple[str, ...] | None = None
+) -> list[Prompt]:
+    """A parallel file's base-language (English) questions: the prompts. Every language of
+    ``languages`` is checked against the file first (refused, naming the codes it carries,
+    before any model loads); a row without an English question has no base and is left
+    out, with a warning naming it and why."""
+    questions = read_parallel(layout, path, (BASE_LANGUAGE, *(languages or ())))
+    lost = [m for m in questions.missing if m.language == BASE_LANGUAGE]
+    if lost:
+        shown = "; ".join(f"{m.source}: {m.reason}" for m in lost[:5])
+        log.warning("%d row(s) of %s have no base question, left out: %s", len(lost), path, shown)
+    return questions.in_language(BASE_LANGUAGE)
+
+
 def _load_one(
-    name: str, data_dir: Path | None, question_column: str, rules: PromptRules
+    name: str,
+    data_dir: Path | None,
+    question_column: str,
+    rules: PromptRules,
+    languages: tuple[str, ...] | None = None,
 ) -> list[Prompt]:
     if name == BUILTIN_DATASET:
         return builtin_prompts()
+    parallel = parallel_entry(name)
+    if parallel is not None:
+        return load_parallel_prompts(*parallel, languages)
     entry = parse_entry(name)
     known, gold = parse_named(name) if entry is None else (name, None)
     if known in SOURCES:
@@ -111,7 +141,11 @@ def _load_one(
             raise InputError("does not exist", file=str(entry.path))
         return load_user_file(entry, question_column, rules)
     known = ", ".join((BUILTIN_DATASET, *DATASET_NAMES))
-    raise ConfigError(f"unknown dataset {name!r}; use one of {known}, or a data file path")
+    layouts = ", ".join(f"{layout}:PATH" for layout in PARALLEL_LAYOUTS)
+    raise ConfigError(
+        f"unknown dataset {name!r}; use one of {known}, a data file path, or a parallel file "
+        f"({layouts})"
+    )
 
 
 def check_unique_ids(prompts: list[Prompt], origin: str) -> None:
@@ -135,12 +169,14 @@ def load_prompts(
     seed: int,
     question_column: str = "question",
     rules: PromptRules = DEFAULT_RULES,
+    languages: tuple[str, ...] | None = None,
 ) -> list[Prompt]:
     """All requested datasets, validated and sampled (N per dataset, seeded). ``rules``
-    apply to users' own files (the known datasets are read as published)."""
+    apply to users' own files (the known datasets are read as published); ``languages``
+    are checked against each parallel file (``mkqa:PATH``, ``parallel:PATH``)."""
     chosen: list[Prompt] = []
     for name in datasets:
-        prompts = _load_one(name, data_dir, question_column, rules)
+        prompts = _load_one(name, data_dir, question_column, rules, languages)
         if not prompts:
             raise InputError("holds no rows", file=name)
         check_unique_ids(prompts, name)
@@ -156,7 +192,10 @@ def source_digest(datasets: tuple[str, ...], data_dir: Path | None) -> str:
         digest.update(name.encode())
         entry = parse_entry(name)
         known = parse_named(name)[0] if entry is None else name
-        if known in SOURCES and data_dir is not None:
+        parallel = parallel_entry(name)
+        if parallel is not None and parallel[1].is_file():
+            digest.update(sha256_of(parallel[1]).encode())
+        elif known in SOURCES and data_dir is not None:
             digest.update(sha256_of(find_dataset_file(SOURCES[known], data_dir)).encode())
         elif entry is not None and entry.path.is_file():
             digest.update(sha256_of(entry.path).encode())
@@ -169,5 +208,11 @@ def load_run_prompts(config: RunConfig) -> list[Prompt]:
         config.max_prompt_chars, config.allow_placeholders, config.strict_placeholders
     )
     return load_prompts(
-        config.datasets, config.data_dir, config.n, config.seed, config.question_column, rules
+        config.datasets,
+        config.data_dir,
+        config.n,
+        config.seed,
+        config.question_column,
+        rules,
+        config.languages,
     )

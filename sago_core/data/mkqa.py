@@ -249,3 +249,17 @@ def read_language_columns(
                 references[language] = (text_list(rec.get(key)), NO_ANSWERS.format(lang=language))
         rows.append(_Row(number, pid, texts, references))
     return _collect(rows, column_of, languages, path, column_of.__getitem__)
+
+
+def read_parallel(
+    layout: str, path: Path, languages: Sequence[str] | None = None
+) -> ParallelQuestions:
+    """A parallel file in its layout (``config.PARALLEL_LAYOUTS``: ``mkqa`` or ``parallel``,
+    one column per language), refused if it does not exist."""
+    if not path.is_file():
+        raise InputError("does not exist", file=str(path))
+    if layout == "mkqa":
+        return read_mkqa(path, languages)
+    if layout == "parallel":
+        return read_language_columns(path, languages)
+    raise InputError(f"unknown parallel layout {layout!r} (mkqa or parallel)", file=str(path))

@@ -12,7 +12,12 @@ A declaration (``AxisSpec``) is everything the rest of sago knows about an axis:
   the reason when it is null. The row holds the variant's ``analysis``, ``pairs`` and
   ``mirroring`` columns, its base's ``logprob_base``/``ent_base``/``reason_base``, and
   ``thinking``/``base_thinking``;
-- ``tolerance``: the bench's largest |difference| between two pipelines on this axis.
+- ``tolerance``: the bench's largest |difference| between two pipelines on this axis;
+- ``family``: None for an axis of every run; a variant family's name for an axis measured
+  only in runs that have variants of it (``lang``: the ``language`` family, issue 28). Such
+  an axis is registered but left out of ``axes()``/``axis_names()`` (and so of
+  ``vocabulary.AXES``, the artifacts' axis columns, tables and figures): a run without that
+  family is exactly what it was. ``axes_for(families)`` adds it where the family is present.
 
 Registration order is the order of ``vocabulary.AXES``, of the artifacts' axis columns,
 tables and figures. Adding an axis: one module with its measurement and its delta rule,
@@ -22,7 +27,7 @@ plus one ``AxisSpec`` line in ``BUILTIN`` below (``registered`` for a test, undo
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -44,6 +49,7 @@ class AxisSpec:
     tolerance: float
     needs: frozenset[Capability] = frozenset()
     summary: str = ""
+    family: str | None = None  # measured only in runs with variants of this family
 
     def rule(self) -> tuple[pl.Expr, pl.Expr]:
         """(signed delta, reason when null), by the declared rule (imported only now)."""
@@ -101,6 +107,14 @@ BUILTIN: tuple[AxisSpec, ...] = (
         0.0,
         summary="mirroring indicator of the variant's answer minus the base answer's",
     ),
+    AxisSpec(
+        "lang",
+        1.0,
+        "sago_core.axes.language_fidelity:lang_delta_rule",
+        0.0,
+        summary="answer in the prompt's language (1) or not (0), minus 1",
+        family="language",
+    ),
 )
 
 _REGISTRY: dict[str, AxisSpec] = {}
@@ -130,19 +144,34 @@ def registered(spec: AxisSpec) -> Iterator[AxisSpec]:
 
 
 def axes() -> tuple[AxisSpec, ...]:
-    """Every registered axis, in registration order."""
-    return tuple(_REGISTRY.values())
+    """Every registered axis of every run (``family`` None), in registration order."""
+    return tuple(spec for spec in _REGISTRY.values() if spec.family is None)
 
 
 def axis_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    return tuple(spec.name for spec in axes())
+
+
+def conditional_axes() -> tuple[AxisSpec, ...]:
+    """The registered axes measured only where their variant family is present."""
+    return tuple(spec for spec in _REGISTRY.values() if spec.family is not None)
+
+
+def axes_for(families: Iterable[str]) -> tuple[AxisSpec, ...]:
+    """The axes of a run whose variants are of ``families``: every run's axes, then each
+    conditional axis whose family is among them, in registration order."""
+    present = set(families)
+    return tuple(
+        spec for spec in _REGISTRY.values() if spec.family is None or spec.family in present
+    )
 
 
 def axis_spec(name: str) -> AxisSpec:
+    """A registered axis by name (conditional ones included)."""
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"axis {name!r} is not one of {axis_names()}") from None
+        raise KeyError(f"axis {name!r} is not one of {tuple(_REGISTRY)}") from None
 
 
 for _spec in BUILTIN:

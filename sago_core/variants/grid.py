@@ -6,7 +6,10 @@ measures the noise floor (the same text asked again). Noise randomness is seeded
 (run seed, dataset, prompt_id, variant id), so the text never depends on order or sharding.
 The script family (``script:homoglyph:25:prefix``, ``script:romanize_pinyin:100:global``)
 is seeded the same way; a script transform that would leave a prompt unchanged (homoglyphs
-in Arabic, romanising English) builds no variant for that prompt.
+in Arabic, romanising English) builds no variant for that prompt. The language family
+(``language:de:100:global``, variants/language.py) is the file's own translation of the
+prompt; a prompt its file gives no text in a language builds no variant in it (logged,
+with the reader's reason).
 """
 
 from __future__ import annotations
@@ -17,6 +20,14 @@ from dataclasses import dataclass
 
 from sago_core.config import Position, ScriptGrid, VariantGrid
 from sago_core.data.prompt import Prompt
+from sago_core.variants.language import (
+    LANGUAGE_FAMILY,
+    LANGUAGE_STRENGTH,
+    LanguageTexts,
+    language_variant_id,
+    read_language_texts,
+    report_missing,
+)
 from sago_core.variants.noise import add_punctuation, add_spaces, capitalize_share
 from sago_core.variants.register import apply_register
 from sago_core.variants.romanization import convert_han, romanize
@@ -186,12 +197,37 @@ def _script_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[V
         )
 
 
+def _language_variants(prompt: Prompt, texts: LanguageTexts | None, seed: int) -> Iterator[Variant]:
+    if texts is None:
+        return
+    found = texts.texts.get((prompt.dataset, prompt.prompt_id), {})
+    for code in texts.languages:
+        if code not in found:
+            continue
+        vid = language_variant_id(code)
+        yield Variant(
+            prompt.dataset,
+            prompt.prompt_id,
+            vid,
+            LANGUAGE_FAMILY,
+            code,
+            float(LANGUAGE_STRENGTH),
+            "global",
+            found[code],
+            variant_seed(seed, prompt.dataset, prompt.prompt_id, vid),
+        )
+
+
 def build_variants(prompts: list[Prompt], grid: VariantGrid, seed: int) -> list[Variant]:
     """Every configured variant of every prompt, in a stable order."""
+    texts = None if grid.language is None else read_language_texts(grid.language)
+    if texts is not None:
+        report_missing(texts, [(p.dataset, p.prompt_id) for p in prompts])
     variants: list[Variant] = []
     for prompt in prompts:
         variants.extend(_register_variants(prompt, grid, seed))
         variants.extend(_noise_variants(prompt, grid, seed))
         variants.extend(_script_variants(prompt, grid, seed))
+        variants.extend(_language_variants(prompt, texts, seed))
         variants.extend(_replay_variant(prompt, grid, seed))
     return variants
