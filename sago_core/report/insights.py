@@ -247,7 +247,7 @@ def detail_sections(insights: Insights | None) -> list[str]:
         parts += [
             "<h2>Graded mirroring</h2>",
             intensity_section(insights.instances),
-            "<h2>Instance explorer: worst cases you can read</h2>",
+            "<h2>Instance explorer: every variant you can read</h2>",
             explorer_section(insights.instances),
         ]
     return parts
