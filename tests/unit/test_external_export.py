@@ -116,3 +116,13 @@ def test_export_of_a_folder_that_is_no_run_is_an_error(tmp_path: Path) -> None:
         from sago_core.external.export import write_export
 
         write_export(pl.DataFrame(), tmp_path / "x.xlsx")
+
+
+def test_cli_export_to_a_file_beside_the_folder_format(run_dir: Path, tmp_path: Path) -> None:
+    from sago_cli.main import main
+
+    out = tmp_path / "export.jsonl"
+    assert main(["export", str(run_dir), "--out", str(out)]) == 0  # no --format: by suffix
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(ROWS)
+    assert json.loads(lines[1])["variant_id"] == "noise:spacing:5:global"
