@@ -338,3 +338,15 @@ def test_lang_delta_rule() -> None:
     assert deltas == [0.0, 0.0, -1.0, None, -1.0]
     assert "too short" in reasons[3]
     assert [r for i, r in enumerate(reasons) if i != 3] == [None] * 4
+
+
+def test_the_plan_shows_language_variants_per_language(shared_data: Path) -> None:
+    from sago_core.run_plan import RunPlan, _language_lines
+
+    config = _config(f"mkqa:{_mkqa(shared_data)}", ["de", "ja"], n=2)
+    plan = RunPlan({"mkqa_sample6": 2}, {}, {}, {}, 0, {}, {}, languages={"de": 2, "ja": 1})
+    assert _language_lines(plan, config) == [
+        "  language variants by language: de 2, ja 1 (of 2 prompts); 1 missing (the file has "
+        "no text for that row)"
+    ]
+    assert _language_lines(plan, build_config("demo")) == []
