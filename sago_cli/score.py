@@ -13,9 +13,6 @@ from sago_core.config import RunConfig, build_config, read_config_file
 from sago_core.external.columns import parse_mapping
 from sago_core.external.dove import parse_base_where
 from sago_core.external.options import FORMATS, ExternalSource
-from sago_core.external.read import INSPECT
-
-FORMAT_CHOICES = tuple(dict.fromkeys((*FORMATS, INSPECT)))
 
 
 def add_parser(commands: Any) -> None:
@@ -33,7 +30,7 @@ def add_parser(commands: Any) -> None:
         "--model", help="BACKEND:ID of a local model for Act/Prob/Ent (e.g. hf:smollm2-135m)"
     )
     score.add_argument(
-        "--format", choices=FORMAT_CHOICES, help="the file's format (default: from its columns)"
+        "--format", choices=FORMATS, help="the file's format (default: from its columns)"
     )
     score.add_argument(
         "--columns", help="schema=file column pairs, e.g. prompt_text=question,response_text=out"
@@ -66,9 +63,7 @@ def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
     config = build_config(args.preset, file_values, overrides)
     source = ExternalSource(
         path=args.generations,
-        # --format inspect: detected from the file's shape (checked in ``command``) until
-        # options.FormatName names it
-        format=args.format if args.format in FORMATS else None,
+        format=args.format,
         columns=parse_mapping(args.columns),
         family=args.family,
         subtype=args.subtype,

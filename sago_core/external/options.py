@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FormatName = Literal["generations", "sago-reference", "dove", "lm-eval"]
-FORMATS: tuple[FormatName, ...] = ("generations", "sago-reference", "dove", "lm-eval")
+FormatName = Literal["generations", "sago-reference", "dove", "lm-eval", "inspect"]
+FORMATS: tuple[FormatName, ...] = ("generations", "sago-reference", "dove", "lm-eval", "inspect")
 
 
 class ExternalSource(BaseModel):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from sago_core.data.records import read_records
 from sago_core.errors import InputError
@@ -16,20 +15,17 @@ from sago_core.external.schema import COLUMNS, REQUIRED, ExternalRow
 from sago_core.external.validate import validate_records
 
 SUFFIXES = (".csv", ".json", ".jsonl", ".parquet", ".eval")
-INSPECT: Literal["inspect"] = "inspect"
-# ``inspect`` joins ``options.FormatName`` when options.py names it; until then the CLI passes
-# ``--format inspect`` as detection and checks the format read (sago_cli/score.py).
-ReadFormat = FormatName | Literal["inspect"]
+INSPECT: FormatName = "inspect"
 
 
 @dataclass(frozen=True)
 class ExternalTable:
     rows: list[ExternalRow]
-    format: ReadFormat
+    format: FormatName
     notes: dict[str, int] = field(default_factory=dict)  # counts the report shows
 
 
-def detect_format(records: list[Record], file: str) -> ReadFormat:
+def detect_format(records: list[Record], file: str) -> FormatName:
     present = set().union(*(r.keys() for r in records[:50]))
     if set(REQUIRED) <= present:
         return "generations"
@@ -65,7 +61,7 @@ def read_external(source: ExternalSource) -> ExternalTable:
         raise InputError("holds no rows", file=file)
     if source.format == "generations" or (source.format is None and source.columns):
         records = apply_mapping(records, source.columns, COLUMNS, file)
-    chosen: ReadFormat = source.format or (INSPECT if logs else detect_format(records, file))
+    chosen: FormatName = source.format or (INSPECT if logs else detect_format(records, file))
     if chosen == "sago-reference":
         records, notes = reference.to_input_schema(records, source, file)
     elif chosen == "dove":

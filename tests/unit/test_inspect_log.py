@@ -196,10 +196,10 @@ def test_attachment_text_is_resolved(tmp_path: Path) -> None:
     assert rows[("1", "base")].prompt_text == "Question: Which city is the capital of France?"
 
 
-def test_cli_format_inspect_reads_by_detection() -> None:
+def test_cli_format_inspect_is_a_format_of_its_own() -> None:
     args = build_parser().parse_args(
         ["score", "--generations", str(TEMPLATES), "--format", "inspect", "--family", "noise"]
     )
     _, source = score_inputs(args)
-    assert source.format is None  # detected (options.FormatName does not name it yet)
+    assert source.format == "inspect"
     assert read_external(source).format == "inspect"
