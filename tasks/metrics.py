@@ -16,7 +16,11 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.schemas import DELTAS, PAIRS, SCORES, SUMMARY
 from sago_core.artifacts.store import read_parquet, write_parquet, write_text
-from sago_core.axes.text_similarity import get_bert_scorer
+from sago_core.axes.text_similarity import (
+    get_bert_scorer,
+    multilingual_encoder,
+    without_cross_language,
+)
 from sago_core.backends.api_served import describe_drift, drifted
 from sago_core.config import BertScoreSettings
 from sago_core.report.summary_md import kept_counts, render_summary
@@ -32,7 +36,9 @@ def score_pairs_task(
     model: str, generations_path: str, bertscore: BertScoreSettings, out_dir: str
 ) -> str:
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
-    frame = score_pairs(read_parquet(generations_path), scorer.f1)
+    generations = read_parquet(generations_path)
+    multilingual = multilingual_encoder(bertscore.model, bertscore.multilingual)
+    frame = without_cross_language(score_pairs(generations, scorer.f1), generations, multilingual)
     return str(write_parquet(frame, Path(out_dir) / PAIRS_FILE, PAIRS))
 
 

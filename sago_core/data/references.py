@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sago_core.config import BUILTIN_DATASET
+from sago_core.config import BUILTIN_DATASET, parallel_entry
 from sago_core.data.datasets import SOURCES, DatasetSource, find_dataset_file
 from sago_core.data.records import Record, read_records
 from sago_core.data.user_files import detect_layout, keeps_layout, parse_entry, parse_named
@@ -61,6 +61,9 @@ def reference_origin(
     """One ``datasets`` entry (a known name, ``builtin``, or a file with its mapping)."""
     if entry == BUILTIN_DATASET:
         return ReferenceOrigin(entry, BUILTIN_REFERENCES)
+    parallel = parallel_entry(entry)
+    if parallel is not None:
+        return ReferenceOrigin(entry, f"the {parallel[0]} file's answers in each language")
     file = parse_entry(entry)
     if file is None:
         name, gold = parse_named(entry)

@@ -22,7 +22,7 @@ import polars as pl
 
 from sago_core.artifacts.schemas import DELTAS, conform
 from sago_core.axes.reasoning import with_answers
-from sago_core.registry.axes import axes
+from sago_core.registry.axes import axes_for
 from sago_core.vocabulary import BASE_VARIANT_ID, NON_FINITE
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
@@ -37,7 +37,11 @@ def compute_deltas(
     mirroring: pl.DataFrame,
 ) -> pl.DataFrame:
     wide = _variant_rows(with_answers(generations), analysis, pairs, mirroring)
-    frames = [_axis_deltas(wide, axis.name, axis.scale, *axis.rule()) for axis in axes()]
+    # an axis declared for one family (``lang``: language variants) only where it is present
+    present = wide["family"].unique().to_list()
+    frames = [
+        _axis_deltas(wide, axis.name, axis.scale, *axis.rule()) for axis in axes_for(present)
+    ]
     return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])
 
 
@@ -50,7 +54,9 @@ def _variant_rows(
     """One row per variant with every measurement of it and of its prompt's base."""
     is_base = pl.col("variant_id") == BASE_VARIANT_ID
     variants = generations.filter(~is_base).select(
-        KEY + VARIANT_COLUMNS + [pl.col("failure_reason").alias("variant_failure"), "thinking"]
+        KEY
+        + VARIANT_COLUMNS
+        + [pl.col("failure_reason").alias("variant_failure"), "thinking", "answer_text"]
     )
     base_failures = generations.filter(is_base).select(
         [
