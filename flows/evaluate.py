@@ -246,7 +246,7 @@ def finish_run(
     instances, tails, axis_structure, axis_pca = beyond_the_mean(
         stage, deltas, generations, prompts, scores, out
     )
-    stage(
+    peer = stage(
         peer_metrics_task,
         instances_path=instances,
         deltas_path=deltas,
@@ -271,6 +271,7 @@ def finish_run(
         axis_pca_path=axis_pca,
         layer_profiles_path=located["layer_profiles_path"],
         patching_path=located["patching_path"],
+        peer_metrics_path=peer,
     )
     write_manifest_task(config, inputs, stage.records, out, stage.store_summary())
     return summary, report

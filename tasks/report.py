@@ -30,10 +30,12 @@ def render_report_task(
     axis_pca_path: str | None = None,
     layer_profiles_path: str | None = None,
     patching_path: str | None = None,
+    peer_metrics_path: str | None = None,
 ) -> str:
     """``analysis_paths``: every model's analysis.parquet (the per-layer curves); the
     instances, tails and axis-structure paths add the beyond-the-mean sections; the layer
-    profiles and patching paths the where-the-instability-sits section."""
+    profiles and patching paths the where-the-instability-sits section; the peer metrics
+    path the peer indices beside SGS."""
     page = render_report(
         read_parquet(summary_path),
         read_parquet(scores_path),
@@ -45,5 +47,6 @@ def render_report_task(
         analysis=read_analysis(analysis_paths) if analysis_paths else None,
         insights=read_insights(instances_path, tails_path, axis_structure_path, axis_pca_path),
         located=read_located(layer_profiles_path, patching_path),
+        peer_metrics=read_parquet(peer_metrics_path) if peer_metrics_path else None,
     )
     return str(write_text(page, Path(out_dir) / REPORT_FILE))

@@ -47,6 +47,8 @@ CONTRACT = {
     "tails.parquet": ["model", "dataset", "axis", "family", "n", "q50", "q90", "q99", "max"],
     "axis_structure.parquet": ["model", "axis_a", "axis_b", "spearman_rho", "p_value"],
     "axis_pca.parquet": ["model", "pca_component", "pca_variance_explained", "axis"],
+    # peer indices (issue 30)
+    "peer_metrics.parquet": ["model", "dataset", "family", "index", "value", "n"],
     "summary.parquet": [
         "model",
         "dataset",
