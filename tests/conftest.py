@@ -23,6 +23,7 @@ from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
 
+from tests.prefect_server import prefect_server  # noqa: E402
 from tests.schedule import order_heaviest_first  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -71,10 +72,21 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def harness() -> Iterator[None]:
-    """One temporary in-process Prefect API per test module (flow tests)."""
+    """One temporary Prefect API for the flows a test process runs in-process (each xdist
+    worker has its own): a server start costs about 20 CPU seconds, once instead of once per
+    module. Tests read back only what carries their own run's id."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=180):
         yield
+
+
+@pytest.fixture(scope="session")
+def server_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One real Prefect server per test process: every ``sago`` subprocess a test starts talks
+    to it, so no run pays for starting an ephemeral server of its own. The environment a
+    client process needs (its ``PREFECT_HOME`` is the server's unless a test sets its own)."""
+    with prefect_server(tmp_path_factory.mktemp("prefect-server")) as env:
+        yield {**env, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}

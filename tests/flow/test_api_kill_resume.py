@@ -1,5 +1,6 @@
 """Kill a run (SIGKILL) while it is making API calls, start it again: no finished request is
-sent twice (counted by the local server) and no spending is booked twice (the ledger)."""
+sent twice (counted by the local server) and no spending is booked twice (the ledger). Both
+runs talk to the test process's real Prefect server (``server_env``)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ def _run(config: Path, env: dict[str, str]) -> subprocess.Popen:
     )
 
 
-def test_killed_during_api_calls_resumes_without_asking_twice(tmp_path: Path) -> None:
+def test_killed_during_api_calls_resumes_without_asking_twice(
+    server_env: dict[str, str], tmp_path: Path
+) -> None:
     port_file = tmp_path / "port"
     server = subprocess.Popen(
         [sys.executable, "-m", "tests.openai_server", "--port-file", str(port_file)], cwd=ROOT
@@ -63,17 +66,18 @@ def test_killed_during_api_calls_resumes_without_asking_twice(tmp_path: Path) ->
                     "run_id": "api-kill",
                     "api": {"base_url": f"{root}/v1", "concurrency": 2, "backoff_s": 0},
                     # no replay: the server counts by messages, and the replay asks the
-                    # base prompt's messages again on purpose (a request of its own)
-                    "variants": {"structural": None, "replay": False},
+                    # base prompt's messages again on purpose (a request of its own);
+                    # 18 prompts x (base + 4 register variants) = 90 requests
+                    "variants": {
+                        "register": {"strengths": [-4, -2, 2, 4], "positions": ["suffix"]},
+                        "noise": None,
+                        "structural": None,
+                        "replay": False,
+                    },
                 }
             )
         )
-        env = {
-            **os.environ,
-            "OPENAI_API_KEY": "sk-local",
-            "PREFECT_HOME": str(tmp_path / "prefect"),
-            "PYTHONPATH": str(ROOT),
-        }
+        env = {**server_env, "OPENAI_API_KEY": "sk-local"}
         first = _run(config, env)
         deadline = time.time() + 300
         while _stats(root)["total"] < 30 and time.time() < deadline:

@@ -1,5 +1,6 @@
-"""`sago score` end to end: the round trip (a finished run of the embedded model exported
-to the input schema and scored again with the same model reproduces its deltas and summary)
+"""`sago score` end to end: the round trip (a finished run of a tiny random-weight model
+exported to the input schema and scored again with the same model reproduces its deltas and
+summary; its empty answers read back as answers)
 and a score without a model (Act/Prob/Ent missing with the reason)."""
 
 from __future__ import annotations
@@ -37,22 +38,29 @@ def _config(runs: Path, model: str = "hf:smollm2-135m") -> RunConfig:
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory, harness: None) -> Path:
+def tiny_model(tiny_model_dir: Path) -> str:
+    return f"hf:{tiny_model_dir}"
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory, harness: None, tiny_model: str) -> Path:
     from flows.evaluate import evaluate
 
     runs = tmp_path_factory.mktemp("runs")
-    return Path(evaluate(_config(runs)))
+    return Path(evaluate(_config(runs, tiny_model)))
 
 
 @pytest.mark.parametrize("suffix", [".csv"])
-def test_round_trip_reproduces_the_run(finished_run: Path, tmp_path: Path, suffix: str) -> None:
+def test_round_trip_reproduces_the_run(
+    finished_run: Path, tiny_model: str, tmp_path: Path, suffix: str
+) -> None:
     from flows.score import score
     from sago_core.external.export import export_run
     from sago_core.external.options import ExternalSource
 
     exported = export_run(finished_run, tmp_path / f"run{suffix}")
-    config = _config(tmp_path / "runs")
-    scored = Path(score(ExternalSource(path=exported, model="hf:smollm2-135m"), config))
+    config = _config(tmp_path / "runs", tiny_model)
+    scored = Path(score(ExternalSource(path=exported, model=tiny_model), config))
     assert scored != finished_run
     for name in (
         "generations.parquet",

@@ -1,13 +1,9 @@
-"""One real Prefect server for the reliability suite: every subprocess run talks to it,
-so no run pays for starting an ephemeral server."""
+"""The reliability suite's marker. Its runs talk to the one real Prefect server of
+``tests/conftest.py`` (``server_env``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-
-from tests.prefect_server import prefect_server
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -15,9 +11,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/reliability/" in str(item.fspath):
             item.add_marker(pytest.mark.reliability)
-
-
-@pytest.fixture(scope="package")
-def server_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    with prefect_server(tmp_path_factory.mktemp("reliability-prefect")) as env:
-        yield {**env, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}

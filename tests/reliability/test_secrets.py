@@ -1,14 +1,14 @@
 """Secrets: canary keys in the environment and in a Prefect Secret block, runs with debug
 logging (Prefect and LiteLLM) and forced error paths (an upstream that echoes the key back
-in a 401, server errors, malformed bodies, an exhausted budget). Then every artifact, log,
-the Prefect database, result storage, the report and the temp folder are searched for the
+in a 401, server errors, malformed bodies, an exhausted budget), against the test process's
+real Prefect server. Then every artifact, log, the client's Prefect home and result storage,
+the server's home and database, the report and the temp folder are searched for the
 canaries: raw, base64 (every alignment) and URL-encoded. Zero hits."""
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,12 +74,12 @@ def _config(tmp: Path, base_url: str, key: dict[str, str], budget: dict[str, int
     return path
 
 
-def test_canary_keys_appear_nowhere(tmp_path: Path) -> None:
+def test_canary_keys_appear_nowhere(server_env: dict[str, str], tmp_path: Path) -> None:
     home, temp, logs = tmp_path / "prefect-home", tmp_path / "tmp", tmp_path / "logs"
     for folder in (home, temp, logs):
         folder.mkdir()
     env = {
-        **os.environ,
+        **server_env,
         "PREFECT_HOME": str(home),
         "TMPDIR": str(temp),
         "PREFECT_LOGGING_LEVEL": "DEBUG",
@@ -87,9 +87,7 @@ def test_canary_keys_appear_nowhere(tmp_path: Path) -> None:
         "SAGO_CANARY_KEY": CANARY_ENV,
         "OPENAI_API_KEY": CANARY_ENV,
         "PYTHONPATH": str(ROOT),
-        "HF_HUB_OFFLINE": "1",
     }
-    env.pop("PREFECT_API_URL", None)
 
     def sago(*args: str, log: str) -> int:
         done = run_sago(env, *args)
@@ -125,7 +123,10 @@ def test_canary_keys_appear_nowhere(tmp_path: Path) -> None:
     run_dirs = [p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
     assert any((p / "report.html").is_file() for p in run_dirs)
 
-    leaks = hits([tmp_path / "runs", home, temp, logs], [CANARY_ENV, CANARY_SECRET])
+    server_home = Path(server_env["PREFECT_HOME"])  # the database the logs and the block went to
+    assert (server_home / "prefect.db").is_file()
+    roots = [tmp_path / "runs", home, server_home, temp, logs]
+    leaks = hits(roots, [CANARY_ENV, CANARY_SECRET])
     assert leaks == [], "\n".join(leaks[:20])
 
 
