@@ -11,8 +11,9 @@ run for a shard whose result was committed before that run started; no temp file
 Every run is a new process, forked from one that already imported sago and Prefect
 (``harness.TargetProcesses``), and SIGKILLed like any other. Chains are added two at a time
 until the kills that really happened reach a target: by default at least 10 kills, each
-point killed at least twice (with different seeds and hit numbers); ``SAGO_KILL_CAMPAIGN=full`` (a nightly run) asks for at least
-60 kills, each point at least 12 times.
+point killed at least twice (with different seeds and hit numbers);
+``SAGO_KILL_CAMPAIGN=full`` (a nightly run) asks for at least 60 kills, each point at least
+12 times.
 """
 
 from __future__ import annotations
