@@ -6,18 +6,23 @@ labels, shipped inside the wheel, so nothing is downloaded) names the answer's l
 Codes are compared by their primary subtag (MKQA's ``zh_cn`` and ``zh_tw`` are ``zh``;
 ``pt-BR`` is ``pt``). Too little text to tell is missing with a reason, never a guess: an
 empty answer, one with fewer than ``MIN_LETTERS`` letters (a bare name or number such as
-"Paris" or "2017" carries no language), and one the model calls ``zxx`` (no linguistic
+"Paris" or "2017" carries no language; a CJK character, Han, kana or Hangul, counts as
+``CJK_WEIGHT`` letters, since one such character carries about as much text as a short
+alphabetic word's worth of letters), and one the model calls ``zxx`` (no linguistic
 content). Closely related languages (Danish and Norwegian, Malay and Indonesian) are the
 model's weak spot: on short answers, read a mismatch between them with care.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 MIN_LETTERS = 8
+CJK_WEIGHT = 3  # letters one Han, Hiragana, Katakana or Hangul character counts as
+_CJK_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL")
 NO_LANGUAGE = "zxx"
 # Members of an ISO 639-3 macrolanguage, mapped to it: the labels py3langid emits for
 # varieties of a written standard a prompt is tagged with (Wu and Cantonese -> Chinese,
@@ -60,6 +65,10 @@ def primary_code(code: str) -> str:
     return MACROLANGUAGE.get(primary, primary)
 
 
+def _letter_weight(ch: str) -> int:
+    return CJK_WEIGHT if unicodedata.name(ch, "?").startswith(_CJK_SCRIPTS) else 1
+
+
 def identify_language(
     answer: str | None, prompt_language: str, *, min_letters: int = MIN_LETTERS
 ) -> LanguageMatch:
@@ -67,7 +76,7 @@ def identify_language(
     primary subtag py3langid uses: ``de``, ``ja``, ``zh_cn``, ``pt-BR``, ...)."""
     if answer is None or not answer.strip():
         return LanguageMatch(None, None, reason="empty answer: no language to identify")
-    letters = sum(1 for ch in answer if ch.isalpha())
+    letters = sum(_letter_weight(ch) for ch in answer if ch.isalpha())
     if letters < min_letters:
         return LanguageMatch(
             None,

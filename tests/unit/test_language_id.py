@@ -57,7 +57,7 @@ def test_chinese_prompt_codes_match_a_chinese_answer() -> None:
         ("   ", "empty answer: no language to identify"),
         ("Paris", "answer too short to identify its language (5 letters, fewer than 8)"),
         ("2017-05-18", "answer too short to identify its language (0 letters, fewer than 8)"),
-        ("巴黎", "answer too short to identify its language (2 letters, fewer than 8)"),
+        ("巴黎", "answer too short to identify its language (6 letters, fewer than 8)"),
     ],
 )
 def test_too_little_text_is_missing_with_a_reason(answer: str | None, reason: str) -> None:
@@ -82,3 +82,10 @@ def test_primary_codes() -> None:
         "no",
         "ar",
     ]
+
+
+def test_a_cjk_character_counts_as_three_letters() -> None:
+    # seven characters, 21 weighted letters: enough to tell, not "too short"
+    found = identify_language("日本の首都です", "ja")
+    assert found.reason is None
+    assert (found.detected, found.matches) == ("ja", 1)

@@ -125,3 +125,13 @@ def test_the_older_list_form_of_arguments_reads_the_same(tmp_path: Path) -> None
 def test_task_name_from_the_samples_file_name() -> None:
     assert task_of_file("out/samples_arc_easy_2024-06-01T12-30-45.123456.jsonl") == "arc_easy"
     assert task_of_file("all.jsonl") == "all"
+
+
+def test_a_certain_continuation_wins_over_less_likely_ones(tmp_path: Path) -> None:
+    lines = _lines(CHOICE)
+    first = lines[0]
+    lls = ["-4.1", "-2.0", "0.0", "-5.0"]  # " Nice" has log-likelihood 0: probability 1
+    first["resps"] = [[[ll, "False"]] for ll in lls]
+    first["filtered_resps"] = [[ll, "False"] for ll in lls]
+    rows = _by(_read(_write(tmp_path / "certain.jsonl", lines)))
+    assert rows[("0", "base")].response_text == " Nice"
