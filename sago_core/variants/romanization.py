@@ -7,9 +7,13 @@ The text's own characters decide which library applies (a prompt carries no lang
   leak the English original back in);
 - Han characters, no kana: Chinese -> toneless pinyin (``pypinyin``, which reads
   polyphonic characters from its phrase dictionary);
-- any other non-Latin letters (Arabic, Cyrillic, Greek, Hangul, Hebrew, Thai, ...):
-  ``anyascii``'s transliteration;
-- Latin only: nothing to romanise.
+- a word (two letters in a row) of another script (Arabic, Cyrillic, Greek, Hangul,
+  Hebrew, Thai, ...): ``anyascii``'s transliteration;
+- Latin only, or Latin with lone letters of other scripts (an English prompt's "2π r",
+  "5 µm", "1º"): nothing to romanise.
+
+Each line is romanised on its own, so a prompt keeps its line breaks (a multiple-choice
+prompt's "A) ...", "B) ..." lines stay lines).
 
 What is left that is not ASCII after pinyin or romaji (full-width punctuation) goes through
 ``anyascii`` too, so a romanised prompt is plain ASCII. Simplified <-> Traditional uses
@@ -23,6 +27,7 @@ ISC ``anyascii`` and the MIT ``cutlet`` stand in for them.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -44,9 +49,30 @@ def _scripts(text: str) -> set[str]:
 
 
 def _ascii(text: str) -> str:
+    """ASCII transliteration; runs of spaces within a line collapse, line breaks stay."""
     from anyascii import anyascii
 
-    return " ".join(str(anyascii(text)).split())
+    return "\n".join(" ".join(str(anyascii(line)).split()) for line in text.split("\n"))
+
+
+def _by_line(romanise: Callable[[str], str], text: str) -> str:
+    """``romanise`` applied line by line (the libraries' own output may drop line breaks)."""
+    return "\n".join(_ascii(romanise(line)) if line.strip() else "" for line in text.split("\n"))
+
+
+def _non_latin_word(text: str) -> bool:
+    """Two or more non-Latin letters in a row: a word of another script. A lone letter in a
+    Latin prompt (an English "2π r", "5 µm", "1º") is a symbol, not a language; code-mixed
+    queries (MKQA's "help me help you מתי יצא השיר") still romanise. A script's own vowel
+    signs (Khmer, Thai, Devanagari: marks, not letters, to Unicode) count as its letters."""
+    run = 0
+    for c in text:
+        script = unicodedata.name(c, "?").split()[0]
+        letter = c.isalpha() or (unicodedata.category(c).startswith("M") and script != "COMBINING")
+        run = run + 1 if letter and script != "LATIN" else 0
+        if run >= 2:
+            return True
+    return False
 
 
 @cache
@@ -63,13 +89,14 @@ def _pinyin(text: str) -> str:
 
 
 def romanize(text: str) -> Rewritten | None:
-    """The prompt in Latin letters, or None when it holds no non-Latin letter."""
+    """The prompt in Latin letters, or None when it holds no non-Latin letter (outside
+    Chinese and Japanese: no two non-Latin letters in a row)."""
     scripts = _scripts(text)
     if scripts & set(_KANA):
-        return Rewritten("romanize_hepburn", _ascii(_cutlet().romaji(text)))
+        return Rewritten("romanize_hepburn", _by_line(_cutlet().romaji, text))
     if "CJK" in scripts:
-        return Rewritten("romanize_pinyin", _ascii(_pinyin(text)))
-    if scripts - {"LATIN"}:
+        return Rewritten("romanize_pinyin", _by_line(_pinyin, text))
+    if scripts - {"LATIN"} and _non_latin_word(text):
         return Rewritten("romanize_anyascii", _ascii(text))
     return None
 

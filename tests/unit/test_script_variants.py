@@ -277,3 +277,27 @@ def test_grid_on_mkqa_builds_only_the_transforms_that_change_each_language(
         "script:diacritics_added:50:global",
         "script:diacritics_stripped:100:global",
     }
+
+
+@pytest.mark.parametrize(
+    "text", ["Compute 2π r for r = 3.", "A cell is about 5 µm wide.", "The 1º step."]
+)
+def test_an_english_prompt_with_one_non_latin_letter_is_not_romanised(text: str) -> None:
+    assert romanize(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Кто автор?\nA) Толстой\nB) Пушкин", "Kto avtor?\nA) Tolstoy\nB) Pushkin"),
+        ("谁是作者？\nA) 鲁迅\nB) 老舍", None),
+        ("作者は誰ですか？\nA) 夏目漱石\nB) 太宰治", None),
+    ],
+)
+def test_a_multi_line_prompt_keeps_its_lines(text: str, expected: str | None) -> None:
+    done = romanize(text)
+    assert done is not None and done.text.isascii()
+    assert len(done.text.split("\n")) == 3
+    assert done.text.split("\n")[1].startswith("A) ") and done.text.split("\n")[2].startswith("B) ")
+    if expected is not None:
+        assert done.text == expected
