@@ -29,6 +29,7 @@ from sago_core.config_errors import describe_errors
 from sago_core.errors import ConfigError
 from sago_core.registry.backends import backend_names
 from sago_core.storage.location import is_url, parse_store_url
+from sago_core.vocabulary import BASE_LANGUAGE
 
 Position = Literal["prefix", "suffix", "global"]
 Preset = Literal["demo", "paper", "locate"]
@@ -49,7 +50,6 @@ PARALLEL_LAYOUTS: tuple[str, ...] = (
     "mkqa",  # MKQA: queries {lang: text}, answers {lang: [...]}
     "parallel",  # one column per language: question, question_de, question_ja, ...
 )
-BASE_LANGUAGE = "en"
 
 
 def parallel_entry(entry: str) -> tuple[str, Path] | None:

@@ -38,8 +38,7 @@ from sago_core.registry.axes import axes
 from sago_core.stages.structural import rewrite_key, rewrite_tasks
 from sago_core.stages.variants import build_variant_candidates
 from sago_core.variants.grid import FILTERED_FAMILIES
-from sago_core.variants.language import LANGUAGE_FAMILY
-from sago_core.vocabulary import REPLAY_FAMILY
+from sago_core.vocabulary import LANGUAGE_FAMILY, REPLAY_FAMILY
 
 CHARS_PER_TOKEN = 4
 
@@ -281,10 +280,13 @@ def _budget(plan: RunPlan, config: RunConfig) -> None:
         )
 
 
+# A run keeps the English (base) references only: language variants are not graded yet.
 PARALLEL_REFERENCES = {
-    "mkqa": "MKQA's own answers per language (answers.<lang>: texts and aliases); questions it "
-    "marks unanswerable or answers only with a long passage have none",
-    "parallel": "column answer (answer_<lang> for each language), where the file has them",
+    "mkqa": "MKQA's English answers (answers.en: texts and aliases), for the base prompts only "
+    "(language variants are not graded yet); questions it marks unanswerable or answers only "
+    "with a long passage have none",
+    "parallel": "column answer (English), where the file has it, for the base prompts only "
+    "(language variants are not graded yet)",
 }
 
 

@@ -69,6 +69,10 @@ POOLED = "__pooled__"
 # The base prompt asked again: its deltas are the noise floor, never part of a score.
 REPLAY_FAMILY = "replay"
 REPLAY_VARIANT_ID = "replay:base:0:global"
+# The variant family that asks the prompt in another language (variants/language.py; its
+# subtype is the language code), and the language of the prompts themselves.
+LANGUAGE_FAMILY = "language"
+BASE_LANGUAGE = "en"
 # A NaN or inf measurement is missing with this reason, never a number in a score.
 NON_FINITE = "non-finite measurement"
 

@@ -22,9 +22,8 @@ import polars as pl
 
 from sago_core.axes.language_id import identify_language
 from sago_core.axes.reasoning import unanswered
+from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY
 
-LANGUAGE_FAMILY = "language"  # variants/language.py's family (variants may not import axes)
-BASE_LANGUAGE = "en"  # config.BASE_LANGUAGE (axes stay below config: no import of it here)
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 VERDICT = pl.Struct(
     {

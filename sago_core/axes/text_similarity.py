@@ -25,8 +25,8 @@ import polars as pl
 
 from sago_core.axes.reasoning import unanswered
 from sago_core.backends.model_source import resolve_bertscore_model
+from sago_core.vocabulary import LANGUAGE_FAMILY
 
-LANGUAGE_FAMILY = "language"  # variants/language.py's family (variants may not import axes)
 CROSS_LANGUAGE_BLEU = "answers in different languages: BLEU is not comparable"
 ENGLISH_ONLY_ENCODER = (
     "answers in different languages: the BERTScore encoder is English-only (set "

@@ -113,7 +113,7 @@ BUILTIN: tuple[AxisSpec, ...] = (
         "sago_core.axes.language_fidelity:lang_delta_rule",
         0.0,
         summary="answer in the prompt's language (1) or not (0), minus 1",
-        family="language",
+        family="language",  # vocabulary.LANGUAGE_FAMILY (vocabulary imports this module)
     ),
 )
 

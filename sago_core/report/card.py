@@ -10,8 +10,9 @@ normalised deltas over the measured axes, the variant's own s), the axis-structu
 (``axis_structure.parquet``: which axis pairs are redundant, which axes carry their own
 signal) and the peers' indices (``peer_metrics.parquet``: ProSA's PSS, POSIX, PDR,
 MaxP/AvgP/CPS; docs/peer-metrics.md). A run written before those artifacts existed says so
-in their place. With ``against``, the paired verdicts of this run (B) against the earlier
-one (A), pooled rows (``report/paired_runs.py``).
+in their place, except the peers' indices: a run without them has no peer block (the card's
+JSON still says it predates them). With ``against``, the paired verdicts of this run (B)
+against the earlier one (A), pooled rows (``report/paired_runs.py``).
 
 Everything is read from the run folder: the card needs no model.
 """
@@ -282,10 +283,11 @@ def _sections(card: dict[str, Any]) -> list[Block]:
     """(heading, table headers, table rows, notes) blocks shared by the Markdown and HTML."""
     blocks: list[Block] = []
     for model in card["models"]:
+        peer = model.get("peer_indices") or {}
         blocks += [
             _identity_block(card, model),
             _sgs_block(model),
-            _peer_block(model),
+            *([_peer_block(model)] if peer.get("available") else []),
             _tails_block(model),
             _worst_block(model),
             _structure_block(model),

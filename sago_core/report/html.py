@@ -99,15 +99,24 @@ def _reference_legend(summary: pl.DataFrame) -> str:
     return marks_legend(reference)
 
 
+def _axes_in(frame: pl.DataFrame) -> list[str]:
+    """The registered axes, then any other axis the frame holds (a family's axis such as
+    ``lang``, present only in runs with that family), sorted by name."""
+    present = set(frame["axis"].drop_nulls().to_list()) if "axis" in frame.columns else set()
+    return [*AXES, *sorted(present - set(AXES))]
+
+
 def _pooled_table(summary: pl.DataFrame) -> str:
     rows = []
     pooled = summary.filter(pl.col("dataset") == POOLED)
     ordered = pooled.with_columns(
         pl.col("axis")
-        .replace_strict({axis: i for i, axis in enumerate(AXES)}, return_dtype=pl.Int32)
+        .replace_strict(
+            {axis: i for i, axis in enumerate(AXES)}, default=len(AXES), return_dtype=pl.Int32
+        )
         .alias("order")
     )
-    for r in ordered.sort("model", "order").iter_rows(named=True):
+    for r in ordered.sort("model", "order", "axis").iter_rows(named=True):
         sgs = sgs_cell(r) or "NA"
         ci = (
             f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
@@ -157,12 +166,13 @@ def _dataset_table(summary: pl.DataFrame) -> str:
         datasets = sorted(d for d in rows["dataset"].unique().to_list() if d != POOLED)
         index = {(r["dataset"], r["axis"]): r for r in rows.iter_rows(named=True)}
         body = []
+        names = _axes_in(rows)
         for dataset in datasets:
             cells = []
-            for axis in AXES:
+            for axis in names:
                 cells.append(sgs_cell(index.get((dataset, axis))) or '<span class="na">NA</span>')
             body.append([html.escape(dataset), *cells])
-        parts.append(f"<h3>{html.escape(model)}</h3>" + _table(["dataset", *AXES], body))
+        parts.append(f"<h3>{html.escape(model)}</h3>" + _table(["dataset", *names], body))
     return "".join(parts)
 
 
@@ -173,7 +183,7 @@ def _noise_floor(deltas: pl.DataFrame, summary: pl.DataFrame) -> str:
     rows = []
     reference = summary["reference"][0] if "reference" in summary.columns else "eps 0.05"
     for model in sorted(replay["model"].unique().to_list()):
-        for axis in AXES:
+        for axis in _axes_in(replay):
             chosen = replay.filter((pl.col("model") == model) & (pl.col("axis") == axis))
             measured = chosen.drop_nulls("delta_norm")
             if not len(measured):
@@ -355,7 +365,7 @@ def _correctness_section(
     )
     joined = scores.join(verdicts, on=["model", "dataset", "prompt_id"], how="left")
     rows = []
-    order = {axis: i for i, axis in enumerate(AXES)}
+    order = {axis: i for i, axis in enumerate(_axes_in(joined))}
     groups = sorted(joined.group_by(["model", "axis"]), key=lambda g: (g[0][0], order[g[0][1]]))
     for (model, axis), frame in groups:
         cells = []
@@ -407,7 +417,7 @@ def _rankings_section(summary: pl.DataFrame) -> str:
         return "<p>Rankings need at least two models in the run.</p>"
     parts = []
     per_dataset = summary.filter((pl.col("dataset") != POOLED) & pl.col("sgs").is_not_null())
-    for axis in AXES:
+    for axis in _axes_in(summary):
         scores: dict[str, dict[str, float]] = {}
         for r in per_dataset.filter(pl.col("axis") == axis).iter_rows(named=True):
             scores.setdefault(r["dataset"], {})[r["model"]] = r["sgs"]

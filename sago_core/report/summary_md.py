@@ -77,13 +77,14 @@ def render_summary(
         lines += ["", f"## {model}", ""]
         lines.append("| axis | " + " | ".join(columns) + " |")
         lines.append("|---" * (len(columns) + 1) + "|")
-        for axis in AXES:
+        names = [*AXES, *sorted(set(rows["axis"].drop_nulls().to_list()) - set(AXES))]
+        for axis in names:
             cells = [_cell(index.get((d, axis))) for d in columns]
             lines.append(f"| {axis} | " + " | ".join(cells) + " |")
         pooled_n = {r["axis"]: r["n"] for r in rows.iter_rows(named=True) if r["dataset"] == POOLED}
         lines.append("")
         lines.append(
-            "Prompts per axis (pooled): " + ", ".join(f"{a}={pooled_n.get(a, 0)}" for a in AXES)
+            "Prompts per axis (pooled): " + ", ".join(f"{a}={pooled_n.get(a, 0)}" for a in names)
         )
         missing = rows.filter(pl.col("missing_reason").is_not_null())
         for r in missing.iter_rows(named=True):

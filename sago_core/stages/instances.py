@@ -8,7 +8,8 @@ mirroring ``mr_intensity`` (axes/mirroring_intensity.py) and whether each answer
 per the prompt's reference answers (statistics/correctness.py; null without references or
 without an answer, and ``correct_missing_reason`` says why: the prompt's
 ``reference_missing_reason`` from prompts.parquet, e.g. Alpaca's ``NO_GOLD_ALPACA``, or a
-missing answer).
+missing answer). A language variant's answer is not graded: prompts.parquet carries the
+English references only, so its ``variant_correct`` is null with ``NO_LANGUAGE_REFERENCES``.
 """
 
 from __future__ import annotations
@@ -20,12 +21,21 @@ from sago_core.axes.mirroring_intensity import mirroring_intensity
 from sago_core.axes.reasoning import with_answers
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.statistics.correctness import is_correct
-from sago_core.vocabulary import AXES, BASE_VARIANT_ID, NON_FINITE, REPLAY_FAMILY
+from sago_core.vocabulary import (
+    AXES,
+    BASE_VARIANT_ID,
+    LANGUAGE_FAMILY,
+    NON_FINITE,
+    REPLAY_FAMILY,
+)
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 PROMPT_KEY = ["model", "dataset", "prompt_id"]
 NO_ANSWER = "no answer to judge (a failed request, or a reasoning block that never closed)"
 NO_REFERENCE_WORDS = "the reference answers hold no words once normalised"
+# prompts.parquet holds the base (English) prompt's references only: a language variant's
+# answer is not graded against them (issue 28; per-language references are later work).
+NO_LANGUAGE_REFERENCES = "references in the prompt's language are not carried yet"
 VARIANT_COLUMNS = ["family", "subtype", "strength", "position"]
 
 
@@ -101,15 +111,19 @@ def _missing_verdict(
     base: bool | None,
     variant: bool | None,
     answers: tuple[str | None, str | None],
+    language: bool = False,
 ) -> str | None:
     """Why a row's base or variant verdict is null (None: both are known): the prompt's
-    reason for having no references, else a missing answer, else references without words."""
+    reason for having no references, else a missing answer, else (a language variant) no
+    references in its language, else references without words."""
     if base is not None and variant is not None:
         return None
     if no_references is not None:
         return no_references
     if any(answer is None for answer in answers):
         return NO_ANSWER
+    if language and base is not None:
+        return NO_LANGUAGE_REFERENCES
     return NO_REFERENCE_WORDS
 
 
@@ -129,18 +143,24 @@ def _with_correctness(rows: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame
         name: [is_correct(a, ref) for a, ref in zip(joined[col], references, strict=True)]
         for name, col in (("base_correct", "base_answer"), ("variant_correct", "variant_answer"))
     }
+    language = (joined["family"] == LANGUAGE_FAMILY).fill_null(False).to_list()
+    verdicts["variant_correct"] = [
+        None if is_language else verdict
+        for verdict, is_language in zip(verdicts["variant_correct"], language, strict=True)
+    ]
     no_references = [
         None if refs else (why or NO_REASON_RECORDED)
         for refs, why in zip(references, joined["reference_missing_reason"], strict=True)
     ]
     reasons = [
-        _missing_verdict(why, base, variant, (base_answer, variant_answer))
-        for why, base, variant, base_answer, variant_answer in zip(
+        _missing_verdict(why, base, variant, (base_answer, variant_answer), is_language)
+        for why, base, variant, base_answer, variant_answer, is_language in zip(
             no_references,
             verdicts["base_correct"],
             verdicts["variant_correct"],
             joined["base_answer"],
             joined["variant_answer"],
+            language,
             strict=True,
         )
     ]

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sago_core.config import BASE_LANGUAGE, LanguageGrid, parallel_entry
+from sago_core.config import LanguageGrid, parallel_entry
 from sago_core.data.mkqa import MissingLanguage, read_parallel
+from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY
 
-LANGUAGE_FAMILY = "language"
 LANGUAGE_STRENGTH = 100
 log = logging.getLogger("sago.variants")
 

@@ -279,4 +279,8 @@ def test_the_card_shows_the_peer_indices_and_says_when_a_run_has_none(tmp_path: 
     assert "| pdr | NA | 0 | a paper | NO_GOLD_ALPACA |" in md
 
     old = _run(tmp_path / "old", "hf:/m/old", _values(), extras=False)
-    assert "this run predates peer_metrics.parquet" in write_card(old)[0].read_text()
+    old_md = write_card(old)[0].read_text()
+    assert "Peer indices" not in old_md
+    assert "peer_metrics.parquet" not in old_md
+    old_card = json.loads((old / "card.json").read_text())
+    assert old_card["models"][0]["peer_indices"]["available"] is False

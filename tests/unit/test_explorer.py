@@ -138,3 +138,26 @@ def test_nothing_to_explore_without_a_measured_delta() -> None:
         for a in ("act", "bleu", "bert", "prob", "ent", "mr")
     )
     assert "nothing to explore" in explorer_section(instances)
+
+
+def test_the_language_filter_is_derived_from_language_variants() -> None:
+    """A real instances frame has no ``language`` column: a language variant's subtype is
+    its language, every other row is in English."""
+    instances = synthetic_instances(200, language=False).with_columns(
+        pl.when(pl.int_range(pl.len()) % 4 == 0)
+        .then(pl.lit("language"))
+        .otherwise(pl.col("family"))
+        .alias("family"),
+        pl.when(pl.int_range(pl.len()) % 4 == 0)
+        .then(pl.lit("de"))
+        .otherwise(pl.col("subtype"))
+        .alias("subtype"),
+    )
+    page = explorer_section(instances)
+    assert 'id="explorer-language"' in page
+    data = _blob(page)
+    assert data["cats"]["language"] == ["de", "en"]
+    codes = data["codes"]["language"]
+    # rows 0, 4, 8, ... are the German variants (50 of 200), the others English
+    assert [data["cats"]["language"][c] for c in codes[:5]] == ["de", "en", "en", "en", "de"]
+    assert codes.count(data["cats"]["language"].index("de")) == 50
