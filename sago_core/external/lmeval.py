@@ -103,7 +103,8 @@ def _response(record: Record, args: list[list[Any]], file: str, row: int) -> tup
             row=row,
             column="resps",
         )
-    best = max(range(len(lls)), key=lls.__getitem__)
+    known = [ll for ll in lls if ll is not None]  # all of them: a None is refused above
+    best = max(range(len(known)), key=known.__getitem__)
     if len(args[best]) < 2 or not isinstance(args[best][1], str):
         raise InputError(
             f"request {best} names no continuation", file=file, row=row, column="arguments"
