@@ -2,9 +2,11 @@
 arXiv:2401.00595) over a set of prompt templates, each with its performance (accuracy):
 MaxP, the best template's; AvgP, their mean; and the combined performance score
 
-    CPS = (1 - (MaxP - AvgP)) * MaxP
+    saturation = 1 - (MaxP - AvgP),  CPS = saturation * MaxP
 
-(saturation MaxP - AvgP: how far the average template falls short of the best)."""
+(MaxP - AvgP: how far the average template falls short of the best; the saturation is 1
+when every template does as well as the best). The performances are accuracies over the
+same instances: those every template answered with a verdict."""
 
 from __future__ import annotations
 

@@ -50,6 +50,7 @@ FEW_BERTSCORES = "no variant answer with a BERTScore against its base answer"
 NO_PAIRED_VERDICTS = "no variant with verdicts on both its base and its own answer"
 BASE_NEVER_RIGHT = "the base answer is never right on these instances (PDR divides by it)"
 FEW_TEMPLATES = "fewer than two prompt templates with a verdict"
+NO_SHARED_INSTANCE = "no instance answered under every template"
 
 Measure = tuple[float | None, int, str | None]  # value, n, missing_reason
 
@@ -157,7 +158,7 @@ def _pss(scored: pl.DataFrame, default: str) -> Measure:
 
 
 def _posix(rows: pl.DataFrame | None) -> Measure:
-    if rows is None:
+    if rows is None or rows.height == 0:
         return None, 0, NO_ANALYSIS
     values: list[float] = []
     reasons: list[str | None] = []
@@ -179,6 +180,19 @@ def _posix(rows: pl.DataFrame | None) -> Measure:
     return sum(values) / len(values), len(values), None
 
 
+def _shared(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows of the instances present under every template (variant_id) of ``rows``:
+    templates are compared on the same instances ("State of What Art?", PromptBench)."""
+    templates = rows["variant_id"].n_unique()
+    instances = (
+        rows.group_by(INSTANCE)
+        .agg(pl.col("variant_id").n_unique().alias("templates"))
+        .filter(pl.col("templates") == templates)
+        .select(INSTANCE)
+    )
+    return rows.join(instances, on=INSTANCE, how="semi")
+
+
 def _pdr(verdicts: pl.DataFrame) -> Measure:
     base = verdicts.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
         *INSTANCE, pl.col("y").alias("y_base")
@@ -190,6 +204,9 @@ def _pdr(verdicts: pl.DataFrame) -> Measure:
     )
     if pairs.height == 0:
         return None, 0, _most_common(verdicts["reason"].to_list(), NO_PAIRED_VERDICTS)
+    pairs = _shared(pairs)
+    if pairs.height == 0:
+        return None, 0, NO_SHARED_INSTANCE
     rates = []
     for template in pairs.partition_by("variant_id", maintain_order=True):
         rate = pdr(
@@ -205,12 +222,16 @@ def _pdr(verdicts: pl.DataFrame) -> Measure:
 
 def _multi_prompt(verdicts: pl.DataFrame) -> dict[str, Measure]:
     known = verdicts.filter(pl.col("y").is_not_null())
-    accuracies = known.group_by("variant_id", maintain_order=True).agg(pl.col("y").mean())
-    values = accuracies["y"].to_list()
-    if len(values) < 2:
+    templates = known["variant_id"].n_unique()
+    if templates < 2:
         reason = _most_common(verdicts["reason"].to_list(), FEW_TEMPLATES)
-        reason = FEW_TEMPLATES if values else reason
-        return {name: (None, len(values), reason) for name in (MAX_P, AVG_P, CPS)}
+        reason = FEW_TEMPLATES if templates else reason
+        return {name: (None, templates, reason) for name in (MAX_P, AVG_P, CPS)}
+    shared = _shared(known)
+    if shared.height == 0:
+        return {name: (None, 0, NO_SHARED_INSTANCE) for name in (MAX_P, AVG_P, CPS)}
+    accuracies = shared.group_by("variant_id", maintain_order=True).agg(pl.col("y").mean())
+    values = accuracies["y"].to_list()
     best, mean = max_p(values), avg_p(values)
     n = len(values)
     return {MAX_P: (best, n, None), AVG_P: (mean, n, None), CPS: (cps(best, mean), n, None)}

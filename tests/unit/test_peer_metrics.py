@@ -328,3 +328,36 @@ def test_a_second_dataset_is_pooled_over_instances() -> None:
     pooled = _cell(table, "pss_correct", dataset="__pooled__")
     assert pooled["value"] == pytest.approx((4 / 6 + 3 / 6 + 0 + 3 / 6) / 4)
     assert pooled["n"] == 4
+
+
+def _with_n3(prompt: str, right: bool, base: bool) -> pl.DataFrame:
+    """The standard instances plus a noise template n3 answered on ``prompt`` only."""
+    extra = _instances({(prompt, "n1"): (base, right)}).with_columns(
+        pl.lit("n3").alias("variant_id")
+    )
+    return pl.concat([_instances(), extra])
+
+
+def test_templates_are_compared_on_the_instances_every_template_answered() -> None:
+    table = peer_metrics(_with_n3("p2", True, False), _deltas(), _analysis())
+    # n3 answers p2 only: every template over p2 alone: base 0, n1 0, n2 1, r1 0, n3 1.
+    # AvgP 2/5 (over each template's own instances it would be (.5 + 0 + 1 + 0 + 1) / 5 = .5)
+    assert _cell(table, "avg_p")["value"] == pytest.approx(2 / 5)
+    assert _cell(table, "max_p")["value"] == pytest.approx(1.0)
+    # PDR on p2 only, where the base is never right: no rate
+    assert _cell(table, "pdr")["missing_reason"] == BASE_NEVER_RIGHT
+
+
+def test_a_template_on_an_instance_of_its_own_sets_no_max_p() -> None:
+    # n3 answers only p3, where no other variant was asked: no instance is shared
+    table = peer_metrics(_with_n3("p3", True, True), _deltas(), _analysis())
+    for index in ("max_p", "avg_p", "cps", "pdr"):
+        cell = _cell(table, index)
+        assert cell["value"] is None, index
+        assert cell["missing_reason"] == "no instance answered under every template", index
+
+
+def test_a_model_without_analysis_rows_is_no_analysis() -> None:
+    other = _analysis().with_columns(pl.lit("mock:other").alias("model"))
+    table = peer_metrics(_instances(), _deltas(), other)
+    assert _cell(table, "posix")["missing_reason"] == NO_ANALYSIS
