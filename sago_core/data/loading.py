@@ -8,7 +8,6 @@ from pathlib import Path
 
 from sago_core.artifacts.store import sha256_of
 from sago_core.config import (
-    BASE_LANGUAGE,
     BUILTIN_DATASET,
     DATASET_NAMES,
     PARALLEL_LAYOUTS,
@@ -38,6 +37,7 @@ from sago_core.data.user_files import (
     read_with_layout,
 )
 from sago_core.errors import ConfigError, InputError
+from sago_core.vocabulary import BASE_LANGUAGE
 
 DEFAULT_RULES = PromptRules()
 log = logging.getLogger("sago.data")

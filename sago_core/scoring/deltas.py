@@ -39,9 +39,7 @@ def compute_deltas(
     wide = _variant_rows(with_answers(generations), analysis, pairs, mirroring)
     # an axis declared for one family (``lang``: language variants) only where it is present
     present = wide["family"].unique().to_list()
-    frames = [
-        _axis_deltas(wide, axis.name, axis.scale, *axis.rule()) for axis in axes_for(present)
-    ]
+    frames = [_axis_deltas(wide, axis.name, axis.scale, *axis.rule()) for axis in axes_for(present)]
     return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])
 
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from sago_core.config import Position, ScriptGrid, VariantGrid
 from sago_core.data.prompt import Prompt
 from sago_core.variants.language import (
-    LANGUAGE_FAMILY,
     LANGUAGE_STRENGTH,
     LanguageTexts,
     language_variant_id,
@@ -38,7 +37,7 @@ from sago_core.variants.script import (
     to_homoglyphs,
 )
 from sago_core.variants.seeding import variant_rng, variant_seed
-from sago_core.vocabulary import BASE_FAMILY, REPLAY_FAMILY, REPLAY_VARIANT_ID
+from sago_core.vocabulary import BASE_FAMILY, LANGUAGE_FAMILY, REPLAY_FAMILY, REPLAY_VARIANT_ID
 
 NoiseFn = Callable[[str, int, Position, random.Random], str]
 NOISE_BUILDERS: dict[str, NoiseFn] = {

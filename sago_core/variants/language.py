@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sago_core.config import LanguageGrid, parallel_entry
 from sago_core.data.mkqa import MissingLanguage, read_parallel
-from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY
+from sago_core.vocabulary import LANGUAGE_FAMILY
 
 LANGUAGE_STRENGTH = 100
 log = logging.getLogger("sago.variants")
@@ -69,8 +69,6 @@ def report_missing(texts: LanguageTexts, keys: list[Key]) -> list[MissingLanguag
 
 
 __all__ = [
-    "BASE_LANGUAGE",
-    "LANGUAGE_FAMILY",
     "LanguageTexts",
     "language_variant_id",
     "read_language_texts",
