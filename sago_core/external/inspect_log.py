@@ -23,7 +23,9 @@ item its templates share (else the sample ``id``). Samples are grouped by model 
 the base is the template ``--base-where task=NAME`` (or ``template=NAME``) names, else the
 first log's (the first template met); every other template is a variant
 (``inspect:<template>``, ``--family``, subtype ``--subtype`` or ``template``, strength 1,
-position ``global``). Only the first epoch of a (template, item) is read (others counted).
+position ``global``). Only the first epoch of a (template, item) is read (later epochs
+counted); a second epoch-1 sample of one (template, item) is an error, and so are two logs
+with the same task and ``task_args`` whose samples do not name their templates.
 
 The prompt: the texts of the messages before the model's first reply (system, then user
 turns), joined by a blank line, so a template's system message is part of it; without
@@ -239,9 +241,17 @@ def _references(sample: Record) -> list[str]:
     return list(dict.fromkeys(refs))
 
 
-def _template_names(logs: list[Record]) -> list[str]:
+def _names_every_template(log: Record) -> bool:
+    samples = log.get("samples")
+    return isinstance(samples, list) and all(
+        isinstance(s, dict) and (s.get("metadata") or {}).get(TEMPLATE_FIELD) for s in samples
+    )
+
+
+def _template_names(logs: list[Record], file: str) -> list[str]:
     """Each log's template name: its task, or the task and its arguments where two logs
-    share a task."""
+    share a task. Two logs still named alike (same task and arguments: templates differing
+    by solver or system prompt) are an error unless their samples name their templates."""
     tasks = [str(log["eval"].get("task") or "") for log in logs]
     names = []
     for log, task in zip(logs, tasks, strict=True):
@@ -250,6 +260,19 @@ def _template_names(logs: list[Record]) -> list[str]:
             shown = ",".join(f"{k}={args[k]}" for k in sorted(args))
             task = f"{task}[{shown}]"
         names.append(task)
+    for name in dict.fromkeys(names):
+        alike = [i for i, n in enumerate(names) if n == name]
+        if len(alike) > 1 and not all(_names_every_template(logs[i]) for i in alike):
+            shown = ", ".join(
+                f"log {i + 1} (eval_id {logs[i]['eval'].get('eval_id')!r})" for i in alike
+            )
+            raise InputError(
+                f"logs {shown} share task and task_args {name!r}, so their templates cannot "
+                f"be told apart: give each log's samples metadata.{TEMPLATE_FIELD} naming "
+                "its template (or run the templates with different task_args)",
+                file=file,
+                column="eval.task",
+            )
     return names
 
 
@@ -258,7 +281,7 @@ def _parse_samples(logs: list[Record], file: str) -> tuple[list[dict[str, Any]],
     seen: set[tuple[str, str, str]] = set()
     later = steps_rows = 0
     row = 0
-    names = _template_names(logs)
+    names = _template_names(logs, file)
     for log, log_template in zip(logs, names, strict=True):
         spec = log["eval"]
         samples = log.get("samples")
@@ -280,8 +303,17 @@ def _parse_samples(logs: list[Record], file: str) -> tuple[list[dict[str, Any]],
             model = str(spec.get("model") or (sample.get("output") or {}).get("model") or "")
             key = (model, item, template)
             if key in seen:
-                later += 1  # another epoch (or a repeat) of the same answer
-                continue
+                if _epoch(sample) > 1:
+                    later += 1  # another epoch of the same answer
+                    continue
+                raise InputError(
+                    f"sample {sample['id']!r} (epoch 1) of template {template!r} and model "
+                    f"{model!r} is read twice: give each template's samples a distinct "
+                    f"metadata.{TEMPLATE_FIELD} or {ITEM_FIELD}",
+                    file=file,
+                    row=row,
+                    column="id",
+                )
             seen.add(key)
             response, failure, steps = _response(sample, attachments, file, row)
             steps_rows += steps > 0

@@ -203,3 +203,26 @@ def test_cli_format_inspect_is_a_format_of_its_own() -> None:
     _, source = score_inputs(args)
     assert source.format == "inspect"
     assert read_external(source).format == "inspect"
+
+
+def test_logs_with_one_task_and_the_same_task_args_are_refused(tmp_path: Path) -> None:
+    logs = _logs()
+    for log in logs:
+        log["eval"]["task"] = "capitals"
+        log["eval"]["task_args"] = {}
+    with pytest.raises(InputError, match=r"logs log 1 .*log 2 .*log 3 .*metadata\.template"):
+        _read(_dump(tmp_path / "logs.json", logs))
+    # the samples naming their templates tell the logs apart
+    for log, name in zip(logs, ("plain", "polite", "terse"), strict=True):
+        for sample in log["samples"]:
+            sample["metadata"] = {**(sample.get("metadata") or {}), "template": name}
+    rows = _by(_read(_dump(tmp_path / "named.json", logs)))
+    assert ("1", "inspect:terse") in rows and rows[("1", "base")].response_text == "Paris"
+
+
+def test_a_repeated_first_epoch_sample_is_an_error_not_a_later_epoch(tmp_path: Path) -> None:
+    logs = _logs()
+    first = next(s for s in logs[1]["samples"] if s.get("epoch", 1) == 1)
+    logs[1]["samples"].append(json.loads(json.dumps(first)))
+    with pytest.raises(InputError, match=rf"sample {first['id']!r} \(epoch 1\).*read twice"):
+        _read(_dump(tmp_path / "logs.json", logs))
