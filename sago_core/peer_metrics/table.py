@@ -35,6 +35,7 @@ from sago_core.peer_metrics.sources import (
     PSS_CORRECT,
     SOURCES,
 )
+from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, POOLED, REPLAY_FAMILY
 
@@ -51,6 +52,15 @@ NO_PAIRED_VERDICTS = "no variant with verdicts on both its base and its own answ
 BASE_NEVER_RIGHT = "the base answer is never right on these instances (PDR divides by it)"
 FEW_TEMPLATES = "fewer than two prompt templates with a verdict"
 NO_SHARED_INSTANCE = "no instance answered under every template"
+
+
+def few_shared(count: int, needed: int) -> str:
+    """The reason when templates share too few instances to be compared."""
+    return (
+        f"{count} instance(s) answered under every template; at least {needed} needed to "
+        "compare templates"
+    )
+
 
 Measure = tuple[float | None, int, str | None]  # value, n, missing_reason
 
@@ -193,7 +203,11 @@ def _shared(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.join(instances, on=INSTANCE, how="semi")
 
 
-def _pdr(verdicts: pl.DataFrame) -> Measure:
+def _instances_in(rows: pl.DataFrame) -> int:
+    return rows.select(INSTANCE).unique().height
+
+
+def _pdr(verdicts: pl.DataFrame, min_shared: int) -> Measure:
     base = verdicts.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
         *INSTANCE, pl.col("y").alias("y_base")
     )
@@ -207,6 +221,8 @@ def _pdr(verdicts: pl.DataFrame) -> Measure:
     pairs = _shared(pairs)
     if pairs.height == 0:
         return None, 0, NO_SHARED_INSTANCE
+    if _instances_in(pairs) < min_shared:
+        return None, 0, few_shared(_instances_in(pairs), min_shared)
     rates = []
     for template in pairs.partition_by("variant_id", maintain_order=True):
         rate = pdr(
@@ -220,7 +236,7 @@ def _pdr(verdicts: pl.DataFrame) -> Measure:
     return sum(rates) / len(rates), len(rates), None
 
 
-def _multi_prompt(verdicts: pl.DataFrame) -> dict[str, Measure]:
+def _multi_prompt(verdicts: pl.DataFrame, min_shared: int) -> dict[str, Measure]:
     known = verdicts.filter(pl.col("y").is_not_null())
     templates = known["variant_id"].n_unique()
     if templates < 2:
@@ -230,6 +246,9 @@ def _multi_prompt(verdicts: pl.DataFrame) -> dict[str, Measure]:
     shared = _shared(known)
     if shared.height == 0:
         return {name: (None, 0, NO_SHARED_INSTANCE) for name in (MAX_P, AVG_P, CPS)}
+    if _instances_in(shared) < min_shared:
+        reason = few_shared(_instances_in(shared), min_shared)
+        return {name: (None, 0, reason) for name in (MAX_P, AVG_P, CPS)}
     accuracies = shared.group_by("variant_id", maintain_order=True).agg(pl.col("y").mean())
     values = accuracies["y"].to_list()
     best, mean = max_p(values), avg_p(values)
@@ -242,14 +261,15 @@ def _measures(
     verdicts: pl.DataFrame,
     bertscores: pl.DataFrame,
     logprobs: pl.DataFrame | None,
+    min_shared: int,
 ) -> dict[str, Measure]:
     scoped = scope.of(verdicts)
     return {
         PSS_CORRECT: _pss(scoped, FEW_VERDICTS),
         PSS_BERTSCORE: _pss(scope.of(bertscores), FEW_BERTSCORES),
         POSIX: _posix(scope.of(logprobs) if logprobs is not None else None),
-        PDR: _pdr(scoped),
-        **_multi_prompt(scoped),
+        PDR: _pdr(scoped, min_shared),
+        **_multi_prompt(scoped, min_shared),
     }
 
 
@@ -265,15 +285,22 @@ def _scopes(deltas: pl.DataFrame) -> list[Scope]:
 
 
 def peer_metrics(
-    instances: pl.DataFrame, deltas: pl.DataFrame, analysis: pl.DataFrame | None
+    instances: pl.DataFrame,
+    deltas: pl.DataFrame,
+    analysis: pl.DataFrame | None,
+    min_shared: int = MIN_PROMPTS,
 ) -> pl.DataFrame:
-    """Every index per (model, dataset incl. __pooled__, family incl. __all__)."""
+    """Every index per (model, dataset incl. __pooled__, family incl. __all__).
+    ``min_shared``: PDR and MaxP/AvgP/CPS compare templates on the instances every template
+    answered; with fewer than this many such instances they are NA with the count (a
+    template right on the one instance it shares would otherwise set MaxP = 1)."""
     verdicts = _verdicts(instances)
     bertscores = _bertscores(deltas)
     logprobs = _logprobs(analysis, deltas) if analysis is not None else None
     rows = []
     for scope in _scopes(deltas):
-        for index, (value, n, reason) in _measures(scope, verdicts, bertscores, logprobs).items():
+        measures = _measures(scope, verdicts, bertscores, logprobs, min_shared)
+        for index, (value, n, reason) in measures.items():
             rows.append(
                 {
                     "model": scope.model,

@@ -17,8 +17,18 @@ from sago_core.peer_metrics.pss import pss
 from sago_core.peer_metrics.table import (
     BASE_NEVER_RIGHT,
     NO_ANALYSIS,
+    few_shared,
     peer_metrics,
 )
+
+
+def peer_metrics_on_few(
+    instances: pl.DataFrame, deltas: pl.DataFrame, analysis: pl.DataFrame | None
+) -> pl.DataFrame:
+    """The table of the hand computations below: their two instances may compare templates
+    (the default asks for five shared instances; its own test is at the end)."""
+    return peer_metrics(instances, deltas, analysis, min_shared=1)
+
 
 # --- the formulas on plain numbers ---------------------------------------------------------
 
@@ -216,7 +226,7 @@ def _cell(frame: pl.DataFrame, index: str, family: str = "__all__", dataset: str
 
 
 def test_the_table_matches_hand_computations() -> None:
-    table = peer_metrics(_instances(), _deltas(), _analysis())
+    table = peer_metrics_on_few(_instances(), _deltas(), _analysis())
     assert table.schema == pl.Schema(PEER_METRICS)
     # 1 model x (dataset d, __pooled__) x (__all__, noise, register) x 7 indices
     assert table.height == 2 * 3 * 7
@@ -288,7 +298,7 @@ def _values_are_numbers_or_na(table: pl.DataFrame) -> None:
 def test_no_references_and_no_log_probabilities_are_na_with_their_reason() -> None:
     unknown = {key: (None, None) for key in VERDICTS}
     api = {key: None for key in LOGPROBS}
-    table = peer_metrics(
+    table = peer_metrics_on_few(
         _instances(unknown, reason="NO_GOLD_ALPACA"),
         _deltas(),
         _analysis(api, reason="backend litellm cannot teacher-force"),
@@ -302,13 +312,13 @@ def test_no_references_and_no_log_probabilities_are_na_with_their_reason() -> No
     assert posix["missing_reason"] == "backend litellm cannot teacher-force"
     assert _cell(table, "pss_bertscore")["value"] is not None  # needs no reference
 
-    without_analysis = peer_metrics(_instances(), _deltas(), None)
+    without_analysis = peer_metrics_on_few(_instances(), _deltas(), None)
     assert _cell(without_analysis, "posix")["missing_reason"] == NO_ANALYSIS
 
 
 def test_a_base_never_right_leaves_pdr_na_not_infinite() -> None:
     never = {key: (False, right) for key, (_, right) in VERDICTS.items()}
-    table = peer_metrics(_instances(never), _deltas(), _analysis())
+    table = peer_metrics_on_few(_instances(never), _deltas(), _analysis())
     _values_are_numbers_or_na(table)
     cell = _cell(table, "pdr")
     assert cell["value"] is None and cell["missing_reason"] == BASE_NEVER_RIGHT
@@ -322,7 +332,7 @@ def test_a_second_dataset_is_pooled_over_instances() -> None:
     )
     deltas = pl.concat([_deltas(), _deltas().with_columns(pl.lit("e").alias("dataset"))])
     analysis = pl.concat([_analysis(), _analysis().with_columns(pl.lit("e").alias("dataset"))])
-    table = peer_metrics(pl.concat([_instances(), second]), deltas, analysis)
+    table = peer_metrics_on_few(pl.concat([_instances(), second]), deltas, analysis)
     # e: p1 Y = 1, 1, 1, 1 -> 0; p2 Y = 0, 1, 1, 1 -> 3/6. Pooled over the four instances:
     # (4/6 + 3/6 + 0 + 3/6) / 4
     pooled = _cell(table, "pss_correct", dataset="__pooled__")
@@ -339,7 +349,7 @@ def _with_n3(prompt: str, right: bool, base: bool) -> pl.DataFrame:
 
 
 def test_templates_are_compared_on_the_instances_every_template_answered() -> None:
-    table = peer_metrics(_with_n3("p2", True, False), _deltas(), _analysis())
+    table = peer_metrics_on_few(_with_n3("p2", True, False), _deltas(), _analysis())
     # n3 answers p2 only: every template over p2 alone: base 0, n1 0, n2 1, r1 0, n3 1.
     # AvgP 2/5 (over each template's own instances it would be (.5 + 0 + 1 + 0 + 1) / 5 = .5)
     assert _cell(table, "avg_p")["value"] == pytest.approx(2 / 5)
@@ -350,7 +360,7 @@ def test_templates_are_compared_on_the_instances_every_template_answered() -> No
 
 def test_a_template_on_an_instance_of_its_own_sets_no_max_p() -> None:
     # n3 answers only p3, where no other variant was asked: no instance is shared
-    table = peer_metrics(_with_n3("p3", True, True), _deltas(), _analysis())
+    table = peer_metrics_on_few(_with_n3("p3", True, True), _deltas(), _analysis())
     for index in ("max_p", "avg_p", "cps", "pdr"):
         cell = _cell(table, index)
         assert cell["value"] is None, index
@@ -359,5 +369,18 @@ def test_a_template_on_an_instance_of_its_own_sets_no_max_p() -> None:
 
 def test_a_model_without_analysis_rows_is_no_analysis() -> None:
     other = _analysis().with_columns(pl.lit("mock:other").alias("model"))
-    table = peer_metrics(_instances(), _deltas(), other)
+    table = peer_metrics_on_few(_instances(), _deltas(), other)
     assert _cell(table, "posix")["missing_reason"] == NO_ANALYSIS
+
+
+def test_templates_sharing_fewer_than_five_instances_are_not_compared() -> None:
+    # the default: the fixture's templates share two instances (p1, p2), fewer than five,
+    # so a template right on both would otherwise read as MaxP = 1 from two answers
+    table = peer_metrics(_instances(), _deltas(), _analysis())
+    for index in ("max_p", "avg_p", "cps", "pdr"):
+        cell = _cell(table, index)
+        assert cell["value"] is None, index
+        assert cell["missing_reason"] == few_shared(2, 5), index
+    assert "2 instance(s)" in few_shared(2, 5) and "at least 5" in few_shared(2, 5)
+    # the indices over each instance on its own stay (PSS needs no shared instances)
+    assert _cell(table, "pss_correct")["value"] == pytest.approx((4 / 6 + 3 / 6) / 2)
