@@ -42,6 +42,7 @@ from sago_core.report.insights import (
     tail_sections,
 )
 from sago_core.report.locate import Located, locate_sections, located_from_run
+from sago_core.report.markup import table as _table
 from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
 from sago_core.statistics.correctness import is_correct
@@ -71,22 +72,6 @@ def _fmt(value: Any, digits: int = 4) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{value:.{digits}f}"
     return html.escape(str(value))
-
-
-def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    head = "".join(
-        f'<th class="l">{html.escape(h)}</th>' if i < left else f"<th>{html.escape(h)}</th>"
-        for i, h in enumerate(headers)
-    )
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r)
-        )
-        + "</tr>"
-        for r in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def _image(name: str, png: bytes) -> str:

@@ -18,6 +18,7 @@ from sago_core.artifacts.layout import (
     TAILS_FILE,
 )
 from sago_core.report.explorer import explorer_section
+from sago_core.report.markup import table as _table
 from sago_core.statistics.axis_structure import REDUNDANT_P, REDUNDANT_RHO, redundancy_note
 from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -55,17 +56,6 @@ def _with_ci(row: dict, name: str) -> str:
     low, high = row.get(f"ci_low_{name}"), row.get(f"ci_high_{name}")
     ci = f" [{_num(low)}, {_num(high)}]" if low is not None and high is not None else ""
     return _num(row.get(name)) + ci
-
-
-def _table(headers: list[str], rows: list[list[str]], left: int) -> str:
-    def cells(values: list[str], tag: str) -> str:
-        return "".join(
-            f'<{tag} class="l">{v}</{tag}>' if i < left else f"<{tag}>{v}</{tag}>"
-            for i, v in enumerate(values)
-        )
-
-    body = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in rows)
-    return f"<table><tr>{cells([html.escape(h) for h in headers], 'th')}</tr>{body}</table>"
 
 
 def tails_section(tails: pl.DataFrame, summary: pl.DataFrame) -> str:

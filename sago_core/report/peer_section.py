@@ -22,6 +22,7 @@ from sago_core.peer_metrics.sources import (
     PSS_CORRECT,
     SOURCES,
 )
+from sago_core.report.markup import table as _table
 from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import POOLED
 
@@ -62,22 +63,6 @@ def _sgs(summary: pl.DataFrame, model: str, axis: str) -> str:
 
 def _row_cells(index: dict[tuple[str, str], dict], family: str) -> list[str]:
     return [_value(index.get((family, name))) for name in INDICES]
-
-
-def _table(headers: list[str], rows: list[list[str]], left: int) -> str:
-    head = "".join(
-        f'<th class="l">{html.escape(h)}</th>' if i < left else f"<th>{html.escape(h)}</th>"
-        for i, h in enumerate(headers)
-    )
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r)
-        )
-        + "</tr>"
-        for r in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def _notes(pooled: pl.DataFrame) -> str:
