@@ -49,7 +49,7 @@ from typing import Any
 from sago_core.errors import InputError
 from sago_core.external.columns import Record
 from sago_core.external.options import ExternalSource
-from sago_core.vocabulary import BASE_VARIANT_ID
+from sago_core.external.templates import refuse_base_only, template_row
 
 REQUIRED = ("eval", "samples")  # the keys of a log record
 BASE_KEYS = ("task", "template")
@@ -405,27 +405,8 @@ def to_input_schema(
                 "failure_reason": p["failure_reason"],
                 "references": p["references"],
             }
-            if p is base:
-                out.append({**row_out, "variant_id": BASE_VARIANT_ID})
-                continue
-            out.append(
-                {
-                    **row_out,
-                    "variant_id": f"inspect:{p['template']}",
-                    "family": source.family,
-                    "subtype": source.subtype or "template",
-                    "strength": 1.0,
-                    "position": "global",
-                }
-            )
-    if alone:
-        shown = ", ".join(str(r) for r in alone[:10]) + (" ..." if len(alone) > 10 else "")
-        raise InputError(
-            f"{len(alone)} sample(s) have the base template and no other, nothing to compare "
-            f"(rows {shown}): add the other templates' logs",
-            file=file,
-            row=alone[0],
-            column="task",
-        )
+            template = None if p is base else p["template"]
+            out.append(template_row(row_out, template, "inspect", source))
+    refuse_base_only(alone, "sample(s)", "add the other templates' logs", file)
     notes = {LATER_EPOCHS: later, LOGPROBS: steps_rows}
     return out, {k: v for k, v in notes.items() if v}

@@ -36,7 +36,7 @@ from typing import Any
 from sago_core.errors import InputError
 from sago_core.external.columns import Record, require_columns
 from sago_core.external.options import ExternalSource
-from sago_core.vocabulary import BASE_VARIANT_ID
+from sago_core.external.templates import refuse_base_only, template_row
 
 REQUIRED = ("doc_id", "arguments", "resps", "filtered_resps")
 BASE_KEYS = ("task", "template")
@@ -214,28 +214,9 @@ def to_input_schema(
                 "failure_reason": None,  # lm-eval logged it as the model's answer
                 "references": p["references"],
             }
-            if p is base:
-                out.append({**row_out, "variant_id": BASE_VARIANT_ID})
-                continue
-            out.append(
-                {
-                    **row_out,
-                    "variant_id": f"lm-eval:{p['template']}",
-                    "family": source.family,
-                    "subtype": source.subtype or "template",
-                    "strength": 1.0,
-                    "position": "global",
-                }
-            )
-    if alone:
-        shown = ", ".join(str(r) for r in alone[:10]) + (" ..." if len(alone) > 10 else "")
-        raise InputError(
-            f"{len(alone)} document(s) have the base template and no other, nothing to compare "
-            f"(rows {shown}): add the other templates' lines (with their task)",
-            file=file,
-            row=alone[0],
-            column="task",
-        )
+            template = None if p is base else p["template"]
+            out.append(template_row(row_out, template, "lm-eval", source))
+    refuse_base_only(alone, "document(s)", "add the other templates' lines (with their task)", file)
     notes = {
         FURTHER_FILTERS: further,
         LOGLIKELIHOODS: sum(p["by_loglikelihood"] for p in parsed),

@@ -1,0 +1,38 @@
+"""Items answered under several templates (lm-eval tasks, inspect_ai logs): the base
+template's answer becomes the base row and every other template's a variant of it."""
+
+from __future__ import annotations
+
+from sago_core.errors import InputError
+from sago_core.external.columns import Record
+from sago_core.external.options import ExternalSource
+from sago_core.vocabulary import BASE_VARIANT_ID
+
+
+def template_row(row: Record, template: str | None, prefix: str, source: ExternalSource) -> Record:
+    """``row`` as the base (``template`` None) or as the variant ``prefix:template``."""
+    if template is None:
+        return {**row, "variant_id": BASE_VARIANT_ID}
+    return {
+        **row,
+        "variant_id": f"{prefix}:{template}",
+        "family": source.family,
+        "subtype": source.subtype or "template",
+        "strength": 1.0,
+        "position": "global",
+    }
+
+
+def refuse_base_only(alone: list[int], items: str, fix: str, file: str) -> None:
+    """Items answered under the base template only have nothing to compare: refused, naming
+    their rows (``items``: what the format calls them; ``fix``: what to add)."""
+    if not alone:
+        return
+    shown = ", ".join(str(r) for r in alone[:10]) + (" ..." if len(alone) > 10 else "")
+    raise InputError(
+        f"{len(alone)} {items} have the base template and no other, nothing to compare "
+        f"(rows {shown}): {fix}",
+        file=file,
+        row=alone[0],
+        column="task",
+    )
