@@ -49,7 +49,7 @@ from typing import Any
 from sago_core.errors import InputError
 from sago_core.external.columns import Record
 from sago_core.external.options import ExternalSource
-from sago_core.external.templates import refuse_base_only, template_row
+from sago_core.external.templates import base_of, refuse_base_only, template_row
 
 REQUIRED = ("eval", "samples")  # the keys of a log record
 BASE_KEYS = ("task", "template")
@@ -381,15 +381,7 @@ def to_input_schema(
                 row=members[0]["row"],
                 column="eval.dataset.name",
             )
-        base = next((p for p in members if p["template"] == base_template), None)
-        if base is None:
-            raise InputError(
-                f"sample {item!r} has no sample of the base template {base_template!r} "
-                f"(rows {rows})",
-                file=file,
-                row=members[0]["row"],
-                column="task",
-            )
+        base = base_of(members, base_template, f"sample {item!r}", file)
         if len(members) == 1:
             alone.append(base["row"])
             continue

@@ -36,7 +36,7 @@ from typing import Any
 from sago_core.errors import InputError
 from sago_core.external.columns import Record, require_columns
 from sago_core.external.options import ExternalSource
-from sago_core.external.templates import refuse_base_only, template_row
+from sago_core.external.templates import base_of, refuse_base_only, template_row
 
 REQUIRED = ("doc_id", "arguments", "resps", "filtered_resps")
 BASE_KEYS = ("task", "template")
@@ -191,15 +191,7 @@ def to_input_schema(
                 row=members[0]["row"],
                 column="doc_hash",
             )
-        base = next((p for p in members if p["template"] == base_template), None)
-        if base is None:
-            raise InputError(
-                f"doc_id {doc_id!r} has no line of the base template {base_template!r} "
-                f"(rows {[p['row'] for p in members]})",
-                file=file,
-                row=members[0]["row"],
-                column="task",
-            )
+        base = base_of(members, base_template, f"doc_id {doc_id!r}", file)
         if len(members) == 1:
             alone.append(base["row"])
             continue

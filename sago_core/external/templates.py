@@ -3,6 +3,8 @@ template's answer becomes the base row and every other template's a variant of i
 
 from __future__ import annotations
 
+from typing import Any
+
 from sago_core.errors import InputError
 from sago_core.external.columns import Record
 from sago_core.external.options import ExternalSource
@@ -36,3 +38,18 @@ def refuse_base_only(alone: list[int], items: str, fix: str, file: str) -> None:
         row=alone[0],
         column="task",
     )
+
+
+def base_of(members: list[dict[str, Any]], base_template: str, item: str, file: str) -> Any:
+    """The member answered under the base template; an item without one is refused
+    (``item``: how the format names it, e.g. "sample 'q1'")."""
+    base = next((p for p in members if p["template"] == base_template), None)
+    if base is None:
+        raise InputError(
+            f"{item} has no answer under the base template {base_template!r} "
+            f"(rows {[p['row'] for p in members]})",
+            file=file,
+            row=members[0]["row"],
+            column="task",
+        )
+    return base
