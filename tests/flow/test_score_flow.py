@@ -1,6 +1,7 @@
 """`sago score` end to end: the round trip (a finished run of a tiny random-weight model
 exported to the input schema and scored again with the same model reproduces its deltas and
-summary; its empty answers read back as answers)
+summary; its empty answers read back as answers), lm-evaluation-harness and inspect_ai logs
+with three templates per item scored to a report
 and a score without a model (Act/Prob/Ent missing with the reason)."""
 
 from __future__ import annotations
@@ -145,3 +146,33 @@ def test_reference_csv_scores_each_row_against_its_own_base(tmp_path: Path, harn
     assert set(pl.read_parquet(run_dir / "scores.parquet")["prompt_id"]) == {"0~1", "0~2", "1", "2"}
     report = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "prompts with several base answers: 1" in report
+
+
+@pytest.mark.parametrize(
+    ("fixture", "fmt", "prefix"),
+    [
+        ("lmeval/generate.jsonl", "lm-eval", "lm-eval:"),
+        ("inspect/templates.json", "inspect", "inspect:"),
+    ],
+)
+def test_other_harnesses_logs_with_three_templates_score_to_a_report(
+    fixture: str, fmt: str, prefix: str, tmp_path: Path, harness: None
+) -> None:
+    """An lm-evaluation-harness sample log and an inspect_ai log, three templates per item
+    (the first the base): variants per template, text axes scored, model axes missing."""
+    from flows.score import score
+    from sago_core.external.frames import NO_MODEL
+    from sago_core.external.options import ExternalSource
+
+    source = ExternalSource(path=FIXTURES / fixture, format=fmt, family="structural")
+    run_dir = Path(score(source, _config(tmp_path / "runs")))
+    deltas = pl.read_parquet(run_dir / "deltas.parquet")
+    templates = {v for v in deltas["variant_id"].unique().to_list() if v.startswith(prefix)}
+    assert len(templates) == 2  # three templates: the base and two variants
+    bleu = deltas.filter(pl.col("axis") == "bleu")
+    assert bleu.height > 0 and bleu["delta"].null_count() < bleu.height
+    model_axes = deltas.filter(pl.col("axis").is_in(MODEL_AXES))
+    assert model_axes["delta"].null_count() == model_axes.height > 0
+    assert NO_MODEL in set(model_axes["missing_reason"])
+    report = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "External generations:" in report and Path(fixture).name in report
