@@ -1,8 +1,8 @@
 """`sago score` end to end: the round trip (a finished run of a tiny random-weight model
 exported to the input schema and scored again with the same model reproduces its deltas and
 summary; its empty answers read back as answers), lm-evaluation-harness and inspect_ai logs
-with three templates per item scored to a report
-and a score without a model (Act/Prob/Ent missing with the reason)."""
+with three templates per item scored to a report, and a score without a model (Act/Prob/Ent
+missing with the reason)."""
 
 from __future__ import annotations
 
