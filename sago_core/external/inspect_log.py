@@ -49,10 +49,14 @@ from typing import Any
 from sago_core.errors import InputError
 from sago_core.external.columns import Record
 from sago_core.external.options import ExternalSource
-from sago_core.external.templates import base_of, refuse_base_only, template_row
+from sago_core.external.templates import (
+    base_of,
+    choose_base_template,
+    refuse_base_only,
+    template_row,
+)
 
 REQUIRED = ("eval", "samples")  # the keys of a log record
-BASE_KEYS = ("task", "template")
 TEMPLATE_FIELD = "template"  # sample metadata naming the template within one log
 ITEM_FIELD = "item_id"  # sample metadata naming the item a template's sample answers
 ATTACHMENT = "attachment://"
@@ -334,19 +338,6 @@ def _parse_samples(logs: list[Record], file: str) -> tuple[list[dict[str, Any]],
     return parsed, later, steps_rows
 
 
-def _base_template(source: ExternalSource, templates: list[str], file: str) -> str:
-    named = [v for k, v in source.base_where if k in BASE_KEYS]
-    if not named:
-        return templates[0]
-    if named[0] not in templates:
-        raise InputError(
-            f"--base-where names template {named[0]!r}, not one of the logs' {templates}",
-            file=file,
-            column="task",
-        )
-    return named[0]
-
-
 def to_input_schema(
     logs: list[Record], source: ExternalSource, file: str
 ) -> tuple[list[Record], dict[str, int]]:
@@ -364,7 +355,7 @@ def to_input_schema(
     if not parsed:
         raise InputError("the logs hold no samples", file=file, column="samples")
     templates = list(dict.fromkeys(p["template"] for p in parsed))
-    base_template = _base_template(source, templates, file)
+    base_template = choose_base_template(source, templates, "the logs'", file)
     groups: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for p in parsed:
         groups.setdefault((p["model"], p["item"]), []).append(p)

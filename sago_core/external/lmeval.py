@@ -36,10 +36,14 @@ from typing import Any
 from sago_core.errors import InputError
 from sago_core.external.columns import Record, require_columns
 from sago_core.external.options import ExternalSource
-from sago_core.external.templates import base_of, refuse_base_only, template_row
+from sago_core.external.templates import (
+    base_of,
+    choose_base_template,
+    refuse_base_only,
+    template_row,
+)
 
 REQUIRED = ("doc_id", "arguments", "resps", "filtered_resps")
-BASE_KEYS = ("task", "template")
 TEMPLATE_KEYS = ("task", "template")
 FURTHER_FILTERS = "lm-eval lines of a further filter (same generation) skipped"
 LOGLIKELIHOODS = "lm-eval rows answered by log-likelihood (multiple choice; no sago axis)"
@@ -141,19 +145,6 @@ def _parse(record: Record, file: str, row: int, default_task: str) -> dict[str, 
     }
 
 
-def _base_template(source: ExternalSource, templates: list[str], file: str) -> str:
-    named = [v for k, v in source.base_where if k in BASE_KEYS]
-    if not named:
-        return templates[0]
-    if named[0] not in templates:
-        raise InputError(
-            f"--base-where names template {named[0]!r}, not one of the file's {templates}",
-            file=file,
-            column="task",
-        )
-    return named[0]
-
-
 def to_input_schema(
     records: list[Record], source: ExternalSource, file: str
 ) -> tuple[list[Record], dict[str, int]]:
@@ -174,7 +165,7 @@ def to_input_schema(
         seen[key] = p
     parsed = list(seen.values())
     templates = list(dict.fromkeys(p["template"] for p in parsed))
-    base_template = _base_template(source, templates, file)
+    base_template = choose_base_template(source, templates, "the file's", file)
     dataset = default_task
     groups: dict[str, list[dict[str, Any]]] = {}
     for p in parsed:

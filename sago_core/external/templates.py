@@ -10,6 +10,26 @@ from sago_core.external.columns import Record
 from sago_core.external.options import ExternalSource
 from sago_core.vocabulary import BASE_VARIANT_ID
 
+# ``--base-where task=NAME`` (or ``template=NAME``) names the base template
+BASE_KEYS = ("task", "template")
+
+
+def choose_base_template(
+    source: ExternalSource, templates: list[str], where: str, file: str
+) -> str:
+    """The template ``--base-where`` names, else the first; ``where``: what holds the
+    templates ("the file's", "the logs'")."""
+    named = [v for k, v in source.base_where if k in BASE_KEYS]
+    if not named:
+        return templates[0]
+    if named[0] not in templates:
+        raise InputError(
+            f"--base-where names template {named[0]!r}, not one of {where} {templates}",
+            file=file,
+            column="task",
+        )
+    return named[0]
+
 
 def template_row(row: Record, template: str | None, prefix: str, source: ExternalSource) -> Record:
     """``row`` as the base (``template`` None) or as the variant ``prefix:template``."""
