@@ -238,7 +238,8 @@ class GenerationSettings(StrictModel):
     ``top_k`` (0: off) and ``top_p`` (1: off) keep the likeliest tokens, in that order on
     every backend. Each sample is drawn with a seed of its own, derived from ``seed`` and
     what it answers (``sample_seeds.sample_seed``). ``samples``: answers per prompt text
-    (more than one is not supported yet). At T = 0 ``top_p``, ``top_k`` and ``seed``
+    (K; issue 27: K > 1 needs T > 0). ``temperatures``: a sweep, one arm per
+    temperature (T = 0 arms greedy with one sample). At T = 0 ``top_p``, ``top_k`` and ``seed``
     change nothing, and a greedy configuration serialises without the sampling keys, so
     greedy runs keep their result hashes and caches.
     """
@@ -251,8 +252,24 @@ class GenerationSettings(StrictModel):
     temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, allow_inf_nan=False)
     top_k: int = Field(default=0, ge=0)
+    # A temperature sweep (issue 27): null, no sweep; serialised only when set.
+    temperatures: tuple[float, ...] | None = None
     samples: int = Field(default=1, ge=1)
     seed: int = Field(default=0, ge=0)
+
+    @field_validator("temperatures")
+    @classmethod
+    def _sweep(cls, value: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if value is None:
+            return value
+        if not value:
+            raise ValueError("must list at least one temperature")
+        for t in value:
+            if not (t >= 0 and t < float("inf")):
+                raise ValueError(f"{t}: every temperature must be finite and >= 0")
+        if len(set(value)) != len(value):
+            raise ValueError(f"{list(value)} name a temperature twice")
+        return tuple(sorted(value))
 
     @field_validator("temperature")
     @classmethod
@@ -267,13 +284,13 @@ class GenerationSettings(StrictModel):
     @field_validator("samples")
     @classmethod
     def _one_sample(cls, value: int, info: ValidationInfo) -> int:
-        if value > 1 and not info.data.get("temperature"):
+        sweep = info.data.get("temperatures")
+        sweeps = sweep is not None and any(t > 0 for t in sweep)
+        if value > 1 and not info.data.get("temperature") and not sweeps:
             raise ValueError(
                 f"{value} samples at temperature 0 are {value} identical greedy answers; "
                 "set temperature > 0 or samples 1"
             )
-        if value > 1:
-            raise ValueError(f"{value} samples per prompt: not supported yet; set samples 1")
         return value
 
     @property
@@ -289,6 +306,8 @@ class GenerationSettings(StrictModel):
         if not self.sampled and isinstance(data, dict):
             for key in SAMPLING_KEYS:
                 data.pop(key, None)
+        if self.temperatures is None and isinstance(data, dict):
+            data.pop("temperatures", None)
         return data
 
     @field_validator("chat_template_kwargs", mode="before")

@@ -82,6 +82,25 @@ ANALYSIS: Schema = {
     "missing_reason": pl.String,
 }
 
+# Sampling (issue 27), generation.samples K > 1: every prompt text (base, variants, replay)
+# answered K times; one row per sample, sample 0 being the row of generations.parquet.
+# ``seed``: the sample's own seed (sample_seeds.sample_seed).
+SAMPLES: Schema = {**GENERATIONS, "sample": pl.Int32, "seed": pl.Int64}
+
+# Teacher forcing at K > 1: base sample ``sample``'s answer scored under each prompt text of
+# its prompt (the base and every variant); sample 0 is the row of analysis.parquet.
+SAMPLE_ANALYSIS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    "sample": pl.Int32,  # which base sample's answer was scored
+    "logprob": pl.Float64,
+    "mean_entropy": pl.Float64,
+    "n_response_tokens": pl.Int32,
+    "missing_reason": pl.String,
+}
+
 PAIRS: Schema = {
     "model": pl.String,
     "dataset": pl.String,

@@ -72,7 +72,7 @@ def test_the_generate_stage_key_sees_the_sampling_settings_only_when_sampling() 
         ({"top_k": -1}, "top_k", "greater than or equal to 0"),
         ({"samples": 0}, "samples", "greater than or equal to 1"),
         ({"samples": 4}, "samples", "4 identical greedy answers"),
-        ({"samples": 4, "temperature": 0.7}, "samples", "not supported yet"),
+        ({"temperatures": [0.7, -1]}, "temperatures", "finite and >= 0"),
     ],
 )
 def test_bad_sampling_values_are_refused_in_one_line_naming_the_key(
