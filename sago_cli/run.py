@@ -38,8 +38,9 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--config", type=Path, help="YAML config file (strict schema)")
     run.add_argument(
         "--preset",
-        choices=("demo", "paper", "locate"),
-        help="demo (default), paper grid, or locate (demo + activation patching)",
+        choices=tuple(PRESETS),
+        help="demo (default), paper grid, locate (demo + activation patching), or sampling "
+        "(demo at T 0.7 with 8 samples per prompt text)",
     )
     run.add_argument(
         "--models",

@@ -32,7 +32,7 @@ from sago_core.storage.location import is_url, parse_store_url
 from sago_core.vocabulary import BASE_LANGUAGE
 
 Position = Literal["prefix", "suffix", "global"]
-Preset = Literal["demo", "paper", "locate"]
+Preset = Literal["demo", "paper", "locate", "sampling"]
 ALL_POSITIONS: tuple[Position, ...] = ("prefix", "suffix", "global")
 DATASET_NAMES: tuple[str, ...] = (
     "truthfulqa",
@@ -655,6 +655,15 @@ PRESETS["locate"] = PRESETS["demo"].model_copy(
     update={
         "preset": "locate",
         "analysis": AnalysisSettings(batch_size=32, patching=PatchingSettings()),
+    }
+)
+# ``sampling``: the demo run sampled at T 0.7 with 8 answers per prompt text (issue 27).
+PRESETS["sampling"] = PRESETS["demo"].model_copy(
+    update={
+        "preset": "sampling",
+        "generation": PRESETS["demo"].generation.model_copy(
+            update={"temperature": 0.7, "samples": 8}
+        ),
     }
 )
 
