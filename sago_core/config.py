@@ -162,6 +162,120 @@ class LanguageGrid(StrictModel):
     sources: tuple[str, ...]
 
 
+# The languages a translator may be asked for (``variants.translation.languages``): code ->
+# the English name the instruction uses. Every code's primary subtag is one py3langid
+# identifies (the ``lang`` axis checks the answers, and the translation stage the
+# translations, with it); ``zh_cn``/``zh_tw`` follow MKQA's codes.
+TRANSLATION_LANGUAGES: dict[str, str] = {
+    "am": "Amharic",
+    "ar": "Arabic",
+    "bg": "Bulgarian",
+    "bn": "Bengali",
+    "ca": "Catalan",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "es": "Spanish",
+    "et": "Estonian",
+    "fa": "Persian",
+    "fi": "Finnish",
+    "fr": "French",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "hu": "Hungarian",
+    "id": "Indonesian",
+    "it": "Italian",
+    "ja": "Japanese",
+    "km": "Khmer",
+    "ko": "Korean",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "ms": "Malay",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "sv": "Swedish",
+    "sw": "Swahili",
+    "ta": "Tamil",
+    "te": "Telugu",
+    "th": "Thai",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "vi": "Vietnamese",
+    "yo": "Yoruba",
+    "zh_cn": "Simplified Chinese",
+    "zh_tw": "Traditional Chinese",
+    "zu": "Zulu",
+}
+
+
+def check_model_spec(spec: str) -> str:
+    """``spec`` if it reads BACKEND:ID with a registered BACKEND; else a ValueError."""
+    backend, sep, model_id = spec.partition(":")
+    if not sep or not model_id.strip():
+        raise ValueError(
+            f"model spec {spec!r} must look like BACKEND:ID with BACKEND one of {backend_names()}"
+        )
+    if backend not in backend_names():
+        raise ValueError(
+            f"model spec {spec!r}: unknown backend {backend!r} (known: "
+            f"{', '.join(backend_names())})"
+        )
+    return spec
+
+
+class TranslationSettings(StrictModel):
+    """Machine translation (issue 28; ``sago_core/stages/translation.py``): each prompt
+    translated by ``translator`` (a model spec, API models included; the embedded model by
+    default) into each of ``languages`` at T = 0, cached by (translator identity,
+    instruction version, language, text) like the structural rewrites. A translation is a
+    ``language`` variant (subtype ``mt:<code>``); with ``back_check`` it is translated back
+    to English and kept only if that passes the semantic filter against the base prompt.
+    With ``round_trip`` the English back-translation is itself a variant (family
+    ``round_trip``, subtype ``<code>``): English, so every English axis applies."""
+
+    languages: tuple[str, ...]
+    translator: str = "hf:smollm2-135m"
+    round_trip: bool = True
+    back_check: bool = True
+    max_new_tokens: int = Field(default=128, ge=8, le=1024)
+    batch_size: int = Field(default=16, ge=1)
+
+    @field_validator("translator")
+    @classmethod
+    def _translator_spec(cls, value: str) -> str:
+        return check_model_spec(value.strip())
+
+    @field_validator("languages")
+    @classmethod
+    def _translatable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        codes = tuple(v.strip() for v in value)
+        if not codes:
+            raise ValueError("must name at least one language code")
+        if len(set(codes)) != len(codes):
+            raise ValueError(f"{list(codes)} name a language twice")
+        unknown = [c for c in codes if c not in TRANSLATION_LANGUAGES]
+        if unknown:
+            base = (
+                f" ({BASE_LANGUAGE!r} is the prompts' own language)"
+                if BASE_LANGUAGE in unknown
+                else ""
+            )
+            raise ValueError(
+                f"{unknown} not among the translatable languages{base}; known: "
+                f"{', '.join(TRANSLATION_LANGUAGES)}"
+            )
+        return codes
+
+
 class VariantGrid(StrictModel):
     """Which variant families are built; a family set to null is not built at all."""
 
@@ -178,14 +292,17 @@ class VariantGrid(StrictModel):
     script: ScriptGrid | None = None
     # Derived from ``RunConfig.languages`` (issue 28); see ``_off_families_as_before``.
     language: LanguageGrid | None = None
+    # Machine translation and round trips (issue 28); off unless asked for.
+    translation: TranslationSettings | None = None
 
     @model_serializer(mode="wrap")
     def _off_families_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A grid without the script or language family serialises exactly as it did
-        before the family existed, so its run id, result hash and cache keys stay the same."""
+        """A grid without the script or language family, or without translation,
+        serialises exactly as it did before they existed, so its run id, result hash and
+        cache keys stay the same."""
         data = handler(self)
         if isinstance(data, dict):
-            for family in ("script", "language"):
+            for family in ("script", "language", "translation"):
                 if getattr(self, family) is None:
                     data.pop(family, None)
         return data
@@ -588,17 +705,7 @@ class RunConfig(StrictModel):
     def _registered_backends(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         """Every model spec names a registered backend (sago_core/registry/backends.py)."""
         for spec in value:
-            backend, sep, model_id = spec.partition(":")
-            if not sep or not model_id.strip():
-                raise ValueError(
-                    f"model spec {spec!r} must look like BACKEND:ID with BACKEND one of "
-                    f"{backend_names()}"
-                )
-            if backend not in backend_names():
-                raise ValueError(
-                    f"model spec {spec!r}: unknown backend {backend!r} (known: "
-                    f"{', '.join(backend_names())})"
-                )
+            check_model_spec(spec)
         return value
 
     @field_validator("run_id")

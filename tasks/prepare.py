@@ -10,18 +10,31 @@ from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import (
     PROMPTS_FILE,
     STRUCTURAL_CANDIDATES_FILE,
+    TRANSLATED_CANDIDATES_FILE,
     VARIANT_CANDIDATES_FILE,
     VARIANTS_FILE,
     CacheLayout,
 )
-from sago_core.artifacts.schemas import PROMPTS, VARIANTS, empty
+from sago_core.artifacts.schemas import PROMPTS, VARIANTS, conform, empty
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
 from sago_core.backends.target import ModelTarget, behaviour_key
-from sago_core.config import BertScoreSettings, RunConfig, StructuralGrid, VariantGrid
+from sago_core.config import (
+    BertScoreSettings,
+    RunConfig,
+    StructuralGrid,
+    TranslationSettings,
+    VariantGrid,
+)
 from sago_core.stages.prompts import prepare_prompts
 from sago_core.stages.shards import write_shards
 from sago_core.stages.structural import rewrite_structural
+from sago_core.stages.translation import (
+    TRANSLATED_CANDIDATES,
+    BackCheck,
+    needs_back_translation,
+    translate_prompts,
+)
 from sago_core.stages.variants import build_variant_candidates, filter_variants
 from tasks.backends import backend_for
 from tasks.stage import stage_task
@@ -75,13 +88,48 @@ def rewrite_structural_task(
     return str(write_parquet(frame, path, VARIANTS))
 
 
+@stage_task("translate-prompts")
+def translate_prompts_task(
+    prompts_path: str,
+    settings: TranslationSettings | None,
+    translator: ModelTarget | None,
+    bertscore: BertScoreSettings,
+    seed: int,
+    cache_dir: str,
+    out_dir: str,
+    ledger_file: str | None = None,
+) -> str:
+    """Machine-translated and round-trip variants from the translator (any backend, API
+    models included), back-translations scored by the semantic filter's scorer; an empty
+    artifact when none are asked for. ``cache_dir``: the shared cache root."""
+    path = Path(out_dir) / TRANSLATED_CANDIDATES_FILE
+    if settings is None or translator is None:
+        return str(write_parquet(empty(TRANSLATED_CANDIDATES), path, TRANSLATED_CANDIDATES))
+    check = None
+    if needs_back_translation(settings):
+        scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
+        check = BackCheck(scorer.f1, bertscore.semantic_threshold)
+    frame = translate_prompts(
+        read_parquet(prompts_path),
+        settings,
+        backend_for(translator, cache_dir, ledger_file),
+        behaviour_key(translator),
+        JsonCache(CacheLayout(Path(cache_dir)).rewrites),
+        seed,
+        check,
+    )
+    return str(write_parquet(frame, path, TRANSLATED_CANDIDATES))
+
+
 @stage_task("filter-variants")
 def filter_variants_task(
     candidates_paths: list[str], prompts_path: str, bertscore: BertScoreSettings, out_dir: str
 ) -> str:
+    """Every candidate artifact's variant columns (the translated candidates carry more),
+    through the semantic filter."""
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
     frame = filter_variants(
-        pl.concat([read_parquet(p) for p in candidates_paths]),
+        pl.concat([conform(read_parquet(p), VARIANTS) for p in candidates_paths]),
         read_parquet(prompts_path),
         scorer.f1,
         bertscore.semantic_threshold,

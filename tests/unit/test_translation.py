@@ -1,0 +1,215 @@
+"""Machine translation and round trips (issue 28) with a scripted fake translator: the
+variants, the back-translation check, the cache, the budget stop and the config's refusals."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sago_core.artifacts.json_cache import JsonCache
+from sago_core.backends.api_ledger import BudgetExhausted
+from sago_core.backends.protocol import Generation
+from sago_core.config import RunConfig, TranslationSettings, build_config
+from sago_core.errors import ConfigError
+from sago_core.stages.translation import BackCheck, translate_prompts
+from sago_core.variants.translation import clean_translation, translated_language
+from tests.fakes import PROMPTS, FakeBackend
+
+FRANCE, HAMLET = PROMPTS["prompt"].to_list()
+FRANCE_DE = "Was ist die Hauptstadt von Frankreich?"
+HAMLET_DE = "Wer hat das Theaterstück Hamlet geschrieben?"
+HAMLET_JA = "ハムレットという劇を書いたのは誰ですか？"
+# (target language named in the instruction, text) -> the translator's answer
+ANSWERS = {
+    ("German", FRANCE): f"Translation: {FRANCE_DE}\nNote: a formal question.",
+    ("German", HAMLET): HAMLET_DE,
+    ("Japanese", FRANCE): "What is the capital of France, please?",  # not Japanese
+    ("Japanese", HAMLET): f"「{HAMLET_JA}」",
+    ("English", FRANCE_DE): "What is the capital city of France?",
+    ("English", HAMLET_DE): "Who cooked the dinner yesterday?",  # the meaning drifted
+    ("English", HAMLET_JA): HAMLET,  # the round trip came home unchanged
+}
+# The semantic filter's scorer, scripted: BERTScore-F1 of each back-translation vs its base.
+SCORES = {
+    "What is the capital city of France?": 0.95,
+    "Who cooked the dinner yesterday?": 0.40,
+    HAMLET: 1.0,
+}
+CHECK = BackCheck(lambda texts, bases: [SCORES[t] for t in texts], threshold=0.78)
+
+
+def translator(instruction: str) -> str:
+    target = re.search(r" into (\w+)\.", instruction)
+    assert target is not None
+    return ANSWERS[(target.group(1), instruction.split("\n\nText: ", 1)[1])]
+
+
+def settings(**values: object) -> TranslationSettings:
+    return TranslationSettings.model_validate({"languages": ["de", "ja"], **values})
+
+
+def run(backend: FakeBackend, cache: JsonCache, **values: object) -> pl.DataFrame:
+    return translate_prompts(PROMPTS, settings(**values), backend, "fake@1", cache, 0, CHECK)
+
+
+def by_id(frame: pl.DataFrame) -> dict[tuple[str, str], dict]:
+    return {(r["prompt_id"], r["variant_id"]): r for r in frame.iter_rows(named=True)}
+
+
+def test_translations_back_checks_and_round_trips(tmp_path: Path) -> None:
+    backend = FakeBackend(translator)
+    rows = by_id(run(backend, JsonCache(tmp_path)))
+    assert backend.generate_calls == 2  # every translation, then every usable one back
+    assert len(backend.prompts_seen) == 4 + 3
+
+    de = rows[("p1", "language:mt:de:100:global")]
+    assert (de["family"], de["subtype"], de["strength"], de["position"]) == (
+        "language",
+        "mt:de",
+        100.0,
+        "global",
+    )
+    assert de["text"] == FRANCE_DE and de["kept"] and de["semantic_score"] == 0.95
+    assert (
+        de["translator"] == "fake@1"
+        and de["back_translation"] == "What is the capital city of France?"
+    )
+    trip = rows[("p1", "round_trip:de:100:global")]
+    assert (trip["family"], trip["subtype"]) == ("round_trip", "de")
+    assert trip["text"] == "What is the capital city of France?" and trip["kept"]
+    assert trip["translation"] == FRANCE_DE, "a round trip records its intermediate text"
+
+    drifted = rows[("p2", "language:mt:de:100:global")]
+    assert not drifted["kept"] and drifted["semantic_score"] == 0.4
+    assert drifted["reject_reason"] == "back-translation semantic score 0.4 <= threshold 0.78"
+    assert rows[("p2", "round_trip:de:100:global")]["reject_reason"] == (
+        "semantic score 0.4 <= threshold 0.78"
+    )
+
+    english = rows[("p1", "language:mt:ja:100:global")]
+    assert not english["kept"]
+    assert english["reject_reason"] == "translation is in en, not ja (py3langid)"
+    assert rows[("p1", "round_trip:ja:100:global")]["reject_reason"] == (
+        "no translation into ja to translate back (translation is in en, not ja (py3langid))"
+    )
+
+    ja = rows[("p2", "language:mt:ja:100:global")]
+    assert ja["text"] == HAMLET_JA and ja["kept"], "the wrapping quotes are gone"
+    home = rows[("p2", "round_trip:ja:100:global")]
+    assert home["text"] == HAMLET and not home["kept"]
+    assert home["reject_reason"].startswith("round trip returned the prompt unchanged")
+
+
+def test_a_round_trip_stays_english_and_off_means_no_back_translation(tmp_path: Path) -> None:
+    from sago_core.axes.language_id import identify_language
+
+    frame = run(FakeBackend(translator), JsonCache(tmp_path))
+    for text in frame.filter(pl.col("family") == "round_trip", pl.col("kept"))["text"]:
+        assert identify_language(text, "en").matches == 1
+    backend = FakeBackend(translator)
+    plain = run(backend, JsonCache(tmp_path / "other"), round_trip=False, back_check=False)
+    assert len(backend.prompts_seen) == 4 and set(plain["family"]) == {"language"}
+    assert plain["semantic_score"].null_count() == 4
+    assert plain.filter(pl.col("prompt_id") == "p2")["kept"].to_list() == [True, True]
+
+
+def test_a_rerun_reads_the_cache_and_calls_no_model(tmp_path: Path) -> None:
+    cache = JsonCache(tmp_path)
+    first = run(FakeBackend(translator), cache)
+    again = FakeBackend(translator)
+    assert run(again, cache).equals(first)
+    # Only the unusable answer (English instead of Japanese) is not cached: asked again.
+    assert again.prompts_seen == [_instruction("ja")]
+    german = FakeBackend(translator)
+    run(german, cache, languages=["de"])
+    assert german.generate_calls == 0
+    other = FakeBackend(translator)
+    translate_prompts(PROMPTS, settings(languages=["de"]), other, "fake@2", cache, 0, CHECK)
+    assert len(other.prompts_seen) == 4, "another translator identity misses the cache"
+
+
+def _instruction(code: str) -> str:
+    from sago_core.variants.translation import translate_instruction
+
+    return translate_instruction(FRANCE, "en", code)
+
+
+class BudgetedBackend(FakeBackend):
+    """Answers one generate call, then stops as the API ledger does when the budget is spent."""
+
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+    ) -> list[Generation]:
+        if self.generate_calls:
+            raise BudgetExhausted("API budget reached: request budget reached (4 of 4)")
+        return super().generate(prompts, max_new_tokens, batch_size)
+
+
+def test_a_spent_budget_stops_the_stage_and_keeps_the_finished_translations(
+    tmp_path: Path,
+) -> None:
+    cache = JsonCache(tmp_path)
+    with pytest.raises(BudgetExhausted, match="budget"):
+        run(BudgetedBackend(translator), cache)
+    resumed = FakeBackend(translator)
+    run(resumed, cache)
+    # the three usable translations came from the cache: only the back pass (and the
+    # uncached Japanese answer of p1) is asked
+    assert resumed.prompts_seen[0] == _instruction("ja")
+    assert len(resumed.prompts_seen) == 1 + 3
+
+
+def test_cleaning_and_the_language_of_a_subtype() -> None:
+    assert clean_translation("Translation: « Bonjour »\nMore", "Hello") == "Bonjour"
+    assert clean_translation("  German translation: Hallo Welt  ", "Hello world") == "Hallo Welt"
+    assert clean_translation("Zeile eins\nZeile zwei", "line one\nline two") == (
+        "Zeile eins\nZeile zwei"
+    )
+    assert translated_language("mt:zh_cn") == "zh_cn" and translated_language("de") == "de"
+
+
+def test_translation_is_absent_from_the_serialised_config_when_off() -> None:
+    config = RunConfig()
+    assert "translation" not in config.model_dump(mode="json", by_alias=True)["variants"]
+    on = build_config("demo", {"variants": {"translation": {"languages": ["de", "zh_cn"]}}})
+    assert on.variants.translation is not None
+    assert on.variants.translation.translator == "hf:smollm2-135m"
+    assert on.variants.translation.languages == ("de", "zh_cn")
+    assert on.result_hash() != build_config("demo").result_hash()
+
+
+@pytest.mark.parametrize(
+    ("translation", "words"),
+    [
+        (
+            {"languages": ["de"], "translater": "mock:t"},
+            "variants.translation.translater: unknown key",
+        ),
+        ({"languages": []}, "variants.translation.languages: Value error, must name at least one"),
+        (
+            {"languages": ["de", "xx"]},
+            "variants.translation.languages: Value error, ['xx'] not among",
+        ),
+        ({"languages": ["en"]}, "'en' is the prompts' own language"),
+        ({"languages": ["de", "de"]}, "name a language twice"),
+        ({"languages": ["de"], "translator": "nope:x"}, "variants.translation.translator"),
+        ({}, "variants.translation.languages: Field required"),
+    ],
+)
+def test_bad_translation_settings_are_refused_naming_the_key(translation: dict, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        build_config("demo", {"variants": {"translation": translation}})
+    assert words in str(err.value)
+
+
+def test_every_translatable_language_is_one_py3langid_identifies() -> None:
+    from sago_core.axes.language_id import _identifier  # py3langid's own model, loaded once
+    from sago_core.config import TRANSLATION_LANGUAGES
+
+    labels = set(_identifier().nb_classes)
+    assert {c.split("_")[0] for c in TRANSLATION_LANGUAGES} <= labels
+    assert len(TRANSLATION_LANGUAGES) >= 40
