@@ -45,6 +45,13 @@ def add_parser(commands: Any) -> None:
         "(the differences are printed)",
     )
     compare.add_argument(
+        "--allow-different-sampling",
+        action="store_true",
+        help="--paired: compare runs sampled at different settings (temperature, top_p, "
+        "top_k, samples per prompt text; refused by default: at T > 0 s measures excesses "
+        "over the sampling noise of those settings)",
+    )
+    compare.add_argument(
         "--strict-identity",
         action="store_true",
         help="refuse runs whose answers for a model come from different served-model "
@@ -90,7 +97,12 @@ def paired_command(args: argparse.Namespace) -> int:
         check_finished_run(run_dir)
     run_a, run_b = args.runs
     comparison = compare_paired(
-        run_a, run_b, args.margin, args.allow_different_configs, args.strict_identity
+        run_a,
+        run_b,
+        args.margin,
+        args.allow_different_configs,
+        args.strict_identity,
+        args.allow_different_sampling,
     )
     out = args.out or Path(PAIRED_FILE)
     text = render_paired(comparison)

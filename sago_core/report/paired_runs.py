@@ -2,10 +2,13 @@
 (``__pooled__`` included) and axis with the paired tests of ``statistics/paired.py``.
 
 Refused before anything is computed: runs whose prompt sets differ (the error names the
-missing prompts), and runs whose configs differ in what makes s comparable (the variant
-grid, decoding, the scorer, the seed), unless the caller allows it; the differences are
-then returned to be shown beside the table. Holm and BH run over two families apart: the
-per-dataset rows, and the pooled rows that are built from them.
+missing prompts), runs whose configs differ in what makes s comparable (the variant grid,
+decoding, the scorer, the seed), and runs sampled differently (``SAMPLING``: temperature,
+top_p, top_k and the samples per prompt text K, issue 27: at T > 0 s is built from
+prompt-induced excesses whose size depends on all four), each unless the caller allows it;
+allowed differences are returned to be shown beside the table. The sampling seed is not
+compared: two releases are sampled independently whatever their seeds. Holm and BH run
+over two families apart: the per-dataset rows, and the pooled rows that are built from them.
 
 Models are paired by spec when both runs hold the same models, or one to one when each run
 holds one model (a release against the previous one).
@@ -23,6 +26,7 @@ import polars as pl
 
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, RunLayout
 from sago_core.artifacts.schemas import PAIRED, conform
+from sago_core.config import GenerationSettings
 from sago_core.errors import ConfigError, InputError
 from sago_core.report.served_identity import IdentityCheck, check_runs
 from sago_core.statistics.intervals import stable_seed
@@ -46,6 +50,10 @@ COMPARABILITY: dict[str, tuple[str, ...]] = {
     ),
     "seed": ("seed",),
 }
+# The decoding settings two runs must share to be compared (read with their defaults: a
+# greedy run's saved config leaves them out).
+SAMPLING = ("temperature", "top_p", "top_k", "samples")
+SAMPLING_KIND = "sampling"
 SHOWN_MISSING = 10  # prompts named in the error before "... and N more"
 
 
@@ -65,6 +73,8 @@ class PairedComparison:
     table: pl.DataFrame  # PAIRED
     differences: list[SettingDifference]  # allowed config differences, shown with the table
     identity: IdentityCheck = field(default_factory=IdentityCheck)  # served models mixed
+    # Each run's SAMPLING settings (A, B), shown with the table.
+    sampling: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
 
 
 def _leaves(value: Any, path: str) -> dict[str, Any]:
@@ -96,6 +106,38 @@ def config_differences(
                 if a.get(leaf) != b.get(leaf):
                     found.append(SettingDifference(kind, leaf, a.get(leaf), b.get(leaf)))
     return found
+
+
+def sampling_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """A saved config's sampling settings, each key absent from it at its default (a
+    greedy configuration serialises without them: ``GenerationSettings``)."""
+    generation = config.get("generation") or {}
+    fields = GenerationSettings.model_fields
+    return {key: generation.get(key, fields[key].default) for key in SAMPLING}
+
+
+def sampling_differences(
+    config_a: dict[str, Any], config_b: dict[str, Any]
+) -> list[SettingDifference]:
+    a, b = sampling_settings(config_a), sampling_settings(config_b)
+    return [
+        SettingDifference(SAMPLING_KIND, f"generation.{key}", a[key], b[key])
+        for key in SAMPLING
+        if a[key] != b[key]
+    ]
+
+
+def describe_sampling(settings: dict[str, Any]) -> str:
+    """One line for a run's ``sampling_settings``: greedy, or how it sampled."""
+    if not settings:
+        return "unknown"
+    if not settings["temperature"]:
+        return "greedy (T 0, one answer per prompt text)"
+    top_k = settings["top_k"] or "0 (off)"
+    return (
+        f"sampled at T {settings['temperature']:g}, top_p {settings['top_p']:g}, top_k "
+        f"{top_k}, K {settings['samples']} answers per prompt text"
+    )
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
@@ -250,18 +292,28 @@ def compare_paired(
     margin: float,
     allow_different_configs: bool = False,
     strict_identity: bool = False,
+    allow_different_sampling: bool = False,
 ) -> PairedComparison:
     """The paired table of two finished runs, after every check that can refuse them
     (answers from different served-model identities: only under ``strict_identity``)."""
     if not margin > 0:
         raise ConfigError(f"--margin must be above 0 (SGS units), got {margin}")
-    differences = config_differences(read_run_config(run_a), read_run_config(run_b))
+    config_a, config_b = read_run_config(run_a), read_run_config(run_b)
+    sampling = sampling_differences(config_a, config_b)
+    if sampling and not allow_different_sampling:
+        raise ConfigError(
+            "the runs were sampled differently: "
+            + ", ".join(f"{d.setting} {d.value_a!r} vs {d.value_b!r}" for d in sampling)
+            + " (pass --allow-different-sampling to compare anyway)"
+        )
+    differences = config_differences(config_a, config_b)
     if differences and not allow_different_configs:
         raise ConfigError(
             "the runs' configs differ in what makes them comparable: "
             + "; ".join(d.describe() for d in differences)
             + " (pass --allow-different-configs to compare anyway)"
         )
+    differences = [*sampling, *differences]
     scores_a = pl.read_parquet(run_a / SCORES_FILE)
     scores_b = pl.read_parquet(run_b / SCORES_FILE)
     pairs = pair_models(
@@ -275,7 +327,8 @@ def compare_paired(
     identity = check_runs([(f"A ({run_a})", run_a), (f"B ({run_b})", run_b)], pairs)
     identity.enforce(strict_identity)
     table = paired_table(scores_a, scores_b, pairs, margin, (str(run_a), str(run_b)))
-    return PairedComparison(table, differences, identity)
+    settings = (sampling_settings(config_a), sampling_settings(config_b))
+    return PairedComparison(table, differences, identity, settings)
 
 
 def _cell(value: Any) -> str:
@@ -299,10 +352,12 @@ def render_paired(comparison: PairedComparison) -> str:
             f"B: {first['model_b']} ({first['run_b']})",
             f"margin: {first['margin']} SGS units; Holm/BH within the pooled rows and within "
             "the per-dataset rows",
+            f"decoding: A {describe_sampling(comparison.sampling[0])}; B "
+            f"{describe_sampling(comparison.sampling[1])}",
             "",
         ]
     if comparison.differences:
-        lines += ["Configs differ (allowed with --allow-different-configs):", ""]
+        lines += ["Configs differ (allowed):", ""]
         lines += [f"- {d.describe()}" for d in comparison.differences] + [""]
     lines += [
         "mean_diff: mean of B - A over every shared prompt, the mean the t, Wilcoxon and "

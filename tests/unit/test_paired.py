@@ -290,3 +290,34 @@ def test_the_pooled_row_shows_the_mean_and_interval_its_verdict_uses() -> None:
     assert float(cells[5]) == pytest.approx(row["mean_diff_datasets"], abs=5e-5)
     assert cells[-1] == "equivalent"
     assert "dataset-weighted" in page
+
+
+def test_runs_sampled_differently_are_refused_in_one_line_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 27, item 7: temperature, top_p, top_k and K must match (a greedy run's saved
+    config leaves them out: T 0, top_p 1, top_k 0, K 1); the sampling seed need not."""
+    a, b = _pair({})
+    greedy = _run(tmp_path / "greedy", "hf:old", a)
+    sampled = {"temperature": 0.7, "top_p": 0.9, "samples": 8, "seed": 3}
+    hot = _run(tmp_path / "hot", "hf:new", b, {"generation": {**CONFIG["generation"], **sampled}})
+    with pytest.raises(ConfigError) as error:
+        compare_paired(greedy, hot, MARGIN)
+    message = str(error.value)
+    assert "\n" not in message and "--allow-different-sampling" in message
+    assert "generation.temperature 0.0 vs 0.7" in message
+    assert "generation.top_p 1.0 vs 0.9" in message and "generation.samples 1 vs 8" in message
+    assert "top_k" not in message and "seed" not in message
+    out = tmp_path / "p.parquet"
+    argv = ["compare", str(greedy), str(hot), "--paired", "--out", str(out)]
+    assert main(argv) == 2
+    assert main([*argv, "--allow-different-sampling"]) == 0
+    page = capsys.readouterr().out
+    assert "generation.samples (sampling): 1 vs 8" in page
+    assert "decoding: A greedy (T 0, one answer per prompt text); B sampled at T 0.7" in page
+
+    reseeded = {**CONFIG["generation"], **sampled, "seed": 4}
+    again = _run(tmp_path / "again", "hf:new", a, {"generation": reseeded})
+    comparison = compare_paired(hot, again, MARGIN)
+    assert comparison.differences == []
+    assert comparison.sampling[1]["samples"] == 8

@@ -1,0 +1,123 @@
+"""The sweep's table and page (issue 27, item 6) on small hand-made arm frames: every expected
+number is worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+
+from sago_core.report.sweep import (
+    GREEDY_SHARE,
+    VARIANCE_COMPONENTS_FILE,
+    ArmRun,
+    arm_rows,
+    render_sweep,
+    sweep_table,
+)
+
+GREEDY = ArmRun(0.0, 1, "demo-aaaa", Path("runs/demo-aaaa"))
+HOT = ArmRun(0.7, 8, "demo-bbbb", Path("runs/demo-bbbb"))
+
+
+def _summary(sgs: float) -> pl.DataFrame:
+    row = {"model": "m", "axis": "bleu", "n": 2, "missing_reason": None}
+    band = {"ci_low": sgs - 0.05, "ci_high": sgs + 0.05}
+    return pl.DataFrame(
+        [
+            {**row, "dataset": "__pooled__", "sgs": sgs, **band},
+            {**row, "dataset": "d1", "sgs": 9.0, "ci_low": None, "ci_high": None},
+        ]
+    )
+
+
+def _deltas() -> pl.DataFrame:
+    """register: p1 deltas 0.3, -0.4 (RMS sqrt(0.125)), p2 0.1, 0.1 (RMS 0.1); noise: p1 0.6,
+    p2 0.0; the replay (0.05 each) is the floor, never part of a score."""
+    rows = []
+    for prompt, family, values in [
+        ("p1", "register", [0.3, -0.4]),
+        ("p2", "register", [0.1, 0.1]),
+        ("p1", "noise", [0.6]),
+        ("p2", "noise", [0.0]),
+        ("p1", "replay", [0.05]),
+        ("p2", "replay", [0.05]),
+    ]:
+        for i, value in enumerate(values):
+            rows.append(
+                {
+                    "model": "m",
+                    "dataset": "d1",
+                    "prompt_id": prompt,
+                    "variant_id": f"{family}:{i}",
+                    "family": family,
+                    "subtype": "x",
+                    "strength": None,
+                    "position": None,
+                    "axis": "bleu",
+                    "delta": value,
+                    "delta_norm": value,
+                    "missing_reason": None,
+                }
+            )
+    return pl.DataFrame(rows, schema_overrides={"strength": pl.Float64, "position": pl.String})
+
+
+def _variance() -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {"model": "m", "dataset": "__pooled__", "axis": "bleu", "family": "__all__",
+             "share": 0.4, "share_ci_low": 0.2, "share_ci_high": 0.6, "missing_reason": None},
+            {"model": "m", "dataset": "__pooled__", "axis": "bleu", "family": "register",
+             "share": None, "share_ci_low": None, "share_ci_high": None,
+             "missing_reason": "no variation within prompts"},
+        ]
+    )  # fmt: skip
+
+
+def test_an_arm_has_its_pooled_row_and_one_row_per_family_with_sgs_by_hand() -> None:
+    rows = arm_rows(GREEDY, _summary(0.25), _deltas())
+    by_family = {r["family"]: r for r in rows.iter_rows(named=True)}
+    assert set(by_family) == {"__all__", "register", "noise"}
+    assert by_family["__all__"]["sgs"] == 0.25 and by_family["__all__"]["ci_low"] == 0.2
+    assert math.isclose(by_family["register"]["sgs"], (math.sqrt(0.125) + 0.1) / 2)
+    assert math.isclose(by_family["noise"]["sgs"], 0.3)
+    assert by_family["noise"]["n"] == 2
+    assert by_family["noise"]["ci_low"] is None and by_family["noise"]["ci_missing_reason"]
+    assert set(rows["measure"]) == {"sgs"} and set(rows["samples"]) == {1}
+    assert set(rows["prompt_share_missing_reason"]) == {GREEDY_SHARE}
+    assert rows["prompt_share"].null_count() == rows.height
+
+
+def test_a_sampled_arm_reads_the_share_or_says_why_not() -> None:
+    rows = arm_rows(HOT, _summary(0.1), _deltas(), _variance())
+    by_family = {r["family"]: r for r in rows.iter_rows(named=True)}
+    assert set(rows["measure"]) == {"sgs_excess"}
+    every = by_family["__all__"]
+    assert (every["prompt_share"], every["prompt_share_ci_low"]) == (0.4, 0.2)
+    assert every["prompt_share_missing_reason"] is None
+    assert by_family["register"]["prompt_share"] is None
+    assert by_family["register"]["prompt_share_missing_reason"] == "no variation within prompts"
+    assert "0 rows" in by_family["noise"]["prompt_share_missing_reason"]
+
+    without = arm_rows(HOT, _summary(0.1))
+    assert without.height == 1
+    assert VARIANCE_COMPONENTS_FILE in without["prompt_share_missing_reason"][0]
+    odd = arm_rows(HOT, _summary(0.1), None, pl.DataFrame({"model": ["m"], "ratio": [0.5]}))
+    assert "none of the columns" in odd["prompt_share_missing_reason"][0]
+
+
+def test_the_table_orders_arms_and_the_page_draws_and_names_every_na() -> None:
+    frame = sweep_table(
+        [arm_rows(HOT, _summary(0.1), _deltas(), _variance()), arm_rows(GREEDY, _summary(0.25))]
+    )
+    every = frame.filter(pl.col("family") == "__all__")
+    assert every["temperature"].to_list() == [0.0, 0.7]
+    assert every["sgs"].to_list() == [0.25, 0.1]
+    assert frame["family"].to_list()[:2] == ["__all__", "__all__"]
+    page = render_sweep(frame, "demo-sweep-x")
+    assert page.count("<svg") == 2 and "<polyline" in page and "T 0.7" in page
+    assert "sgs_excess" in page and "[0.2000, 0.6000]" in page
+    assert f"NA ({GREEDY_SHARE})" in page
+    assert "demo-aaaa" in page and "demo-bbbb" in page
