@@ -23,6 +23,7 @@ from sago_cli import (
     run,
     score,
     server_setup,
+    site,
 )
 from sago_cli.parser import SagoParser
 from sago_core.errors import SagoError
@@ -40,6 +41,7 @@ COMMANDS: dict[str, ModuleType] = {
     "checkpoints": checkpoints,
     "score": score,
     "export": export,
+    "site": site,
 }
 
 

@@ -1,0 +1,41 @@
+"""``sago site``: the static results site over a runs folder (local or on a store): the
+runs with their configurations, each model family's SGS per axis across releases with its
+intervals and regressions marked, the leaderboard, and each run's report, card and
+comparisons, linked both ways. Offline: plotly.js is vendored into the site."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from sago_core.errors import InputError
+
+
+def add_parser(commands: Any) -> None:
+    site = commands.add_parser(
+        "site",
+        help="build the static results site over a runs folder: trends across releases, "
+        "leaderboard, runs, reports, cards (offline)",
+    )
+    site.add_argument("runs", help="the runs folder: a path, or its store URL (s3://...)")
+    site.add_argument(
+        "--out",
+        type=Path,
+        help="the site's folder (default: <runs>/site; on a store, written to the store)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from flows.runtime.object_store import runs_folder
+    from sago_core.site.address import site_address
+    from sago_core.site.build import build_site
+    from sago_core.site.paths import SITE_DIR
+    from sago_core.storage.location import is_url
+
+    root = runs_folder(args.runs)
+    if not is_url(args.runs) and not root.is_dir():
+        raise InputError("no such folder (give a runs folder or its store URL)", file=args.runs)
+    index = build_site(root, args.out or root / SITE_DIR)
+    print(f"Site: {site_address(index).best}")
+    return 0

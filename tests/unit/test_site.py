@@ -1,0 +1,279 @@
+"""The results site (sago_core/site, `sago site`) over a hand-made three-release watch: the
+trend points, intervals and regression marks are the runs' own numbers, every link of every
+page resolves, copied reports link back, and on an object store the site is written to the
+store and its address is the store's, not a file:// path."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import polars as pl
+import pytest
+
+from sago_core.artifacts.schemas import SUMMARY
+from sago_core.site.address import site_address, web_address
+from sago_core.site.build import build_site
+from sago_core.site.collect import read_site
+from sago_core.site.trends import REGRESSION_NAME, trend_figure
+from sago_core.storage.location import parse_store_url
+from sago_core.vocabulary import AXES, POOLED
+
+SPEC = "mock:family-a"
+OTHER = "mock:solo"
+FAMILY = "arch:model_type=llama/num_hidden_layers=3"
+# (run id, identity, evaluated_at, pooled SGS per axis, (ci_low, ci_high) half-width).
+# Run ids sort against time: the trend must follow evaluated_at, not the folder names.
+RELEASES = [
+    ("watch-c", "sha256:aaaa111", 1000.0, {"act": 0.10, "prob": 0.20, "mr": None}),
+    ("watch-b", "sha256:bbbb222", 2000.0, {"act": 0.11, "prob": 0.21, "mr": 0.05}),
+    ("watch-a", "sha256:cccc333", 3000.0, {"act": 0.12, "prob": 0.40, "mr": 0.06}),
+]
+HALF = 0.02
+# Paired verdicts of each release against the one before it: the third regressed on prob.
+VERDICTS: list[dict[str, str]] = [
+    {},
+    {"act": "equivalent", "prob": "inconclusive", "mr": "equivalent"},
+    {"act": "equivalent", "prob": "b_worse", "mr": "inconclusive"},
+]
+
+
+def _summary(spec: str, sgs: dict[str, float | None]) -> pl.DataFrame:
+    rows = []
+    for axis in AXES:
+        value = sgs.get(axis, 0.25 + 0.05 * AXES.index(axis))
+        row: dict[str, Any] = {c: None for c in SUMMARY}
+        row.update(model=spec, dataset=POOLED, axis=axis, sgs=value, n=40, p_holm=0.01)
+        if value is None:
+            row["missing_reason"] = "too few answers"
+        else:
+            row.update(ci_low=value - HALF, ci_high=value + HALF)
+        rows.append(row)
+    return pl.DataFrame(rows, schema=SUMMARY)
+
+
+def _run(root: Path, run_id: str, models: dict[str, tuple[str, dict[str, float | None]]]) -> Path:
+    folder = root / run_id
+    folder.mkdir(parents=True)
+    manifest = {
+        "run_id": run_id,
+        "written_at": "2026-11-01T10:00:00+00:00",
+        "config_hash": "f" * 64,
+        "config": {"preset": "demo", "datasets": ["toy"], "n": 40, "seed": 0},
+        "models": {spec: {"identity": identity} for spec, (identity, _) in models.items()},
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    frames = [_summary(spec, sgs) for spec, (_, sgs) in models.items()]
+    pl.concat(frames).write_parquet(folder / "summary.parquet")
+    (folder / "report.html").write_text(f"<html><body><h1>report {run_id}</h1></body></html>")
+    (folder / "card.html").write_text(f"<html><body><h1>card {run_id}</h1></body></html>")
+    return folder
+
+
+def three_release_watch(root: Path) -> Path:
+    """A watch's runs folder as sago_core/watch leaves it, written by hand: three releases
+    of one family (registry entries, cards with paired verdicts, the leaderboard's family
+    and page) and one run of another model the watch never saw."""
+    registry = root / "registry"
+    registry.mkdir(parents=True)
+    board = []
+    for index, (run_id, identity, at, sgs) in enumerate(RELEASES):
+        folder = _run(root, run_id, {SPEC: (identity, sgs)})
+        entry = {"spec": SPEC, "identity": identity, "run_dir": str(folder), "evaluated_at": at}
+        (registry / f"{index}.json").write_text(json.dumps(entry))
+        board.append({"model": SPEC, "identity": identity, "family": FAMILY})
+        card: dict[str, Any] = {"paired": None, "paired_note": "first release of the family"}
+        if VERDICTS[index]:
+            previous = root / RELEASES[index - 1][0]
+            rows = [
+                {
+                    "axis": axis,
+                    "n": 40,
+                    "mean_diff": 0.19 if verdict == "b_worse" else 0.0,
+                    "ci_low": 0.1,
+                    "ci_high": 0.3,
+                    "p_holm": 0.001 if verdict == "b_worse" else 0.5,
+                    "p_tost_holm": 0.9,
+                    "model_a": SPEC,
+                    "model_b": SPEC,
+                    "verdict": verdict,
+                }
+                for axis, verdict in VERDICTS[index].items()
+            ]
+            card = {"paired": {"against": str(previous), "rows": rows}, "paired_note": None}
+        (folder / "card.json").write_text(json.dumps(card))
+    pl.DataFrame(board).write_parquet(root / "leaderboard.parquet")
+    links = "".join(f'<a href="{run_id}/card.html">card</a>' for run_id, *_ in RELEASES)
+    (root / "leaderboard.html").write_text(f"<html><body>{links}</body></html>")
+    _run(root, "adhoc", {OTHER: ("sha256:dddd444", {"act": 0.5})})
+    (root / "unfinished").mkdir()  # no manifest: not a run
+    return root
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.add(str(found["id"]))
+        for name in ("href", "src"):
+            if found.get(name):
+                self.links.append(str(found[name]))
+
+
+def parsed(page: Path) -> _Links:
+    links = _Links()
+    links.feed(page.read_text(encoding="utf-8"))
+    return links
+
+
+def broken_links(site: Path) -> list[str]:
+    """Every relative href/src of every page that does not reach a file (or its #anchor)."""
+    broken = []
+    for page in site.rglob("*.html"):
+        for link in parsed(page).links:
+            parts = urlsplit(link)
+            if parts.scheme or link.startswith("//"):
+                broken.append(f"{page}: {link} (leaves the site)")
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if not target.is_file():
+                broken.append(f"{page}: {link}")
+            elif parts.fragment and parts.fragment not in parsed(target).ids:
+                broken.append(f"{page}: {link} (no such anchor)")
+    return broken
+
+
+def test_the_trend_follows_release_order_with_the_runs_intervals_and_marks_the_regression(
+    tmp_path: Path,
+) -> None:
+    site = read_site(three_release_watch(tmp_path / "runs"))
+    families = site.families()
+    assert set(families) == {FAMILY, OTHER}  # the leaderboard's family; the other its spec
+    releases = families[FAMILY]
+    assert [r.run_id for r in releases] == ["watch-c", "watch-b", "watch-a"]
+    figure = trend_figure(releases, site.runs)
+    traces = {t["name"]: t for t in figure["data"]}
+    assert list(traces) == [*AXES, REGRESSION_NAME]
+    prob = traces["prob"]
+    assert prob["y"] == [0.20, 0.21, 0.40]
+    assert prob["error_y"]["array"] == pytest.approx([HALF] * 3)
+    assert prob["error_y"]["arrayminus"] == pytest.approx([HALF] * 3)
+    assert traces["mr"]["y"] == [None, 0.05, 0.06]  # NA is a gap, never 0
+    assert traces["mr"]["error_y"]["array"][0] is None
+    marked = traces[REGRESSION_NAME]
+    assert marked["x"] == [prob["x"][2]] and marked["y"] == [0.40]
+    assert "prob" in marked["text"][0]
+    assert prob["x"][0] == "1. family-a @aaaa111"
+    assert [r.regressions for r in releases] == [[], [], ["prob"]]
+    assert releases[2].against_run == "watch-b" and releases[0].note
+
+
+def test_every_page_links_resolve_and_copies_link_back(tmp_path: Path) -> None:
+    root = three_release_watch(tmp_path / "runs")
+    index = build_site(root, tmp_path / "site")
+    site = index.parent
+    assert broken_links(site) == []
+    pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
+    assert {
+        "index.html",
+        "leaderboard.html",
+        "runs.html",
+        "runs/releases.html",
+        "runs/watch-a/index.html",
+        "runs/adhoc/report.html",
+        "runs/watch-b/card.html",
+    } <= pages
+    compares = sorted(p for p in pages if p.startswith("compare/"))
+    assert [p.split("--")[0] for p in compares] == ["compare/watch-a", "compare/watch-b"]
+    assert "unfinished" not in str(pages)
+    front = index.read_text()
+    for run_id in ("watch-a", "watch-b", "watch-c", "adhoc"):
+        assert f'href="runs/{run_id}/index.html"' in front
+    assert front.count("Plotly.newPlot") == 2 and '<script src="assets/plotly.min.js">' in front
+    assert "cdn" not in front.lower() and (site / "assets" / "plotly.min.js").stat().st_size > 1e6
+    report = (site / "runs" / "watch-a" / "report.html").read_text()
+    assert '<body><nav class="sago-site-back"' in report and "report watch-a" in report
+    assert 'href="../../index.html"' in report and 'href="../../runs/watch-a/index.html"' in report
+    run_page = (site / "runs" / "watch-b" / "index.html").read_text()
+    assert "compared with the later release" in run_page  # watch-a was compared with it
+    assert '"preset": "demo"' in run_page and "Configuration" in run_page
+    board = (site / "leaderboard.html").read_text()
+    assert re.search(r'class="regression">0\.4000 \[0\.3800, 0\.4200\] ▲', board)
+    assert board.count("▲</span>") == 1
+    regressed = (site / compares[0]).read_text()
+    assert '<span class="regression">b_worse</span>' in regressed
+
+
+def test_a_site_on_an_object_store_is_written_to_it(tmp_path: Path) -> None:
+    from obstore.store import MemoryStore
+
+    from sago_core.storage import attached
+    from sago_core.storage.mirror import Mirror
+    from sago_core.storage.objects import ObjectStore
+
+    location = parse_store_url("s3://bucket/team/runs")
+    store = ObjectStore(location, MemoryStore())
+    scratch = tmp_path / "scratch"
+    three_release_watch(tmp_path / "made")
+    for path in (tmp_path / "made").rglob("*"):
+        if path.is_file():
+            store.put(path.relative_to(tmp_path / "made").as_posix(), path.read_bytes())
+    mirror = Mirror(store, scratch, local_folders=(), local_names=())
+    scratch.mkdir()
+    attached.attach(mirror)
+    try:
+        index = build_site(scratch, scratch / "site")  # nothing local: all from the store
+        address = site_address(index, env={"AWS_ENDPOINT_URL": "http://minio:9000"})
+    finally:
+        attached.attach(None)
+    keys = set(store.keys(""))
+    assert {"site/index.html", "site/runs/watch-a/report.html", "site/assets/plotly.min.js"} <= keys
+    assert address.store_url == "s3://bucket/team/runs/site/index.html"
+    assert address.best == "http://minio:9000/bucket/team/runs/site/index.html"
+    assert not (scratch / "watch-a" / "generations.parquet").exists()  # only what it reads
+
+
+def test_web_addresses_follow_each_providers_convention(tmp_path: Path) -> None:
+    s3 = parse_store_url("s3://b/p")
+    assert web_address(s3, "site/index.html", {}) == "https://b.s3.amazonaws.com/p/site/index.html"
+    regional = web_address(s3, "x.html", {"AWS_REGION": "eu-west-1"})
+    assert regional == "https://b.s3.eu-west-1.amazonaws.com/p/x.html"
+    gs = parse_store_url("gs://g")
+    assert (
+        web_address(gs, "site/index.html", {}) == "https://storage.googleapis.com/g/site/index.html"
+    )
+    azure = parse_store_url("az://container/runs")
+    assert web_address(azure, "i.html", {}) is None
+    named = web_address(azure, "i.html", {"AZURE_STORAGE_ACCOUNT_NAME": "acct"})
+    assert named == "https://acct.blob.core.windows.net/container/runs/i.html"
+    local = site_address(tmp_path / "index.html")
+    assert local.best == (tmp_path / "index.html").as_uri() and local.store_url is None
+
+
+def test_the_site_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sago_cli.main import build_parser, main
+
+    root = three_release_watch(tmp_path / "runs")
+    assert main(["site", str(root)]) == 0
+    default = root / "site" / "index.html"
+    assert capsys.readouterr().out.strip() == f"Site: {default.as_uri()}"
+    shutil.rmtree(root / "site")
+    assert main(["site", str(root), "--out", str(tmp_path / "elsewhere")]) == 0
+    assert (tmp_path / "elsewhere" / "index.html").is_file() and not default.exists()
+    (tmp_path / "empty").mkdir()
+    assert main(["site", str(tmp_path / "empty")]) == 2
+    assert "holds no finished run" in capsys.readouterr().err
+    assert main(["site", str(tmp_path / "absent")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    site_help = build_parser()._subparsers._group_actions[0].choices["site"].format_help()  # type: ignore[union-attr]
+    assert "default: <runs>/site" in " ".join(site_help.split())
