@@ -10,22 +10,24 @@ in different languages. BLEU counts shared n-grams, so it has no meaning there: 
 ``CROSS_LANGUAGE_BLEU``. BERTScore compares embeddings, which is meaningful only with an
 encoder trained on both languages (``multilingual_encoder``); an English-only encoder (the
 embedded MiniLM, roberta-large) gives those pairs no score (``without_cross_language``)
-and the axis says why (``ENGLISH_ONLY_ENCODER``), never a misleading number.
+and the axis says why (``ENGLISH_ONLY_ENCODER``), never a misleading number. Those pairs
+never reach the encoder either (``skip_cross_language`` wraps the scorer's F1): with an
+English-only encoder a language variant costs no BERTScore time.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from sago_core.axes.reasoning import unanswered
+from sago_core.axes.reasoning import unanswered, with_answers
 from sago_core.backends.model_source import resolve_bertscore_model
-from sago_core.vocabulary import LANGUAGE_FAMILY
+from sago_core.vocabulary import BASE_VARIANT_ID, LANGUAGE_FAMILY
 
 CROSS_LANGUAGE_BLEU = "answers in different languages: BLEU is not comparable"
 ENGLISH_ONLY_ENCODER = (
@@ -168,6 +170,52 @@ def without_cross_language(
     marked = pairs.join(families, on=key, how="left")
     bert = pl.when(cross_language()).then(None).otherwise(pl.col("bert_f1"))
     return marked.with_columns(bert.cast(pl.Float64).alias("bert_f1")).select(pairs.columns)
+
+
+F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
+
+
+def cross_language_texts(generations: pl.DataFrame) -> set[tuple[str, str]]:
+    """The (variant answer, base answer) pairs that only cross-language rows hold: the
+    pairs an English-only encoder need never embed (a pair a same-language row also holds
+    is still scored for that row)."""
+    key = ["model", "dataset", "prompt_id"]
+    rows = with_answers(generations)
+    base = rows.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+        *key, pl.col("answer_text").alias("_base")
+    )
+    pairs = (
+        rows.filter(pl.col("variant_id") != BASE_VARIANT_ID)
+        .join(base, on=key, how="left")
+        .filter(pl.col("answer_text").is_not_null() & pl.col("_base").is_not_null())
+        .select(cross_language().alias("_cross"), "answer_text", "_base")
+    )
+    same = set(pairs.filter(~pl.col("_cross")).select("answer_text", "_base").iter_rows())
+    cross = set(pairs.filter(pl.col("_cross")).select("answer_text", "_base").iter_rows())
+    return cross - same
+
+
+def skip_cross_language(f1: F1Fn, generations: pl.DataFrame, multilingual: bool) -> F1Fn:
+    """``f1`` that gives NaN, without calling the encoder, to every pair only cross-language
+    rows hold when the encoder is English-only (``without_cross_language`` then nulls those
+    rows); ``f1`` itself with a multilingual encoder or without language variants."""
+    skipped = set() if multilingual else cross_language_texts(generations)
+    if not skipped:
+        return f1
+
+    def scored(candidates: Sequence[str], references: Sequence[str]) -> list[float]:
+        keep = [
+            i
+            for i, pair in enumerate(zip(candidates, references, strict=True))
+            if pair not in skipped
+        ]
+        values = f1([candidates[i] for i in keep], [references[i] for i in keep]) if keep else []
+        out = [float("nan")] * len(candidates)
+        for i, value in zip(keep, values, strict=True):
+            out[i] = value
+        return out
+
+    return scored
 
 
 def bleu_delta_rule() -> tuple[pl.Expr, pl.Expr]:

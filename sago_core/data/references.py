@@ -6,15 +6,29 @@ model's output. ``reference_origins`` answers, per entry of a run's ``datasets``
 column its references are read from (the reader's own choice, or the gold column the user
 named with ``#answer=COLUMN``), or that it has none and why. The dry-run plan prints
 ``reference_lines``.
+
+Per language (issue 28): a ``language`` variant's answer is judged against the gold answers
+in its own language, which only its parallel file carries (MKQA gives each question's
+answers in every language). prompts.parquet records each prompt's file and row
+(``source``); ``language_references`` reads each such file once more, in the languages the
+run's variants were asked in, and answers per (dataset, prompt_id, language) with the
+references in that language, or why there are none (the reader's words: "MKQA marks this
+question unanswerable in de"; or the file can no longer be read). The base prompt keeps its
+own (English) references from prompts.parquet.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
 from sago_core.config import BUILTIN_DATASET, parallel_entry
 from sago_core.data.datasets import SOURCES, DatasetSource, find_dataset_file
+from sago_core.data.mkqa import ParallelQuestions, read_parallel
+from sago_core.data.prompt import split_source
 from sago_core.data.records import Record, read_records
 from sago_core.data.user_files import detect_layout, keeps_layout, parse_entry, parse_named
 from sago_core.errors import ConfigError, InputError
@@ -22,6 +36,15 @@ from sago_core.errors import ConfigError, InputError
 BUILTIN_REFERENCES = (
     "answers written by this project (sago_core/data/builtin.py); its open-ended prompts have none"
 )
+# A parallel file's references: the base prompt's in English, each language variant's in its
+# own language (``language_references``).
+PARALLEL_REFERENCES = {
+    "mkqa": "MKQA's answers (texts and aliases) in each language: answers.en for the base "
+    "prompts, answers.<lang> for each language variant; questions it marks unanswerable or "
+    "answers only with a long passage have none",
+    "parallel": "column answer for the base prompts, answer_<lang> for each language variant, "
+    "where the file has them",
+}
 GENERIC_NONE = (
     "the file has no 'answers' or 'answer' column and none is mapped: correctness is not "
     "judged (map one with '#answer=COLUMN')"
@@ -63,7 +86,7 @@ def reference_origin(
         return ReferenceOrigin(entry, BUILTIN_REFERENCES)
     parallel = parallel_entry(entry)
     if parallel is not None:
-        return ReferenceOrigin(entry, f"the {parallel[0]} file's answers in each language")
+        return ReferenceOrigin(entry, PARALLEL_REFERENCES[parallel[0]])
     file = parse_entry(entry)
     if file is None:
         name, gold = parse_named(entry)
@@ -107,3 +130,83 @@ def reference_lines(
     """The plan's block: a heading, then one line per dataset."""
     origins = reference_origins(datasets, data_dir, question_column)
     return ["Reference answers (correctness, flip rates):", *(f"  {o.describe()}" for o in origins)]
+
+
+LANGUAGE_REFERENCES: dict[str, pl.DataType | type[pl.DataType]] = {
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "language": pl.String,
+    "references": pl.List(pl.String),
+    "reference_missing_reason": pl.String,  # why there are none in that language
+}
+NO_PARALLEL_SOURCE = "prompts.parquet records no parallel file for this prompt"
+UNREADABLE_PARALLEL = "its parallel file can no longer be read for references in {lang} ({error})"
+NOT_IN_PARALLEL = "its parallel file holds no question {prompt_id} in {lang}"
+
+
+def parallel_layout(records: list[Record]) -> str:
+    """``mkqa`` when the first record holds a ``queries`` mapping, else ``parallel`` (one
+    column per language): the two layouts ``read_parallel`` reads."""
+    return "mkqa" if records and isinstance(records[0].get("queries"), dict) else "parallel"
+
+
+def _read(file: str, languages: tuple[str, ...]) -> ParallelQuestions:
+    path = Path(file)
+    return read_parallel(parallel_layout(read_records(path)), path, languages)
+
+
+def _file_references(
+    file: str, wanted: list[tuple[str, str, str]]
+) -> list[tuple[str, str, str, list[str], str | None]]:
+    """References in each (dataset, prompt_id, language) of ``wanted`` from one file."""
+    languages = tuple(sorted({language for _, _, language in wanted}))
+    try:
+        questions = _read(file, languages)
+    except (InputError, OSError) as exc:
+        return [
+            (d, p, lang, [], UNREADABLE_PARALLEL.format(lang=lang, error=exc))
+            for d, p, lang in wanted
+        ]
+    found = {(q.prompt.prompt_id, q.language): q.prompt for q in questions.questions}
+    gaps = {(m.prompt_id, m.language): m.reason for m in questions.missing}
+    out: list[tuple[str, str, str, list[str], str | None]] = []
+    for dataset, prompt_id, language in wanted:
+        prompt = found.get((prompt_id, language))
+        if prompt is None:
+            why = gaps.get((prompt_id, language))
+            reason = why or NOT_IN_PARALLEL.format(prompt_id=prompt_id, lang=language)
+            out.append((dataset, prompt_id, language, [], reason))
+        else:
+            refs = list(prompt.references)
+            out.append((dataset, prompt_id, language, refs, None if refs else prompt.no_references))
+    return out
+
+
+def language_references(prompts: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
+    """Per row of ``asked`` (``dataset``, ``prompt_id``, ``language``: the run's language
+    variants), the gold answers in that language from the prompt's parallel file (module
+    doc); ``LANGUAGE_REFERENCES`` columns, one row per distinct asked row."""
+    wanted = asked.select("dataset", "prompt_id", "language").unique().sort(pl.all())
+    sources = prompts.select("dataset", "prompt_id", "source").unique(
+        ["dataset", "prompt_id"], keep="first"
+    )
+    by_file: dict[str, list[tuple[str, str, str]]] = {}
+    rows: list[tuple[str, str, str, list[str], str | None]] = []
+    for dataset, prompt_id, language, source in wanted.join(
+        sources, on=["dataset", "prompt_id"], how="left"
+    ).iter_rows():
+        file, row = split_source(source or "")
+        if not file or row is None:
+            rows.append((dataset, prompt_id, language, [], NO_PARALLEL_SOURCE))
+        else:
+            by_file.setdefault(file, []).append((dataset, prompt_id, language))
+    for file, keys in by_file.items():
+        rows.extend(_file_references(file, keys))
+    return pl.DataFrame(rows, schema=LANGUAGE_REFERENCES, orient="row")
+
+
+def languages_asked(rows: Iterable[tuple[str, str, str]]) -> pl.DataFrame:
+    """``(dataset, prompt_id, language)`` tuples as the frame ``language_references`` asks."""
+    return pl.DataFrame(list(rows), schema=["dataset", "prompt_id", "language"], orient="row").cast(
+        pl.String
+    )

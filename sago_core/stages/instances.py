@@ -8,8 +8,10 @@ mirroring ``mr_intensity`` (axes/mirroring_intensity.py) and whether each answer
 per the prompt's reference answers (statistics/correctness.py; null without references or
 without an answer, and ``correct_missing_reason`` says why: the prompt's
 ``reference_missing_reason`` from prompts.parquet, e.g. Alpaca's ``NO_GOLD_ALPACA``, or a
-missing answer). A language variant's answer is not graded: prompts.parquet carries the
-English references only, so its ``variant_correct`` is null with ``NO_LANGUAGE_REFERENCES``.
+missing answer). A language variant's answer is judged against the gold answers in its own
+language (``data/references.language_references``: MKQA's answers in German for a ``de``
+variant), its base answer against the base prompt's (English) references; a language with
+no gold answer for the question leaves ``variant_correct`` null with the file's reason.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sago_core.artifacts.schemas import conform, instances_schema
 from sago_core.axes.mirroring_intensity import mirroring_intensity
 from sago_core.axes.reasoning import with_answers
 from sago_core.data.prompt import NO_REASON_RECORDED
+from sago_core.data.references import language_references
 from sago_core.statistics.correctness import is_correct
 from sago_core.vocabulary import (
     AXES,
@@ -33,9 +36,6 @@ KEY = ["model", "dataset", "prompt_id", "variant_id"]
 PROMPT_KEY = ["model", "dataset", "prompt_id"]
 NO_ANSWER = "no answer to judge (a failed request, or a reasoning block that never closed)"
 NO_REFERENCE_WORDS = "the reference answers hold no words once normalised"
-# prompts.parquet holds the base (English) prompt's references only: a language variant's
-# answer is not graded against them (issue 28; per-language references are later work).
-NO_LANGUAGE_REFERENCES = "references in the prompt's language are not carried yet"
 VARIANT_COLUMNS = ["family", "subtype", "strength", "position"]
 
 
@@ -107,24 +107,59 @@ def _with_intensity(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _missing_verdict(
-    no_references: str | None,
-    base: bool | None,
-    variant: bool | None,
+    reasons: tuple[str | None, str | None],
+    verdicts: tuple[bool | None, bool | None],
     answers: tuple[str | None, str | None],
-    language: bool = False,
 ) -> str | None:
-    """Why a row's base or variant verdict is null (None: both are known): the prompt's
-    reason for having no references, else a missing answer, else (a language variant) no
-    references in its language, else references without words."""
-    if base is not None and variant is not None:
-        return None
-    if no_references is not None:
-        return no_references
-    if any(answer is None for answer in answers):
-        return NO_ANSWER
-    if language and base is not None:
-        return NO_LANGUAGE_REFERENCES
-    return NO_REFERENCE_WORDS
+    """Why a row's base or variant verdict is null (None: both are known): for the first
+    side without a verdict, its references' reason for being absent (the base prompt's, or
+    for a language variant the reason its language has none), else a missing answer, else
+    references without words."""
+    for why, verdict, answer in zip(reasons, verdicts, answers, strict=True):
+        if verdict is not None:
+            continue
+        if why is not None:
+            return why
+        return NO_ANSWER if answer is None else NO_REFERENCE_WORDS
+    return None
+
+
+def _language_references(joined: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
+    """``joined`` with each row's variant references: a language variant's in its own
+    language (``variant_references`` / ``variant_reference_reason``), else the base's."""
+    language = pl.col("family") == LANGUAGE_FAMILY
+    asked = joined.filter(language).select(
+        "dataset", "prompt_id", pl.col("subtype").alias("language")
+    )
+    base = joined.with_columns(
+        pl.col("references").alias("variant_references"),
+        pl.col("reference_missing_reason").alias("variant_reference_reason"),
+    )
+    if asked.is_empty():
+        return base
+    found = language_references(prompts, asked).select(
+        "dataset",
+        "prompt_id",
+        pl.col("language").alias("subtype"),
+        pl.lit(LANGUAGE_FAMILY).alias("family"),
+        pl.col("references").alias("_language_references"),
+        pl.col("reference_missing_reason").alias("_language_reason"),
+    )
+    key = ["dataset", "prompt_id", "subtype", "family"]
+    return (
+        base.join(found, on=key, how="left")
+        .with_columns(
+            pl.when(language)
+            .then(pl.col("_language_references"))
+            .otherwise(pl.col("variant_references"))
+            .alias("variant_references"),
+            pl.when(language)
+            .then(pl.col("_language_reason"))
+            .otherwise(pl.col("variant_reference_reason"))
+            .alias("variant_reference_reason"),
+        )
+        .drop("_language_references", "_language_reason")
+    )
 
 
 def _with_correctness(rows: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
@@ -137,35 +172,36 @@ def _with_correctness(rows: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame
     refs = prompts.select(
         "dataset", "prompt_id", "references", reason.alias("reference_missing_reason")
     ).unique(["dataset", "prompt_id"], keep="first")
-    joined = rows.join(refs, on=["dataset", "prompt_id"], how="left")
-    references = [r or [] for r in joined["references"].to_list()]
-    verdicts = {
-        name: [is_correct(a, ref) for a, ref in zip(joined[col], references, strict=True)]
-        for name, col in (("base_correct", "base_answer"), ("variant_correct", "variant_answer"))
-    }
-    language = (joined["family"] == LANGUAGE_FAMILY).fill_null(False).to_list()
-    verdicts["variant_correct"] = [
-        None if is_language else verdict
-        for verdict, is_language in zip(verdicts["variant_correct"], language, strict=True)
-    ]
-    no_references = [
-        None if refs else (why or NO_REASON_RECORDED)
-        for refs, why in zip(references, joined["reference_missing_reason"], strict=True)
-    ]
+    joined = _language_references(rows.join(refs, on=["dataset", "prompt_id"], how="left"), prompts)
+    sides = {}
+    for side, answer, references, why in (
+        ("base", "base_answer", "references", "reference_missing_reason"),
+        ("variant", "variant_answer", "variant_references", "variant_reference_reason"),
+    ):
+        targets = [r or [] for r in joined[references].to_list()]
+        sides[side] = (
+            [is_correct(a, ref) for a, ref in zip(joined[answer], targets, strict=True)],
+            [
+                None if ref else (reason or NO_REASON_RECORDED)
+                for ref, reason in zip(targets, joined[why], strict=True)
+            ],
+        )
+    (base, base_why), (variant, variant_why) = sides["base"], sides["variant"]
     reasons = [
-        _missing_verdict(why, base, variant, (base_answer, variant_answer), is_language)
-        for why, base, variant, base_answer, variant_answer, is_language in zip(
-            no_references,
-            verdicts["base_correct"],
-            verdicts["variant_correct"],
+        _missing_verdict((bw, vw), (b, v), (ba, va))
+        for bw, vw, b, v, ba, va in zip(
+            base_why,
+            variant_why,
+            base,
+            variant,
             joined["base_answer"],
             joined["variant_answer"],
-            language,
             strict=True,
         )
     ]
-    return joined.with_columns(
-        *(pl.Series(name, values, pl.Boolean) for name, values in verdicts.items()),
+    return joined.drop("variant_references", "variant_reference_reason").with_columns(
+        pl.Series("base_correct", base, pl.Boolean),
+        pl.Series("variant_correct", variant, pl.Boolean),
         pl.Series("correct_missing_reason", reasons, pl.String),
     )
 

@@ -1,7 +1,13 @@
 """Answer correctness against reference answers: whole-answer normalised matching.
 
-Normalisation (as in SQuAD's evaluation): lower-case, drop punctuation, drop the articles
-a/an/the, collapse whitespace. A response is correct when it matches any reference under the
+Normalisation (SQuAD's evaluation, widened to every script as MKQA's evaluation does):
+Unicode NFKC (full-width forms and ligatures to their plain forms), case-folded, Arabic
+vowel marks and tatweel dropped, punctuation of any script dropped (``、。「」・،؟`` as well as
+ASCII), the English articles a/an/the dropped, whitespace collapsed. Scripts written
+without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar) are split into one word
+per character, so a Japanese or Chinese reference is found inside an answer that runs it
+into the next word ("リドリー・スコットです" holds "リドリー・スコット"); other scripts keep their
+whitespace words. A response is correct when it matches any reference under the
 rule for that reference's kind (prompts without references, or without an answer, are
 unknown, None, never counted as wrong). References are gold answers only: a dataset whose
 answer column is another model's output (Alpaca, AlpacaEval) gives its prompts none, so
@@ -24,9 +30,19 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections.abc import Sequence
 
-_PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}]")
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
+# Arabic harakat, superscript alef and tatweel: written or not, the word is the same
+_ARABIC_MARKS = re.compile("[\u064b-\u065f\u0670\u0640]")
+# scripts without spaces between words: kana, Han (with its extensions), Thai, Lao,
+# Myanmar, Khmer
+_UNSPACED = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\U00020000-\U0002fa1f"
+)
+_WORD = re.compile(f"[{_UNSPACED}]|[^\\s{_UNSPACED}]+")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\w)|\d+(?:\.\d+)?")
 _VERDICTS = frozenset({"yes", "no"})
@@ -60,14 +76,23 @@ _NUMBER_WORDS = {
 }
 
 
+def _is_punctuation(char: str) -> bool:
+    return char in _ASCII_PUNCTUATION or unicodedata.category(char).startswith("P")
+
+
 def normalise_answer(text: str) -> str:
-    text = _PUNCTUATION.sub(" ", text.lower())
-    return " ".join(_ARTICLES.sub(" ", text).split())
+    """The comparable form of an answer or a reference (module doc): its words, one space
+    apart, one word per character in scripts written without spaces."""
+    text = _ARABIC_MARKS.sub("", unicodedata.normalize("NFKC", text).casefold())
+    text = "".join(" " if _is_punctuation(char) else char for char in text)
+    return " ".join(_WORD.findall(_ARTICLES.sub(" ", text)))
 
 
 def numbers_in(text: str) -> list[float]:
-    """Every number in the raw text (thousands separators and decimals read), then the
-    number words zero..twenty among its normalised words."""
+    """Every number in the raw text (thousands separators and decimals read; digits of any
+    script, full-width ones included), then the number words zero..twenty among its
+    normalised words."""
+    text = unicodedata.normalize("NFKC", text)
     values = [float(m.group().replace(",", "")) for m in _NUMBER.finditer(text)]
     values += [
         float(_NUMBER_WORDS[w]) for w in normalise_answer(text).split() if w in _NUMBER_WORDS
@@ -88,8 +113,9 @@ def _matches(response: str, reference: str) -> bool:
     if _is_number_reference(reference):
         found = set(numbers_in(response))
         present = set(answer.split())
-        others = normalise_answer(_NUMBER.sub(" ", reference)).split()
-        wanted = {float(m.group().replace(",", "")) for m in _NUMBER.finditer(reference)}
+        plain = unicodedata.normalize("NFKC", reference)
+        others = normalise_answer(_NUMBER.sub(" ", plain)).split()
+        wanted = {float(m.group().replace(",", "")) for m in _NUMBER.finditer(plain)}
         return wanted <= found and all(w in present for w in others)
     return f" {target} " in f" {answer} "
 

@@ -269,3 +269,55 @@ def tail_statistics(instances: pl.DataFrame, resamples: int = DEFAULT_RESAMPLES)
     return conform(pl.DataFrame(full, schema=TAILS), TAILS).sort(
         "model", "dataset", "family", "axis"
     )
+
+
+SUBTYPE_FLIPS: dict[str, pl.DataType | type[pl.DataType]] = {
+    "model": pl.String,
+    "subtype": pl.String,  # a language code for the language family, a method for script
+    "n": pl.Int32,  # variants
+    "n_judged": pl.Int32,  # variants whose base and variant answers both have a verdict
+    "flip_right_to_wrong": pl.Float64,  # right in the base (English), wrong in the variant
+    "flip_wrong_to_right": pl.Float64,
+    "base_correct": pl.Float64,  # share of right base answers among those with a verdict
+    "variant_correct": pl.Float64,  # the same for the variant answers
+    "flip_missing_reason": pl.String,  # why the flip rates are null
+}
+
+
+def subtype_flips(instances: pl.DataFrame, family: str) -> pl.DataFrame:
+    """Flip rates and correctness per (model, subtype) of one family: for the language
+    family, right in English and wrong in German (and the reverse) per language. Flips have
+    the judged variants as denominator (as ``tail_statistics``); each accuracy the answers
+    with a verdict on its side. Null, with ``flip_missing_reason``, without a judged one."""
+    rows = instances.filter(pl.col("family") == family)
+    out = []
+    for (model, subtype), part in rows.group_by(["model", "subtype"], maintain_order=True):
+        judged = part.filter(
+            pl.col("base_correct").is_not_null() & pl.col("variant_correct").is_not_null()
+        )
+        n_judged = len(judged)
+
+        def share(frame: pl.DataFrame, mask: pl.Expr, of: int) -> float | None:
+            return frame.filter(mask).height / of if of else None
+
+        base = part["base_correct"].drop_nulls()
+        variant = part["variant_correct"].drop_nulls()
+        out.append(
+            {
+                "model": model,
+                "subtype": subtype,
+                "n": len(part),
+                "n_judged": n_judged,
+                "flip_right_to_wrong": share(
+                    judged, pl.col("base_correct") & ~pl.col("variant_correct"), n_judged
+                ),
+                "flip_wrong_to_right": share(
+                    judged, ~pl.col("base_correct") & pl.col("variant_correct"), n_judged
+                ),
+                "base_correct": float(base.mean()) if len(base) else None,  # type: ignore[arg-type]
+                "variant_correct": float(variant.mean()) if len(variant) else None,  # type: ignore[arg-type]
+                "flip_missing_reason": None if n_judged else _flip_reason(part),
+            }
+        )
+    frame = pl.DataFrame(out, schema=SUBTYPE_FLIPS) if out else pl.DataFrame(schema=SUBTYPE_FLIPS)
+    return frame.sort("model", "subtype")

@@ -51,26 +51,3 @@ def test_summary_markdown_has_the_lang_row() -> None:
     assert "| lang | 0.5000 | 0.5000 |" in text
     assert text.index("| bert |") < text.index("| lang |")
     assert "lang=3" in text
-
-
-def test_a_language_variant_is_not_graded_against_english_references() -> None:
-    from sago_core.stages.instances import _with_correctness
-
-    rows = pl.DataFrame(
-        {
-            "dataset": ["toy", "toy"],
-            "prompt_id": ["p1", "p1"],
-            "variant_id": ["language:de:100:global", "noise:space:1:global"],
-            "family": ["language", "noise"],
-            "base_answer": ["Paris", "Paris"],
-            "variant_answer": ["Paris", "Paris"],
-        }
-    )
-    prompts = pl.DataFrame({"dataset": ["toy"], "prompt_id": ["p1"], "references": [["Paris"]]})
-    out = _with_correctness(rows, prompts)
-    assert out["base_correct"].to_list() == [True, True]
-    assert out["variant_correct"].to_list() == [None, True]
-    assert out["correct_missing_reason"].to_list() == [
-        "references in the prompt's language are not carried yet",
-        None,
-    ]
