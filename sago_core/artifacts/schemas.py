@@ -101,6 +101,78 @@ SAMPLE_ANALYSIS: Schema = {
     "missing_reason": pl.String,
 }
 
+# Sampling (issue 27) at K > 1: one row per (model, prompt, variant, axis) of the sampled
+# axes (sampling/axis_tests.py). ``excess`` is in the axis's normalised units (delta_norm's):
+# text axes E = D - (W_base + W_variant) / 2 of d = 1 - similarity / R; mr the share of
+# (variant sample, base sample) pairs the detector flags minus the share of ordered pairs of
+# distinct base samples; prob and ent the mean over base samples under the variant prompt
+# minus under the base prompt, over R. The flip and spread columns describe the pair, the
+# same on each of its axis rows.
+SAMPLING_TESTS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    **VARIANT_KEY,
+    "axis": pl.String,
+    "k_variant": pl.Int32,  # samples of the variant with an answer (text, mr) or value
+    "k_base": pl.Int32,
+    "cross": pl.Float64,  # D: mean d(variant sample, base sample) over the K x K pairs
+    "within_base": pl.Float64,  # W_base: mean d over ordered pairs of distinct base samples
+    "within_variant": pl.Float64,  # W_variant
+    "mean_variant": pl.Float64,  # mr: flagged share of cross pairs; prob/ent: raw mean
+    "mean_base": pl.Float64,  # mr: flagged share of base pairs; prob/ent: raw mean
+    "excess": pl.Float64,
+    "missing_reason": pl.String,  # why excess is null
+    "p_value": pl.Float64,  # permutation test (sampling/permutation.py)
+    "p_method": pl.String,  # exact, monte_carlo (E, pooled relabelling) or sign_flip_*
+    "min_p": pl.Float64,  # the smallest p these samples could give
+    "p_missing_reason": pl.String,
+    # per variant sample: its mean d to the base samples (text axes) or its flagged share
+    # (mr); per base sample: the same against the other base samples (variance.py reads both)
+    "sample_scores": pl.List(pl.Float64),
+    "base_sample_scores": pl.List(pl.Float64),
+    "share_right_variant": pl.Float64,  # share of variant samples right per the references
+    "share_right_base": pl.Float64,
+    "flip_right_to_wrong": pl.Float64,  # over (base sample, variant sample) pairs
+    "flip_wrong_to_right": pl.Float64,
+    "self_flip": pl.Float64,  # base sample i right, base sample j != i wrong (either way)
+    "flip_right_to_wrong_excess": pl.Float64,  # variant rate minus the base's self-flip rate
+    "flip_wrong_to_right_excess": pl.Float64,
+    "flip_missing_reason": pl.String,
+    "clusters_base": pl.Int32,  # distinct meanings among the base samples (sampling/spread.py)
+    "clusters_variant": pl.Int32,
+    "entropy_base": pl.Float64,  # of the cluster sizes, nats
+    "entropy_variant": pl.Float64,
+    "spread_missing_reason": pl.String,
+}
+
+# Per (model, dataset incl. __pooled__, axis): the nested prompt / variant / sample
+# decomposition of the per-sample scores (sampling/variance.py) and the prompt-induced share
+# s2_variant / (s2_variant + s2_sample) with its bootstrap interval over prompts.
+VARIANCE_COMPONENTS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "axis": pl.String,
+    "n_prompts": pl.Int32,
+    "n_variants": pl.Int32,  # (prompt, prompt text) cells, the base's included
+    "n_samples": pl.Int32,
+    "s2_prompt": pl.Float64,
+    "s2_variant": pl.Float64,
+    "s2_sample": pl.Float64,
+    "share": pl.Float64,
+    "share_ci_low": pl.Float64,
+    "share_ci_high": pl.Float64,
+    **{
+        f"s2_{component}_ci_{side}": pl.Float64
+        for component in ("prompt", "variant", "sample")
+        for side in ("low", "high")
+    },
+    "truncated": pl.String,  # components whose negative estimate was set to 0, comma-separated
+    "missing_reason": pl.String,
+    "ci_missing_reason": pl.String,
+}
+
 PAIRS: Schema = {
     "model": pl.String,
     "dataset": pl.String,

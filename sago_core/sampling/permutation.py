@@ -110,3 +110,89 @@ def permutation_test(
     beyond = int((values >= observed.value - tie).sum())
     floor = 1 / (permutations + 1)
     return PermutationTest(observed.value, (beyond + 1) * floor, "monte_carlo", permutations, floor)
+
+
+def share_permutation_test(
+    pooled_flags: object,
+    k_variant: int,
+    seed: int,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    max_exact: int = MAX_EXACT,
+) -> PermutationTest:
+    """Mirroring's test, the same relabelling with its own statistic: ``pooled_flags``
+    (n x n, variant samples first) holds the detector's verdict on sample i read against
+    sample j as the base answer (1 flagged); a split's statistic is the flagged share of its
+    (variant, base) pairs minus that of its ordered pairs of distinct base samples (the
+    mirroring excess, ``excess.mirroring_excess``). One-sided: the wording adds mirroring."""
+    flags = np.asarray(pooled_flags, dtype=np.float64)
+    n = flags.shape[0] if flags.ndim == 2 else 0
+    if flags.ndim != 2 or flags.shape != (n, n) or not np.isfinite(flags).all():
+        raise ValueError(f"pooled_flags: expected a finite square matrix, got {flags.shape}")
+    k_b = n - k_variant
+    if k_variant < 2 or k_b < 2:
+        reason = f"{k_variant} variant and {k_b} base sample(s): the test needs 2 on each side"
+        return PermutationTest(None, None, None, 0, None, reason)
+    flags = flags.copy()
+    np.fill_diagonal(flags, 0.0)
+
+    def statistic(marks: np.ndarray) -> np.ndarray:
+        as_variant = marks.astype(np.float64)
+        as_base = 1.0 - as_variant
+        from_variant = as_variant @ flags
+        from_base = as_base @ flags
+        cross = (from_variant * as_base).sum(axis=1) / (k_variant * k_b)
+        within = (from_base * as_base).sum(axis=1) / (k_b * (k_b - 1))
+        result: np.ndarray = cross - within
+        return result
+
+    observed_marks = np.zeros((1, n), dtype=bool)
+    observed_marks[0, :k_variant] = True
+    observed = float(statistic(observed_marks)[0])
+    tie = _RELATIVE_TIE
+    if math.comb(n, k_variant) <= max_exact:
+        values = statistic(_all_splits(n, k_variant))
+        extreme = int((values >= observed - tie).sum())
+        min_p = int((values >= values.max() - tie).sum()) / len(values)
+        return PermutationTest(observed, extreme / len(values), "exact", len(values), min_p)
+    values = statistic(_random_splits(n, k_variant, permutations, seed))
+    beyond = int((values >= observed - tie).sum())
+    floor = 1 / (permutations + 1)
+    return PermutationTest(observed, (beyond + 1) * floor, "monte_carlo", permutations, floor)
+
+
+MAX_EXACT_SIGNS = 16  # 2^16 sign vectors
+
+
+def sign_flip_test(
+    differences: object, seed: int, permutations: int = DEFAULT_PERMUTATIONS
+) -> PermutationTest:
+    """The teacher-forced axes' test: base sample j scored under the variant prompt and
+    under the base prompt gives one paired difference; under "the wording changes nothing"
+    each difference is as likely with either sign. Two-sided (a prompt can raise or lower
+    the likelihood): p = share of sign vectors whose |mean| is at least the observed one,
+    exact up to ``MAX_EXACT_SIGNS`` samples (min p = 2 / 2^K: K >= 6 for p < 0.05), else
+    Monte Carlo with (b + 1) / (m + 1). ``excess`` is the observed mean difference."""
+    values = np.asarray(differences, dtype=np.float64)
+    if values.ndim != 1 or len(values) < 1 or not np.isfinite(values).all():
+        raise ValueError(f"differences: expected finite numbers, got {values!r}")
+    k = len(values)
+    observed = float(values.mean())
+    if k < 2:
+        reason = "one base sample: no sign-flip test"
+        return PermutationTest(observed, None, None, 0, None, reason)
+    tie = _RELATIVE_TIE * max(1.0, float(np.abs(values).max()))
+    if k <= MAX_EXACT_SIGNS:
+        codes = np.arange(2**k)[:, None] >> np.arange(k)[None, :] & 1
+        signs = 1.0 - 2.0 * codes
+        means = np.abs(signs @ values) / k
+        extreme = int((means >= abs(observed) - tie).sum())
+        min_p = int((means >= means.max() - tie).sum()) / len(means)
+        return PermutationTest(observed, extreme / len(means), "sign_flip_exact", len(means), min_p)
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(permutations, k))
+    means = np.abs(signs @ values) / k
+    beyond = int((means >= abs(observed) - tie).sum())
+    floor = 1 / (permutations + 1)
+    return PermutationTest(
+        observed, (beyond + 1) * floor, "sign_flip_monte_carlo", permutations, floor
+    )
