@@ -1,13 +1,15 @@
 """``report.html``: a self-contained page (figures inlined as PNG data) built from a run's
 artifacts alone, so it opens offline and ``sago report <run>`` needs no model.
 
-Sections: pooled SGS per model and axis with p-values at the three tolerances and marks;
-per dataset; variants kept and rejected per family; missing axes with their reasons (and
-how many measurements were non-finite); figures; where Act is read (per-layer cosine curves
-at the answer start and at the end of the user's text, from analysis.parquet, when the
-caller passes it); beyond the mean (report/insights.py: tail risk beside SGS, axis
-structure, graded mirroring, the instance explorer), when their artifacts exist;
-provenance from the manifest.
+Sections (``markup.Section``, in one list in ``render_report``: a new part is one more item):
+first the headline block (report/headline.py: per model the unstable axes at each eps, the worst
+family/subtype and instance, the flip rates, the verdicts against the previous release when the
+run holds them); then pooled SGS per model and axis with p-values at the three tolerances and
+marks; per dataset; variants kept and rejected per family; missing axes with their reasons (and
+how many measurements were non-finite); figures; where Act is read (per-layer cosine curves at
+the answer start and at the end of the user's text, from analysis.parquet, when the caller
+passes it); beyond the mean (report/insights.py: tail risk beside SGS, axis structure, graded
+mirroring, the instance explorer), when their artifacts exist; provenance from the manifest.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import polars as pl
 
 from sago_core.artifacts.layout import (
     ANALYSIS_FILE,
+    CARD_JSON_FILE,
     DELTAS_FILE,
     GENERATIONS_FILE,
     PROMPTS_FILE,
@@ -35,6 +38,7 @@ from sago_core.backends.api_served import describe_drift, drifted
 from sago_core.data.placeholders import find_placeholders
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.report import figures
+from sago_core.report.headline import glances, headline_html
 from sago_core.report.insights import (
     Insights,
     detail_sections,
@@ -42,6 +46,7 @@ from sago_core.report.insights import (
     tail_sections,
 )
 from sago_core.report.locate import Located, locate_sections, located_from_run
+from sago_core.report.markup import Section, page
 from sago_core.report.markup import table as _table
 from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
@@ -58,11 +63,17 @@ from sago_core.vocabulary import (
 )
 
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;
+color:#222;overflow-wrap:anywhere}
 table{border-collapse:collapse;margin:0.5rem 0 1.5rem}th,td{border:1px solid #ccc;
-padding:0.25rem 0.5rem;text-align:right;font-size:0.9rem}th{background:#f3f3f3}
-td.l,th.l{text-align:left}img{max-width:100%;border:1px solid #eee;margin:0.5rem 0}
+padding:0.25rem 0.5rem;text-align:right;font-size:0.9rem;overflow-wrap:normal}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+.scroll{overflow-x:auto;max-width:100%}.scroll table{margin-bottom:0.75rem}
+img{max-width:100%;height:auto;border:1px solid #eee;margin:0.5rem 0}
 .na{color:#a00}code{background:#f6f6f6;padding:0 0.2rem}
+#headline{border:1px solid #cdd;background:#f7fafa;padding:0.25rem 1rem 0.5rem;margin:1rem 0}
+#headline h3{margin:0.75rem 0 0.25rem}#headline ul{margin:0.25rem 0;padding-left:1.25rem}
+#headline li{margin:0.15rem 0}.glance-note{font-size:0.85rem;color:#555}
 """
 
 
@@ -74,9 +85,48 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return html.escape(str(value))
 
 
-def _image(name: str, png: bytes) -> str:
+def _image(name: str, png: bytes, alt: str | None = None) -> str:
+    """An inlined PNG; ``alt`` says what it shows (the figure's name when not given)."""
     data = base64.b64encode(png).decode()
-    return f'<img id="fig-{name}" alt="{name}" src="data:image/png;base64,{data}">'
+    text = html.escape(alt or name, quote=True)
+    return f'<img id="fig-{name}" alt="{text}" src="data:image/png;base64,{data}">'
+
+
+HEADLINE = "headline"  # the id of the block that opens the page
+
+FIGURE_ALTS = {
+    "radar": "Radar: mean |normalised delta| per axis, one polygon per model",
+    "heatmap": "Heatmap: SGS per dataset and axis, one panel per model",
+    "dose-response": "Dose-response: mean |normalised delta| by strength, per axis and subtype",
+    "distributions": "Box plots: per-prompt scores s per axis, one box per model",
+}
+
+
+def _figures(summary: pl.DataFrame, scores: pl.DataFrame, variant_deltas: pl.DataFrame) -> str:
+    return "".join(
+        [
+            _image("radar", figures.radar(variant_deltas), FIGURE_ALTS["radar"]),
+            _image("heatmap", figures.heatmap(summary), FIGURE_ALTS["heatmap"]),
+            _image(
+                "dose-response",
+                figures.dose_response(variant_deltas),
+                FIGURE_ALTS["dose-response"],
+            ),
+            _image("distributions", figures.distributions(scores), FIGURE_ALTS["distributions"]),
+        ]
+    )
+
+
+def _method_note(summary: pl.DataFrame) -> str:
+    return (
+        "<p>SGS = mean over prompts of the RMS of normalised deltas (0 = identical behaviour "
+        "on every variant). The test: one-sided t-test of E[s] &gt; 0.05 (or, when the run "
+        "tests against the noise floor, paired s &gt; floor); Holm and BH adjust its p-value "
+        f"over all rows of the summary. Significance {html.escape(_reference_legend(summary))} "
+        "(the Holm column); an uncorrected p below 0.05 alone earns no mark. 95% CI: "
+        f"bootstrap over prompts, drawn from at least {MIN_PROMPTS} prompts with a score. "
+        "MDE: smallest excess over eps detectable with 80% power at this n.</p>"
+    )
 
 
 def _reference_legend(summary: pl.DataFrame) -> str:
@@ -238,7 +288,11 @@ def _layer_section(analysis: pl.DataFrame, deltas: pl.DataFrame) -> str:
         "<b>answer start (axis)</b>: the rendered prompt's last token, where the answer starts, "
         "the position Act is measured at; <b>end of user text</b>: the last token of the "
         f"user's own text inside the chat template.{note}</p>"
-        + _image("layer-curves", figures.layer_curves(rows))
+        + _image(
+            "layer-curves",
+            figures.layer_curves(rows),
+            "Per-layer mean cos - 1 to the base, per model and variant family, at two positions",
+        )
     )
 
 
@@ -471,7 +525,18 @@ def report_from_run(run_dir: Path) -> str:
         insights=insights_from_run(run_dir),
         located=located_from_run(run_dir),
         peer_metrics=peer_metrics_from_run(run_dir),
+        **paired_from_card(run_dir),
     )
+
+
+def paired_from_card(run_dir: Path) -> dict[str, Any]:
+    """The comparison with an earlier release a card in the run folder holds (card.json:
+    ``paired``, or ``paired_note`` saying why there is none); nothing without a card."""
+    path = run_dir / CARD_JSON_FILE
+    if not path.is_file():
+        return {}
+    card = json.loads(path.read_text(encoding="utf-8"))
+    return {"paired": card.get("paired"), "paired_note": card.get("paired_note")}
 
 
 def read_analysis(paths: list[Path] | list[str]) -> pl.DataFrame | None:
@@ -492,62 +557,68 @@ def render_report(
     insights: Insights | None = None,
     located: Located | None = None,
     peer_metrics: pl.DataFrame | None = None,
+    paired: dict[str, Any] | None = None,
+    paired_note: str | None = None,
 ) -> str:
-    """The page; ``analysis`` (the models' analysis.parquet, concatenated) adds the
+    """The page, its headline block first; ``paired`` (card.json's ``paired`` block: the
+    pooled verdicts against an earlier release) or ``paired_note`` (why there is none) feed
+    the headline's comparison; ``analysis`` (the models' analysis.parquet, concatenated) adds the
     where-Act-is-read section, left out when None; ``insights`` (instances, tails, axis
     structure) the tail-risk, axis-structure, graded-mirroring and explorer sections;
     ``peer_metrics`` (peer_metrics.parquet) the peer indices beside SGS."""
     kept = kept_counts(variants)
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
-    sections = [
+    at_a_glance = glances(
+        summary,
+        variant_deltas,
+        insights.instances if insights is not None else None,
+        insights.tails if insights is not None else None,
+        paired,
+        paired_note,
+    )
+    parts: list[Section | str] = [
         "<h1>SAGO report</h1>",
-        "<p>SGS = mean over prompts of the RMS of normalised deltas (0 = identical behaviour "
-        "on every variant). The test: one-sided t-test of E[s] &gt; 0.05 (or, when the run "
-        "tests against the noise floor, paired s &gt; floor); Holm and BH adjust its p-value "
-        f"over all rows of the summary. Significance {html.escape(_reference_legend(summary))} "
-        "(the Holm column); an uncorrected p below 0.05 alone earns no mark. 95% CI: "
-        f"bootstrap over prompts, drawn from at least {MIN_PROMPTS} prompts with a score. "
-        "MDE: smallest excess over eps detectable with 80% power at this n.</p>",
+        Section(HEADLINE, "At a glance", headline_html(at_a_glance)),
         _identity_drift(generations),
-        "<h2>Pooled SGS per model and axis</h2>",
-        _pooled_table(summary),
+        Section("method", "How to read it", _method_note(summary)),
+        Section("pooled", "Pooled SGS per model and axis", _pooled_table(summary)),
         *peer_sections(peer_metrics, summary),
         *tail_sections(insights, summary),
-        "<h2>Per dataset</h2>",
-        _dataset_table(summary),
-        "<h2>Variants kept by the semantic filter</h2>",
-        _table(
-            ["family", "kept", "rejected"],
-            [[r["family"], str(r["kept"]), str(r["rejected"])] for r in kept.iter_rows(named=True)],
+        Section("per-dataset", "Per dataset", _dataset_table(summary)),
+        Section(
+            "variants-kept",
+            "Variants kept by the semantic filter",
+            _table(
+                ["family", "kept", "rejected"],
+                [
+                    [r["family"], str(r["kept"]), str(r["rejected"])]
+                    for r in kept.iter_rows(named=True)
+                ],
+            )
+            + _placeholder_note(prompts),
         ),
-        _placeholder_note(prompts),
-        "<h2>Stability and correctness</h2>",
-        _correctness_section(prompts, generations, scores),
-        "<h2>Rankings across datasets</h2>",
-        _rankings_section(summary),
-        "<h2>Noise floor</h2>",
-        _noise_floor(deltas, summary),
-        "<h2>Missing measurements</h2>",
-        _missing(variant_deltas),
+        Section(
+            "correctness",
+            "Stability and correctness",
+            _correctness_section(prompts, generations, scores),
+        ),
+        Section("rankings", "Rankings across datasets", _rankings_section(summary)),
+        Section("noise-floor", "Noise floor", _noise_floor(deltas, summary)),
+        Section("missing", "Missing measurements", _missing(variant_deltas)),
         *detail_sections(insights),
-        "<h2>Figures</h2>",
-        _image("radar", figures.radar(variant_deltas)),
-        _image("heatmap", figures.heatmap(summary)),
-        _image("dose-response", figures.dose_response(variant_deltas)),
-        _image("distributions", figures.distributions(scores)),
+        Section("figures", "Figures", _figures(summary, scores, variant_deltas)),
         *(
             [
-                "<h2>Where Act is read (per-layer cosines)</h2>",
-                _layer_section(analysis, deltas),
+                Section(
+                    "layers",
+                    "Where Act is read (per-layer cosines)",
+                    _layer_section(analysis, deltas),
+                )
             ]
             if analysis is not None
             else []
         ),
         *locate_sections(located),
-        "<h2>Provenance</h2>",
-        _provenance(provenance),
+        Section("provenance", "Provenance", _provenance(provenance)),
     ]
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>SAGO report</title>"
-        f"<style>{STYLE}</style></head><body>{''.join(sections)}</body></html>"
-    )
+    return page("SAGO report", STYLE, parts)

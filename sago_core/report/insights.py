@@ -18,6 +18,7 @@ from sago_core.artifacts.layout import (
     TAILS_FILE,
 )
 from sago_core.report.explorer import explorer_section
+from sago_core.report.markup import Section
 from sago_core.report.markup import table as _table
 from sago_core.statistics.axis_structure import REDUNDANT_P, REDUNDANT_RHO, redundancy_note
 from sago_core.statistics.intervals import MIN_PROMPTS
@@ -218,26 +219,31 @@ def intensity_section(instances: pl.DataFrame) -> str:
     )
 
 
-def tail_sections(insights: Insights | None, summary: pl.DataFrame) -> list[str]:
+def tail_sections(insights: Insights | None, summary: pl.DataFrame) -> list[Section]:
     """Placed right after the pooled SGS table."""
     if insights is None or insights.tails is None:
         return []
-    return ["<h2>Tail risk beside SGS</h2>", tails_section(insights.tails, summary)]
+    return [Section("tails", "Tail risk beside SGS", tails_section(insights.tails, summary))]
 
 
-def detail_sections(insights: Insights | None) -> list[str]:
+def detail_sections(insights: Insights | None) -> list[Section]:
     """Axis structure, graded mirroring and the instance explorer."""
-    parts: list[str] = []
+    parts: list[Section] = []
     if insights is not None and insights.axis_structure is not None:
-        parts += [
-            "<h2>Axis structure</h2>",
-            structure_section(insights.axis_structure, insights.axis_pca),
-        ]
+        parts.append(
+            Section(
+                "axis-structure",
+                "Axis structure",
+                structure_section(insights.axis_structure, insights.axis_pca),
+            )
+        )
     if insights is not None and insights.instances is not None:
         parts += [
-            "<h2>Graded mirroring</h2>",
-            intensity_section(insights.instances),
-            "<h2>Instance explorer: every variant you can read</h2>",
-            explorer_section(insights.instances),
+            Section("mirroring", "Graded mirroring", intensity_section(insights.instances)),
+            Section(
+                "instances",
+                "Instance explorer: every variant you can read",
+                explorer_section(insights.instances),
+            ),
         ]
     return parts

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
 
 def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """A table; headers are escaped, cells are HTML already; the first ``left`` columns are
-    left-aligned (class ``l``), the rest numbers."""
+    """A table inside its own horizontally scrolling box (class ``scroll``), so a wide
+    table never widens the page; headers are escaped, cells are HTML already; the first
+    ``left`` columns are left-aligned (class ``l``), the rest numbers."""
 
     def cells(values: list[str], tag: str) -> str:
         return "".join(
@@ -16,4 +18,32 @@ def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
         )
 
     body = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in rows)
-    return f"<table><tr>{cells([html.escape(h) for h in headers], 'th')}</tr>{body}</table>"
+    head = cells([html.escape(h) for h in headers], "th")
+    return f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div>'
+
+
+@dataclass(frozen=True)
+class Section:
+    """One titled part of a page: ``<section id=KEY><h2>TITLE</h2>BODY</section>``; BODY
+    is HTML already. A page is a list of sections (and raw HTML strings from builders that
+    bring their own headings), so a new part is one more item in that list."""
+
+    key: str
+    title: str
+    body: str
+
+    def html(self) -> str:
+        return (
+            f'<section id="{html.escape(self.key)}"><h2>{html.escape(self.title)}</h2>'
+            f"{self.body}</section>"
+        )
+
+
+def page(title: str, style: str, parts: list[Section | str]) -> str:
+    """A self-contained page from its parts, in order."""
+    body = "".join(p.html() if isinstance(p, Section) else p for p in parts)
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<style>{style}</style></head><body>{body}</body></html>"
+    )
