@@ -46,6 +46,7 @@ from tasks.prepare import (
 )
 from tasks.provenance import provenance, resolve_inputs_task, targets_of, write_manifest_task
 from tasks.report import render_report_task
+from tasks.sampling import excess_deltas_task, sampling_tests_task, variance_components_task
 
 
 def all_judged(mirroring_path: str) -> bool:
@@ -84,23 +85,61 @@ def evaluate_model(
     judge: ModelTarget | None,
     shards: list[Shard],
     monitor: RunMonitor,
+    prompts: str | None = None,
 ) -> dict[str, str]:
+    """One model's shards, assembled, then its per-model stages; at K > 1 samples
+    (``generation.samples``, needs ``prompts``) its deltas are the excesses'."""
     layout, model = stage.layout, target.spec
-    out = str(layout.model_dir(model))
     dispatch_shards(stage, config, target, shards, monitor.shard_finished, shard_work())
-    generations, analysis = (
-        stage(
+
+    def assemble(name: str) -> str:
+        return stage(
             assemble_task,
             run_tags=[f"model:{model}"],
             name=name,
             schema_name=name.upper(),
             part_paths=[str(layout.shard_artifact(model, s.label, name)) for s in shards],
-            out_dir=out,
+            out_dir=str(layout.model_dir(model)),
         )
-        for name in ("generations", "analysis")
-    )
+
+    generations, analysis = assemble("generations"), assemble("analysis")
     scored = score_model(stage, config, model, generations, analysis, judge)
+    if config.generation.samples > 1 and prompts is not None:
+        samples = {"samples": assemble("samples"), "sample_analysis": assemble("sample_analysis")}
+        scored = {**scored, **sample_model(stage, config, model, scored, samples, prompts, judge)}
     return {**scored, **patch_model(stage, config, target, generations, analysis)}
+
+
+def sample_model(
+    stage: StageRunner,
+    config: RunConfig,
+    model: str,
+    scored: dict[str, str],
+    samples: dict[str, str],
+    prompts: str,
+    judge: ModelTarget | None,
+) -> dict[str, str]:
+    """K > 1 (issue 27): the sampling tests, and the deltas from their excesses, which
+    replace the model's deltas of sample 0 (whose Act rows they keep)."""
+    out = str(stage.layout.model_dir(model))
+    tests = stage(
+        sampling_tests_task,
+        model=model,
+        samples_path=samples["samples"],
+        sample_analysis_path=samples["sample_analysis"],
+        prompts_path=prompts,
+        bertscore=config.bertscore,
+        judged_families=["register"] if judge is not None else [],
+        out_dir=out,
+    )
+    deltas = stage(
+        excess_deltas_task,
+        model=model,
+        sampling_tests_path=tests,
+        deltas_path=scored["deltas"],
+        out_dir=out,
+    )
+    return {**samples, "sampling_tests": tests, "sample_deltas": scored["deltas"], "deltas": deltas}
 
 
 def score_model(
@@ -194,12 +233,30 @@ def evaluate(config: RunConfig) -> str:
     shards = read_shards(plan)
     monitor = RunMonitor(config.resolved_run_id(), len(shards) * len(config.models))
     per_model = [
-        evaluate_model(stage, config, target, targets.judge, shards, monitor)
+        evaluate_model(stage, config, target, targets.judge, shards, monitor, prompts)
         for target in targets.models.values()
     ]
     summary, report = finish_run(stage, config, inputs, prompts, variants, per_model)
     monitor.finish(summary, Path(report))
     return out
+
+
+def sample_run(stage: StageRunner, per_model: list[dict[str, str]]) -> dict[str, str]:
+    """K > 1: the models' sampling tests in one run-level file and the variance components
+    (issue 27). Their paths by the report's argument names; none at K = 1."""
+    parts = [m["sampling_tests"] for m in per_model if "sampling_tests" in m]
+    if not parts:
+        return {}
+    out = str(stage.layout.run_dir)
+    tests = stage(
+        assemble_task,
+        name="sampling_tests",
+        schema_name="SAMPLING_TESTS",
+        part_paths=parts,
+        out_dir=out,
+    )
+    components = stage(variance_components_task, sampling_tests_path=tests, out_dir=out)
+    return {"sampling_tests_path": tests, "variance_components_path": components}
 
 
 def finish_run(
@@ -254,6 +311,7 @@ def finish_run(
         out_dir=out,
     )
     located = locate_run(stage, config, generations, per_model)
+    sample_run(stage, per_model)
     report = stage(
         render_report_task,
         summary_path=summary,
