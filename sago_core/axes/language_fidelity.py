@@ -1,7 +1,8 @@
 """The ``lang`` axis (issue 28): does the answer come in the language its prompt was asked in?
 
-Per variant: the prompt's language is the language variant's code (its subtype) and the
-base language (English) for every other family; ``language_id.identify_language`` names
+Per variant: the prompt's language is the language variant's code (its subtype; ``de`` for
+the file's own translation and for a machine translation, ``mt:de``) and the base language
+(English) for every other family; ``language_id.identify_language`` names
 the answer's language. ``lang_match`` is 1 when it is the prompt's, 0 when not; the delta
 is ``lang_match - 1`` (0: the answer keeps the prompt's language; -1: it does not), scale 1.
 An answer too short to tell (a name, a year), empty, or without linguistic content is
@@ -22,6 +23,7 @@ import polars as pl
 
 from sago_core.axes.language_id import identify_language
 from sago_core.axes.reasoning import unanswered
+from sago_core.variants.translation import MT_PREFIX
 from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
@@ -36,11 +38,12 @@ VERDICT = pl.Struct(
 
 
 def prompt_language() -> pl.Expr:
-    """The language a variant's prompt is in: its code for a language variant, else the
-    base language."""
+    """The language a variant's prompt is in: its code for a language variant (a machine
+    translation's ``mt:de`` is ``de``: ``variants.translation.translated_language``), else
+    the base language."""
     return (
         pl.when(pl.col("family") == LANGUAGE_FAMILY)
-        .then(pl.col("subtype"))
+        .then(pl.col("subtype").str.strip_prefix(MT_PREFIX))
         .otherwise(pl.lit(BASE_LANGUAGE))
     )
 

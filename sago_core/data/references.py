@@ -27,7 +27,7 @@ import polars as pl
 
 from sago_core.config import BUILTIN_DATASET, parallel_entry
 from sago_core.data.datasets import SOURCES, DatasetSource, find_dataset_file
-from sago_core.data.mkqa import ParallelQuestions, read_parallel
+from sago_core.data.mkqa import read_parallel
 from sago_core.data.prompt import split_source
 from sago_core.data.records import Record, read_records
 from sago_core.data.user_files import detect_layout, keeps_layout, parse_entry, parse_named
@@ -139,34 +139,41 @@ LANGUAGE_REFERENCES: dict[str, pl.DataType | type[pl.DataType]] = {
     "references": pl.List(pl.String),
     "reference_missing_reason": pl.String,  # why there are none in that language
 }
-NO_PARALLEL_SOURCE = "prompts.parquet records no parallel file for this prompt"
+NO_PARALLEL_SOURCE = (
+    "no references in the variant's language: the prompt's dataset carries no translations "
+    "(only a parallel file, mkqa:PATH or parallel:PATH, has answers per language)"
+)
 UNREADABLE_PARALLEL = "its parallel file can no longer be read for references in {lang} ({error})"
 NOT_IN_PARALLEL = "its parallel file holds no question {prompt_id} in {lang}"
+# (a file not in a parallel layout: NO_PARALLEL_SOURCE)
 
 
-def parallel_layout(records: list[Record]) -> str:
-    """``mkqa`` when the first record holds a ``queries`` mapping, else ``parallel`` (one
-    column per language): the two layouts ``read_parallel`` reads."""
-    return "mkqa" if records and isinstance(records[0].get("queries"), dict) else "parallel"
-
-
-def _read(file: str, languages: tuple[str, ...]) -> ParallelQuestions:
-    path = Path(file)
-    return read_parallel(parallel_layout(read_records(path)), path, languages)
+def parallel_layout(records: list[Record]) -> str | None:
+    """``mkqa`` when the first record holds a ``queries`` mapping, ``parallel`` when it has
+    a ``question_<lang>`` column, else None (not a parallel file): ``read_parallel``'s
+    layouts."""
+    first = records[0] if records else {}
+    if isinstance(first.get("queries"), dict):
+        return "mkqa"
+    return "parallel" if any(str(k).startswith("question_") for k in first) else None
 
 
 def _file_references(
     file: str, wanted: list[tuple[str, str, str]]
 ) -> list[tuple[str, str, str, list[str], str | None]]:
     """References in each (dataset, prompt_id, language) of ``wanted`` from one file."""
-    languages = tuple(sorted({language for _, _, language in wanted}))
+    path = Path(file)
     try:
-        questions = _read(file, languages)
+        records = read_records(path)
+        layout = parallel_layout(records)
+        questions = None if layout is None else read_parallel(layout, path)
     except (InputError, OSError) as exc:
         return [
             (d, p, lang, [], UNREADABLE_PARALLEL.format(lang=lang, error=exc))
             for d, p, lang in wanted
         ]
+    if questions is None:
+        return [(d, p, lang, [], NO_PARALLEL_SOURCE) for d, p, lang in wanted]
     found = {(q.prompt.prompt_id, q.language): q.prompt for q in questions.questions}
     gaps = {(m.prompt_id, m.language): m.reason for m in questions.missing}
     out: list[tuple[str, str, str, list[str], str | None]] = []

@@ -22,8 +22,9 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.axes.language_fidelity import prompt_language
 from sago_core.report.explorer_script import SCRIPT, STYLE
-from sago_core.vocabulary import AXES, BASE_LANGUAGE, LANGUAGE_FAMILY
+from sago_core.vocabulary import AXES, LANGUAGE_FAMILY
 
 PER_GROUP = 5
 MAX_ROWS = 25_000  # every variant of about three paper-size models; beyond, the worst ones
@@ -157,19 +158,15 @@ def _controls(data: dict[str, Any]) -> str:
 
 
 def with_language(instances: pl.DataFrame) -> pl.DataFrame:
-    """The instances with a ``language`` column (the prompt's language: a language variant's
-    subtype, else the base language) when the run holds language variants; as they are
-    otherwise, or when they carry the column already."""
+    """The instances with a ``language`` column (the prompt's language,
+    ``language_fidelity.prompt_language``: a language variant's code, else the base one)
+    when the run holds language variants; as they are otherwise, or when they carry the
+    column already."""
     if "language" in instances.columns or "family" not in instances.columns:
         return instances
     if not len(instances.filter(pl.col("family") == LANGUAGE_FAMILY)):
         return instances
-    return instances.with_columns(
-        pl.when(pl.col("family") == LANGUAGE_FAMILY)
-        .then(pl.col("subtype"))
-        .otherwise(pl.lit(BASE_LANGUAGE))
-        .alias("language")
-    )
+    return instances.with_columns(prompt_language().alias("language"))
 
 
 def explorer_section(instances: pl.DataFrame) -> str:

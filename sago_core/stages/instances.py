@@ -10,8 +10,10 @@ without an answer, and ``correct_missing_reason`` says why: the prompt's
 ``reference_missing_reason`` from prompts.parquet, e.g. Alpaca's ``NO_GOLD_ALPACA``, or a
 missing answer). A language variant's answer is judged against the gold answers in its own
 language (``data/references.language_references``: MKQA's answers in German for a ``de``
-variant), its base answer against the base prompt's (English) references; a language with
-no gold answer for the question leaves ``variant_correct`` null with the file's reason.
+variant, and for a machine translation into German, ``mt:de``, too), its base answer
+against the base prompt's (English) references; a language with no gold answer for the
+question, or a prompt whose dataset carries no translations, leaves ``variant_correct``
+null with the reason.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from sago_core.artifacts.schemas import conform, instances_schema
+from sago_core.axes.language_fidelity import prompt_language
 from sago_core.axes.mirroring_intensity import mirroring_intensity
 from sago_core.axes.reasoning import with_answers
 from sago_core.data.prompt import NO_REASON_RECORDED
@@ -126,26 +129,28 @@ def _missing_verdict(
 
 def _language_references(joined: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
     """``joined`` with each row's variant references: a language variant's in its own
-    language (``variant_references`` / ``variant_reference_reason``), else the base's."""
+    language (``variant_references`` / ``variant_reference_reason``; a machine translation
+    into German, ``mt:de``, is judged against the German ones too), else the base's."""
     language = pl.col("family") == LANGUAGE_FAMILY
-    asked = joined.filter(language).select(
-        "dataset", "prompt_id", pl.col("subtype").alias("language")
-    )
+    joined = joined.with_columns(prompt_language().alias("_language"))
     base = joined.with_columns(
         pl.col("references").alias("variant_references"),
         pl.col("reference_missing_reason").alias("variant_reference_reason"),
     )
+    asked = joined.filter(language).select(
+        "dataset", "prompt_id", pl.col("_language").alias("language")
+    )
     if asked.is_empty():
-        return base
+        return base.drop("_language")
     found = language_references(prompts, asked).select(
         "dataset",
         "prompt_id",
-        pl.col("language").alias("subtype"),
+        pl.col("language").alias("_language"),
         pl.lit(LANGUAGE_FAMILY).alias("family"),
         pl.col("references").alias("_language_references"),
         pl.col("reference_missing_reason").alias("_language_reason"),
     )
-    key = ["dataset", "prompt_id", "subtype", "family"]
+    key = ["dataset", "prompt_id", "_language", "family"]
     return (
         base.join(found, on=key, how="left")
         .with_columns(
@@ -158,7 +163,7 @@ def _language_references(joined: pl.DataFrame, prompts: pl.DataFrame) -> pl.Data
             .otherwise(pl.col("variant_reference_reason"))
             .alias("variant_reference_reason"),
         )
-        .drop("_language_references", "_language_reason")
+        .drop("_language", "_language_references", "_language_reason")
     )
 
 

@@ -133,3 +133,40 @@ def test_a_prompt_without_a_parallel_source_says_so() -> None:
     assert out["base_correct"].to_list() == [True, True]
     assert out["variant_correct"].to_list() == [None, True]
     assert out["correct_missing_reason"].to_list() == [NO_PARALLEL_SOURCE, None]
+
+
+def test_a_machine_translation_is_judged_in_its_language_and_a_plain_file_has_none(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text('{"question": "Who directed Gladiator?", "answer": "Ridley Scott"}\n')
+    prompts = pl.concat(
+        [
+            _prompts(shared_data, ("ja",)),
+            pl.DataFrame(
+                {
+                    "dataset": ["plain"],
+                    "prompt_id": ["q1"],
+                    "references": [["Ridley Scott"]],
+                    "source": [f"{plain}, row 1"],
+                    "reference_missing_reason": [None],
+                },
+                schema_overrides={"reference_missing_reason": pl.String},
+            ),
+        ],
+        how="diagonal_relaxed",
+    )
+    rows = pl.DataFrame(
+        {
+            "dataset": ["mkqa_sample6", "plain"],
+            "prompt_id": [GLADIATOR, "q1"],
+            "variant_id": ["language:mt:ja:100:global"] * 2,
+            "family": ["language"] * 2,
+            "subtype": ["mt:ja"] * 2,
+            "base_answer": ["Ridley Scott"] * 2,
+            "variant_answer": ["リドリー・スコットです"] * 2,
+        }
+    )
+    out = _with_correctness(rows, prompts)
+    assert out["variant_correct"].to_list() == [True, None]
+    assert out["correct_missing_reason"].to_list() == [None, NO_PARALLEL_SOURCE]

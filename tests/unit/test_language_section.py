@@ -143,3 +143,14 @@ def test_report_sections_and_card_blocks(tmp_path: Path) -> None:
         )
         == []
     )
+
+
+def test_a_machine_translation_is_asked_in_its_target_language() -> None:
+    from sago_core.axes.language_fidelity import prompt_language
+    from sago_core.report.explorer import with_language
+
+    frame = pl.DataFrame(
+        {"family": ["language", "language", "script"], "subtype": ["mt:de", "ja", "fullwidth"]}
+    )
+    assert frame.select(prompt_language())[:, 0].to_list() == ["de", "ja", "en"]
+    assert with_language(frame)["language"].to_list() == ["de", "ja", "en"]
