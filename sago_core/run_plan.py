@@ -14,7 +14,13 @@ Tokens sent to an API are estimated as characters / 4 (a provider's tokenizer is
 available offline); the characters themselves are exact. The cost uses ``api.prices`` or
 LiteLLM's local price table, with every request asking for its full ``max_tokens``: a
 ceiling, not a forecast. Answers already cached are not subtracted (the plan is for a
-fresh cache), except structural rewrites, whose cache is checked.
+fresh cache), except structural rewrites and translations, whose cache is checked.
+
+Machine translation (``variants.translation``) sends the translator one request per
+(prompt, language), then one per usable translation back into English (round trips and
+the back check): that second count is an upper bound, and the back-translations'
+characters are estimated as their prompts'. Translations and back-translations already
+cached are counted apart and never sent.
 """
 
 from __future__ import annotations
@@ -31,14 +37,16 @@ from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
 from sago_core.backends.patching import declared_layers
-from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key
-from sago_core.config import RunConfig, parallel_entry
+from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key, model_target
+from sago_core.config import RunConfig, TranslationSettings, parallel_entry
 from sago_core.data.references import reference_lines
 from sago_core.registry.axes import axes
 from sago_core.stages.structural import rewrite_key, rewrite_tasks
+from sago_core.stages.translation import forward_tasks, needs_back_translation, translation_key
 from sago_core.stages.variants import build_variant_candidates
 from sago_core.variants.grid import FILTERED_FAMILIES
-from sago_core.vocabulary import LANGUAGE_FAMILY, REPLAY_FAMILY
+from sago_core.variants.translation import ROUND_TRIP_FAMILY, TranslationTask
+from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY, REPLAY_FAMILY
 
 CHARS_PER_TOKEN = 4
 
@@ -48,7 +56,7 @@ class ApiTraffic:
     """Requests one API model (or tool) would be sent, and what they carry."""
 
     spec: str
-    role: str  # "evaluated", "rewriter" or "judge"
+    role: str  # "evaluated", "rewriter", "translator" or "judge"
     requests: int = 0
     requests_bounded: bool = False  # True: an upper bound (depends on the semantic filter)
     input_chars: int = 0
@@ -75,6 +83,26 @@ class PatchingCost:
 
 
 @dataclass
+class TranslationPlan:
+    """What machine translation costs (``variants.translation``): the candidates it makes
+    and the translator requests not yet cached."""
+
+    translator: str  # the model spec
+    languages: tuple[str, ...]
+    translated: int  # language (mt:xx) candidates: prompts x languages
+    round_trips: int  # round_trip candidates (0 when round trips are off)
+    forward: int = 0  # requests into the languages, not cached
+    back: int = 0  # requests back into English, not cached (an upper bound)
+    cached: int = 0  # translations and back-translations already cached
+    input_chars: int = 0
+    estimated_chars: int = 0  # the part of input_chars that is an estimate
+
+    @property
+    def requests(self) -> int:
+        return self.forward + self.back
+
+
+@dataclass
 class RunPlan:
     prompts: dict[str, int]
     candidates: dict[str, int]  # per family, before the semantic filter
@@ -93,6 +121,10 @@ class RunPlan:
     axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # language variants per language code (issue 28; empty without ``languages``)
     languages: dict[str, int] = field(default_factory=dict)
+    # machine translation (issue 28; None without ``variants.translation``)
+    translation: TranslationPlan | None = None
+    # why a bounded family may keep fewer than its candidates (default: the semantic filter)
+    bounds: dict[str, str] = field(default_factory=dict)
 
 
 def measured_axes(target: ModelTarget) -> tuple[str, ...]:
@@ -124,6 +156,50 @@ def _rewrites(
     return todo, cached
 
 
+def translator_target(config: RunConfig, targets: RunTargets) -> ModelTarget | None:
+    """The translator's target, resolved as the run's other tools are (an evaluated model's
+    weights are reused)."""
+    settings = config.variants.translation
+    if settings is None:
+        return None
+    known = targets.models.get(settings.translator)
+    return model_target(config, settings.translator, known.source if known else None)
+
+
+def _translations(
+    prompts: pl.DataFrame, settings: TranslationSettings, translator: ModelTarget, layout: RunLayout
+) -> TranslationPlan:
+    """Translator requests per (prompt, language), checked against the translation cache."""
+    cache = JsonCache(layout.cache.rewrites)
+    identity, max_new = behaviour_key(translator), settings.max_new_tokens
+    back = needs_back_translation(settings)
+    count = len(prompts) * len(settings.languages)
+    plan = TranslationPlan(
+        translator.spec, settings.languages, count, count if settings.round_trip else 0
+    )
+    for prompt in prompts["prompt"].to_list():
+        for task in forward_tasks(prompt, settings):
+            hit = cache.get(translation_key(identity, task, max_new))
+            if hit is None:
+                plan.forward += 1
+                plan.input_chars += len(task.instruction)
+                if back:  # the translation is unknown: counted as long as its prompt
+                    unknown = TranslationTask(task.target, BASE_LANGUAGE, prompt)
+                    plan.back += 1
+                    plan.input_chars += len(unknown.instruction)
+                    plan.estimated_chars += len(prompt)
+                continue
+            plan.cached += 1
+            if back:
+                home = TranslationTask(task.target, BASE_LANGUAGE, hit["text"])
+                if cache.get(translation_key(identity, home, max_new)) is None:
+                    plan.back += 1
+                    plan.input_chars += len(home.instruction)
+                else:
+                    plan.cached += 1
+    return plan
+
+
 def plan_run(
     config: RunConfig,
     prompts: pl.DataFrame,
@@ -141,8 +217,19 @@ def plan_run(
         families["structural"] = sum(
             len(rewrite_tasks(p, structural)) for p in prompts["prompt"].to_list()
         )
-    kept_exact = {f: n for f, n in families.items() if f not in FILTERED_FAMILIES}
-    kept_up_to = {f: n for f, n in families.items() if f in FILTERED_FAMILIES}
+    translation = config.variants.translation
+    translator = translator_target(config, targets)
+    translated = None
+    bounds = {}
+    if translation is not None and translator is not None:
+        translated = _translations(prompts, translation, translator, layout)
+        families[LANGUAGE_FAMILY] += translated.translated
+        bounds[LANGUAGE_FAMILY] = "machine translations: usable and back-checked"
+        if translated.round_trips:
+            families[ROUND_TRIP_FAMILY] = translated.round_trips
+    filtered = FILTERED_FAMILIES | set(bounds) | {ROUND_TRIP_FAMILY}
+    kept_exact = {f: n for f, n in families.items() if f not in filtered}
+    kept_up_to = {f: n for f, n in families.items() if f in filtered}
     texts_per_model = len(prompts) + sum(families.values())
     per_model = texts_per_model * config.generation.samples
     bounded = any(kept_up_to.values())
@@ -160,11 +247,13 @@ def plan_run(
         languages=dict(
             Counter(candidates.filter(pl.col("family") == LANGUAGE_FAMILY)["subtype"].to_list())
         ),
+        translation=translated,
+        bounds=bounds,
     )
     max_new = config.generation.max_new_tokens
     # Texts every model answers: the base prompts and every candidate variant.
     texts = prompts["prompt"].to_list() + candidates["text"].to_list()
-    unwritten = _structural_chars(prompts, config)
+    unwritten = _structural_chars(prompts, config) + _translated_chars(prompts, translated)
     samples = config.generation.samples
     chars = (sum(len(t) for t in texts) + unwritten) * samples
     for model in config.models:
@@ -190,6 +279,18 @@ def plan_run(
                 False,
                 sum(len(i) for i in instructions),
                 len(instructions) * structural.max_new_tokens,
+            )
+        )
+    if translator is not None and translator.is_api and translated and translated.requests:
+        plan.api.append(
+            ApiTraffic(
+                translator.spec,
+                "translator",
+                translated.requests,
+                translated.back > 0,
+                translated.input_chars,
+                translated.requests * translated_max_new(config),
+                translated.estimated_chars,
             )
         )
     judge = targets.judge
@@ -246,6 +347,20 @@ def _structural_chars(prompts: pl.DataFrame, config: RunConfig) -> int:
         return 0
     scale = sum(grid.lengths) + (1.0 if grid.mood else 0.0)
     return round(sum(len(p) for p in prompts["prompt"].to_list()) * scale)
+
+
+def translated_max_new(config: RunConfig) -> int:
+    settings = config.variants.translation
+    return 0 if settings is None else settings.max_new_tokens
+
+
+def _translated_chars(prompts: pl.DataFrame, translated: TranslationPlan | None) -> int:
+    """Translations and round trips do not exist before the translator runs: each is
+    counted as long as its prompt."""
+    if translated is None:
+        return 0
+    per_prompt = len(translated.languages) * (2 if translated.round_trips else 1)
+    return sum(len(p) for p in prompts["prompt"].to_list()) * per_prompt
 
 
 def _price(plan: RunPlan, prices: dict[str, tuple[float, float] | None]) -> None:
@@ -317,6 +432,21 @@ def _language_lines(plan: RunPlan, config: RunConfig) -> list[str]:
     return [f"  language variants by language: {shown} (of {total} prompts){missing}"]
 
 
+def _translation_lines(plan: RunPlan) -> list[str]:
+    """The translator's work: candidates, requests not yet cached, and what is cached."""
+    t = plan.translation
+    if t is None:
+        return []
+    trips = f", {t.round_trips} round trips (back into English)" if t.round_trips else ""
+    back = f" + up to {t.back} back into English" if t.back else ""
+    return [
+        f"  machine translation by {t.translator} into {', '.join(t.languages)}: "
+        f"{t.translated} translations{trips}",
+        f"  translator requests: {t.forward} into the languages{back}; "
+        f"{t.cached} already cached (translations and back-translations)",
+    ]
+
+
 def render_plan(plan: RunPlan, config: RunConfig) -> str:
     lines = [f"Plan for run {config.resolved_run_id()} (dry run: no model loaded, no API call)"]
     lines.append("")
@@ -328,10 +458,12 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
         if family in plan.kept_exact:
             lines.append(f"  {family:<11} {count:>6} -> {count} (kept by construction)")
         else:
-            lines.append(f"  {family:<11} {count:>6} -> up to {count} (semantic filter)")
+            why = plan.bounds.get(family, "semantic filter")
+            lines.append(f"  {family:<11} {count:>6} -> up to {count} ({why})")
     if plan.rewrites_cached:
         lines.append(f"  structural rewrites already cached: {plan.rewrites_cached}")
     lines.extend(_language_lines(plan, config))
+    lines.extend(_translation_lines(plan))
     bound = "up to " if any(plan.kept_up_to.values()) else ""
     lines.append(decoding_line(config))
     lines.append("Per model:")
@@ -409,4 +541,13 @@ def plan_summary(plan: RunPlan) -> dict[str, Any]:
         },
         "cost_usd": plan.cost_usd,
         "budget_hits": plan.budget_hits,
+        "translation": None
+        if plan.translation is None
+        else {
+            "translated": plan.translation.translated,
+            "round_trips": plan.translation.round_trips,
+            "forward": plan.translation.forward,
+            "back": plan.translation.back,
+            "cached": plan.translation.cached,
+        },
     }

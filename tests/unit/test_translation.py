@@ -213,3 +213,71 @@ def test_every_translatable_language_is_one_py3langid_identifies() -> None:
     labels = set(_identifier().nb_classes)
     assert {c.split("_")[0] for c in TRANSLATION_LANGUAGES} <= labels
     assert len(TRANSLATION_LANGUAGES) >= 40
+
+
+def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path: Path) -> None:
+    from sago_core.artifacts.layout import RunLayout
+    from sago_core.backends.target import behaviour_key, run_targets
+    from sago_core.config import ApiBudget, ApiSettings, VariantGrid
+    from sago_core.run_plan import plan_run, plan_summary, render_plan, translator_target
+
+    spec = "litellm:openai/gpt-4o-mini"
+    grid = VariantGrid.model_validate(
+        {"register": None, "noise": None, "structural": None, "replay": False}
+    ).model_copy(update={"translation": settings(translator=spec)})
+    config = RunConfig(
+        models=("mock:m",),
+        runs_dir=tmp_path,
+        variants=grid,
+        api=ApiSettings(budget=ApiBudget(max_requests=3)),
+    )
+    layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
+    targets = run_targets(config)
+    plan = plan_run(config, PROMPTS, targets, layout, {})
+    summary = plan_summary(plan)
+    # 2 prompts x 2 languages: 4 translations and 4 round trips, 4 + up to 4 requests
+    assert summary["translation"] == {
+        "translated": 4,
+        "round_trips": 4,
+        "forward": 4,
+        "back": 4,
+        "cached": 0,
+    }
+    assert summary["generations"] == {"mock:m": 2 + 4 + 4}
+    traffic = summary["api"][f"{spec}|translator"]
+    assert traffic["requests"] == 8 and traffic["bounded"]
+    assert traffic["output_token_ceiling"] == 8 * 128
+    text = render_plan(plan, config)
+    assert "  language         4 -> up to 4 (machine translations: usable and back-checked)" in (
+        text
+    )
+    assert "  round_trip       4 -> up to 4 (semantic filter)" in text
+    assert (
+        f"  machine translation by {spec} into de, ja: 4 translations, 4 round trips (back "
+        "into English)"
+    ) in text
+    assert (
+        "  translator requests: 4 into the languages + up to 4 back into English; 0 already "
+        "cached (translations and back-translations)"
+    ) in text
+    assert f"  {spec} (translator): up to 8 requests" in text
+    assert (
+        "Budget: api.budget.max_requests 3: the run would stop after 3 of up to 8 requests"
+    ) in text
+
+    target = translator_target(config, targets)
+    assert target is not None
+    cache = JsonCache(layout.cache.rewrites)
+    backend = FakeBackend(translator)
+    translate_prompts(PROMPTS, settings(), backend, behaviour_key(target), cache, 0, CHECK)
+    cached = plan_summary(plan_run(config, PROMPTS, targets, layout, {}))
+    # 3 usable translations and their 3 back-translations are cached; p1's Japanese
+    # answer (English) was not, so it and its back-translation are still to ask
+    assert cached["translation"] == {
+        "translated": 4,
+        "round_trips": 4,
+        "forward": 1,
+        "back": 1,
+        "cached": 6,
+    }
+    assert cached["api"][f"{spec}|translator"]["requests"] == 2
