@@ -6,7 +6,10 @@ claims each new one (exactly one of several overlapping watch runs wins it), eva
 records it, writes its stability card against the last release of its family it evaluated
 (``sago_core/watch/releases.py``), and rebuilds the leaderboard
 (``sago_core/watch/leaderboard.py``): ``leaderboard.parquet`` and ``leaderboard.html``, which
-links the cards and marks significant regressions.
+links the cards and marks significant regressions. Then it rebuilds the results site in the
+runs folder's ``site/`` (``sago_core/site``; on an object store, written to the store) and
+links it from a Prefect artifact: the store's address, not a file:// path that only this
+machine can open.
 """
 
 from __future__ import annotations
@@ -15,10 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
 
 from flows.evaluate import evaluate
 from flows.runtime.object_store import runs_folder
+from flows.runtime.server_outage import best_effort
 from sago_core.config import build_config
+from sago_core.site.address import site_address
+from sago_core.site.build import build_site
+from sago_core.site.collect import run_names
+from sago_core.site.paths import SITE_DIR
 from sago_core.watch.leaderboard import write_leaderboard
 from sago_core.watch.registry import Registry, discover_models
 from sago_core.watch.releases import identity_of, previous_release, write_release_card
@@ -68,4 +77,25 @@ def watch(
         logger.info("evaluated new model %s -> %s", spec, run_dir)
     registry.write_table()
     write_leaderboard(registry)
+    publish_site(registry.root)
     return evaluated
+
+
+def publish_site(runs: Path) -> str | None:
+    """Rebuild the results site over ``runs``; print and link where it can be opened (None:
+    no run yet, no site)."""
+    if not run_names(runs):
+        return None
+    address = site_address(build_site(runs, runs / SITE_DIR))
+    print(f"Site: {address.best}")
+    lines = [f"[the results site]({address.best})"]
+    if address.store_url and address.store_url != address.best:
+        lines.append(f"On the store: `{address.store_url}`")
+    best_effort(
+        create_markdown_artifact,
+        "the site artifact",
+        markdown="# SAGO results across releases\n\n" + "\n\n".join(lines),
+        key="sago-site",
+        description="The results site: each family's stability release after release",
+    )
+    return address.best
