@@ -1,7 +1,9 @@
 """``sago run``: evaluate models on datasets (rerunning the same command resumes).
 
 Config comes from a preset, an optional YAML file (strict: unknown keys are errors) and
-these overrides, parsed once here. Inputs are checked before Prefect starts or any model
+these overrides, parsed once here. A config with ``generation.temperatures`` is a
+temperature sweep: one plain run per temperature (``sago_core/sweep.py``), then the sweep's
+page and card in ``<runs-dir>/<sweep id>/``. Inputs are checked before Prefect starts or any model
 loads. Prefect runs ephemeral (no server) unless PREFECT_API_URL points at one; its home
 defaults to ``<runs-dir>/.prefect`` (``RunLayout``'s ``default_prefect_home``), never the
 user's home by surprise.
@@ -26,6 +28,7 @@ from sago_core.config import (
 )
 from sago_core.data.user_files import join_mapped_entries
 from sago_core.registry.backends import backend_names
+from sago_core.sweep import is_sweep, sweep_arms, sweep_id, sweep_record
 
 
 def add_parser(commands: Any) -> None:
@@ -133,7 +136,15 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def dry_run_command(config: RunConfig) -> int:
-    """The plan of ``config``: inputs are validated as for a run, nothing is loaded or sent."""
+    """The plan of ``config``: inputs are validated as for a run, nothing is loaded or sent
+    (a temperature sweep: each arm's plan, in rising temperature)."""
+    if is_sweep(config):
+        arms = sweep_arms(config)
+        print(f"Temperature sweep {sweep_id(config, arms)}: {len(arms)} runs, one per arm")
+        for arm in arms:
+            print(f"\nArm T {arm.temperature:g} (K {arm.samples}):")
+            dry_run_command(arm.config)
+        return 0
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.api import token_prices
     from sago_core.backends.hub_check import uncached_warning
@@ -155,17 +166,52 @@ def dry_run_command(config: RunConfig) -> int:
 
 
 def run_command(config: RunConfig) -> int:
-    """Preflight, then the evaluation flow; ``sago resume`` runs a saved config through it."""
+    """Preflight, then the evaluation flow; ``sago resume`` runs a saved config through it
+    (a temperature sweep's too)."""
+    if is_sweep(config):
+        return sweep_command(config)
     preflight(config)
     configure_environment(config)
-    from flows.evaluate import evaluate, layout_of
-    from flows.runtime.server_outage import resumable_outage
-
-    with resumable_outage(layout_of(config).run_dir):
-        run_dir = Path(evaluate(config))
+    run_dir = evaluate_run(config)
     print((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))
     print(f"Artifacts: {run_dir}")
     report = run_dir / REPORT_FILE
     if report.is_file():
         print(f"Report: {report}")
+    return 0
+
+
+def evaluate_run(config: RunConfig) -> Path:
+    """One run through the evaluation flow (a Prefect outage leaves it resumable)."""
+    from flows.evaluate import evaluate, layout_of
+    from flows.runtime.server_outage import resumable_outage
+
+    with resumable_outage(layout_of(config).run_dir):
+        return Path(evaluate(config))
+
+
+def sweep_command(config: RunConfig) -> int:
+    """A temperature sweep: every arm as the plain run it is (``sago_core/sweep.py``; an arm
+    whose run exists is a cache hit, stage by stage), in rising temperature, then the sweep's
+    page and card in its own folder. Its configuration is saved there first, so ``sago
+    resume`` on the sweep folder continues the sweep."""
+    from sago_core.artifacts.layout import RunLayout
+    from sago_core.artifacts.store import write_json
+    from sago_core.report.sweep import ArmRun, write_sweep
+    from sago_core.report.sweep_card import write_sweep_card
+
+    arms = sweep_arms(config)
+    sweep = RunLayout.of(config.runs_dir, sweep_id(config, arms))
+    preflight(arms[0].config)  # the arms share models, data and store; only decoding differs
+    configure_environment(config)
+    write_json(sweep_record(config), sweep.run_config)
+    finished = []
+    for arm in arms:
+        print(f"Arm T {arm.temperature:g} (K {arm.samples}): run {arm.run_id}")
+        run_dir = evaluate_run(arm.config)
+        finished.append(ArmRun(arm.temperature, arm.samples, arm.run_id, run_dir))
+        print(f"Artifacts: {run_dir}")
+    data, page = write_sweep(sweep.run_dir, finished)
+    cards = write_sweep_card(sweep.run_dir)
+    print(f"Sweep: {page} ({data.name}); card: {', '.join(str(p) for p in cards)}")
     return 0

@@ -12,7 +12,14 @@ signal) and the peers' indices (``peer_metrics.parquet``: ProSA's PSS, POSIX, PD
 MaxP/AvgP/CPS; docs/peer-metrics.md). A run written before those artifacts existed says so
 in their place, except the peers' indices: a run without them has no peer block (the card's
 JSON still says it predates them). With ``against``, the paired verdicts of this run (B)
-against the earlier one (A), pooled rows (``report/paired_runs.py``).
+against the earlier one (A), pooled rows (``report/paired_runs.py``; runs sampled
+differently are refused unless allowed).
+
+Sampling (issue 27): the card states how the run decoded (greedy, or T, top_p, top_k and K
+samples per prompt text) and, per model, how many sampled answers the engine record marks
+not reproducible (an API provider that takes no seed). A temperature sweep's folder gets a
+card of its own (``report/sweep_card.py``): per model, a row per temperature with each axis'
+SGS (SGS-excess at T > 0) and prompt-induced share, read from ``sweep.parquet``.
 
 Everything is read from the run folder: the card needs no model.
 """
@@ -32,14 +39,16 @@ from sago_core.artifacts.layout import (
     CARD_HTML_FILE,
     CARD_JSON_FILE,
     CARD_MD_FILE,
+    GENERATIONS_FILE,
     INSTANCES_FILE,
     PEER_METRICS_FILE,
+    SAMPLES_FILE,
     SUMMARY_FILE,
     TAILS_FILE,
     RunLayout,
 )
 from sago_core.artifacts.store import write_json, write_text
-from sago_core.report.paired_runs import compare_paired
+from sago_core.report.paired_runs import compare_paired, describe_sampling, sampling_settings
 from sago_core.report.served_identity import check_runs
 from sago_core.statistics.axis_structure import REDUNDANT_RHO
 from sago_core.statistics.paired import ALPHA, DEFAULT_MARGIN
@@ -47,6 +56,7 @@ from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import AXES, POOLED
 
 CARD_VERSION = 1
+SWEEP_CARD_KIND = "sweep"  # a temperature sweep's card (``report/sweep_card.py``)
 WORST = 3
 TAIL_COLUMNS = (
     "n",
@@ -174,10 +184,36 @@ def _axis_structure(run_dir: Path, model: str) -> dict[str, Any]:
     }
 
 
+def _unreproducible(run_dir: Path) -> dict[str, tuple[int, int]]:
+    """Per model: (sampled answers the engine record marks not reproducible, sampled
+    answers), from samples.parquet at K > 1, else generations.parquet."""
+    path = next(
+        (p for p in (run_dir / SAMPLES_FILE, run_dir / GENERATIONS_FILE) if p.is_file()), None
+    )
+    if path is None:
+        return {}
+    if not {"model", "engine"} <= set(pl.read_parquet_schema(path)):
+        return {}
+    flags = (
+        pl.read_parquet(path, columns=["model", "engine"])
+        .select("model", pl.col("engine").str.json_path_match("$.sampling.reproducible").alias("r"))
+        .filter(pl.col("r").is_not_null())
+    )
+    counts = flags.group_by("model").agg(
+        (pl.col("r") == "false").sum().alias("no"), pl.len().alias("all")
+    )
+    return {m: (int(no), int(n)) for m, no, n in counts.iter_rows()}
+
+
 def _paired(
-    run_dir: Path, against: Path, margin: float, allow: bool, strict_identity: bool = False
+    run_dir: Path,
+    against: Path,
+    margin: float,
+    allow: bool,
+    strict_identity: bool = False,
+    allow_sampling: bool = False,
 ) -> dict[str, Any]:
-    comparison = compare_paired(against, run_dir, margin, allow, strict_identity)
+    comparison = compare_paired(against, run_dir, margin, allow, strict_identity, allow_sampling)
     table = comparison.table
     pooled = _axis_order(table.filter(pl.col("dataset") == POOLED))
     per_dataset = table.filter(pl.col("dataset") != POOLED)
@@ -194,6 +230,7 @@ def _paired(
         "against": str(against),
         "margin": margin,
         "config_differences": [d.describe() for d in comparison.differences],
+        "decoding": {"a": comparison.sampling[0], "b": comparison.sampling[1]},
         "identity_warnings": comparison.identity.warnings,
         "rows": rows,
         "regressions": [r["axis"] for r in rows if r["verdict"] == "b_worse"],
@@ -209,16 +246,19 @@ def build_card(
     allow_different_configs: bool = False,
     against_note: str | None = None,
     strict_identity: bool = False,
+    allow_different_sampling: bool = False,
 ) -> dict[str, Any]:
     """The card's content as plain JSON values. ``against_note`` says why there is no
     paired section when the caller could not make one. ``strict_identity``: refuse an
-    ``against`` whose answers come from other served-model identities."""
+    ``against`` whose answers come from other served-model identities;
+    ``allow_different_sampling``: compare with an ``against`` sampled differently."""
     layout = RunLayout(run_dir)
     manifest = json.loads(layout.manifest.read_text(encoding="utf-8"))
     summary = pl.read_parquet(run_dir / SUMMARY_FILE)
     config = manifest.get("config") or {}
     packages = manifest.get("packages") or {}
     drift = check_runs([("this run", run_dir)]).drift
+    unreproducible = _unreproducible(run_dir)
     models = []
     for spec in sorted(summary["model"].unique().to_list()):
         identity = (manifest.get("models") or {}).get(spec) or {}
@@ -234,10 +274,18 @@ def build_card(
                 "axis_structure": _axis_structure(run_dir, spec),
                 "peer_indices": _peer_indices(run_dir, spec),
                 "identity_drift": [line for line in drift if line.startswith(f"this run: {spec}:")],
+                "unreproducible": unreproducible.get(spec),
             }
         )
     paired = (
-        _paired(run_dir, against, margin, allow_different_configs, strict_identity)
+        _paired(
+            run_dir,
+            against,
+            margin,
+            allow_different_configs,
+            strict_identity,
+            allow_different_sampling,
+        )
         if against
         else None
     )
@@ -251,6 +299,7 @@ def build_card(
         "datasets": config.get("datasets"),
         "n": config.get("n"),
         "seed": manifest.get("seed"),
+        "decoding": sampling_settings(config),
         "packages": {k: packages[k] for k in PACKAGES if k in packages},
         "models": models,
         "paired": paired,
@@ -274,6 +323,10 @@ def _ci(row: dict[str, Any], low: str = "ci_low", high: str = "ci_high") -> str:
     return f"[{_num(row[low])}, {_num(row[high])}]"
 
 
+# The card's formatting, shared with a sweep's card (``report/sweep_card.py``).
+format_number, format_interval, axis_order = _num, _ci, _axis_order
+
+
 def _short(text: Any, limit: int = 160) -> str:
     flat = " ".join(str(text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -281,6 +334,10 @@ def _short(text: Any, limit: int = 160) -> str:
 
 def _sections(card: dict[str, Any]) -> list[Block]:
     """(heading, table headers, table rows, notes) blocks shared by the Markdown and HTML."""
+    if card.get("kind") == SWEEP_CARD_KIND:
+        from sago_core.report.sweep_card import sweep_blocks
+
+        return sweep_blocks(card)
     blocks: list[Block] = []
     for model in card["models"]:
         peer = model.get("peer_indices") or {}
@@ -305,7 +362,15 @@ def _identity_block(card: dict[str, Any], model: dict[str, Any]) -> Block:
         f"written: {card['written_at']}; packages: "
         + ", ".join(f"{k} {v}" for k, v in card["packages"].items()),
     ]
+    identity.append(f"decoding: {describe_sampling(card.get('decoding') or {})}")
     identity += [f"WARNING: {line}" for line in model.get("identity_drift", [])]
+    unreproducible = model.get("unreproducible")
+    if unreproducible and unreproducible[0]:
+        identity.append(
+            f"WARNING: {unreproducible[0]} of {unreproducible[1]} sampled answers are not "
+            "reproducible (the provider takes no seed; engine record): a rerun draws other "
+            "samples"
+        )
     return (f"Model {name}", [], [], identity)
 
 
@@ -467,6 +532,14 @@ def _paired_block(card: dict[str, Any]) -> Block:
             + f"; per-dataset rows b_worse: {paired['dataset_regressions']} of "
             f"{paired['dataset_rows']}",
             *(f"config differs (allowed): {d}" for d in paired["config_differences"]),
+            *(
+                [
+                    f"decoding: A {describe_sampling(paired['decoding']['a'])}; B "
+                    f"{describe_sampling(paired['decoding']['b'])}"
+                ]
+                if paired.get("decoding")
+                else []
+            ),
         ]
         return (
             "Against the previous release",
@@ -537,13 +610,24 @@ def write_card(
     allow_different_configs: bool = False,
     against_note: str | None = None,
     strict_identity: bool = False,
+    allow_different_sampling: bool = False,
 ) -> list[Path]:
     """card.md, card.html and card.json in the run folder (each written atomically)."""
     card = build_card(
-        run_dir, against, margin, allow_different_configs, against_note, strict_identity
+        run_dir,
+        against,
+        margin,
+        allow_different_configs,
+        against_note,
+        strict_identity,
+        allow_different_sampling,
     )
+    return write_card_files(card, run_dir)
+
+
+def write_card_files(card: dict[str, Any], folder: Path) -> list[Path]:
     return [
-        write_text(render_card_md(card), run_dir / CARD_MD_FILE),
-        write_text(render_card_html(card), run_dir / CARD_HTML_FILE),
-        write_json(card, run_dir / CARD_JSON_FILE),
+        write_text(render_card_md(card), folder / CARD_MD_FILE),
+        write_text(render_card_html(card), folder / CARD_HTML_FILE),
+        write_json(card, folder / CARD_JSON_FILE),
     ]

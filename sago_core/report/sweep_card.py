@@ -1,0 +1,139 @@
+"""The card of a temperature sweep (issue 27, item 6), written in the sweep's folder by
+``sago run`` when the sweep finishes: per model, one row per temperature with each axis'
+SGS (SGS-excess at T > 0) and, in a second table, the prompt-induced share, every variant
+family and datasets pooled, read from ``sweep.parquet`` (``report/sweep.py``). It renders
+through the stability card's Markdown and HTML (``report/card.py``, card kind ``sweep``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sago_core.artifacts.layout import RunLayout
+from sago_core.report.card import (
+    CARD_VERSION,
+    SWEEP_CARD_KIND,
+    Block,
+    axis_order,
+    format_interval,
+    format_number,
+    write_card_files,
+)
+from sago_core.statistics.tails import ALL_FAMILIES
+from sago_core.sweep import SWEEP_FILE
+
+SWEEP_CELLS = ("sgs", "ci_low", "ci_high", "ci_missing_reason", "missing_reason")
+SHARE_CELLS = (
+    "prompt_share",
+    "prompt_share_ci_low",
+    "prompt_share_ci_high",
+    "prompt_share_missing_reason",
+)
+
+
+def build_sweep_card(sweep_dir: Path) -> dict[str, Any]:
+    """A sweep's card: per model, one row per temperature (every family, datasets pooled)
+    with each axis' SGS or SGS-excess and prompt-induced share (``sweep.parquet``)."""
+    config = json.loads(RunLayout(sweep_dir).run_config.read_text(encoding="utf-8"))
+    frame = pl.read_parquet(sweep_dir / SWEEP_FILE).filter(pl.col("family") == ALL_FAMILIES)
+    models = []
+    for model in sorted(frame["model"].unique().to_list()):
+        rows = frame.filter(pl.col("model") == model).sort("temperature")
+        arms = []
+        for t in rows["temperature"].unique(maintain_order=True).to_list():
+            at = axis_order(rows.filter(pl.col("temperature") == t))
+            first = at.row(0, named=True)
+            arms.append(
+                {
+                    "temperature": t,
+                    "samples": first["samples"],
+                    "run_id": first["run_id"],
+                    "measure": first["measure"],
+                    "axes": {
+                        r["axis"]: {c: r[c] for c in (*SWEEP_CELLS, *SHARE_CELLS)}
+                        for r in at.iter_rows(named=True)
+                    },
+                }
+            )
+        models.append({"spec": model, "arms": arms})
+    generation = config.get("generation") or {}
+    return {
+        "card_version": CARD_VERSION,
+        "kind": SWEEP_CARD_KIND,
+        "run_id": sweep_dir.name,
+        "run_dir": str(sweep_dir),
+        "preset": config.get("preset"),
+        "datasets": config.get("datasets"),
+        "n": config.get("n"),
+        "temperatures": generation.get("temperatures"),
+        "samples": generation.get("samples"),
+        "models": models,
+    }
+
+
+def sweep_blocks(card: dict[str, Any]) -> list[Block]:
+    blocks: list[Block] = []
+    for model in card["models"]:
+        axes = list(dict.fromkeys(a for arm in model["arms"] for a in arm["axes"]))
+        sgs_rows, share_rows = [], []
+        for arm in model["arms"]:
+            lead = [f"{arm['temperature']:g}", str(arm["samples"])]
+            cells = [arm["axes"].get(a) or {} for a in axes]
+            sgs_rows.append(
+                [
+                    *lead,
+                    arm["measure"],
+                    *(
+                        f"{format_number(c.get('sgs'))} {format_interval(c)}"
+                        if c.get("sgs") is not None
+                        else f"NA ({c.get('missing_reason') or 'not measured'})"
+                        for c in cells
+                    ),
+                    arm["run_id"],
+                ]
+            )
+            share_rows.append(
+                [
+                    *lead,
+                    *(
+                        f"{format_number(c.get('prompt_share'))} "
+                        f"{format_interval(c, 'prompt_share_ci_low', 'prompt_share_ci_high')}"
+                        if c.get("prompt_share") is not None
+                        else f"NA ({c.get('prompt_share_missing_reason') or 'not measured'})"
+                        for c in cells
+                    ),
+                ]
+            )
+        notes = [
+            f"sweep {card['run_id']}: preset {card['preset']}, datasets {card['datasets']}, "
+            f"n {card['n']}; each temperature is its own run (its card: sago card <run>)",
+            "at T = 0 the value is SGS; at T > 0 SGS-excess, the score of the prompt-induced "
+            "excesses beyond resampling noise; every family, datasets pooled, 95% CI over "
+            "prompts",
+        ]
+        blocks.append(
+            (
+                f"Temperature sweep: {model['spec']}",
+                ["T", "K", "measure", *axes, "run"],
+                sgs_rows,
+                notes,
+            )
+        )
+        blocks.append(
+            (
+                f"Prompt-induced share: {model['spec']}",
+                ["T", "K", *axes],
+                share_rows,
+                ["s2_variant / (s2_variant + s2_sample), 95% CI over prompts"],
+            )
+        )
+    return blocks
+
+
+def write_sweep_card(sweep_dir: Path) -> list[Path]:
+    """card.md, card.html and card.json in the sweep's folder."""
+    return write_card_files(build_sweep_card(sweep_dir), sweep_dir)
