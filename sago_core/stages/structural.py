@@ -2,8 +2,9 @@
 
 The rewrite cache key is (rewriter identity, instruction version, subtype, strength, prompt),
 so a rerun, or another run over the same prompts, reproduces the same rewrites without
-calling the model. Only usable rewrites are cached; an unusable one is recorded as a
-rejected variant with its reason, never dropped.
+calling the model (``stages/tool_answers.py``: the pass the translator shares). Only usable
+rewrites are cached; an unusable one is recorded as a rejected variant with its reason,
+never dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from sago_core.artifacts.schemas import VARIANTS, conform, empty
 from sago_core.backends.protocol import Backend
 from sago_core.config import StructuralGrid
 from sago_core.data.prompt import split_source
-from sago_core.stages.generation import Origin, ensure_fits
+from sago_core.stages.generation import Origin
+from sago_core.stages.tool_answers import ToolRequest, ask_tool
 from sago_core.variants.seeding import variant_seed
 from sago_core.variants.structural import (
     INSTRUCTION_VERSION,
@@ -62,34 +64,32 @@ def rewrite_structural(
     cache: JsonCache,
     seed: int,
 ) -> pl.DataFrame:
-    jobs = []
-    for row in prompts.iter_rows(named=True):
-        for task in rewrite_tasks(row["prompt"], grid):
-            key = rewrite_key(rewriter_identity, task, row["prompt"], grid.max_new_tokens)
-            jobs.append((row, task, key, cache.get(key)))
-    todo = [j for j in jobs if j[3] is None]
-    ensure_fits(
-        backend,
-        [t.instruction for _, t, _, _ in todo],
-        [_origin(row, task) for row, task, _, _ in todo],
-        grid.max_new_tokens,
-    )
-    outputs = (
-        backend.generate(
-            [t.instruction for _, t, _, _ in todo], grid.max_new_tokens, grid.batch_size
+    jobs = [
+        (row, task)
+        for row in prompts.iter_rows(named=True)
+        for task in rewrite_tasks(row["prompt"], grid)
+    ]
+    requests = [
+        ToolRequest(
+            task.instruction,
+            rewrite_key(rewriter_identity, task, row["prompt"], grid.max_new_tokens),
+            _origin(row, task),
         )
-        if todo
-        else []
+        for row, task in jobs
+    ]
+    answers = ask_tool(
+        backend,
+        requests,
+        cache,
+        grid.max_new_tokens,
+        grid.batch_size,
+        clean=lambda _, raw: clean_rewrite(raw),
+        check=lambda i, text: check_rewrite(jobs[i][0]["prompt"], text, jobs[i][1]),
+        entry=lambda _, text: {"text": text, "rewriter": rewriter_identity},
     )
-    fresh = {
-        key: clean_rewrite(o.response_text) for (_, _, key, _), o in zip(todo, outputs, strict=True)
-    }
     records = []
-    for row, task, key, hit in jobs:
-        text = hit["text"] if hit is not None else fresh[key]
-        reason = check_rewrite(row["prompt"], text, task)
-        if hit is None and reason is None:
-            cache.put(key, {"text": text, "rewriter": rewriter_identity})
+    for (row, task), answer in zip(jobs, answers, strict=True):
+        text, reason = answer.text, answer.reason
         vid = structural_variant_id(task)
         records.append(
             {

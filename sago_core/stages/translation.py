@@ -1,6 +1,6 @@
 """Stage: machine-translated and round-trip variants from a translator model (issue 28).
 
-The same tool mechanism as the structural rewriter (``stages/structural.py``): any backend,
+The same tool mechanism as the structural rewriter (``stages/tool_answers.py``): any backend,
 API models included, greedy (T = 0), every answer cached by (translator identity,
 instruction version, source and target language, token budget, text), so a rerun or
 another run over the same prompts reproduces the translations without calling the model.
@@ -28,7 +28,8 @@ from sago_core.axes.language_id import identify_language
 from sago_core.backends.protocol import Backend
 from sago_core.config import TranslationSettings
 from sago_core.data.prompt import split_source
-from sago_core.stages.generation import Origin, ensure_fits
+from sago_core.stages.generation import Origin
+from sago_core.stages.tool_answers import ToolAnswer, ToolRequest, ask_tool
 from sago_core.variants.seeding import variant_seed
 from sago_core.variants.translation import (
     INSTRUCTION_VERSION,
@@ -101,63 +102,35 @@ def language_reason(translation: str, code: str) -> str | None:
     return None
 
 
-class _Translator:
-    """One backend pass over many texts, through the cache."""
-
-    def __init__(
-        self,
-        backend: Backend,
-        identity: str,
-        cache: JsonCache,
-        settings: TranslationSettings,
-    ) -> None:
-        self.backend, self.identity, self.cache, self.settings = backend, identity, cache, settings
-
-    def run(
-        self,
-        tasks: list[TranslationTask],
-        origins: list[Origin],
-        check: Callable[[TranslationTask, str], str | None],
-    ) -> list[tuple[str, str | None]]:
-        """(text, reason) per task; usable fresh answers are cached at once."""
-        max_new = self.settings.max_new_tokens
-        keys = [translation_key(self.identity, t, max_new) for t in tasks]
-        hits = [self.cache.get(k) for k in keys]
-        todo = [i for i, hit in enumerate(hits) if hit is None]
-        ensure_fits(
-            self.backend,
-            [tasks[i].instruction for i in todo],
-            [origins[i] for i in todo],
-            max_new,
-        )
-        answers = (
-            self.backend.generate(
-                [tasks[i].instruction for i in todo], max_new, self.settings.batch_size
-            )
-            if todo
-            else []
-        )
-        fresh = {
-            i: clean_translation(a.response_text, tasks[i].text)
-            for i, a in zip(todo, answers, strict=True)
-        }
-        results = []
-        for i, task in enumerate(tasks):
-            hit = hits[i]
-            text = hit["text"] if hit is not None else fresh[i]
-            reason = check(task, text)
-            if hit is None and reason is None:
-                self.cache.put(
-                    keys[i],
-                    {
-                        "text": text,
-                        "translator": self.identity,
-                        "source": task.source,
-                        "target": task.target,
-                    },
-                )
-            results.append((text, reason))
-        return results
+def _ask(
+    backend: Backend,
+    identity: str,
+    cache: JsonCache,
+    settings: TranslationSettings,
+    jobs: list[tuple[TranslationTask, Origin]],
+    check: Callable[[TranslationTask, str], str | None],
+) -> list[ToolAnswer]:
+    """One translator pass over ``jobs`` through the cache."""
+    max_new = settings.max_new_tokens
+    tasks = [task for task, _ in jobs]
+    return ask_tool(
+        backend,
+        [
+            ToolRequest(task.instruction, translation_key(identity, task, max_new), origin)
+            for task, origin in jobs
+        ],
+        cache,
+        max_new,
+        settings.batch_size,
+        clean=lambda i, raw: clean_translation(raw, tasks[i].text),
+        check=lambda i, text: check(tasks[i], text),
+        entry=lambda i, text: {
+            "text": text,
+            "translator": identity,
+            "source": tasks[i].source,
+            "target": tasks[i].target,
+        },
+    )
 
 
 def _forward_check(task: TranslationTask, text: str) -> str | None:
@@ -186,39 +159,45 @@ def translate_all(
     back-translation's semantic score against the base prompt."""
     if check is None and needs_back_translation(settings):
         raise ValueError("back-translations need the semantic filter's scorer (BackCheck)")
-    translator = _Translator(backend, translator_identity, cache, settings)
     rows = list(prompts.iter_rows(named=True))
-    jobs = [
-        (i, task) for i, row in enumerate(rows) for task in forward_tasks(row["prompt"], settings)
-    ]
-    forward = translator.run(
-        [t for _, t in jobs],
-        [_origin(rows[i], f"translation into {t.target}") for i, t in jobs],
+    jobs = [(i, t) for i, row in enumerate(rows) for t in forward_tasks(row["prompt"], settings)]
+    forward = _ask(
+        backend,
+        translator_identity,
+        cache,
+        settings,
+        [(t, _origin(rows[i], f"translation into {t.target}")) for i, t in jobs],
         _forward_check,
     )
     done = {
-        (i, t.target): Translated(text, reason)
-        for (i, t), (text, reason) in zip(jobs, forward, strict=True)
+        (i, t.target): Translated(a.text, a.reason) for (i, t), a in zip(jobs, forward, strict=True)
     }
     if check is None or not needs_back_translation(settings):
         return done
     back_jobs = [(key, d) for key, d in done.items() if d.translation_reason is None]
-    back = translator.run(
-        [TranslationTask(key[1], BASE_LANGUAGE, d.translation) for key, d in back_jobs],
-        [_origin(rows[key[0]], f"back-translation from {key[1]}") for key, _ in back_jobs],
+    back = _ask(
+        backend,
+        translator_identity,
+        cache,
+        settings,
+        [
+            (
+                TranslationTask(key[1], BASE_LANGUAGE, d.translation),
+                _origin(rows[key[0]], f"back-translation from {key[1]}"),
+            )
+            for key, d in back_jobs
+        ],
         _back_check,
     )
-    scored = [
-        (key, text) for (key, _), (text, reason) in zip(back_jobs, back, strict=True) if not reason
-    ]
+    scored = [(key, a.text) for (key, _), a in zip(back_jobs, back, strict=True) if not a.reason]
     scores = (
         check.f1([text for _, text in scored], [rows[key[0]]["prompt"] for key, _ in scored])
         if scored
         else []
     )
     score_of = {key: s for (key, _), s in zip(scored, scores, strict=True)}
-    for (key, d), (text, reason) in zip(back_jobs, back, strict=True):
-        done[key] = Translated(d.translation, None, text, reason, score_of.get(key))
+    for (key, d), a in zip(back_jobs, back, strict=True):
+        done[key] = Translated(d.translation, None, a.text, a.reason, score_of.get(key))
     return done
 
 

@@ -281,3 +281,33 @@ def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path
         "cached": 6,
     }
     assert cached["api"][f"{spec}|translator"]["requests"] == 2
+
+
+def test_the_task_writes_the_translated_candidates_through_a_named_backend(
+    tmp_path: Path,
+) -> None:
+    from sago_core.artifacts.layout import TRANSLATED_CANDIDATES_FILE
+    from sago_core.backends.target import model_target
+    from sago_core.config import BertScoreSettings
+    from tasks.prepare import translate_prompts_task
+
+    prompts = tmp_path / "prompts.parquet"
+    PROMPTS.write_parquet(prompts)
+    config = RunConfig(models=("mock:t",))
+    target = model_target(config, "mock:t")
+    common = {
+        "prompts_path": str(prompts),
+        "bertscore": BertScoreSettings(),
+        "seed": 0,
+        "cache_dir": str(tmp_path / "cache"),
+        "out_dir": str(tmp_path / "stages"),
+    }
+    off = translate_prompts_task.fn(settings=None, translator=None, **common)
+    assert Path(off) == tmp_path / "stages" / TRANSLATED_CANDIDATES_FILE
+    assert pl.read_parquet(off).is_empty()
+    # back-translations off: no scorer is loaded; the mock answers in English
+    plain = settings(languages=["de"], round_trip=False, back_check=False)
+    frame = pl.read_parquet(translate_prompts_task.fn(settings=plain, translator=target, **common))
+    assert frame["variant_id"].to_list() == ["language:mt:de:100:global"] * 2
+    assert frame["translator"].to_list() == ["mock:t"] * 2
+    assert frame["reject_reason"].to_list() == ["translation is in en, not de (py3langid)"] * 2

@@ -1,0 +1,65 @@
+"""One pass of a tool model (the structural rewriter, the translator) through its cache.
+
+A tool is any backend (API models included) asked at T = 0 to rewrite texts. Each request
+carries its cache key; the requests not cached are checked against the model's context,
+sent in one batched call, cleaned, and checked; only usable answers are cached, so an
+unusable one is asked again on a rerun and is never served as if it were good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sago_core.artifacts.json_cache import JsonCache
+from sago_core.backends.protocol import Backend
+from sago_core.stages.generation import Origin, ensure_fits
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One instruction to a tool, its cache key and where its text came from."""
+
+    instruction: str
+    key: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """A cleaned answer and why it is unusable (None: usable)."""
+
+    text: str
+    reason: str | None
+
+
+def ask_tool(
+    backend: Backend,
+    requests: Sequence[ToolRequest],
+    cache: JsonCache,
+    max_new_tokens: int,
+    batch_size: int,
+    clean: Callable[[int, str], str],
+    check: Callable[[int, str], str | None],
+    entry: Callable[[int, str], dict[str, Any]],
+) -> list[ToolAnswer]:
+    """The answer to each request, from the cache or the tool. ``clean(i, raw)`` cleans
+    request i's raw answer, ``check(i, text)`` says why it is unusable (cached answers are
+    checked again, so a stricter check applies to them too), ``entry(i, text)`` is what a
+    usable fresh answer is cached as (it holds ``text``)."""
+    hits = [cache.get(r.key) for r in requests]
+    todo = [i for i, hit in enumerate(hits) if hit is None]
+    instructions = [requests[i].instruction for i in todo]
+    ensure_fits(backend, instructions, [requests[i].origin for i in todo], max_new_tokens)
+    answers = backend.generate(instructions, max_new_tokens, batch_size) if todo else []
+    fresh = {i: clean(i, a.response_text) for i, a in zip(todo, answers, strict=True)}
+    results = []
+    for i, request in enumerate(requests):
+        hit = hits[i]
+        text = str(hit["text"]) if hit is not None else fresh[i]
+        reason = check(i, text)
+        if hit is None and reason is None:
+            cache.put(request.key, entry(i, text))
+        results.append(ToolAnswer(text, reason))
+    return results
