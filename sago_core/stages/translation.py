@@ -94,11 +94,12 @@ def forward_tasks(prompt: str, settings: TranslationSettings) -> list[Translatio
     return [TranslationTask(BASE_LANGUAGE, code, prompt) for code in settings.languages]
 
 
-def language_reason(translation: str, code: str) -> str | None:
-    """A translation py3langid reads as another language (too short to tell: no reason)."""
-    found = identify_language(translation, code)
+def language_reason(text: str, code: str, what: str = "translation") -> str | None:
+    """A text py3langid reads as another language than ``code`` (too short to tell: no
+    reason)."""
+    found = identify_language(text, code)
     if found.matches == 0:
-        return f"translation is in {found.detected}, not {code} (py3langid)"
+        return f"{what} is in {found.detected}, not {code} (py3langid)"
     return None
 
 
@@ -138,8 +139,11 @@ def _forward_check(task: TranslationTask, text: str) -> str | None:
 
 
 def _back_check(task: TranslationTask, text: str) -> str | None:
+    """A round trip must come home in English (it keeps every English axis)."""
     reason = check_translation(task.text, text)
-    return None if reason is None else f"back-translation: {reason}"
+    if reason is not None:
+        return f"back-translation: {reason}"
+    return language_reason(text, task.target, "back-translation")
 
 
 def _origin(row: dict, what: str) -> Origin:

@@ -42,10 +42,15 @@ SCORES = {
 CHECK = BackCheck(lambda texts, bases: [SCORES[t] for t in texts], threshold=0.78)
 
 
-def translator(instruction: str) -> str:
+def _asked(instruction: str) -> tuple[str, str]:
+    """(the target language's name, the text) an instruction asks to translate."""
     target = re.search(r" into (\w+)\.", instruction)
     assert target is not None
-    return ANSWERS[(target.group(1), instruction.split("\n\nText: ", 1)[1])]
+    return target.group(1), instruction.split("\n\nText: ", 1)[1]
+
+
+def translator(instruction: str) -> str:
+    return ANSWERS[_asked(instruction)]
 
 
 def settings(**values: object) -> TranslationSettings:
@@ -110,6 +115,14 @@ def test_a_round_trip_stays_english_and_off_means_no_back_translation(tmp_path: 
     frame = run(FakeBackend(translator), JsonCache(tmp_path))
     for text in frame.filter(pl.col("family") == "round_trip", pl.col("kept"))["text"]:
         assert identify_language(text, "en").matches == 1
+    german = {**ANSWERS, ("English", HAMLET_DE): "Wer schrieb das Theaterstück Hamlet?"}
+    stuck = by_id(
+        run(FakeBackend(lambda i: german[_asked(i)]), JsonCache(tmp_path / "de"), languages=["de"])
+    )
+    assert stuck[("p2", "round_trip:de:100:global")]["reject_reason"] == (
+        "back-translation is in de, not en (py3langid)"
+    )
+    assert not stuck[("p2", "language:mt:de:100:global")]["kept"]
     backend = FakeBackend(translator)
     plain = run(backend, JsonCache(tmp_path / "other"), round_trip=False, back_check=False)
     assert len(backend.prompts_seen) == 4 and set(plain["family"]) == {"language"}
