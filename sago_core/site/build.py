@@ -6,6 +6,7 @@ an object store is written to the store too.
 
 from __future__ import annotations
 
+import html
 import re
 from importlib.util import find_spec
 from pathlib import Path
@@ -34,7 +35,8 @@ def back_bar(here: str, run_id: str | None) -> bytes:
     top = paths.up(here)
     links = [f'<a style="color:#fff;margin-right:1em" href="{top}{paths.INDEX}">results site</a>']
     if run_id is not None:
-        links.append(f'<a style="color:#fff" href="{top}{paths.run_page(run_id)}">run {run_id}</a>')
+        target = html.escape(top + paths.run_page(run_id))
+        links.append(f'<a style="color:#fff" href="{target}">run {html.escape(run_id)}</a>')
     return (
         '<nav class="sago-site-back" style="background:#1f3a5f;padding:.4em 1em;'
         f'font-family:system-ui,sans-serif">{"".join(links)}</nav>'
