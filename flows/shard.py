@@ -23,10 +23,12 @@ from sago_core.backends.target import ModelTarget, relocated
 from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard
 from tasks.models import analyse_task, generate_task
+from tasks.samples import analyse_samples_task, sample_task
 
 
 def all_answered(generations_path: str) -> bool:
-    """A shard is committed only when every request got a valid answer."""
+    """A shard is committed only when every request got a valid answer (generations, or
+    every sample of samples.parquet)."""
     failures = pl.scan_parquet(generations_path).select(pl.col("failure_reason").count())
     return failures.collect().item() == 0
 
@@ -34,7 +36,8 @@ def all_answered(generations_path: str) -> bool:
 def run_shard(
     stage: StageRunner, config: RunConfig, target: ModelTarget, shard: Shard
 ) -> tuple[str, str, bool]:
-    """Generation and the scoring pass of one shard; (generations, analysis, cached)."""
+    """Generation and the scoring pass of one shard, then at K > 1 samples its samples and
+    their scoring pass (``run_samples``); (generations, analysis, cached)."""
     model, layout = target.spec, stage.layout
     where = str(layout.shard_dir(model, shard.label))
     places: dict[str, Any] = {
@@ -51,7 +54,8 @@ def run_shard(
         target=target,
         prompts_path=shard.prompts_path,
         variants_path=shard.variants_path,
-        settings=config.generation,
+        # sample 0 does not depend on K: a run at K > 1 shares it with the run at K = 1
+        settings=config.generation.model_copy(update={"samples": 1}),
         out_dir=where,
         **places,
     )
@@ -67,7 +71,57 @@ def run_shard(
         out_dir=where,
         **places,
     )
-    return generated, analysed, cached and stage.last_cached
+    cached = cached and stage.last_cached
+    if config.generation.sampled and config.generation.samples > 1:
+        cached = run_samples(stage, config, target, shard, generated, analysed) and cached
+    return generated, analysed, cached
+
+
+def run_samples(
+    stage: StageRunner,
+    config: RunConfig,
+    target: ModelTarget,
+    shard: Shard,
+    generations: str,
+    analysis: str,
+) -> bool:
+    """Samples 1..K-1 of every prompt text of one shard (samples.parquet) and each base
+    sample teacher-forced under every prompt text (sample_analysis.parquet), in the shard's
+    folder (``RunLayout.shard_artifact(model, shard, "samples")``); True when both were
+    cached."""
+    model, layout = target.spec, stage.layout
+    where = str(layout.shard_dir(model, shard.label))
+    places: dict[str, Any] = {
+        "cache_dir": str(layout.cache.root),
+        "ledger_file": str(layout.ledger),
+    }
+    labels = [f"model:{model}", f"dataset:{shard.dataset}", f"shard:{shard.label}"]
+    sampled = stage(
+        sample_task,
+        run_tags=labels,
+        commit_if=all_answered,
+        model=model,
+        shard=shard.label,
+        target=target,
+        generations_path=generations,
+        settings=config.generation,
+        out_dir=where,
+        **places,
+    )
+    cached = stage.last_cached
+    stage(
+        analyse_samples_task,
+        run_tags=labels,
+        model=model,
+        shard=shard.label,
+        target=target,
+        samples_path=sampled,
+        analysis_path=analysis,
+        settings=config.analysis.scoring_pass(),
+        out_dir=where,
+        **places,
+    )
+    return cached and stage.last_cached
 
 
 @flow(

@@ -74,6 +74,10 @@ class Answer:
     served: dict[str, str] | None = None  # what the provider says answered (api_served)
 
 
+# A sampled row's seed in its cache key where the provider takes none (never sent).
+UNSENT_SEED = "unsent_seed"
+
+
 class ApiBackend:
     name = "litellm"
     # Requests are independent (no batches, no padding), and a repeated prompt is a request
@@ -160,8 +164,15 @@ class ApiBackend:
                 Generation(a.text or "", (), a.finish_reason, a.failure, a.served) for a in answers
             ]
         options = self.sampling_options(sampling)
-        answers = self.complete(conversations, max_new_tokens, options)
         seeded = "seed" in options[0] if options else False
+        # Unsent, a seed still keys its row: sample s of a text is not a cache hit of its
+        # sample 0, asked in another call (the repeat count tells rows apart within a call).
+        keyed = (
+            None
+            if seeded
+            else [{**o, UNSENT_SEED: s} for o, s in zip(options, sampling.seeds, strict=True)]
+        )
+        answers = self.complete(conversations, max_new_tokens, options, keyed)
         records = [
             sampling.record(i, seed=sampling.seeds[i] if seeded else None, reproducible=seeded)
             for i in range(len(prompts))
@@ -229,23 +240,26 @@ class ApiBackend:
         conversations: list[list[dict[str, str]]],
         max_tokens: int,
         options: list[dict[str, Any]] | None = None,
+        keyed: list[dict[str, Any]] | None = None,
     ) -> list[Answer]:
         """All conversations concurrently (at most ``concurrency`` in flight). Raises
         BudgetExhausted once every started request has finished and been cached.
-        ``options``: per conversation, its sampling parameters (None: greedy)."""
-        return asyncio.run(self._complete_all(conversations, max_tokens, options))
+        ``options``: per conversation, its sampling parameters (None: greedy); ``keyed``:
+        what its cache key holds instead of them (None: the same)."""
+        return asyncio.run(self._complete_all(conversations, max_tokens, options, keyed))
 
     async def _complete_all(
         self,
         conversations: list[list[dict[str, str]]],
         max_tokens: int,
         options: list[dict[str, Any]] | None = None,
+        keyed: list[dict[str, Any]] | None = None,
     ) -> list[Answer]:
         gate = asyncio.Semaphore(self.settings.concurrency)
         seen: Counter[str] = Counter()
         keys = []
         each = options or [{} for _ in conversations]
-        for messages, sampled in zip(conversations, each, strict=True):
+        for messages, sampled in zip(conversations, keyed or each, strict=True):
             first = self.request_key(messages, max_tokens, options=sampled)
             repeat = seen[first]
             keys.append(

@@ -1,0 +1,187 @@
+"""Stage: K > 1 samples per prompt text (issue 27) -> samples.parquet and
+sample_analysis.parquet.
+
+``sample_responses``: every prompt text of generations.parquet (base, variants, replay)
+answered ``generation.samples`` times. Sample 0 is the generations.parquet row itself, copied
+(its text and its seed); samples 1..K-1 are drawn here, each from its own seed
+(``sample_seeds.sample_seed(..., sample)``), so a sample depends on its prompt and seed alone:
+not on K, not on its batch, not on which other samples are drawn with it. All extra samples of
+all prompt texts go to the backend in as few calls as ``generation.replay_apart`` allows (the
+replay rows in a call of their own, as the generation stage does), the K - 1 samples of one
+text next to each other, so an engine that caches prompt prefixes (vLLM) computes each prompt
+once.
+
+``analyse_samples``: each base sample's answer teacher-forced under every prompt text of its
+prompt (the base and every variant, the replay included): log p(answer | text), the mean
+entropy and the answer's length, the Prob and Ent axes at T > 0. Sample 0 is the
+analysis.parquet row's values, copied; samples 1..K-1 are scored here, all in one backend call
+(the replay rows in another, as the analysis stage does), batched by the backend. No hidden
+states are kept: Act is a property of the prompt, read from analysis.parquet.
+
+``missing_reason`` in sample_analysis.parquet says why ``logprob`` or ``mean_entropy`` is
+missing (null when both are there).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sago_core.artifacts.schemas import SAMPLE_ANALYSIS, SAMPLES, conform
+from sago_core.axes.reasoning import answer_text
+from sago_core.backends.protocol import (
+    Backend,
+    Generation,
+    Sampling,
+    ScoringRequest,
+    TeacherForced,
+)
+from sago_core.config import AnalysisSettings, GenerationSettings
+from sago_core.sample_seeds import sample_seed
+from sago_core.stages.analysis import _score_apart as score_apart
+from sago_core.stages.generation import engine_records, replay_apart
+from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
+
+TEXT_KEY = ["dataset", "prompt_id", "variant_id"]
+PROMPT_KEY = ["dataset", "prompt_id"]
+UNANSWERED = "no base answer to score (generation failed)"
+
+
+def extra_samples(generations: pl.DataFrame, samples: int) -> pl.DataFrame:
+    """The prompt texts of ``generations`` repeated for samples 1..K-1: one row per (text,
+    sample), a text's samples next to each other, in the generations' order."""
+    extra = list(range(1, samples))
+    return (
+        generations.select(*TEXT_KEY, "family", "prompt_text")
+        .with_columns(pl.lit(extra, dtype=pl.List(pl.Int32)).alias("sample"))
+        .explode("sample")
+        .drop_nulls("sample")
+    )
+
+
+def sample_seeds(settings: GenerationSettings, model: str, rows: pl.DataFrame) -> list[int]:
+    """Each row's seed (``rows``: dataset, prompt_id, variant_id, sample)."""
+    return [
+        sample_seed(settings.seed, model, d, p, v, s)
+        for d, p, v, s in rows.select(*TEXT_KEY, "sample").iter_rows()
+    ]
+
+
+def sample_responses(
+    backend: Backend, model: str, generations: pl.DataFrame, settings: GenerationSettings
+) -> pl.DataFrame:
+    """samples.parquet: ``generations`` as sample 0 and samples 1..K-1 drawn here."""
+    if not settings.sampled:
+        raise ValueError("samples are drawn at temperature > 0 only")
+    first = generations.with_columns(pl.lit(0, dtype=pl.Int32).alias("sample"))
+    first = first.with_columns(pl.Series("seed", sample_seeds(settings, model, first)))
+    rows = extra_samples(generations, settings.samples)
+    seeds = sample_seeds(settings, model, rows)
+    sampling = Sampling(settings.temperature, settings.top_p, settings.top_k, tuple(seeds))
+    texts = rows["prompt_text"].to_list()
+    slots: list[Generation | None] = [None] * len(texts)
+    for call in replay_apart(backend, rows["family"].to_list()):
+        if not call:
+            continue
+        answers = backend.generate(
+            [texts[i] for i in call],
+            settings.max_new_tokens,
+            settings.batch_size,
+            sampling.rows(call),
+        )
+        if len(answers) != len(call):
+            raise RuntimeError(f"backend {backend.name} answered {len(answers)} of {len(call)}")
+        for i, answer in zip(call, answers, strict=True):
+            slots[i] = answer
+    outputs = [o for o in slots if o is not None]
+    responses = [None if o.failure_reason else o.response_text for o in outputs]
+    drawn = (
+        rows.drop("family", "prompt_text")
+        .join(generations.drop(*GENERATED), on=TEXT_KEY, how="left", maintain_order="left")
+        .with_columns(
+            pl.Series("seed", seeds, dtype=pl.Int64),
+            pl.Series("response_text", responses, dtype=pl.String),
+            pl.Series("answer_text", [answer_text(r) for r in responses], dtype=pl.String),
+            pl.Series(
+                "response_token_ids",
+                [list(o.response_token_ids) for o in outputs],
+                dtype=pl.List(pl.Int32),
+            ),
+            pl.Series("finish_reason", [o.finish_reason for o in outputs], dtype=pl.String),
+            pl.Series("failure_reason", [o.failure_reason for o in outputs], dtype=pl.String),
+            pl.Series("engine", engine_records(backend.describe(), outputs), dtype=pl.String),
+        )
+    )
+    frame = pl.concat([conform(first, SAMPLES), conform(drawn, SAMPLES)])
+    return frame.sort([*TEXT_KEY, "sample"], maintain_order=True)
+
+
+# What a generation adds to its request; the rest of a row is the request.
+GENERATED = (
+    "response_text",
+    "answer_text",
+    "response_token_ids",
+    "finish_reason",
+    "failure_reason",
+    "engine",
+)
+
+
+def analyse_samples(
+    backend: Backend,
+    samples: pl.DataFrame,
+    analysis: pl.DataFrame,
+    settings: AnalysisSettings,
+) -> pl.DataFrame:
+    """sample_analysis.parquet: base sample s (1..K-1) teacher-forced under every prompt text
+    of its prompt; sample 0 copied from ``analysis`` (the analysis stage's scoring)."""
+    texts = samples.filter(pl.col("sample") == 0).select(
+        "model", *TEXT_KEY, "family", "prompt_text"
+    )
+    answers = samples.filter(
+        (pl.col("variant_id") == BASE_VARIANT_ID) & (pl.col("sample") > 0)
+    ).select(
+        *PROMPT_KEY,
+        "sample",
+        pl.col("response_token_ids").alias("base_ids"),
+        pl.col("failure_reason").alias("base_failure"),
+    )
+    rows = texts.join(answers, on=PROMPT_KEY, how="inner", maintain_order="left").sort(
+        [*TEXT_KEY, "sample"], maintain_order=True
+    )
+    scorable = [
+        failure is None and ids is not None
+        for failure, ids in zip(rows["base_failure"], rows["base_ids"], strict=True)
+    ]
+    requests = [
+        ScoringRequest(text, tuple(ids))
+        for text, ids, ok in zip(rows["prompt_text"], rows["base_ids"], scorable, strict=True)
+        if ok
+    ]
+    replay = [
+        family == REPLAY_FAMILY for family, ok in zip(rows["family"], scorable, strict=True) if ok
+    ]
+    scored = iter(score_apart(backend, requests, replay, settings))
+    unanswered = TeacherForced(None, None, None, 0, UNANSWERED)
+    results = [next(scored) if ok else unanswered for ok in scorable]
+    later = rows.select("model", *TEXT_KEY, "sample").with_columns(
+        pl.Series("logprob", [r.logprob for r in results], dtype=pl.Float64),
+        pl.Series("mean_entropy", [r.mean_entropy for r in results], dtype=pl.Float64),
+        pl.Series("n_response_tokens", [r.n_response_tokens for r in results], dtype=pl.Int32),
+        pl.Series("missing_reason", [missing(backend, r) for r in results], dtype=pl.String),
+    )
+    first = analysis.with_columns(
+        pl.lit(0, dtype=pl.Int32).alias("sample"),
+        pl.when(pl.col("logprob").is_null() | pl.col("mean_entropy").is_null())
+        .then(pl.col("missing_reason"))
+        .otherwise(None)
+        .alias("missing_reason"),
+    )
+    frame = pl.concat([conform(first, SAMPLE_ANALYSIS), conform(later, SAMPLE_ANALYSIS)])
+    return frame.sort([*TEXT_KEY, "sample"], maintain_order=True)
+
+
+def missing(backend: Backend, result: TeacherForced) -> str | None:
+    """Why a scored answer has no log-probability or entropy; None when it has both."""
+    if result.logprob is not None and result.mean_entropy is not None:
+        return None
+    return result.missing_reason or f"backend {backend.name} gave no log-probability"
