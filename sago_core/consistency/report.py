@@ -1,17 +1,20 @@
-"""consistency.html (self-contained) and its heatmap: partial-correlation matrices per family.
+"""consistency.html (self-contained) and its figures.
 
-Sections: what was compared and the training split (and its check against the evaluation);
-the headline metric's pairs (r linear and spline, t and permutation p, Holm and BH); the
-minimum detectable |r| at the study's size; where linear and spline adjustment disagree in
-sign or significance; the checkpoint scores (metric x dataset, one row per checkpoint); per
-metric, one OOD x OOD matrix per family for the headline adjustment with r, p and n in each
-cell (NA with the reason where r is undefined); the heatmap figure; sign agreement between
-families, over all pairs and over pairs significant in both.
+Sections, in order (``markup.Section``): the question and the method; can the study reach
+significance (the design check); the headline metric's OOD pairs (r linear and spline, t and
+permutation p, Holm and BH); the pair-by-pair matrix figure (per metric and family, an OOD x
+OOD heatmap of partial r, significant pairs marked); each metric along the checkpoint series
+(one panel per metric and family, a line per dataset); the training split (and its check
+against the evaluation); the minimum detectable |r| at the study's size; where linear and
+spline adjustment disagree; the checkpoint scores (metric x dataset, one row per checkpoint,
+scrolling inside its own box); the matrices as tables with r, p and n in each cell (NA with
+the reason where r is undefined); sign agreement between families.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 import numpy as np
@@ -20,8 +23,9 @@ import polars as pl
 from sago_core.consistency.design import design_lines, study_reachability
 from sago_core.consistency.matrix import method_disagreements
 from sago_core.consistency.summary import detectable_rows, pair_rows
-from sago_core.report.figures import _png, _pyplot
+from sago_core.report.figures import DARK_TEXT, PAGE_WIDTH_IN, _png, _pyplot, text_colour
 from sago_core.report.html import STYLE, _fmt, _image, _table
+from sago_core.report.markup import Section, page
 from sago_core.statistics.partial_correlation import KNOT_QUANTILES
 
 
@@ -30,42 +34,156 @@ def _index(table: pl.DataFrame) -> dict[tuple[str, str, str, str], dict[str, Any
     return {(r["family"], r["metric"], r["ood_a"], r["ood_b"]): r for r in rows}
 
 
-def heatmap(table: pl.DataFrame, out_of_distribution: list[str]) -> bytes:
-    """Rows: metrics; columns: families; each panel an OOD x OOD matrix of r (NA blank)."""
-    plt = _pyplot()
+PANEL_COLUMNS = 4  # panels per row at the page's width
+
+
+def _ordered_metrics(table: pl.DataFrame, first: str | None) -> list[str]:
+    """The metrics, the report's own first (the one the question is asked on)."""
     metrics = sorted(table["metric"].unique().to_list())
+    if first is None or first not in metrics:
+        return metrics
+    return [first, *(m for m in metrics if m != first)]
+
+
+def _short(name: str, width: int = 14) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _draw_heatmap(
+    table: pl.DataFrame, out_of_distribution: list[str], first_metric: str | None = None
+) -> Any:
+    """One OOD x OOD panel per (metric, family), the report's metric first, PANEL_COLUMNS to a
+    row: r in each cell (text dark or white by the cell's luminance), ``*`` where the pair
+    is significant (Holm p <= alpha), NA where r is undefined, the diagonal left blank."""
+    plt = _pyplot()
+    from matplotlib.colors import Normalize
+
+    metrics = _ordered_metrics(table, first_metric)
     families = sorted(table["family"].unique().to_list())
+    panels = [(m, f) for m in metrics for f in families]
     k = len(out_of_distribution)
+    ncols = max(1, min(PANEL_COLUMNS, len(panels)))
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    side = min(2.6, (PAGE_WIDTH_IN - 0.8) / ncols)
     figure, axes = plt.subplots(
-        len(metrics),
-        len(families),
-        figsize=(1.5 + 0.9 * k * len(families), 0.8 + 0.75 * k * len(metrics)),
+        nrows,
+        ncols,
+        figsize=(min(PAGE_WIDTH_IN, 0.8 + side * ncols), 0.9 + 0.85 * side * nrows),
         squeeze=False,
+        layout="constrained",
     )
     index = _index(table)
+    cmap, norm = plt.get_cmap("RdBu_r"), Normalize(vmin=-1, vmax=1)
     image = None
-    for i, metric in enumerate(metrics):
-        for j, family in enumerate(families):
-            grid = np.full((k, k), np.nan)
-            for a, da in enumerate(out_of_distribution):
-                grid[a, a] = 1.0
-                for b, db in enumerate(out_of_distribution):
-                    row = index.get((family, metric, da, db)) or index.get((family, metric, db, da))
-                    if row is not None and row["r"] is not None:
-                        grid[a, b] = row["r"]
-            ax = axes[i][j]
-            image = ax.imshow(grid, cmap="RdBu_r", vmin=-1, vmax=1)
-            for (a, b), value in np.ndenumerate(grid):
-                label = "NA" if np.isnan(value) else f"{value:.2f}"
-                ax.text(b, a, label, ha="center", va="center", fontsize=6)
-            ax.set_xticks(range(k), [d[:12] for d in out_of_distribution], fontsize=6, rotation=60)
-            ax.set_yticks(range(k), [d[:12] for d in out_of_distribution], fontsize=6)
-            ax.set_title(f"{metric} — {family}", fontsize=8)
+    labels = [_short(d) for d in out_of_distribution]
+    for ax, (metric, family) in zip(axes.flat, panels, strict=False):
+        grid = np.full((k, k), np.nan)
+        marks = np.full((k, k), "", dtype=object)
+        for a, da in enumerate(out_of_distribution):
+            for b, db in enumerate(out_of_distribution):
+                row = index.get((family, metric, da, db)) or index.get((family, metric, db, da))
+                if a != b and row is not None and row["r"] is not None:
+                    grid[a, b] = row["r"]
+                    marks[a, b] = "*" if row["significant"] else ""
+        image = ax.imshow(grid, cmap=cmap, norm=norm)
+        for (a, b), value in np.ndenumerate(grid):
+            if a == b:
+                text, colour = "—", "grey"
+            elif np.isnan(value):
+                text, colour = "NA", DARK_TEXT
+            else:
+                text, colour = f"{value:+.2f}{marks[a, b]}", text_colour(cmap(norm(value)))
+            ax.text(b, a, text, ha="center", va="center", fontsize=7, color=colour)
+        ax.set_xticks(range(k), labels, fontsize=7, rotation=45, ha="right")
+        ax.set_yticks(range(k), labels, fontsize=7)
+        ax.set_title(f"{metric} — {family}", fontsize=8)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.remove()
     if image is not None:
-        figure.colorbar(image, ax=axes, fraction=0.02)
-    figure.suptitle("Partial correlation across checkpoints, controlling for the ID score")
-    figure.supxlabel("adjustment: " + ", ".join(sorted(table["method"].unique().to_list())))
-    return _png(figure)
+        figure.colorbar(
+            image, ax=[a for a in axes.flat if a.figure is figure], shrink=0.6, label="partial r"
+        )
+    methods = ", ".join(sorted(table["method"].unique().to_list()))
+    figure.suptitle(
+        "Partial correlation across checkpoints of two OOD datasets, controlling for the ID "
+        f"score ({methods} adjustment); * significant (Holm)",
+        fontsize=9,
+    )
+    return figure
+
+
+def heatmap(
+    table: pl.DataFrame, out_of_distribution: list[str], first_metric: str | None = None
+) -> bytes:
+    return _png(_draw_heatmap(table, out_of_distribution, first_metric))
+
+
+def _draw_series(
+    scores: pl.DataFrame, in_distribution: str, first_metric: str | None = None
+) -> Any:
+    """Each metric along each family's checkpoints: one panel per (metric, family), one line
+    per dataset (the ID dataset thick and dashed), a missing value a gap in its line."""
+    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    metrics = _ordered_metrics(scores, first_metric)
+    families = list(dict.fromkeys(scores.sort("family")["family"].to_list()))
+    datasets = sorted(scores["dataset"].unique().to_list(), key=lambda d: (d != in_distribution, d))
+    colours = {d: f"C{i % 10}" for i, d in enumerate(datasets)}
+    panels = [(m, f) for m in metrics for f in families]
+    ncols = max(1, min(PANEL_COLUMNS, len(panels)))
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    figure, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(PAGE_WIDTH_IN, 1.0 + 2.1 * nrows),
+        squeeze=False,
+        layout="constrained",
+    )
+    legend: dict[str, Any] = {}
+    for ax, (metric, family) in zip(axes.flat, panels, strict=False):
+        chosen = scores.filter((pl.col("metric") == metric) & (pl.col("family") == family))
+        for dataset in datasets:
+            line = chosen.filter(pl.col("dataset") == dataset).sort("position")
+            if not len(line):
+                continue
+            values = [np.nan if v is None else v for v in line["value"].to_list()]
+            is_id = dataset == in_distribution
+            (handle,) = ax.plot(
+                line["position"].to_list(),
+                values,
+                marker=".",
+                color=colours[dataset],
+                linestyle="--" if is_id else "-",
+                linewidth=2.2 if is_id else 1.2,
+            )
+            legend.setdefault(f"{dataset} (ID)" if is_id else dataset, handle)
+        if not len(chosen.drop_nulls("value")):
+            ax.text(0.5, 0.5, "NA", ha="center", va="center", transform=ax.transAxes)
+        ax.xaxis.set_major_locator(MaxNLocator(6, integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(4))
+        ax.tick_params(labelsize=7)
+        ax.set_title(f"{metric} — {family}", fontsize=8)
+        ax.set_xlabel("checkpoint (position)", fontsize=7)
+        ax.set_ylabel(metric, fontsize=7)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.remove()
+    if legend:
+        figure.legend(
+            list(legend.values()),
+            list(legend),
+            loc="outside lower center",
+            ncol=min(len(legend), 6),
+            fontsize=8,
+            title="dataset",
+            title_fontsize=8,
+        )
+    figure.suptitle("Each metric along the checkpoint series, one line per dataset", fontsize=10)
+    return figure
+
+
+def series(scores: pl.DataFrame, in_distribution: str, first_metric: str | None = None) -> bytes:
+    return _png(_draw_series(scores, in_distribution, first_metric))
 
 
 def _scores_table(scores: pl.DataFrame) -> str:
@@ -336,7 +454,7 @@ def render_consistency(
         f"{html.escape(name)} ({len(models)} checkpoints)"
         for name, models in settings["families"].items()
     )
-    sections = [
+    sections: list[Section | str] = [
         "<h1>Do results on one dataset predict another?</h1>",
         f"<p>Families: {families}. In-distribution: <code>"
         f"{html.escape(settings['in_distribution'])}</code>; out-of-distribution: "
@@ -351,28 +469,52 @@ def render_consistency(
         f"Holm and BH correct the {stats['corrected_test']} p over the pairs of one family, "
         f"metric and method; significant = Holm p &le; {stats['alpha']:g}. Headline "
         f"adjustment: <b>{html.escape(headline)}</b>.</p>",
-        "<h2>Can this study reach significance?</h2>",
-        _design_section(settings),
-        "<h2>Training split</h2>",
-        _split_section(split),
-        f"<h2>OOD pairs: {html.escape(metric)}</h2>",
-        _pair_section(table, metric, headline),
-        "<h2>Minimum detectable |r| at this study's size</h2>",
-        _detectable_section(table, stats),
-        "<h2>Where linear and spline adjustment disagree</h2>",
-        _disagreement_section(table),
-        "<h2>Checkpoint scores</h2>",
-        _scores_table(scores),
-        f"<h2>Partial correlations ({html.escape(headline)} adjustment)</h2>",
-        _matrices(chosen, oods),
-        "<h2>Where r is undefined</h2>",
-        _undefined(table),
-        "<h2>Heatmap</h2>",
-        _image("partial-correlations", heatmap(chosen, oods)),
-        "<h2>Sign agreement between families</h2>",
-        _agreement_section(agreement),
+        Section("design", "Can this study reach significance?", _design_section(settings)),
+        Section("pairs", f"OOD pairs: {metric}", _pair_section(table, metric, headline)),
+        Section(
+            "pair-matrix",
+            f"Partial correlations across OOD pairs ({headline} adjustment)",
+            "<p>One matrix per metric and family (the metric above first): each cell the "
+            "partial r of the metric on two OOD datasets across the family's checkpoints, "
+            "controlling for the ID score; * marks a pair significant after Holm; NA: r "
+            "undefined (why below).</p>"
+            + _image(
+                "partial-correlations",
+                heatmap(chosen, oods, metric),
+                f"Heatmap: partial correlation r for every OOD pair, per metric and family, "
+                f"{headline} adjustment, significant pairs marked *",
+            ),
+        ),
+        Section(
+            "series",
+            "Each metric along the checkpoint series",
+            "<p>What the correlations are computed from: every metric at each checkpoint of "
+            f"each family, one line per dataset (the ID dataset <code>"
+            f"{html.escape(settings['in_distribution'])}</code> dashed).</p>"
+            + _image(
+                "checkpoint-series",
+                series(scores, settings["in_distribution"], metric),
+                "Line charts: each metric by checkpoint position, per family, one line per dataset",
+            ),
+        ),
+        Section("split", "Training split", _split_section(split)),
+        Section(
+            "detectable",
+            "Minimum detectable |r| at this study's size",
+            _detectable_section(table, stats),
+        ),
+        Section(
+            "disagreement",
+            "Where linear and spline adjustment disagree",
+            _disagreement_section(table),
+        ),
+        Section("scores", "Checkpoint scores", _scores_table(scores)),
+        Section(
+            "matrices",
+            f"Partial correlations ({headline} adjustment), with p and n",
+            _matrices(chosen, oods),
+        ),
+        Section("undefined", "Where r is undefined", _undefined(table)),
+        Section("agreement", "Sign agreement between families", _agreement_section(agreement)),
     ]
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>SAGO consistency</title>"
-        f"<style>{STYLE}</style></head><body>{''.join(sections)}</body></html>"
-    )
+    return page("SAGO consistency", STYLE, sections)

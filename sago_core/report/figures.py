@@ -223,6 +223,23 @@ DOSE_PANELS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+CHARS_PER_INCH = 12  # a 10 pt title line: about 12 characters per inch of figure
+
+
+def _wrap(lead: str, items: list[str], width_in: float) -> str:
+    """``lead`` then ``items`` (comma-separated, never split inside one) in lines that fit a
+    figure ``width_in`` inches wide (at 10 pt)."""
+    limit = max(20, int(width_in * CHARS_PER_INCH))
+    lines = [lead]
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if len(lines[-1]) + 1 + len(piece) > limit and lines[-1] != lead:
+            lines.append(piece)
+        else:
+            lines[-1] += " " + piece
+    return "\n".join(lines)
+
+
 def _dose_condition(family: str, title: str) -> pl.Expr:
     if family == "register":
         return pl.col("strength") > 0 if title == "politer" else pl.col("strength") < 0
@@ -240,18 +257,19 @@ def _draw_dose_response(deltas: pl.DataFrame) -> Any:
             present.append((family, title, xlabel, chosen))
         else:
             left_out.append(f"{family}: {title}")
+    ncols = len(present)
+    width = min(PAGE_WIDTH_IN, 1.2 + 1.9 * ncols) if present else 6.4
     heading = "Dose-response: mean |normalised delta| by strength"
     if left_out:
-        heading += "\nnot in this run (not drawn): " + ", ".join(left_out)
+        heading += "\n" + _wrap("not in this run (not drawn):", left_out, width)
     if not present:
-        figure = plt.figure(figsize=(6.4, 1.6), layout="constrained")
+        figure = plt.figure(figsize=(width, 1.6), layout="constrained")
         figure.suptitle(heading, fontsize=10)
         return figure
-    ncols = len(present)
     figure, axes = plt.subplots(
         len(AXES),
         ncols,
-        figsize=(min(PAGE_WIDTH_IN, 1.2 + 1.9 * ncols), 1.0 + 1.45 * len(AXES)),
+        figsize=(width, 1.0 + 1.45 * len(AXES) + 0.15 * heading.count("\n")),
         squeeze=False,
         sharex="col",
         sharey="row",

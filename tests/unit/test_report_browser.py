@@ -1,0 +1,221 @@
+"""report.html and consistency.html in headless Chromium at 1280 px (issue 31, items 3 and 5):
+no horizontal overflow (``document.documentElement.scrollWidth <= 1280``), every figure
+decoded and labelled (an img's alt, an svg's aria-label or title), the headline block the
+first section of the report, and the consistency page's wide checkpoint table scrolling
+inside its own box. Both pages come from small hand-made artifacts.
+
+``SAGO_SCREENSHOTS=DIR`` also saves a 1280 px screenshot of each page there (for a closing
+note); without it nothing is written outside the test's own folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from sago_core.consistency.config import StudyStatistics
+from sago_core.consistency.matrix import partial_correlation_table, sign_agreement
+from sago_core.consistency.report import render_consistency
+from sago_core.report.html import render_report
+from sago_core.report.insights import Insights
+from sago_core.scoring.prompt_scores import score_prompts
+from sago_core.scoring.summary import summarize
+from sago_core.stages.instances import build_instances
+from sago_core.statistics.axis_structure import pca_table, spearman_table
+from sago_core.statistics.tails import tail_statistics
+from tests.browser import FLAGS, chromium, screenshot
+from tests.unit.test_tails import raw_run
+
+pytestmark = pytest.mark.slow  # a browser and two pages of figures
+
+WIDTH = 1280
+MODELS = ("hf:HuggingFaceTB/SmolLM2-135M-Instruct", "api:openai/gpt-4o-mini-2024-07-18")
+
+# After load: the page's width, every figure with its label, the sections in order, the
+# section of the first h2, every scrolling box's widths, and what sticks out of the page.
+PROBE = """<script>window.addEventListener('load',()=>{const out={};try{
+const root=document.documentElement;
+out.width=[window.innerWidth,root.scrollWidth];
+out.figures=[...document.querySelectorAll('img,svg')].map(e=>[e.tagName.toLowerCase(),e.id,
+  e.getAttribute('alt')||e.getAttribute('aria-label')||
+  (e.querySelector&&e.querySelector('title')?e.querySelector('title').textContent:''),
+  e.naturalWidth||0,Math.round(e.getBoundingClientRect().right)]);
+out.sections=[...document.querySelectorAll('body > section')].map(s=>s.id);
+const h2=document.querySelector('h2');out.firstH2=h2?[h2.textContent,
+  h2.closest('section')?h2.closest('section').id:null]:null;
+out.boxes=[...document.querySelectorAll('.scroll')].map(b=>[b.closest('section')?
+  b.closest('section').id:null,b.scrollWidth,b.clientWidth,Math.round(b.getBoundingClientRect().right)]);
+out.outside=[...document.querySelectorAll('body *')].filter(e=>!e.closest('.scroll')&&
+  e.getBoundingClientRect().right>root.clientWidth+1).slice(0,8).map(e=>e.tagName+'#'+e.id+
+  '.'+e.className);
+}catch(e){out.error=String(e)+' '+e.stack;}
+document.body.setAttribute('data-probe',JSON.stringify(out));});</script>"""
+
+
+def _report(folder: Path) -> Path:
+    """Two models (long names), beside-the-mean artifacts, a comparison with an earlier
+    release for the first model."""
+    raw = raw_run(prompts=5)
+    frames = {}
+    for name in ("deltas", "generations"):
+        first = raw[name].with_columns(pl.lit(MODELS[0]).alias("model"))
+        second = raw[name].with_columns(pl.lit(MODELS[1]).alias("model"))
+        if name == "deltas":
+            second = second.with_columns(pl.col("delta_norm") * 1.5)
+        frames[name] = pl.concat([first, second])
+    deltas, generations, prompts = frames["deltas"], frames["generations"], raw["prompts"]
+    scores = score_prompts(deltas)
+    instances = build_instances(deltas, generations, prompts)
+    variants = (
+        deltas.select("dataset", "prompt_id", "variant_id", "family")
+        .unique()
+        .with_columns(pl.lit(True).alias("kept"))
+    )
+    paired = {
+        "against": "runs/earlier-release",
+        "margin": 0.02,
+        "rows": [
+            {"axis": axis, "model_a": "hf:earlier", "model_b": MODELS[0], "verdict": verdict}
+            for axis, verdict in (("bleu", "b_worse"), ("act", "equivalent"), ("ent", None))
+        ],
+    }
+    page = render_report(
+        summarize(scores),
+        scores,
+        deltas,
+        variants,
+        prompts,
+        generations,
+        {"run_id": "browser-check"},
+        insights=Insights(
+            instances,
+            tail_statistics(instances, resamples=50),
+            spearman_table(scores),
+            pca_table(scores),
+        ),
+        paired=paired,
+    )
+    path = folder / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+OODS = ["truthfulqa", "nq_open", "simpleqa_verified"]
+
+
+def _consistency(folder: Path) -> Path:
+    """Seven checkpoints in one family, six metrics on four datasets: a 24-column table."""
+    rng = np.random.default_rng(1)
+    datasets = ["triviaqa", *OODS]
+    scores = pl.DataFrame(
+        [
+            {"family": "finetune", "position": i, "model": f"hf:ckpt/finetune/step-{i:04d}"}
+            | {"dataset": d, "metric": m, "value": float(i / 7 + rng.normal())}
+            for m in ["ref_loglik", "accuracy", "sgs_act", "sgs_bleu", "sgs_prob", "sgs_ent"]
+            for d in datasets
+            for i in range(7)
+        ]
+    )
+    table = partial_correlation_table(scores, "triviaqa", OODS, draws=99)
+    settings = {
+        "families": {"finetune": [f"m{i}" for i in range(7)]},
+        "in_distribution": "triviaqa",
+        "out_of_distribution": OODS,
+        "statistics": StudyStatistics(report_metric="ref_loglik").model_dump(mode="json"),
+    }
+    split = {
+        "evaluation_prompts": 8,
+        "evaluation_datasets": datasets,
+        "check": "none",
+        "checkpoints": [],
+    }
+    page = render_consistency(scores, table, sign_agreement(table), settings, split)
+    path = folder / "consistency.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _probe(page: Path, work: Path) -> dict:
+    probed = work / f"probe-{page.name}"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"))
+    done = subprocess.run(
+        [
+            chromium(),
+            *FLAGS,
+            f"--window-size={WIDTH},900",
+            f"--user-data-dir={work / 'profile'}",
+            "--dump-dom",
+            probed.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found = re.search(r'data-probe="([^"]*)"', done.stdout)
+    assert found, f"the page never finished loading in Chromium: {done.stderr[-2000:]}"
+    seen = json.loads(unescape(found.group(1)))
+    assert "error" not in seen, seen.get("error")
+    return seen
+
+
+def _fits_and_labels(seen: dict, figures: int) -> None:
+    assert seen["width"][0] == WIDTH
+    assert seen["width"][1] <= WIDTH, f"the page overflows: {seen['width']}, {seen['outside']}"
+    assert not seen["outside"]
+    assert len(seen["figures"]) == figures
+    for tag, name, label, natural, right in seen["figures"]:
+        assert len(label) > 25 and label != name.removeprefix("fig-"), (name, label)
+        assert tag == "svg" or natural > 0, f"{name} was not decoded"
+        assert right <= WIDTH, name
+    for _section, _inner, _outer, right in seen["boxes"]:
+        assert right <= WIDTH
+
+
+def _save(page: Path, work: Path, name: str) -> None:
+    folder = os.environ.get("SAGO_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shot = screenshot(page, Path(folder) / name, work)
+        assert shot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_report_fits_1280_px_labels_its_figures_and_opens_with_the_headline(
+    tmp_path: Path,
+) -> None:
+    page = _report(tmp_path)
+    seen = _probe(page, tmp_path)
+    _fits_and_labels(seen, figures=4)
+    assert seen["sections"][0] == "headline"
+    assert seen["firstH2"] == ["At a glance", "headline"]
+    assert seen["sections"].index("pooled") < seen["sections"].index("figures")
+    text = page.read_text(encoding="utf-8")
+    block = text.split('<section id="headline">', 1)[1].split("</section>", 1)[0]
+    assert block.count("<h3>") == 2 and all(m in block for m in MODELS)
+    assert "<b>less stable</b> on bleu; equivalent on act; no verdict on ent" in block
+    assert "holds no row for this model" in block  # the second model was not compared
+    # the tails table is wider than the column: it scrolls in its own box, the page does not
+    tails = [b for b in seen["boxes"] if b[0] == "tails"]
+    assert tails and all(inner >= outer for _, inner, outer, _ in tails)
+    _save(page, tmp_path, "sago-report-1280.png")
+
+
+def test_the_consistency_page_fits_and_its_checkpoint_table_scrolls_in_its_box(
+    tmp_path: Path,
+) -> None:
+    page = _consistency(tmp_path)
+    seen = _probe(page, tmp_path)
+    _fits_and_labels(seen, figures=2)
+    assert seen["sections"][:4] == ["design", "pairs", "pair-matrix", "series"]
+    assert {f[1] for f in seen["figures"]} == {"fig-partial-correlations", "fig-checkpoint-series"}
+    (box,) = [b for b in seen["boxes"] if b[0] == "scores"]
+    assert box[1] > box[2], "the 24-column checkpoint table should be wider than its box"
+    _save(page, tmp_path, "sago-consistency-1280.png")
