@@ -20,6 +20,12 @@ def add_parser(commands: Any) -> None:
     )
     consistency.add_argument("--config", type=Path, required=True, help="YAML study file")
     consistency.add_argument(
+        "--data-dir",
+        type=Path,
+        help="folder holding the named datasets' files, one subfolder per dataset name "
+        "(overrides the study file's evaluation.data_dir)",
+    )
+    consistency.add_argument(
         "--dry-run",
         action="store_true",
         help="print the design check (can a pair reach significance?) and where each "
@@ -28,14 +34,25 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    return consistency_command(args.config, dry_run=args.dry_run)
+    return consistency_command(args.config, dry_run=args.dry_run, data_dir=args.data_dir)
 
 
-def consistency_command(path: Path, dry_run: bool = False) -> int:
+def study_values(path: Path, data_dir: Path | None = None) -> dict[str, Any]:
+    """The study file's values, ``data_dir`` (the command line's) in place of the file's
+    ``evaluation.data_dir`` when given."""
+    values = read_config_file(path)
+    evaluation = values.get("evaluation") or {}
+    if data_dir is not None and isinstance(evaluation, dict):  # else the parser says why
+        values["evaluation"] = {**evaluation, "data_dir": str(data_dir)}
+    return values
+
+
+def consistency_command(path: Path, dry_run: bool = False, data_dir: Path | None = None) -> int:
     from sago_core.consistency.config import build_consistency_config
     from sago_core.consistency.design import design_lines
 
-    study = build_consistency_config(read_config_file(path), source=str(path))
+    source = f"{path} and command line" if data_dir is not None else str(path)
+    study = build_consistency_config(study_values(path, data_dir), source=source)
     design = design_lines(study.design_check())
     if dry_run:
         from sago_core.data.references import reference_lines
