@@ -5,12 +5,15 @@ One row per (model, arm, axis, family); ``family`` ``__all__`` is the arm's own 
 ``summary.parquet`` (every family, datasets pooled), each other family's row is summarised
 the same way (``scoring.prompt_scores`` then ``scoring.summary``, datasets pooled) from the
 arm's ``deltas.parquet`` restricted to that family and the replay. At T = 0 the number is the
-paper's SGS; at T > 0 the arm's deltas are prompt-induced excesses (E = D - (W_base +
-W_variant) / 2, ``sampling/excess.py``), so the same summary is SGS-excess (``measure``
-says which). The prompt-induced share, s2_variant / (s2_variant + s2_sample), with its band,
-is read from the arm's ``variance_components.parquet`` when it holds one for the row; else it
-is NA with the reason (a greedy arm has no sampling variance; an arm without the file, the
-column or the row says so). Everything is read from the arms' run folders: no model.
+paper's SGS; at T > 0 with K > 1 the arm's deltas are prompt-induced excesses (E = D -
+(W_base + W_variant) / 2, ``sampling/excess.py``), so the same summary is SGS-excess; at
+T > 0 with one sample there is no within-prompt spread to subtract, and it is the SGS of
+sampled answers (``measure`` says which). The prompt-induced share, s2_variant /
+(s2_variant + s2_sample), with its band, is read from the arm's pooled row of
+``variance_components.parquet`` (every family: that table is not split by family); else it is
+NA with the reason (a greedy arm has no sampling variance, one sample per prompt text none
+to estimate; an arm without the file, the column or the row says so). Everything is read
+from the arms' run folders: no model.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.artifacts.layout import DELTAS_FILE, SUMMARY_FILE
+from sago_core.artifacts.layout import DELTAS_FILE, SUMMARY_FILE, VARIANCE_COMPONENTS_FILE
 from sago_core.artifacts.schemas import Schema, conform
 from sago_core.artifacts.store import write_parquet, write_text
 from sago_core.report.markup import table
@@ -32,9 +35,6 @@ from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.sweep import SWEEP_FILE, SWEEP_HTML_FILE
 from sago_core.vocabulary import AXES, BASE_FAMILY, POOLED, REPLAY_FAMILY
 
-VARIANCE_COMPONENTS_FILE = "variance_components.parquet"  # written by the sampling stage
-# Where the variance table keeps the share and its band (the first name present is read).
-SHARE_COLUMNS = ("share", "prompt_share", "prompt_induced_share")
 GREEDY_SHARE = "T = 0: one greedy answer per prompt text, no sampling variance to split"
 ONE_SAMPLE_SHARE = "one sample per prompt text: the sample variance is not estimable"
 
@@ -46,7 +46,7 @@ SWEEP: Schema = {
     "run_id": pl.String,  # the arm's own run folder
     "axis": pl.String,
     "family": pl.String,  # __all__ = every variant family
-    "measure": pl.String,  # "sgs" (T = 0) or "sgs_excess" (T > 0)
+    "measure": pl.String,  # "sgs_excess" at T > 0 with K > 1, else "sgs"
     "sgs": pl.Float64,
     "ci_low": pl.Float64,  # 95% bootstrap interval over prompts (scoring.summary)
     "ci_high": pl.Float64,
@@ -57,6 +57,7 @@ SWEEP: Schema = {
     "prompt_share_ci_low": pl.Float64,
     "prompt_share_ci_high": pl.Float64,
     "prompt_share_missing_reason": pl.String,
+    "prompt_share_ci_missing_reason": pl.String,
 }
 
 
@@ -84,53 +85,44 @@ def family_summary(deltas: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
-def _share_column(variance: pl.DataFrame) -> str | None:
-    return next((c for c in SHARE_COLUMNS if c in variance.columns), None)
-
-
 def prompt_share(
     variance: pl.DataFrame | None, arm: ArmRun, model: str, axis: str, family: str
 ) -> dict[str, Any]:
     """The share and its band for one row, or NA with the reason it is missing."""
     keys = ("prompt_share", "prompt_share_ci_low", "prompt_share_ci_high")
-    missing = dict.fromkeys(keys)
+    missing = dict.fromkeys((*keys, "prompt_share_ci_missing_reason"))
 
     def absent(reason: str) -> dict[str, Any]:
         return {**missing, "prompt_share_missing_reason": reason}
 
     if arm.temperature == 0:
         return absent(GREEDY_SHARE)
-    if variance is None:
-        return absent(
-            ONE_SAMPLE_SHARE
-            if arm.samples < 2
-            else f"the arm's run has no {VARIANCE_COMPONENTS_FILE}"
-        )
-    column = _share_column(variance)
-    if column is None:
-        return absent(f"{VARIANCE_COMPONENTS_FILE} has none of the columns {list(SHARE_COLUMNS)}")
-    match = pl.lit(True)
-    for key, value in (("model", model), ("axis", axis), ("dataset", POOLED)):
-        if key in variance.columns:
-            match = match & (pl.col(key) == value)
-    if "family" in variance.columns:
-        match = match & (pl.col("family") == family)
-    elif family != ALL_FAMILIES:
+    if arm.samples < 2:
+        return absent(ONE_SAMPLE_SHARE)
+    if family != ALL_FAMILIES:
         return absent(f"{VARIANCE_COMPONENTS_FILE} is not split by family")
-    rows = variance.filter(match)
+    if variance is None:
+        return absent(f"the arm's run has no {VARIANCE_COMPONENTS_FILE}")
+    wanted = ("model", "dataset", "axis", "share")
+    if not set(wanted) <= set(variance.columns):
+        return absent(f"{VARIANCE_COMPONENTS_FILE} lacks a column of {list(wanted)}")
+    rows = variance.filter(
+        (pl.col("model") == model) & (pl.col("dataset") == POOLED) & (pl.col("axis") == axis)
+    )
     if rows.height != 1:
-        return absent(f"{VARIANCE_COMPONENTS_FILE} holds {rows.height} rows for this row, not one")
+        return absent(f"{VARIANCE_COMPONENTS_FILE} holds {rows.height} pooled rows for this axis")
     row = rows.row(0, named=True)
-    low = row.get(f"{column}_ci_low", row.get("share_ci_low"))
-    high = row.get(f"{column}_ci_high", row.get("share_ci_high"))
-    reason = None
-    if row[column] is None:
-        reason = row.get("missing_reason") or f"{VARIANCE_COMPONENTS_FILE}: no share"
+    share, low, high = row["share"], row.get("share_ci_low"), row.get("share_ci_high")
     return {
-        "prompt_share": row[column],
+        "prompt_share": share,
         "prompt_share_ci_low": low,
         "prompt_share_ci_high": high,
-        "prompt_share_missing_reason": reason,
+        "prompt_share_missing_reason": None
+        if share is not None
+        else row.get("missing_reason") or f"{VARIANCE_COMPONENTS_FILE}: no share",
+        "prompt_share_ci_missing_reason": None
+        if low is not None and high is not None
+        else row.get("ci_missing_reason") or "no interval",
     }
 
 
@@ -156,7 +148,7 @@ def arm_rows(
                 "run_id": arm.run_id,
                 "axis": r["axis"],
                 "family": r["family"],
-                "measure": "sgs_excess" if arm.temperature > 0 else "sgs",
+                "measure": "sgs_excess" if arm.temperature > 0 and arm.samples > 1 else "sgs",
                 **{c: r.get(c) for c in ("sgs", "ci_low", "ci_high", "n", "missing_reason")},
                 "ci_missing_reason": r.get("ci_missing_reason"),
                 **prompt_share(variance, arm, r["model"], r["axis"], r["family"]),
@@ -210,15 +202,20 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#1
 WIDTH, HEIGHT, PAD = 420, 240, 40
 
 
-def line_chart(title: str, points: dict[str, list[tuple[float, float | None]]]) -> str:
-    """An inline SVG: one line per series over temperature; a missing value breaks its
-    line (no point is drawn for NA)."""
-    xs = [x for series in points.values() for x, _ in series]
-    ys = [y for series in points.values() for _, y in series if y is not None]
+# (temperature, value, interval low, interval high); None where NA.
+Point = tuple[float, float | None, float | None, float | None]
+
+
+def line_chart(title: str, points: dict[str, list[Point]]) -> str:
+    """An inline SVG: one line per series over temperature, each point with its interval
+    as a whisker; a missing value breaks its line (no point is drawn for NA)."""
+    xs = [p[0] for series in points.values() for p in series]
+    ys = [v for series in points.values() for p in series for v in p[1:] if v is not None]
     if not xs or not ys:
         return f"<p>{html.escape(title)}: no value to draw (every one is NA)</p>"
     x0, x1 = min(xs), max(xs)
-    y0, y1 = min(0.0, min(ys)), max(ys) if max(ys) > min(0.0, min(ys)) else 1.0
+    y0 = min(0.0, min(ys))
+    y1 = max(ys) if max(ys) > y0 else y0 + 1.0
 
     def px(x: float) -> float:
         return PAD + (WIDTH - 2 * PAD) * (0.5 if x1 == x0 else (x - x0) / (x1 - x0))
@@ -243,7 +240,7 @@ def line_chart(title: str, points: dict[str, list[tuple[float, float | None]]]) 
     for i, (name, series) in enumerate(points.items()):
         colour = COLOURS[i % len(COLOURS)]
         run: list[str] = []
-        for x, y in [*sorted(series, key=lambda p: p[0]), (0.0, None)]:
+        for x, y, low, high in [*sorted(series, key=lambda p: p[0]), (0.0, None, None, None)]:
             if y is None:
                 if len(run) > 1:
                     parts.append(
@@ -253,6 +250,11 @@ def line_chart(title: str, points: dict[str, list[tuple[float, float | None]]]) 
                 continue
             run.append(f"{px(x):.1f},{py(y):.1f}")
             parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"/>')
+            if low is not None and high is not None:
+                parts.append(
+                    f'<line x1="{px(x):.1f}" y1="{py(low):.1f}" x2="{px(x):.1f}" '
+                    f'y2="{py(high):.1f}" stroke="{colour}" stroke-width="1"/>'
+                )
         parts.append(
             f'<text x="{WIDTH - PAD + 4}" y="{PAD + 12 * i}" font-size="10" '
             f'fill="{colour}">{html.escape(name)}</text>'
@@ -260,10 +262,10 @@ def line_chart(title: str, points: dict[str, list[tuple[float, float | None]]]) 
     return "".join([*parts, "</svg>"])
 
 
-def _series(frame: pl.DataFrame, column: str) -> dict[str, list[tuple[float, float | None]]]:
-    out: dict[str, list[tuple[float, float | None]]] = {}
+def _series(frame: pl.DataFrame, value: str, low: str, high: str) -> dict[str, list[Point]]:
+    out: dict[str, list[Point]] = {}
     for r in frame.iter_rows(named=True):
-        out.setdefault(r["axis"], []).append((r["temperature"], r[column]))
+        out.setdefault(r["axis"], []).append((r["temperature"], r[value], r[low], r[high]))
     return out
 
 
@@ -282,9 +284,10 @@ def render_sweep(frame: pl.DataFrame, sweep_id: str) -> str:
     parts = [
         f"<h1>Temperature sweep: {esc(sweep_id)}</h1>",
         "<p>Each temperature is its own run (linked by run id). At T = 0 the number is SGS; "
-        "at T &gt; 0 it is SGS-excess, the stability score of the prompt-induced excesses "
-        "(how far a variant's answers move beyond what resampling the same prompt already "
-        "gives). Prompt-induced share: s2_variant / (s2_variant + s2_sample), the part of "
+        "at T &gt; 0 with K &gt; 1 samples it is SGS-excess, the stability score of the "
+        "prompt-induced excesses (how far a variant's answers move beyond what resampling the "
+        "same prompt already gives; with one sample, the SGS of sampled answers). "
+        "Prompt-induced share: s2_variant / (s2_variant + s2_sample), the part of "
         "the answers' variability within a prompt that the wording causes. Datasets "
         "pooled; 95% bootstrap intervals over prompts; NA says why.</p>",
     ]
@@ -293,8 +296,13 @@ def render_sweep(frame: pl.DataFrame, sweep_id: str) -> str:
         every = rows.filter(pl.col("family") == ALL_FAMILIES)
         parts += [
             f"<h2>{esc(model)}</h2>",
-            line_chart("SGS (T = 0) / SGS-excess (T > 0), every family", _series(every, "sgs")),
-            line_chart("prompt-induced share, every family", _series(every, "prompt_share")),
+            line_chart(
+                "SGS / SGS-excess, every family", _series(every, "sgs", "ci_low", "ci_high")
+            ),
+            line_chart(
+                "prompt-induced share, every family",
+                _series(every, "prompt_share", "prompt_share_ci_low", "prompt_share_ci_high"),
+            ),
         ]
         cells = [
             [
@@ -311,7 +319,7 @@ def render_sweep(frame: pl.DataFrame, sweep_id: str) -> str:
                     _band(
                         r["prompt_share_ci_low"],
                         r["prompt_share_ci_high"],
-                        r["prompt_share_missing_reason"],
+                        r["prompt_share_ci_missing_reason"] or r["prompt_share_missing_reason"],
                     )
                 ),
                 esc(r["run_id"]),

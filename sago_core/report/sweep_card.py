@@ -32,6 +32,7 @@ SHARE_CELLS = (
     "prompt_share_ci_low",
     "prompt_share_ci_high",
     "prompt_share_missing_reason",
+    "prompt_share_ci_missing_reason",
 )
 
 
@@ -75,45 +76,67 @@ def build_sweep_card(sweep_dir: Path) -> dict[str, Any]:
     }
 
 
+Reasons = dict[str, list[str]]  # why a cell is NA or has no interval -> the axes it holds for
+
+
+def _cell(cells: dict[str, Any], axis: str, keys: tuple[str, ...], why: Reasons) -> str:
+    """ "value [low, high]", "value (no CI)" or "NA" (``keys``: value, low, high, the value's
+    reason, the interval's reason); the reason of each of the latter two is gathered in
+    ``why``, said once below the table rather than in every cell."""
+    value, low, high, value_reason, ci_reason = (cells.get(k) for k in keys)
+    if value is None:
+        why.setdefault(f"NA: {value_reason or 'not measured'}", []).append(axis)
+        return "NA"
+    if low is None or high is None:
+        why.setdefault(f"no CI: {ci_reason or 'not drawn'}", []).append(axis)
+        return f"{format_number(value)} (no CI)"
+    return f"{format_number(value)} {format_interval(cells, keys[1], keys[2])}"
+
+
+def _reason_notes(label: str, why: Reasons, axes: list[str]) -> list[str]:
+    return [
+        f"{label}, {'every axis' if sorted(on) == sorted(axes) else ', '.join(on)}: {reason}"
+        for reason, on in why.items()
+    ]
+
+
+SGS_KEYS = ("sgs", "ci_low", "ci_high", "missing_reason", "ci_missing_reason")
+SHARE_KEYS = tuple(
+    f"prompt_share{part}"
+    for part in ("", "_ci_low", "_ci_high", "_missing_reason", "_ci_missing_reason")
+)
+
+
 def sweep_blocks(card: dict[str, Any]) -> list[Block]:
+    """Per model: the SGS / SGS-excess table and the share table, a row per temperature."""
     blocks: list[Block] = []
     for model in card["models"]:
         axes = list(dict.fromkeys(a for arm in model["arms"] for a in arm["axes"]))
-        sgs_rows, share_rows = [], []
+        sgs_rows, share_rows, sgs_notes, share_notes = [], [], [], []
         for arm in model["arms"]:
             lead = [f"{arm['temperature']:g}", str(arm["samples"])]
-            cells = [arm["axes"].get(a) or {} for a in axes]
+            label = f"T {arm['temperature']:g}"
+            sgs_why: Reasons = {}
+            share_why: Reasons = {}
+            cells = {a: arm["axes"].get(a) or {} for a in axes}
             sgs_rows.append(
                 [
                     *lead,
                     arm["measure"],
-                    *(
-                        f"{format_number(c.get('sgs'))} {format_interval(c)}"
-                        if c.get("sgs") is not None
-                        else f"NA ({c.get('missing_reason') or 'not measured'})"
-                        for c in cells
-                    ),
+                    *(_cell(cells[a], a, SGS_KEYS, sgs_why) for a in axes),
                     arm["run_id"],
                 ]
             )
-            share_rows.append(
-                [
-                    *lead,
-                    *(
-                        f"{format_number(c.get('prompt_share'))} "
-                        f"{format_interval(c, 'prompt_share_ci_low', 'prompt_share_ci_high')}"
-                        if c.get("prompt_share") is not None
-                        else f"NA ({c.get('prompt_share_missing_reason') or 'not measured'})"
-                        for c in cells
-                    ),
-                ]
-            )
+            share_rows.append([*lead, *(_cell(cells[a], a, SHARE_KEYS, share_why) for a in axes)])
+            sgs_notes += _reason_notes(label, sgs_why, axes)
+            share_notes += _reason_notes(label, share_why, axes)
         notes = [
             f"sweep {card['run_id']}: preset {card['preset']}, datasets {card['datasets']}, "
             f"n {card['n']}; each temperature is its own run (its card: sago card <run>)",
-            "at T = 0 the value is SGS; at T > 0 SGS-excess, the score of the prompt-induced "
-            "excesses beyond resampling noise; every family, datasets pooled, 95% CI over "
-            "prompts",
+            "sgs_excess (T > 0, K > 1): the score of the prompt-induced excesses beyond "
+            "resampling noise; sgs: the paper's score (T = 0, or one sample); every family, "
+            "datasets pooled, 95% CI over prompts",
+            *sgs_notes,
         ]
         blocks.append(
             (
@@ -128,7 +151,7 @@ def sweep_blocks(card: dict[str, Any]) -> list[Block]:
                 f"Prompt-induced share: {model['spec']}",
                 ["T", "K", *axes],
                 share_rows,
-                ["s2_variant / (s2_variant + s2_sample), 95% CI over prompts"],
+                ["s2_variant / (s2_variant + s2_sample), 95% CI over prompts", *share_notes],
             )
         )
     return blocks

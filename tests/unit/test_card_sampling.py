@@ -84,7 +84,8 @@ def test_a_sweeps_card_has_one_row_per_temperature(tmp_path: Path) -> None:
     (sweep / "run_config.json").write_text(json.dumps(sweep_record(config)))
     variance = pl.DataFrame(
         {"model": ["m"], "dataset": ["__pooled__"], "axis": ["act"], "share": [0.4],
-         "share_ci_low": [0.2], "share_ci_high": [0.6], "missing_reason": [None]}
+         "share_ci_low": [0.2], "share_ci_high": [0.6], "missing_reason": [None],
+         "ci_missing_reason": [None]}
     )  # fmt: skip
     frame = sweep_table(
         [
@@ -102,8 +103,9 @@ def test_a_sweeps_card_has_one_row_per_temperature(tmp_path: Path) -> None:
         text
     )
     assert "| 0.7 | 8 | sgs_excess | 0.1000 [0.0500, 0.1500] | 1.1000 [1.0500, 1.1500] |" in text
-    assert f"| 0 | 1 | NA ({GREEDY_SHARE}) |" in text
-    assert "| 0.7 | 8 | 0.4000 [0.2000, 0.6000] | NA (" in text
+    assert "| 0 | 1 | NA | NA |" in text and "| 0.7 | 8 | 0.4000 [0.2000, 0.6000] | NA |" in text
+    assert f"- T 0, every axis: NA: {GREEDY_SHARE}" in text
+    assert "- T 0.7, bleu: NA: variance_components.parquet holds 0 pooled rows" in text
     card = json.loads((sweep / "card.json").read_text())
     assert card["kind"] == "sweep" and card["temperatures"] == [0.0, 0.7]
     assert card["samples"] == 8
