@@ -13,7 +13,7 @@ VLLM_STAMP   := $(VLLM_VENV)/.sago-installed
 # The worker writes Parquet that sago reads: the same pyarrow as the main environment's lock.
 PYARROW_PIN  := $(shell grep -m1 '^pyarrow==' requirements.lock | cut -d' ' -f1)
 
-.PHONY: setup setup-vllm run test test-fast bench lint typecheck clean lock docs docs-serve
+.PHONY: setup setup-vllm run test test-fast bench bench-paper lint typecheck clean lock docs docs-serve
 
 setup: $(STAMP)
 
@@ -79,6 +79,19 @@ test-fast: setup
 # Naive vs sago on one workload, a scale curve and a cached rerun (about 15 minutes here).
 bench: setup
 	$(BIN)/python -m bench $(ARGS)
+
+# The paper's grid (16 prompts x 6 datasets x 83 variants = 7,968 generations at 100 new tokens)
+# through vLLM, per stage and against the raw engines (docs/guide/performance.md). Not part of
+# `make test`. DATA_DIR: a folder with one subfolder per paper dataset (required). A fraction:
+# PAPER_PROMPTS (per dataset) and PAPER_TOKENS; PAPER_CURVE=1,2,4 adds the scale curve.
+DATA_DIR      ?=
+PAPER_PROMPTS ?= 16
+PAPER_TOKENS  ?= 100
+PAPER_CURVE   ?= 1
+bench-paper: setup setup-vllm
+	@test -n "$(DATA_DIR)" || { echo "make bench-paper needs DATA_DIR=<folder of the datasets>" >&2; exit 2; }
+	$(BIN)/python -m bench.paper --data-dir '$(DATA_DIR)' --prompts $(PAPER_PROMPTS) \
+		--max-new-tokens $(PAPER_TOKENS) --curve $(PAPER_CURVE) $(ARGS)
 
 # The documentation site (mkdocs.yml): strict, so a warning (a broken link or anchor, a page
 # left out of the nav) fails the build; the reference pages are generated from the code.

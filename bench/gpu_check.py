@@ -3,7 +3,9 @@
 No network: the model is built from a config with random weights and a word-level tokenizer
 made in memory (with a chat template), saved to a temp folder and loaded through sago's own
 backend. Prints batch-1 and batched decode tokens/s, the analysis pass rate, and the
-memory-bandwidth limit for batch-1 decode (model bytes / device bandwidth).
+memory-bandwidth limit for batch-1 decode (model bytes / device bandwidth); and two of
+``make bench-paper``'s ratios: the scoring pass over a raw batched forward of the same rows
+(``bench/paper_raw.py``), sago's BERTScore over bert_score's own scorer on the same pairs.
 
     python -m bench.gpu_check --size 1b            # on a GPU machine (bf16)
     python -m bench.gpu_check --size tiny --device cpu   # smoke test anywhere
@@ -81,6 +83,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     args = parser.parse_args()
 
+    from bench.paper_raw import raw_forward, teacher_forced_rows
     from sago_core.backends.hf import HFBackend
     from sago_core.backends.model_source import LocalModel
     from sago_core.backends.protocol import ScoringRequest
@@ -118,12 +121,27 @@ def main() -> None:
     t0 = time.perf_counter()
     backend.score(requests, args.batch, 65536)
     _sync(args.device)
-    analysed = sum(40 + len(r.response_token_ids) for r in requests) / (time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    analysed = (
+        sum(len(backend.render_prompt_ids(r.prompt)) + len(r.response_token_ids) for r in requests)
+        / seconds
+    )
 
     limit = bandwidth_gbs(args.device)
+    raw = raw_forward(
+        backend,
+        teacher_forced_rows(backend, prompts, [list(r.response_token_ids) for r in requests]),
+        args.batch,
+        65536,
+    )
     print(f"batch-1 decode:   {single:10.1f} tokens/s")
     print(f"batch-{args.batch} decode:  {batched:10.1f} tokens/s ({batched / single:.1f}x batch 1)")
     print(f"analysis pass:    {analysed:10.1f} tokens/s (teacher forcing, all signals)")
+    print(
+        f"raw forward:      {raw.rate:10.1f} tokens/s (same rows, hidden states, log-probs, "
+        f"entropies); scoring-pass ratio sago/raw {analysed / raw.rate:.3f} (target >= 0.8)"
+    )
+    print(bertscore_ratio([g.response_text for g in generations]))
     if limit:
         bound = limit * 1e9 / model_bytes
         print(
@@ -132,6 +150,27 @@ def main() -> None:
         )
     else:
         print("bandwidth limit: unknown device (add it to BANDWIDTH_GBS)")
+
+
+def bertscore_ratio(texts: list[str]) -> str:
+    """sago's BERTScore (the embedded MiniLM, fixed batches) over bert_score's own batched
+    scorer on the same pairs: each answer against the next one's."""
+    from bench.paper_raw import raw_bertscore
+    from sago_core.axes.text_similarity import get_bert_scorer
+    from sago_core.config import BertScoreSettings, RunConfig
+
+    settings = BertScoreSettings(model="minilm-l6", num_layers=6, semantic_threshold=0.78)
+    candidates = [t + f" w{i}" for i, t in enumerate(texts)]  # no identical pair to skip
+    references = texts[1:] + texts[:1]
+    scorer = get_bert_scorer(settings.model, settings.num_layers, settings.batch_size)
+    t0 = time.perf_counter()
+    scorer.f1(candidates, references)
+    sago = len(candidates) / (time.perf_counter() - t0)
+    raw = raw_bertscore(RunConfig(bertscore=settings), candidates, references)
+    return (
+        f"BERTScore:        {sago:10.1f} pairs/s, bert_score's own {raw.rate:.1f} pairs/s; "
+        f"ratio {sago / raw.rate:.3f} (target >= 0.9)"
+    )
 
 
 def _sync(device: str) -> None:

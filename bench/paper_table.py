@@ -46,6 +46,12 @@ class StageRow:
     tokens: int | None
     peak_rss_mib: float | None
     bytes: int
+    first_seconds: float = 0.0  # the first record's (the shard that pays one-off loads)
+
+    @property
+    def steady_seconds(self) -> float | None:
+        """Seconds without the first record; None for a stage recorded once."""
+        return self.seconds - self.first_seconds if self.records > 1 else None
 
     @property
     def items_per_s(self) -> float | None:
@@ -100,6 +106,7 @@ def stage_rows(
                 tokens=sum(tokens) if tokens else None,
                 peak_rss_mib=max(peaks) if peaks else None,
                 bytes=sum(r.bytes for r in group),
+                first_seconds=group[0].seconds or 0.0,
             )
         )
     return rows
@@ -236,12 +243,14 @@ def scale_table(
     sizes: Sequence[int], runs: Sequence[Sequence[StageRow]], total_seconds: Sequence[float]
 ) -> list[str]:
     """Per stage: seconds and peak RSS at each size, the log-log time exponent over the
-    generations count, and the peak memory's growth from the smallest to the largest."""
+    generations count (and, for a stage recorded per shard, the same without its first
+    shard, which pays the one-off loads), and the peak memory's growth from the smallest to
+    the largest size."""
     head = " | ".join(f"{s} s" for s in sizes)
     mem = " | ".join(f"{s} MiB" for s in sizes)
     lines = [
-        f"| stage | {head} | exponent | {mem} | memory growth |",
-        "|---|" + "---:|" * (2 * len(sizes) + 2),
+        f"| stage | {head} | exponent | without 1st shard | {mem} | memory growth |",
+        "|---|" + "---:|" * (2 * len(sizes) + 3),
     ]
     by_stage = [{r.stage: r for r in run} for run in runs]
     order = [r.stage for r in runs[0]]
@@ -249,12 +258,18 @@ def scale_table(
         found = [run.get(stage) for run in by_stage]
         seconds = [f.seconds if f else 0.0 for f in found]
         peaks = [f.peak_rss_mib if f else None for f in found]
-        exponent = loglog_exponent(sizes, seconds) if all(f for f in found) else None
+        exponent = loglog_exponent(sizes, seconds) if all(found) else None
+        steady = [f.steady_seconds if f else None for f in found]
+        steady_exponent = (
+            loglog_exponent(sizes, [s or 0.0 for s in steady])
+            if all(s is not None for s in steady)
+            else None
+        )
         growth = memory_growth(peaks)
         lines.append(
             f"| {stage} | "
             + " | ".join(_num(s) for s in seconds)
-            + f" | {_num(exponent, 2)} | "
+            + f" | {_num(exponent, 2)} | {_num(steady_exponent, 2)} | "
             + " | ".join(_num(p, 0) for p in peaks)
             + f" | {_pct(growth, '+')} |"
         )
@@ -262,7 +277,7 @@ def scale_table(
     lines.append(
         "| whole run | "
         + " | ".join(_num(s) for s in total_seconds)
-        + f" | {_num(whole, 2)} | "
+        + f" | {_num(whole, 2)} | | "
         + " | " * (len(sizes) - 1)
         + " | |"
     )

@@ -112,5 +112,8 @@ def test_tables_print_the_hand_computed_values() -> None:
     ]
     curve = scale_table([10, 20], [rows, stage_rows(double, [])], [50.0, 100.0])
     line = next(x for x in curve if x.startswith("| generate |"))
-    assert line.startswith("| generate | 15.0 | 30.0 | 1.00 | 700 | NA | NA |")
+    # both shards doubled: exponent 1; without the first shard 5 s -> 10 s, exponent 1 too
+    assert line.startswith("| generate | 15.0 | 30.0 | 1.00 | 1.00 | 700 | NA | NA |")
     assert curve[-1].startswith("| whole run | 50.0 | 100.0 | 1.00 |")
+    assert rows[0].steady_seconds == 5.0  # 15 s less the first shard's 10 s
+    assert rows[1].steady_seconds is None  # the scoring pass was recorded once

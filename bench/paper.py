@@ -1,0 +1,391 @@
+"""``python -m bench.paper`` (``make bench-paper``): the paper preset's grid through sago, timed
+per stage and held against the raw engines in the same session.
+
+The run is ``sago run --preset paper`` (16 prompts x 6 datasets x 83 variants = 7,968
+generations at 100 new tokens) on a ``vllm:`` model (default: the embedded SmolLM2-135M),
+the embedded MiniLM as the BERTScore encoder and the offline mirroring rules (or
+``--judge`` for a local judge model), in a subprocess whose process tree's memory is sampled.
+Afterwards, from the run's manifest (its stage records) and artifacts:
+
+1. per stage: wall time, items/s and tokens/s, peak RSS of the process tree while the stage
+   ran (its window: the artifact's mtime minus the recorded seconds), artifact bytes;
+2. the ratios against the raw engines on the same inputs (``bench/paper_raw.py``), and the
+   stages after the scoring pass as a share of the whole run;
+3. with ``--curve 1,2,4``: the run again at 2x and 4x the prompts, per stage the log-log time
+   exponent and peak memory.
+
+``--prompts`` and ``--max-new-tokens`` run a fraction of the grid (the defaults are the
+paper's). Everything is written under ``--workdir`` (report.md, results.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from bench.paper_table import (
+    BERTSCORE,
+    GENERATE,
+    SCORING_PASS,
+    Ratio,
+    StageRecord,
+    StageRow,
+    post_scoring_seconds,
+    ratio_table,
+    scale_table,
+    stage_rows,
+    stage_table,
+    steady_rate,
+)
+from sago_core.artifacts.layout import CACHE_DIR
+from sago_core.config import DATASET_NAMES, build_config
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "vllm:smollm2-135m"
+# The embedded MiniLM at its final layer, with its calibrated threshold (the demo's scorer).
+SCORER = {"model": "minilm-l6", "num_layers": 6, "semantic_threshold": 0.78}
+
+
+@dataclass(frozen=True)
+class Grid:
+    data_dir: Path
+    prompts: int = 16
+    max_new_tokens: int = 100
+    datasets: tuple[str, ...] = DATASET_NAMES
+    model: str = MODEL
+    judge: str | None = None
+    structural: bool = True  # False: the grid without the rewriter's family (77 variants)
+    warm_cache: Path | None = None  # a runs folder whose caches each run starts from
+    extra: tuple[tuple[str, object], ...] = ()  # top-level config keys of --config, merged
+
+    def config_values(self, prompts: int) -> dict:
+        values: dict = {
+            "models": [self.model],
+            "datasets": list(self.datasets),
+            "data_dir": str(self.data_dir),
+            "n": prompts,
+            "generation": {"max_new_tokens": self.max_new_tokens},
+            "bertscore": SCORER,
+        }
+        if self.judge:
+            values["judge"] = {"model": self.judge}
+        if not self.structural:
+            values["variants"] = {"structural": None}
+        for key, value in self.extra:
+            both = isinstance(value, dict) and isinstance(values.get(key), dict)
+            values[key] = {**values[key], **value} if both else value  # type: ignore[dict-item]
+        return values
+
+
+class MemorySampler:
+    """RSS of a process and all its descendants (the vLLM worker, Prefect's server), in MiB,
+    sampled with wall-clock times until stopped."""
+
+    def __init__(self, pid: int, every_s: float = 0.25) -> None:
+        self.pid, self.every_s = pid, every_s
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not self._stop.is_set():
+            total = 0
+            try:
+                for proc in [root, *root.children(recursive=True)]:
+                    try:
+                        total += proc.memory_info().rss
+                    except psutil.NoSuchProcess:
+                        continue
+            except psutil.NoSuchProcess:
+                return
+            self.samples.append((time.time(), total / 2**20))
+            self._stop.wait(self.every_s)
+
+    def stop(self) -> list[tuple[float, float]]:
+        self._stop.set()
+        self._thread.join()
+        return self.samples
+
+
+def run_sago(grid: Grid, prompts: int, workdir: Path) -> tuple[Path, float, list]:
+    """One ``sago run`` of the paper preset; (run folder, wall seconds, memory samples)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_file = workdir / "config.yaml"
+    config_file.write_text(yaml.safe_dump(grid.config_values(prompts)), encoding="utf-8")
+    runs = workdir / "runs"
+    if grid.warm_cache is not None:  # rewrites and materialised weights of an earlier run
+        shutil.copytree(grid.warm_cache / CACHE_DIR, runs / CACHE_DIR, dirs_exist_ok=True)
+    command = [sys.executable, "-m", "sago_cli", "run", "--preset", "paper"]
+    command += ["--config", str(config_file), "--runs-dir", str(runs)]
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(workdir / "prefect"),
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+    }
+    log = (workdir / "sago-run.log").open("w")
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    sampler = MemorySampler(process.pid)
+    code = process.wait()
+    seconds = time.perf_counter() - started
+    samples = sampler.stop()
+    if code != 0:
+        raise SystemExit(f"sago run failed (exit {code}); see {workdir / 'sago-run.log'}")
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return run_dir, seconds, samples
+
+
+def read_records(run_dir: Path, prompt_length: dict[str, int]) -> list[StageRecord]:
+    """The manifest's stage records with artifact size and mtime; generated tokens for the
+    generation shards, teacher-forced tokens (prompt + response) for the scoring pass."""
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    records = []
+    for entry in manifest["stages"]:
+        path = run_dir / entry["path"]
+        stat = path.stat() if path.exists() else None
+        tokens = None
+        if entry["stage"] in (GENERATE, SCORING_PASS):
+            generations = pl.read_parquet(path.with_name("generations.parquet"))
+            responses = generations["response_token_ids"].list.len().fill_null(0).sum()
+            tokens = int(responses)
+            if entry["stage"] == SCORING_PASS:
+                tokens += sum(prompt_length[p] for p in generations["prompt_text"].to_list())
+        records.append(
+            StageRecord(
+                stage=entry["stage"],
+                seconds=entry.get("seconds"),
+                rows=entry.get("rows"),
+                bytes=stat.st_size if stat else 0,
+                ended=stat.st_mtime if stat else 0.0,
+                tokens=tokens,
+            )
+        )
+    return records
+
+
+def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
+    """One run, its per-stage rows and (``raw``) its ratios against the raw engines."""
+    from bench.paper_raw import (
+        answer_pairs,
+        open_vllm,
+        raw_bertscore,
+        raw_forward,
+        raw_generation,
+        teacher_forced_rows,
+    )
+
+    run_dir, wall, samples = run_sago(grid, prompts, workdir)
+    config = build_config("paper", grid.config_values(prompts))
+    generations = pl.read_parquet(run_dir / "generations.parquet")
+    backend = open_vllm(config, run_dir.parent)
+    scorer = backend.scorer()
+    texts = generations["prompt_text"].unique().to_list()
+    lengths = {t: len(scorer.render_prompt_ids(t)) for t in texts}
+    records = read_records(run_dir, lengths)
+    rows = stage_rows(records, samples)
+    result: dict = {
+        "grid": {
+            "datasets": list(grid.datasets),
+            "max_new_tokens": grid.max_new_tokens,
+            "model": grid.model,
+            "structural": grid.structural,
+        },
+        "records": [asdict(r) for r in records],
+        "prompts_per_dataset": prompts,
+        "generations": generations.height,
+        "wall_seconds": wall,
+        "run_dir": str(run_dir),
+        "rows": [asdict(r) for r in rows],
+        "post_scoring_seconds": post_scoring_seconds(records),
+    }
+    if not raw:
+        return result
+    by_stage = {r.stage: r for r in rows}
+    gen = raw_generation(backend, config, generations, workdir)
+    responses = [list(r) for r in generations["response_token_ids"].to_list()]
+    forward = raw_forward(
+        scorer,
+        teacher_forced_rows(scorer, generations["prompt_text"].to_list(), responses),
+        config.analysis.batch_size,
+        config.analysis.max_batch_tokens,
+    )
+    pairs = pl.read_parquet(next(run_dir.glob("models/*/pairs.parquet")))
+    bert = raw_bertscore(config, *answer_pairs(generations, pairs))
+    bert_stage = by_stage[BERTSCORE]
+    ratios = [
+        Ratio(
+            "generation",
+            "tokens/s",
+            by_stage[GENERATE].tokens_per_s,
+            gen.rate,
+            steady_rate(records, GENERATE),
+        ),
+        Ratio(
+            "scoring pass",
+            "tokens/s",
+            by_stage[SCORING_PASS].tokens_per_s,
+            forward.rate,
+            steady_rate(records, SCORING_PASS),
+        ),
+        Ratio(
+            "BERTScore",
+            "pairs/s",
+            bert_stage.items_per_s,
+            bert.rate,
+            # the stage less the encoder's load (as long as bert_score's own took here)
+            None
+            if bert_stage.items is None
+            else bert_stage.items / max(bert_stage.seconds - bert.load_seconds, 1e-9),
+        ),
+    ]
+    result["ratios"] = [
+        {**asdict(r), "value": r.value, "steady": r.steady, "target": r.target} for r in ratios
+    ]
+    result["raw"] = {
+        "generation": asdict(gen),
+        "scoring_pass": asdict(forward),
+        "bertscore": asdict(bert),
+    }
+    return result
+
+
+def rows_of(result: dict) -> list[StageRow]:
+    return [StageRow(**r) for r in result["rows"]]
+
+
+def report(main: dict, curve: list[dict]) -> list[str]:
+    grid = main["grid"]
+    family = "" if grid["structural"] else " (structural family left out)"
+    lines = [
+        f"paper grid{family} at {main['prompts_per_dataset']} prompt(s) per dataset x "
+        f"{len(grid['datasets'])} datasets, max_new_tokens {grid['max_new_tokens']}, model "
+        f"{grid['model']}: {main['generations']} generations, whole run "
+        f"{main['wall_seconds']:.1f} s",
+        "",
+        *stage_table(rows_of(main), main["wall_seconds"]),
+        "",
+    ]
+    if "ratios" in main:
+        ratios = [
+            Ratio(r["name"], r["unit"], r["sago"], r["raw"], r["steady_sago"])
+            for r in main["ratios"]
+        ]
+        lines += ratio_table(ratios, main["post_scoring_seconds"], main["wall_seconds"])
+        raw = main["raw"]
+        lines += [
+            "",
+            f"raw vLLM: engine built in {raw['generation']['load_seconds']:.1f} s, answers "
+            f"identical to sago's: {100 * (raw['generation']['identical'] or 0):.1f}%; "
+            f"bert_score's encoder loaded in {raw['bertscore']['load_seconds']:.1f} s",
+        ]
+    if len(curve) > 1:
+        sizes = [c["generations"] for c in curve]
+        lines += [
+            "",
+            "scale curve: "
+            + ", ".join(
+                f"{c['prompts_per_dataset']} prompt(s)/dataset = {c['generations']} generations"
+                for c in curve
+            ),
+            "",
+            *scale_table(sizes, [rows_of(c) for c in curve], [c["wall_seconds"] for c in curve]),
+        ]
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.paper",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="folder with one subfolder per dataset (the six paper datasets); required",
+    )
+    parser.add_argument("--prompts", type=int, default=16, help="prompts per dataset (paper 16)")
+    parser.add_argument("--max-new-tokens", type=int, default=100, help="paper 100")
+    parser.add_argument("--datasets", default=",".join(DATASET_NAMES))
+    parser.add_argument("--model", default=MODEL, help="a vllm: model spec")
+    parser.add_argument("--judge", help="a local judge model spec (default: offline rules)")
+    parser.add_argument(
+        "--curve", default="1", help="multipliers of --prompts for the scale curve, e.g. 1,2,4"
+    )
+    parser.add_argument(
+        "--no-structural", action="store_true", help="leave out the rewriter's family"
+    )
+    parser.add_argument(
+        "--warm-cache",
+        type=Path,
+        help="a runs folder whose caches (rewrites, materialised weights) each run starts from",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="YAML of further run settings (e.g. vllm: {dtype: bfloat16, "
+        "gpu_memory_utilization: 0.6} on a GPU), merged over the bench's own",
+    )
+    parser.add_argument("--skip-raw", action="store_true", help="no raw-engine ratios")
+    parser.add_argument("--workdir", type=Path, help="keep everything here (default: temp)")
+    parser.add_argument("--render", type=Path, help="print the report of a finished WORKDIR")
+    args = parser.parse_args()
+    if args.render:
+        saved = json.loads((args.render / "results.json").read_text(encoding="utf-8"))
+        print("\n".join(report(saved[0], saved)))
+        return 0
+    if args.data_dir is None:
+        parser.error("--data-dir is required (a folder with one subfolder per dataset)")
+    grid = Grid(
+        args.data_dir.resolve(),
+        args.prompts,
+        args.max_new_tokens,
+        tuple(d.strip() for d in args.datasets.split(",") if d.strip()),
+        args.model,
+        args.judge,
+        not args.no_structural,
+        args.warm_cache.resolve() if args.warm_cache else None,
+        tuple((yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}).items())
+        if args.config
+        else (),
+    )
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="sago-bench-paper-"))).resolve()
+    multipliers = [int(m) for m in args.curve.split(",")]
+    print(f"bench-paper: artifacts in {workdir}", flush=True)
+    curve = []
+    for i, m in enumerate(multipliers):
+        prompts = args.prompts * m
+        print(f"running sago at {prompts} prompt(s) per dataset ...", flush=True)
+        curve.append(
+            measure(grid, prompts, workdir / f"{prompts}p", raw=i == 0 and not args.skip_raw)
+        )
+    lines = report(curve[0], curve)
+    (workdir / "results.json").write_text(json.dumps(curve, indent=2), encoding="utf-8")
+    (workdir / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""The raw engines ``make bench-paper`` holds sago's stages against, on the run's own inputs.
+
+- generation: one ``vllm.LLM.generate`` of the very prompt token ids sago fed its engine,
+  with the same engine options and greedy settings, in the same vLLM environment
+  (``paper_vllm_raw.py``, run there as a subprocess);
+- scoring pass: a plain batched forward of the same weights (the scorer sago loaded) over
+  the same teacher-forced sequences, with what the pass's hooks give: every layer's state at
+  the last prompt token, the response tokens' log-probabilities and entropies;
+- BERTScore: ``bert_score.BERTScorer.score`` on the same (variant, base) answer pairs.
+
+Each returns its measured seconds (load excluded, measured apart) and amount of work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sago_core.artifacts.layout import CacheLayout
+from sago_core.backends.factory import BackendPlaces, open_backend
+from sago_core.backends.model_source import resolve_bertscore_model
+from sago_core.backends.target import model_target
+from sago_core.backends.tensor_ops import response_logprob_and_entropy
+from sago_core.backends.vllm_backend import (
+    VllmBackend,
+    render_prompt_ids,
+    stop_token_ids,
+    vllm_python,
+)
+from sago_core.config import RunConfig
+from sago_core.vocabulary import BASE_VARIANT_ID
+
+RAW_VLLM = Path(__file__).with_name("paper_vllm_raw.py")
+KEY = ["model", "dataset", "prompt_id", "variant_id"]
+
+
+@dataclass(frozen=True)
+class RawRun:
+    seconds: float
+    amount: int  # tokens (generation, scoring pass) or pairs (BERTScore)
+    load_seconds: float
+    identical: float | None = None  # share of answers identical to sago's (generation)
+
+    @property
+    def rate(self) -> float:
+        return self.amount / self.seconds if self.seconds > 0 else float("nan")
+
+
+def open_vllm(config: RunConfig, runs_dir: Path) -> VllmBackend:
+    """The run's ``vllm:`` backend with the run's caches (its materialised weights); its
+    engine worker is never started here, only its transformers scorer is loaded."""
+    backend = open_backend(
+        model_target(config, config.models[0]), BackendPlaces(CacheLayout.of(runs_dir))
+    )
+    if not isinstance(backend, VllmBackend):
+        raise SystemExit(f"bench-paper measures a vllm: model, not {config.models[0]!r}")
+    return backend
+
+
+def raw_generation(
+    backend: VllmBackend, config: RunConfig, generations: pl.DataFrame, workdir: Path
+) -> RawRun:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    scorer = backend.scorer()
+    ids = [render_prompt_ids(scorer, p) for p in generations["prompt_text"].to_list()]
+    requests = workdir / "raw-requests.parquet"
+    pq.write_table(
+        pa.table({"prompt_token_ids": pa.array(ids, type=pa.list_(pa.int64()))}), requests
+    )
+    settings = config.vllm
+    options: dict[str, Any] = {  # as VllmBackend._start builds them
+        "model": str(backend.folder),
+        "dtype": settings.dtype,
+        "max_model_len": settings.max_model_len,
+        "tensor_parallel_size": backend.tensor_parallel_size,
+        "enforce_eager": settings.enforce_eager,
+        "cpu_kv_cache_gib": settings.cpu_kv_cache_gib,
+        "trust_remote_code": backend.trust_remote_code,
+        "max_new_tokens": config.generation.max_new_tokens,
+        "stop_token_ids": stop_token_ids(scorer),
+    }
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "") not in ("", "-1"):
+        options["gpu_memory_utilization"] = settings.gpu_memory_utilization
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
+    result = workdir / "raw-generation.json"
+    subprocess.run(
+        [vllm_python(settings), str(RAW_VLLM), json.dumps(options), str(requests), str(result)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=(workdir / "raw-generation.log").open("w"),
+    )
+    done = json.loads(result.read_text(encoding="utf-8"))
+    sago_ids = [list(r) for r in generations["response_token_ids"].to_list()]
+    same = sum(a == b for a, b in zip(done["response_token_ids"], sago_ids, strict=True))
+    return RawRun(
+        done["seconds"], done["tokens"], done["load_seconds"], same / max(len(sago_ids), 1)
+    )
+
+
+def teacher_forced_rows(
+    scorer: Any, prompts: Sequence[str], responses: Sequence[Sequence[int] | None]
+) -> list[tuple[int, list[int]]]:
+    """(prompt length, prompt + response ids) per answer, as the scoring pass sees it
+    (``scorer``: the transformers backend, which renders the prompts)."""
+    rows = []
+    for prompt, response in zip(prompts, responses, strict=True):
+        ids = render_prompt_ids(scorer, prompt)
+        rows.append((len(ids), ids + [int(t) for t in response or []]))
+    return rows
+
+
+def raw_forward(
+    scorer: Any, rows: list[tuple[int, list[int]]], batch_size: int, max_batch_tokens: int
+) -> RawRun:
+    """Length-sorted batches (at most ``batch_size`` rows and ``max_batch_tokens`` padded
+    tokens), right-padded, one forward each with every hidden state; per row the states at
+    the last prompt token and the response's log-probability and mean entropy."""
+    import torch
+
+    model = scorer.model
+    pad = int(scorer.tokenizer.pad_token_id or 0)
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i][1]))
+    batches: list[list[int]] = [[]]
+    for i in order:
+        batch = batches[-1]
+        longest = max([len(rows[j][1]) for j in batch] + [len(rows[i][1])])
+        if batch and (len(batch) >= batch_size or longest * (len(batch) + 1) > max_batch_tokens):
+            batches.append([])
+        batches[-1].append(i)
+    started = time.perf_counter()
+    kept = []
+    with torch.inference_mode():
+        for batch in batches:
+            width = max(len(rows[i][1]) for i in batch)
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for k, i in enumerate(batch):
+                ids[k, : len(rows[i][1])] = torch.tensor(rows[i][1])
+                mask[k, : len(rows[i][1])] = 1
+            out = model(
+                input_ids=ids.to(scorer.device),
+                attention_mask=mask.to(scorer.device),
+                output_hidden_states=True,
+            )
+            for k, i in enumerate(batch):
+                n_prompt, seq = rows[i]
+                states = torch.stack([h[k, n_prompt - 1] for h in out.hidden_states[1:]])
+                kept.append(states.float().cpu().numpy())
+                n_resp = len(seq) - n_prompt
+                if n_resp > 0:
+                    logits = out.logits[k, n_prompt - 1 : len(seq) - 1]
+                    response_logprob_and_entropy(logits, torch.tensor(seq[n_prompt:]))
+    seconds = time.perf_counter() - started
+    return RawRun(seconds, sum(len(seq) for _, seq in rows), 0.0)
+
+
+def answer_pairs(generations: pl.DataFrame, pairs: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """(variant answer, base answer) of every pair sago scored with BERTScore."""
+    base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+        "model", "dataset", "prompt_id", pl.col("answer_text").alias("base_answer")
+    )
+    scored = (
+        pairs.filter(pl.col("bert_f1").is_not_null())
+        .select(KEY)
+        .join(generations.select(*KEY, "answer_text"), on=KEY)
+        .join(base, on=["model", "dataset", "prompt_id"])
+    )
+    return scored["answer_text"].to_list(), scored["base_answer"].to_list()
+
+
+def raw_bertscore(config: RunConfig, candidates: list[str], references: list[str]) -> RawRun:
+    from bert_score import BERTScorer
+
+    settings = config.bertscore
+    started = time.perf_counter()
+    scorer = BERTScorer(
+        model_type=resolve_bertscore_model(settings.model),
+        num_layers=settings.num_layers,
+        batch_size=settings.batch_size,
+        lang=None,
+    )
+    load_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    scorer.score(candidates, references, batch_size=settings.batch_size)
+    return RawRun(time.perf_counter() - started, len(candidates), load_seconds)
