@@ -56,7 +56,6 @@ from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import AXES, POOLED
 
 CARD_VERSION = 1
-SWEEP_CARD_KIND = "sweep"  # a temperature sweep's card (``report/sweep_card.py``)
 WORST = 3
 TAIL_COLUMNS = (
     "n",
@@ -334,10 +333,6 @@ def _short(text: Any, limit: int = 160) -> str:
 
 def _sections(card: dict[str, Any]) -> list[Block]:
     """(heading, table headers, table rows, notes) blocks shared by the Markdown and HTML."""
-    if card.get("kind") == SWEEP_CARD_KIND:
-        from sago_core.report.sweep_card import sweep_blocks
-
-        return sweep_blocks(card)
     blocks: list[Block] = []
     for model in card["models"]:
         peer = model.get("peer_indices") or {}
@@ -562,9 +557,10 @@ def _against_models(paired: dict[str, Any]) -> str:
     return ", ".join(sorted({r["model_a"] for r in paired["rows"]})) or "no shared model"
 
 
-def render_card_md(card: dict[str, Any]) -> str:
+def render_card_md(card: dict[str, Any], blocks: list[Block] | None = None) -> str:
+    """The card as Markdown: ``blocks``, or the card's own sections."""
     lines = [f"# Stability card: {card['run_id']}", ""]
-    for heading, headers, rows, notes in _sections(card):
+    for heading, headers, rows, notes in _sections(card) if blocks is None else blocks:
         lines += [f"## {heading}", ""]
         if headers:
             lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -582,11 +578,12 @@ STYLE = (
 )
 
 
-def render_card_html(card: dict[str, Any]) -> str:
-    """One self-contained page (no scripts, no external resources)."""
+def render_card_html(card: dict[str, Any], blocks: list[Block] | None = None) -> str:
+    """One self-contained page (no scripts, no external resources): ``blocks``, or the
+    card's own sections."""
     esc = html.escape
     parts = [f"<h1>Stability card: {esc(str(card['run_id']))}</h1>"]
-    for heading, headers, rows, notes in _sections(card):
+    for heading, headers, rows, notes in _sections(card) if blocks is None else blocks:
         parts.append(f"<h2>{esc(heading)}</h2>")
         if headers:
             head = "".join(f"<th>{esc(h)}</th>" for h in headers)
@@ -625,9 +622,12 @@ def write_card(
     return write_card_files(card, run_dir)
 
 
-def write_card_files(card: dict[str, Any], folder: Path) -> list[Path]:
+def write_card_files(
+    card: dict[str, Any], folder: Path, blocks: list[Block] | None = None
+) -> list[Path]:
+    """card.md, card.html (``blocks``, or the card's own sections) and card.json."""
     return [
-        write_text(render_card_md(card), folder / CARD_MD_FILE),
-        write_text(render_card_html(card), folder / CARD_HTML_FILE),
+        write_text(render_card_md(card, blocks), folder / CARD_MD_FILE),
+        write_text(render_card_html(card, blocks), folder / CARD_HTML_FILE),
         write_json(card, folder / CARD_JSON_FILE),
     ]

@@ -2,7 +2,7 @@
 ``sago run`` when the sweep finishes: per model, one row per temperature with each axis'
 SGS (SGS-excess at T > 0) and, in a second table, the prompt-induced share, every variant
 family and datasets pooled, read from ``sweep.parquet`` (``report/sweep.py``). It renders
-through the stability card's Markdown and HTML (``report/card.py``, card kind ``sweep``).
+through the stability card's Markdown and HTML (``report/card.py``), with blocks of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import polars as pl
 from sago_core.artifacts.layout import RunLayout
 from sago_core.report.card import (
     CARD_VERSION,
-    SWEEP_CARD_KIND,
     Block,
     axis_order,
     format_interval,
@@ -25,6 +24,8 @@ from sago_core.report.card import (
 )
 from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.sweep import SWEEP_FILE
+
+SWEEP_CARD_KIND = "sweep"  # card.json's "kind"
 
 SWEEP_CELLS = ("sgs", "ci_low", "ci_high", "ci_missing_reason", "missing_reason")
 SHARE_CELLS = (
@@ -159,4 +160,5 @@ def sweep_blocks(card: dict[str, Any]) -> list[Block]:
 
 def write_sweep_card(sweep_dir: Path) -> list[Path]:
     """card.md, card.html and card.json in the sweep's folder."""
-    return write_card_files(build_sweep_card(sweep_dir), sweep_dir)
+    card = build_sweep_card(sweep_dir)
+    return write_card_files(card, sweep_dir, sweep_blocks(card))
