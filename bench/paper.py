@@ -49,8 +49,11 @@ from bench.paper_table import (
     stage_table,
     steady_rate,
 )
-from sago_core.artifacts.layout import CACHE_DIR
-from sago_core.config import DATASET_NAMES, build_config
+from sago_core.artifacts.layout import CACHE_DIR, CacheLayout
+from sago_core.backends.factory import BackendPlaces, open_backend
+from sago_core.backends.protocol import Backend
+from sago_core.backends.target import model_target
+from sago_core.config import DATASET_NAMES, RunConfig, build_config
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "vllm:smollm2-135m"
@@ -184,6 +187,13 @@ def read_records(run_dir: Path, prompt_length: dict[str, int]) -> list[StageReco
     return records
 
 
+def model_backend(config: RunConfig, runs_dir: Path) -> Backend:
+    """The run's model backend with the run's caches (no engine started for prompt lengths:
+    a ``vllm:`` model answers them from its transformers scorer)."""
+    target = model_target(config, config.models[0])
+    return open_backend(target, BackendPlaces(CacheLayout.of(runs_dir)))
+
+
 def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
     """One run, its per-stage rows and (``raw``) its ratios against the raw engines."""
     from bench.paper_raw import (
@@ -198,10 +208,9 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
     run_dir, wall, samples = run_sago(grid, prompts, workdir)
     config = build_config("paper", grid.config_values(prompts))
     generations = pl.read_parquet(run_dir / "generations.parquet")
-    backend = open_vllm(config, run_dir.parent)
-    scorer = backend.scorer()
     texts = generations["prompt_text"].unique().to_list()
-    lengths = {t: len(scorer.render_prompt_ids(t)) for t in texts}
+    measured = model_backend(config, run_dir.parent).prompt_lengths(texts)
+    lengths = dict(zip(texts, measured or [0] * len(texts), strict=True))
     records = read_records(run_dir, lengths)
     rows = stage_rows(records, samples)
     result: dict = {
@@ -222,6 +231,8 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
     if not raw:
         return result
     by_stage = {r.stage: r for r in rows}
+    backend = open_vllm(config, run_dir.parent)
+    scorer = backend.scorer()
     gen = raw_generation(backend, config, generations, workdir)
     responses = [list(r) for r in generations["response_token_ids"].to_list()]
     forward = raw_forward(
@@ -328,7 +339,12 @@ def main() -> int:
     parser.add_argument("--prompts", type=int, default=16, help="prompts per dataset (paper 16)")
     parser.add_argument("--max-new-tokens", type=int, default=100, help="paper 100")
     parser.add_argument("--datasets", default=",".join(DATASET_NAMES))
-    parser.add_argument("--model", default=MODEL, help="a vllm: model spec")
+    parser.add_argument(
+        "--model",
+        default=MODEL,
+        help="a vllm: model spec (another backend, e.g. mock:x, with --skip-raw: the curve "
+        "of sago's own stages without an engine)",
+    )
     parser.add_argument("--judge", help="a local judge model spec (default: offline rules)")
     parser.add_argument(
         "--curve", default="1", help="multipliers of --prompts for the scale curve, e.g. 1,2,4"
