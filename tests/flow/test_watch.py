@@ -1,5 +1,6 @@
 """sago-watch over a local folder of models: a new model is evaluated exactly once, even by
-overlapping watch runs; the registry and the leaderboard live in the artifact store."""
+overlapping watch runs; the registry, the leaderboard and the results site live in the
+artifact store."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import polars as pl
 import pytest
 
 from sago_core.vocabulary import AXES
+from tests.unit.test_site import broken_links
 
 pytestmark = pytest.mark.slow
 
@@ -74,3 +76,12 @@ def test_a_new_model_is_evaluated_once_even_by_overlapping_watch_runs(
     assert verdicts == {r["axis"]: r["verdict"] for r in card["paired"]["rows"]}
     page = (tmp_path / "runs" / "leaderboard.html").read_text()
     assert page.count('/card.html">card</a>') == 2 and 'id="releases"' in page
+
+    # The results site was rebuilt after the releases: one family, both runs, no dead link.
+    site = tmp_path / "runs" / "site"
+    front = (site / "index.html").read_text()
+    assert front.count("Plotly.newPlot") == 1
+    for run_dir in registry["run_dir"]:
+        assert f'href="runs/{Path(run_dir).name}/index.html"' in front
+        assert (site / "runs" / Path(run_dir).name / "card.html").is_file()
+    assert broken_links(site) == []
