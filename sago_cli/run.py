@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -191,10 +192,19 @@ def evaluate_run(config: RunConfig) -> Path:
 
 
 def sweep_command(config: RunConfig) -> int:
-    """A temperature sweep: every arm as the plain run it is (``sago_core/sweep.py``; an arm
-    whose run exists is a cache hit, stage by stage), in rising temperature, then the sweep's
-    page and card in its own folder. Its configuration is saved there first, so ``sago
-    resume`` on the sweep folder continues the sweep."""
+    """A temperature sweep, after the preflight its arms share (models, data and store;
+    only decoding differs): ``run_sweep`` through the evaluation flow."""
+    preflight(sweep_arms(config)[0].config)
+    configure_environment(config)
+    run_sweep(config, evaluate_run)
+    return 0
+
+
+def run_sweep(config: RunConfig, evaluate_arm: Callable[[RunConfig], Path]) -> list[Path]:
+    """Every arm as the plain run it is (``sago_core/sweep.py``; an arm whose run exists is
+    a cache hit, stage by stage), in rising temperature, then the sweep's page and card in
+    its own folder; returns their paths. The sweep's configuration is saved there first, so
+    ``sago resume`` on the sweep folder continues the sweep."""
     from sago_core.artifacts.layout import RunLayout
     from sago_core.artifacts.store import write_json
     from sago_core.report.sweep import ArmRun, write_sweep
@@ -202,16 +212,14 @@ def sweep_command(config: RunConfig) -> int:
 
     arms = sweep_arms(config)
     sweep = RunLayout.of(config.runs_dir, sweep_id(config, arms))
-    preflight(arms[0].config)  # the arms share models, data and store; only decoding differs
-    configure_environment(config)
     write_json(sweep_record(config), sweep.run_config)
     finished = []
     for arm in arms:
         print(f"Arm T {arm.temperature:g} (K {arm.samples}): run {arm.run_id}")
-        run_dir = evaluate_run(arm.config)
+        run_dir = evaluate_arm(arm.config)
         finished.append(ArmRun(arm.temperature, arm.samples, arm.run_id, run_dir))
         print(f"Artifacts: {run_dir}")
     data, page = write_sweep(sweep.run_dir, finished)
     cards = write_sweep_card(sweep.run_dir)
     print(f"Sweep: {page} ({data.name}); card: {', '.join(str(p) for p in cards)}")
-    return 0
+    return [data, page, *cards]
