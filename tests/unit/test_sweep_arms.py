@@ -55,8 +55,11 @@ def test_the_saved_sweep_reads_back_with_its_samples(tmp_path: Path) -> None:
 
 
 def test_an_arm_that_is_no_valid_run_is_refused_naming_the_sweep() -> None:
-    config = build_config(
-        "demo", {"generation": {"temperatures": [0, 0.7], "use_model_defaults": True}}
-    )
-    with pytest.raises(ConfigError, match=r"generation\.temperatures: the arm at temperature 0\.7"):
-        sweep_arms(config)
+    """T > 0 with use_model_defaults: refused at parse or at the arm's expansion, before any
+    run starts, naming the sweep and the conflicting key either way."""
+    with pytest.raises(ConfigError, match=r"generation\.temperatures.*use_model_defaults"):
+        sweep_arms(
+            build_config(
+                "demo", {"generation": {"temperatures": [0, 0.7], "use_model_defaults": True}}
+            )
+        )
