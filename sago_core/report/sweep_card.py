@@ -37,6 +37,11 @@ SHARE_CELLS = (
 )
 
 
+def is_sweep_folder(folder: Path) -> bool:
+    """A temperature sweep's folder (its table written), not a run's."""
+    return (folder / SWEEP_FILE).is_file()
+
+
 def build_sweep_card(sweep_dir: Path) -> dict[str, Any]:
     """A sweep's card: per model, one row per temperature (every family, datasets pooled)
     with each axis' SGS or SGS-excess and prompt-induced share (``sweep.parquet``)."""
