@@ -2,8 +2,9 @@
 
 Order: (1) both pipelines on the same workload, each in its own subprocess; (2) check they
 agree (identical responses, deltas within tolerance) and stop if not; (3) the ratio table;
-(4) sago at 1x, 2x, 4x the prompts: time exponent and peak memory; (5) the main job
-(``sago run --preset demo``) twice: rerun time over first-run time.
+(4) sago at 1x, 2x, 4x the prompts: time exponent and peak memory; (5) the cost per sample
+at T > 0, K = 1 vs K = 4 (``bench/sampling.py``); (6) the main job (``sago run --preset
+demo``) twice: rerun time over first-run time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.pipelines import agree, compare, run_pipeline, tolerances
+from bench.sampling import sampling_costs
 from bench.workload import Workload
 
 STAGES = ("load", "generation", "analysis", "metrics")
@@ -158,6 +160,9 @@ def main() -> int:
     parser.add_argument("--per-family", type=int, help="keep N variants per family and prompt")
     parser.add_argument("--scale", default="1,2,4", help="multipliers for the scale curve")
     parser.add_argument("--skip-rerun", action="store_true", help="skip the main-job rerun")
+    parser.add_argument(
+        "--skip-sampling", action="store_true", help="skip the cost per sample at T > 0"
+    )
     parser.add_argument("--workdir", type=Path, help="keep artifacts here (default: temp)")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sago-bench-"))
@@ -182,6 +187,8 @@ def main() -> int:
     print("\n".join(["", *table(naive, fast), ""]), flush=True)
     multipliers = [int(m) for m in args.scale.split(",")]
     print("\n".join([*scale_curve(workload, multipliers, workdir), ""]), flush=True)
+    if not args.skip_sampling:
+        print("\n".join([*sampling_costs(workdir), ""]), flush=True)
     if not args.skip_rerun:
         print("\n".join(cached_rerun(workdir)))
     return 0
