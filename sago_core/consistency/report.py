@@ -45,8 +45,12 @@ def _ordered_metrics(table: pl.DataFrame, first: str | None) -> list[str]:
     return [first, *(m for m in metrics if m != first)]
 
 
-def _short(name: str, width: int = 14) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+def _short(name: str, width: int = 18) -> str:
+    """``name`` cut in the middle to ``width`` characters (its end tells datasets apart)."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[-(width - 1 - head) :]
 
 
 def _draw_heatmap(
@@ -62,9 +66,12 @@ def _draw_heatmap(
     families = sorted(table["family"].unique().to_list())
     panels = [(m, f) for m in metrics for f in families]
     k = len(out_of_distribution)
-    ncols = max(1, min(PANEL_COLUMNS, len(panels)))
+    # more datasets, fewer and wider panels to a row: a cell must hold "+0.00*"
+    few = k <= 4  # four panels to a row, names cut to 14 and slanted; else upright, wider
+    per_row = PANEL_COLUMNS if few else PANEL_COLUMNS - 1 if k <= 6 else PANEL_COLUMNS - 2
+    ncols = max(1, min(per_row, len(panels)))
     nrows = max(1, math.ceil(len(panels) / ncols))
-    side = min(2.6, (PAGE_WIDTH_IN - 0.8) / ncols)
+    side = min(1.0 + 0.55 * k, (PAGE_WIDTH_IN - 0.8) / ncols)
     figure, axes = plt.subplots(
         nrows,
         ncols,
@@ -75,7 +82,10 @@ def _draw_heatmap(
     index = _index(table)
     cmap, norm = plt.get_cmap("RdBu_r"), Normalize(vmin=-1, vmax=1)
     image = None
-    labels = [_short(d) for d in out_of_distribution]
+    labels = [_short(d, 14 if few else 18) for d in out_of_distribution]
+    # a cell holds "+0.00*" (6 characters of about 0.6 em): the font that fits its width
+    cell_in = max(side - (1.0 if few else 1.4), 0.5) / max(k, 1)  # less the tick labels
+    size = max(4.0, min(7.0, cell_in * 72 * 0.9 / 3.6))
     for ax, (metric, family) in zip(axes.flat, panels, strict=False):
         grid = np.full((k, k), np.nan)
         marks = np.full((k, k), "", dtype=object)
@@ -93,8 +103,11 @@ def _draw_heatmap(
                 text, colour = "NA", DARK_TEXT
             else:
                 text, colour = f"{value:+.2f}{marks[a, b]}", text_colour(cmap(norm(value)))
-            ax.text(b, a, text, ha="center", va="center", fontsize=7, color=colour)
-        ax.set_xticks(range(k), labels, fontsize=7, rotation=45, ha="right")
+            ax.text(b, a, text, ha="center", va="center", fontsize=size, color=colour)
+        if few:
+            ax.set_xticks(range(k), labels, fontsize=7, rotation=45, ha="right")
+        else:
+            ax.set_xticks(range(k), labels, fontsize=7, rotation=90)
         ax.set_yticks(range(k), labels, fontsize=7)
         ax.set_title(f"{metric} — {family}", fontsize=8)
     for ax in list(axes.flat)[len(panels) :]:

@@ -267,7 +267,7 @@ def _unstable_html(glance: Glance) -> str:
             for u in glance.unstable
         )
     else:
-        said = "none at any eps"
+        said = "none at any eps" if glance.stable else "no axis measured"
     extra = []
     if glance.stable:
         extra.append("no eps exceeded: " + html.escape(", ".join(glance.stable)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 from matplotlib.colors import to_rgba
 
 from sago_core.consistency.report import _draw_heatmap, _draw_series
@@ -95,3 +96,41 @@ def test_each_metric_runs_along_the_checkpoints_one_line_per_dataset() -> None:
     assert np.isnan(gap[2]) and list(gap[[0, 1, 3]]) == [1.0, 2.0, 4.0]
     legend = [t.get_text() for t in figure.legends[0].get_texts()]
     assert legend == ["id (ID)", "o1", "o2", "o3"]
+
+
+@pytest.mark.parametrize("k", [4, 6])
+def test_no_text_of_the_pair_matrix_overlaps_another_with_long_named_datasets(k: int) -> None:
+    """Up to four datasets the x names are slanted 45 degrees: their upright bounding boxes
+    meet though the letters do not, so tick names are compared only with other texts there."""
+    oods = [f"a_long_dataset_name_{i}" for i in range(k)]
+    rows = [
+        {"family": f, "metric": m, "method": "linear", "ood_a": a, "ood_b": b}
+        | {"r": -0.99 + 0.13 * i, "significant": i % 2 == 0}
+        for f in ("finetune", "quantize")
+        for m in ("ref_loglik", "sgs_act", "sgs_bleu")
+        for i, (a, b) in enumerate((a, b) for n, a in enumerate(oods) for b in oods[n + 1 :])
+    ]
+    figure = _draw_heatmap(pl.DataFrame(rows), oods)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    texts = [(figure._suptitle, False)]
+    for ax in figure.axes:
+        texts += [(t, False) for t in (ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts)]
+        texts += [(t, True) for t in (*ax.get_xticklabels(), *ax.get_yticklabels())]
+    boxes = [
+        (t.get_text(), tick, t.get_window_extent(renderer))
+        for t, tick in texts
+        if t is not None and t.get_visible() and t.get_text().strip()
+    ]
+    assert len(boxes) > 6 * k * k  # every cell of the six panels, their titles and ticks
+    clashes = [
+        (a, b)
+        for i, (a, tick_a, x) in enumerate(boxes)
+        for b, tick_b, y in boxes[i + 1 :]
+        if x.overlaps(y) and not (k <= 4 and tick_a and tick_b)
+    ]
+    assert not clashes, clashes[:5]
+    assert figure.get_size_inches()[0] <= 10.9
+    ticks = [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    assert len(set(ticks)) == k  # cut in the middle: the ends tell them apart
+    assert ticks[0] == ("a_long…_name_0" if k <= 4 else "a_long_d…et_name_0")
