@@ -26,6 +26,12 @@ def add_parser(commands: Any) -> None:
         help="compare with --against even when comparability settings differ",
     )
     card.add_argument(
+        "--allow-different-sampling",
+        action="store_true",
+        help="compare with --against even when the sampling settings (temperature, top_p, "
+        "top_k, samples per prompt text) differ",
+    )
+    card.add_argument(
         "--strict-identity",
         action="store_true",
         help="refuse an --against run whose answers come from other served-model identities "
@@ -35,7 +41,11 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from sago_core.report.card import write_card
+    from sago_core.report.sweep_card import is_sweep_folder, write_sweep_card
 
+    if is_sweep_folder(args.run) and not args.against:
+        print(f"Card: {', '.join(str(p) for p in write_sweep_card(args.run))}")
+        return 0
     for run_dir in [args.run, *([args.against] if args.against else [])]:
         check_finished_run(run_dir)
     paths = write_card(
@@ -44,6 +54,7 @@ def command(args: argparse.Namespace) -> int:
         args.margin,
         args.allow_different_configs,
         strict_identity=args.strict_identity,
+        allow_different_sampling=args.allow_different_sampling,
     )
     print(f"Card: {', '.join(str(p) for p in paths)}")
     return 0

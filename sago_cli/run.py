@@ -29,6 +29,7 @@ from sago_core.config import (
 )
 from sago_core.data.user_files import join_mapped_entries
 from sago_core.registry.backends import backend_names
+from sago_core.site.paths import INDEX, SITE_DIR
 from sago_core.sweep import is_sweep, sweep_arms, sweep_id, sweep_record
 
 
@@ -179,6 +180,9 @@ def run_command(config: RunConfig) -> int:
     report = run_dir / REPORT_FILE
     if report.is_file():
         print(f"Report: {report}")
+    site = run_dir.parent / SITE_DIR / INDEX
+    if site.is_file():  # a watch built one over this runs folder
+        print(f"Site: {site} (add this run: sago site {run_dir.parent})")
     return 0
 
 
