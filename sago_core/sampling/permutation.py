@@ -25,6 +25,7 @@ E has no within term and there is no test (None, with a reason).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -65,10 +66,14 @@ def split_excess(pooled: np.ndarray, in_variant: np.ndarray) -> np.ndarray:
     return result
 
 
+@functools.lru_cache(maxsize=8)
 def _all_splits(n: int, k: int) -> np.ndarray:
+    """Every split of n samples into k "variant" and n - k "base" ones (read-only: cached,
+    a run asks the same (2K, K) for every pair)."""
     chosen = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64)
     marks = np.zeros((len(chosen), n), dtype=bool)
     marks[np.arange(len(chosen))[:, None], chosen] = True
+    marks.setflags(write=False)
     return marks
 
 
