@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sago_core.artifacts.json_cache import JsonCache
-from sago_core.backends.protocol import Backend
+from sago_core.backends.protocol import Backend, Generation
 from sago_core.stages.generation import Origin, ensure_fits
 
 
@@ -43,23 +43,40 @@ def ask_tool(
     clean: Callable[[int, str], str],
     check: Callable[[int, str], str | None],
     entry: Callable[[int, str], dict[str, Any]],
+    whole: bool = False,
 ) -> list[ToolAnswer]:
     """The answer to each request, from the cache or the tool. ``clean(i, raw)`` cleans
     request i's raw answer, ``check(i, text)`` says why it is unusable (cached answers are
     checked again, so a stricter check applies to them too), ``entry(i, text)`` is what a
-    usable fresh answer is cached as (it holds ``text``)."""
+    usable fresh answer is cached as (it holds ``text``). A failed call is unusable with
+    the backend's reason; with ``whole``, so is an answer whose kept text runs into the
+    token limit (a translation cut short is not the prompt)."""
     hits = [cache.get(r.key) for r in requests]
     todo = [i for i, hit in enumerate(hits) if hit is None]
     instructions = [requests[i].instruction for i in todo]
     ensure_fits(backend, instructions, [requests[i].origin for i in todo], max_new_tokens)
     answers = backend.generate(instructions, max_new_tokens, batch_size) if todo else []
     fresh = {i: clean(i, a.response_text) for i, a in zip(todo, answers, strict=True)}
+    faults = {
+        i: fault
+        for i, a in zip(todo, answers, strict=True)
+        if (fault := _fault(a, fresh[i], max_new_tokens, whole)) is not None
+    }
     results = []
     for i, request in enumerate(requests):
         hit = hits[i]
         text = str(hit["text"]) if hit is not None else fresh[i]
-        reason = check(i, text)
+        reason = faults.get(i) or check(i, text)
         if hit is None and reason is None:
             cache.put(request.key, entry(i, text))
         results.append(ToolAnswer(text, reason))
     return results
+
+
+def _fault(answer: Generation, text: str, max_new_tokens: int, whole: bool) -> str | None:
+    if answer.failure_reason:
+        return f"tool call failed: {answer.failure_reason}"
+    cut = answer.finish_reason == "length" and answer.response_text.rstrip().endswith(text)
+    if whole and text and cut:
+        return f"cut off at max_new_tokens {max_new_tokens}"
+    return None

@@ -131,6 +131,7 @@ def _ask(
             "source": tasks[i].source,
             "target": tasks[i].target,
         },
+        whole=True,
     )
 
 
@@ -140,10 +141,7 @@ def _forward_check(task: TranslationTask, text: str) -> str | None:
 
 def _back_check(task: TranslationTask, text: str) -> str | None:
     """A round trip must come home in English (it keeps every English axis)."""
-    reason = check_translation(task.text, text)
-    if reason is not None:
-        return f"back-translation: {reason}"
-    return language_reason(text, task.target, "back-translation")
+    return check_translation(task.text, text) or language_reason(text, task.target, "text")
 
 
 def _origin(row: dict, what: str) -> Origin:
@@ -201,7 +199,8 @@ def translate_all(
     )
     score_of = {key: s for (key, _), s in zip(scored, scores, strict=True)}
     for (key, d), a in zip(back_jobs, back, strict=True):
-        done[key] = Translated(d.translation, None, a.text, a.reason, score_of.get(key))
+        reason = None if a.reason is None else f"back-translation: {a.reason}"
+        done[key] = Translated(d.translation, None, a.text, reason, score_of.get(key))
     return done
 
 

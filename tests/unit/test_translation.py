@@ -120,7 +120,7 @@ def test_a_round_trip_stays_english_and_off_means_no_back_translation(tmp_path: 
         run(FakeBackend(lambda i: german[_asked(i)]), JsonCache(tmp_path / "de"), languages=["de"])
     )
     assert stuck[("p2", "round_trip:de:100:global")]["reject_reason"] == (
-        "back-translation is in de, not en (py3langid)"
+        "back-translation: text is in de, not en (py3langid)"
     )
     assert not stuck[("p2", "language:mt:de:100:global")]["kept"]
     backend = FakeBackend(translator)
@@ -174,6 +174,39 @@ def test_a_spent_budget_stops_the_stage_and_keeps_the_finished_translations(
     # uncached Japanese answer of p1) is asked
     assert resumed.prompts_seen[0] == _instruction("ja")
     assert len(resumed.prompts_seen) == 1 + 3
+
+
+class CutOffBackend(FakeBackend):
+    """Every answer ran into the token limit; the Japanese ones failed outright."""
+
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+    ) -> list[Generation]:
+        return [
+            Generation(g.response_text, g.response_token_ids, "length")
+            if "into Japanese" not in p
+            else Generation("", (), "failed", failure_reason="timeout after 4 retries")
+            for p, g in zip(
+                prompts, super().generate(prompts, max_new_tokens, batch_size), strict=True
+            )
+        ]
+
+
+def test_a_translation_cut_off_by_the_token_limit_or_a_failed_call_is_refused(
+    tmp_path: Path,
+) -> None:
+    rows = by_id(run(CutOffBackend(translator), JsonCache(tmp_path), round_trip=False))
+    # p1's first line is whole (the answer went on after it), its back-translation was cut;
+    # p2's one line was cut short
+    whole = rows[("p1", "language:mt:de:100:global")]
+    assert whole["text"] == FRANCE_DE and whole["back_translation"] is not None
+    assert whole["reject_reason"] == "back-translation: cut off at max_new_tokens 128"
+    assert rows[("p2", "language:mt:de:100:global")]["reject_reason"] == (
+        "cut off at max_new_tokens 128"
+    )
+    assert rows[("p1", "language:mt:ja:100:global")]["reject_reason"] == (
+        "tool call failed: timeout after 4 retries"
+    )
 
 
 def test_cleaning_and_the_language_of_a_subtype() -> None:
