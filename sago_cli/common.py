@@ -81,9 +81,14 @@ def hub_models(config: RunConfig) -> list[str]:
 
 
 def run_model_specs(config: RunConfig) -> list[str]:
-    """Every ``BACKEND:ID`` a run uses: the evaluated models, the rewriter, the judge."""
-    structural = config.variants.structural
-    tools = [structural.rewriter if structural else None, config.judge.model]
+    """Every ``BACKEND:ID`` a run uses: the evaluated models, the rewriter, the translator,
+    the judge."""
+    structural, translation = config.variants.structural, config.variants.translation
+    tools = [
+        structural.rewriter if structural else None,
+        translation.translator if translation else None,
+        config.judge.model,
+    ]
     return [*config.models, *(t for t in tools if t)]
 
 

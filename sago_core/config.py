@@ -376,7 +376,9 @@ class GenerationSettings(StrictModel):
 
     @field_validator("temperatures")
     @classmethod
-    def _sweep(cls, value: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    def _sweep(
+        cls, value: tuple[float, ...] | None, info: ValidationInfo
+    ) -> tuple[float, ...] | None:
         if value is None:
             return value
         if not value:
@@ -386,6 +388,11 @@ class GenerationSettings(StrictModel):
                 raise ValueError(f"{t}: every temperature must be finite and >= 0")
         if len(set(value)) != len(value):
             raise ValueError(f"{list(value)} name a temperature twice")
+        if info.data.get("use_model_defaults") and any(t > 0 for t in value):
+            raise ValueError(
+                "use_model_defaults decodes with the checkpoint's own settings; a sweep "
+                "over temperatures above 0 needs it off"
+            )
         return tuple(sorted(value))
 
     @field_validator("temperature")
@@ -420,7 +427,7 @@ class GenerationSettings(StrictModel):
         """A greedy configuration without the sampling keys, exactly as it was written
         before they existed (its result hash and cache keys stay the same)."""
         data = handler(self)
-        if not self.sampled and isinstance(data, dict):
+        if not self.sampled and self.temperatures is None and isinstance(data, dict):
             for key in SAMPLING_KEYS:
                 data.pop(key, None)
         if self.temperatures is None and isinstance(data, dict):

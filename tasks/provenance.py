@@ -42,6 +42,7 @@ def resolve_inputs_task(config: RunConfig) -> dict[str, Any]:
         "targets": targets.model_dump(mode="json"),
         "models": {spec: target.describe() for spec, target in targets.models.items()},
         "rewriter": targets.rewriter.describe() if targets.rewriter else None,
+        "translator": targets.translator.describe() if targets.translator else None,
         "judge": targets.judge.describe() if targets.judge else None,
         "data_digest": source_digest(config.datasets, config.data_dir),
     }
@@ -75,6 +76,7 @@ def provenance(config: RunConfig, inputs: dict[str, Any], run_dir: Path) -> dict
         "models": inputs["models"],
         "rewriter": inputs["rewriter"],
         "judge": inputs.get("judge"),
+        **({"translator": inputs["translator"]} if inputs.get("translator") else {}),
         "packages": package_versions(),
         # cache hits whose artifact failed its sha256 and were recomputed, by reason
         "integrity": integrity_counts(RunLayout(run_dir)),

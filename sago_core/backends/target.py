@@ -119,18 +119,19 @@ def model_target(
 class RunTargets(BaseModel):
     """Every model a run uses: the evaluated models (on the shard workers, each spread over
     ``devices_per_worker`` devices) and the tools the flow itself runs (the structural
-    rewriter and the judge, one device). A tool that is also an evaluated model reuses its
-    resolved weights, and with one device per worker it is the very same target, so the
-    same engine."""
+    rewriter, the translator and the judge, one device). A tool that is also an evaluated
+    model reuses its resolved weights, and with one device per worker it is the very same
+    target, so the same engine."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     models: dict[str, ModelTarget]
     rewriter: ModelTarget | None = None
+    translator: ModelTarget | None = None
     judge: ModelTarget | None = None
 
     def tools(self) -> list[ModelTarget]:
-        return [t for t in (self.rewriter, self.judge) if t is not None]
+        return [t for t in (self.rewriter, self.translator, self.judge) if t is not None]
 
 
 def run_targets(config: RunConfig) -> RunTargets:
@@ -144,10 +145,11 @@ def run_targets(config: RunConfig) -> RunTargets:
         known = models.get(spec)
         return model_target(config, spec, known.source if known else None)
 
-    structural = config.variants.structural
+    structural, translation = config.variants.structural, config.variants.translation
     return RunTargets(
         models=models,
         rewriter=tool(structural.rewriter if structural else None),
+        translator=tool(translation.translator if translation else None),
         judge=tool(config.judge.model),
     )
 

@@ -57,7 +57,8 @@ def filter_variants(
     """Score every filtered-family variant against its base prompt; keep score > threshold.
 
     A variant already rejected upstream (e.g. an unusable rewrite) keeps its reason and is
-    not scored. Every row gets its word ratio to the base prompt.
+    not scored. A score recorded upstream (a machine translation's back-translation score)
+    is kept where the filter scores nothing. Every row gets its word ratio to the base prompt.
     """
     joined = candidates.join(
         prompts.select("dataset", "prompt_id", "prompt"), on=["dataset", "prompt_id"], how="left"
@@ -73,7 +74,7 @@ def filter_variants(
         "semantic score {} <= threshold {}", pl.col("score").round(4), pl.lit(threshold)
     )
     out = out.with_columns(
-        pl.col("score").alias("semantic_score"),
+        pl.coalesce("score", "semantic_score").alias("semantic_score"),
         (pl.col("kept") & ~too_far).alias("kept"),
         pl.when(too_far)
         .then(semantic_reason)

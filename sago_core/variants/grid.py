@@ -37,6 +37,7 @@ from sago_core.variants.script import (
     to_homoglyphs,
 )
 from sago_core.variants.seeding import variant_rng, variant_seed
+from sago_core.variants.translation import ROUND_TRIP_FAMILY
 from sago_core.vocabulary import BASE_FAMILY, LANGUAGE_FAMILY, REPLAY_FAMILY, REPLAY_VARIANT_ID
 
 NoiseFn = Callable[[str, int, Position, random.Random], str]
@@ -53,7 +54,7 @@ SCRIPT_BUILDERS: dict[str, NoiseFn] = {
     "diacritics_stripped": strip_diacritics,
 }
 # Families whose meaning preservation must be checked by the semantic filter.
-FILTERED_FAMILIES = frozenset({"register", "structural"})
+FILTERED_FAMILIES = frozenset({"register", "structural", ROUND_TRIP_FAMILY})
 
 
 @dataclass(frozen=True)
