@@ -5,10 +5,12 @@ Greedy (temperature 0), one user message per prompt, the provider's chat templat
 (model, base URL, request parameters, messages); a cached answer is reused by any run and
 never spends budget. Sampled (T > 0): ``temperature``, ``top_p`` and the row's ``seed`` are
 sent (and keyed); ``top_k`` is refused unless LiteLLM lists it for the provider. A provider
-that takes no seed gets none, and its answers are recorded as not reproducible (a seed is
-best effort even where taken: the served record's ``system_fingerprint`` tells when the
-serving system changed). What an API cannot give is missing with a reason: hidden states (Act)
-and teacher-forced log-probabilities of a given answer (Prob, Ent) need the weights.
+that takes no seed gets none (its rows are still keyed by their seeds, so sample s of a text
+is never served sample 0's cached answer), and its answers are recorded as not reproducible
+(a seed is best effort even where taken: the served record's ``system_fingerprint`` tells
+when the serving system changed). What an API cannot give is missing with a reason: hidden
+states (Act) and teacher-forced log-probabilities of a given answer (Prob, Ent) need the
+weights.
 """
 
 from __future__ import annotations
