@@ -68,6 +68,7 @@ color:#222;overflow-wrap:anywhere}
 table{border-collapse:collapse;margin:0.5rem 0 1.5rem}th,td{border:1px solid #ccc;
 padding:0.25rem 0.5rem;text-align:right;font-size:0.9rem;overflow-wrap:normal}
 .scroll td{white-space:nowrap}.scroll td.l{white-space:normal;min-width:4rem}
+.scroll td div.w{white-space:normal;min-width:16rem;text-align:left}
 th{background:#f3f3f3}td.l,th.l{text-align:left}
 .scroll{overflow-x:auto;max-width:100%}.scroll table{margin-bottom:0.75rem}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:0.5rem 0}

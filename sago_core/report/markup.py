@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
+
+TAG = re.compile(r"<[^>]*>")
+LONG_TEXT = 40  # characters: a longer cell (a note, a reason) wraps (a ``div.w`` inside
+# it); others keep to one line, and a table wider than the page scrolls in its box
 
 
 def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     """A table inside its own horizontally scrolling box (class ``scroll``), so a wide
     table never widens the page; headers are escaped, cells are HTML already; the first
-    ``left`` columns are left-aligned (class ``l``), the rest numbers."""
+    ``left`` columns are left-aligned (class ``l``), the rest numbers; a cell of more than
+    LONG_TEXT characters may wrap (its content in a ``div.w``)."""
 
     def cells(values: list[str], tag: str) -> str:
-        return "".join(
-            f'<{tag} class="l">{v}</{tag}>' if i < left else f"<{tag}>{v}</{tag}>"
-            for i, v in enumerate(values)
-        )
+        out = []
+        for i, v in enumerate(values):
+            text = f'<div class="w">{v}</div>' if len(TAG.sub("", v)) > LONG_TEXT else v
+            attribute = ' class="l"' if i < left else ""
+            out.append(f"<{tag}{attribute}>{text}</{tag}>")
+        return "".join(out)
 
     body = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in rows)
     head = cells([html.escape(h) for h in headers], "th")
