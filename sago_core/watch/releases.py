@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sago_core.artifacts.layout import MANIFEST_FILE, SUMMARY_FILE
+from sago_core.artifacts.layout import MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE
+from sago_core.artifacts.store import write_text
 from sago_core.backends.model_source import parse_model_spec, resolve_local_model
 from sago_core.errors import SagoError
 from sago_core.registry.backends import local_backends
 from sago_core.report.card import write_card
+from sago_core.report.html import report_from_run
 from sago_core.watch.registry import Entry
 
 ARCHITECTURE_KEYS = ("model_type", "num_hidden_layers", "hidden_size", "vocab_size")
@@ -65,14 +67,17 @@ def previous_release(entries: list[Entry], spec: str, identity: str) -> Entry | 
 
 
 def write_release_card(run_dir: Path, spec: str, previous: Entry | None) -> list[Path]:
-    """The card of a new release against its predecessor. A pair the paired comparison
-    refuses (other prompts, other settings) still gets its card, saying why there is no
-    verdict."""
+    """The card of a new release against its predecessor, then the run's report again so
+    its headline reads the card's verdicts. A pair the paired comparison refuses (other
+    prompts, other settings) still gets its card, saying why there is no verdict."""
     if previous is None:
         note = f"first release of family {model_family(spec)} evaluated by this watch"
-        return write_card(run_dir, against_note=note)
-    try:
-        return write_card(run_dir, Path(previous.run_dir))
-    except SagoError as exc:
-        note = f"not compared with {previous.spec} ({previous.run_dir}): {exc}"
-        return write_card(run_dir, against_note=note)
+        paths = write_card(run_dir, against_note=note)
+    else:
+        try:
+            paths = write_card(run_dir, Path(previous.run_dir))
+        except SagoError as exc:
+            note = f"not compared with {previous.spec} ({previous.run_dir}): {exc}"
+            paths = write_card(run_dir, against_note=note)
+    write_text(report_from_run(run_dir), run_dir / REPORT_FILE)  # the headline reads card.json
+    return paths

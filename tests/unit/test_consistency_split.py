@@ -65,12 +65,13 @@ def test_the_default_study_trains_on_its_own_split() -> None:
 
 
 def test_the_example_study_holds_its_id_training_split_out(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, shared_data: Path
 ) -> None:
     import yaml
 
     monkeypatch.chdir(ROOT)  # the example's paths are relative to the project root
     values = yaml.safe_load((ROOT / "examples" / "consistency.yaml").read_text())
+    values["evaluation"]["data_dir"] = str(shared_data)  # what `--data-dir` gives it
     study = build_consistency_config(values, source="examples/consistency.yaml")
     assert study.series is not None
     evaluation = load_run_prompts(study.evaluation)
