@@ -20,7 +20,9 @@ from sago_core.artifacts.store import write_json
 from sago_core.axes.judge import JUDGE_CALL_FAILED
 from sago_core.backends.target import ModelTarget
 from sago_core.config import RunConfig
+from sago_core.errors import ConfigError
 from sago_core.stages.shards import Shard, read_shards
+from sago_core.sweep import is_sweep
 from tasks.insights import (
     axis_pca_task,
     axis_structure_task,
@@ -43,6 +45,7 @@ from tasks.prepare import (
     load_prompts_task,
     plan_shards_task,
     rewrite_structural_task,
+    translate_prompts_task,
 )
 from tasks.provenance import provenance, resolve_inputs_task, targets_of, write_manifest_task
 from tasks.report import render_report_task
@@ -186,6 +189,11 @@ def score_model(
 
 @flow(name="sago-evaluate", flow_run_name="evaluate-{config.preset}", log_prints=True)
 def evaluate(config: RunConfig) -> str:
+    if is_sweep(config):  # a deployment's or a watch's parameters, not through `sago run`
+        raise ConfigError(
+            "generation.temperatures makes a temperature sweep, one run per temperature: "
+            "run it with `sago run`, or give this flow one temperature"
+        )
     attach_runs_store(config.runs_store, config.runs_dir)  # a runs folder on a store
     layout = layout_of(config)
     run_dir = layout.run_dir
@@ -216,9 +224,20 @@ def evaluate(config: RunConfig) -> str:
         out_dir=str(layout.stages),
         ledger_file=str(layout.ledger),
     )
+    translations = stage(
+        translate_prompts_task,
+        prompts_path=prompts,
+        settings=config.variants.translation,
+        translator=targets.translator,
+        bertscore=config.bertscore,
+        seed=config.seed,
+        cache_dir=str(layout.cache.root),
+        out_dir=str(layout.stages),
+        ledger_file=str(layout.ledger),
+    )
     variants = stage(
         filter_variants_task,
-        candidates_paths=[candidates, rewrites],
+        candidates_paths=[candidates, rewrites, translations],
         prompts_path=prompts,
         bertscore=config.bertscore,
         out_dir=out,
@@ -241,7 +260,7 @@ def evaluate(config: RunConfig) -> str:
     return out
 
 
-def sample_run(stage: StageRunner, per_model: list[dict[str, str]]) -> dict[str, str]:
+def sample_run(stage: StageRunner, per_model: list[dict[str, str]]) -> dict[str, Any]:
     """K > 1: the models' sampling tests in one run-level file and the variance components
     (issue 27). Their paths by the report's argument names; none at K = 1."""
     parts = [m["sampling_tests"] for m in per_model if "sampling_tests" in m]
@@ -311,7 +330,7 @@ def finish_run(
         out_dir=out,
     )
     located = locate_run(stage, config, generations, per_model)
-    sample_run(stage, per_model)
+    sampled = sample_run(stage, per_model)
     report = stage(
         render_report_task,
         summary_path=summary,
@@ -330,6 +349,7 @@ def finish_run(
         layer_profiles_path=located["layer_profiles_path"],
         patching_path=located["patching_path"],
         peer_metrics_path=peer,
+        **sampled,
     )
     write_manifest_task(config, inputs, stage.records, out, stage.store_summary())
     return summary, report

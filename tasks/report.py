@@ -31,11 +31,14 @@ def render_report_task(
     layer_profiles_path: str | None = None,
     patching_path: str | None = None,
     peer_metrics_path: str | None = None,
+    sampling_tests_path: str | None = None,
+    variance_components_path: str | None = None,
 ) -> str:
     """``analysis_paths``: every model's analysis.parquet (the per-layer curves); the
     instances, tails and axis-structure paths add the beyond-the-mean sections; the layer
     profiles and patching paths the where-the-instability-sits section; the peer metrics
-    path the peer indices beside SGS."""
+    path the peer indices beside SGS; at K > 1 samples the sampling tests and variance
+    components paths the stability-under-sampling section."""
     page = render_report(
         read_parquet(summary_path),
         read_parquet(scores_path),
@@ -48,5 +51,9 @@ def render_report_task(
         insights=read_insights(instances_path, tails_path, axis_structure_path, axis_pca_path),
         located=read_located(layer_profiles_path, patching_path),
         peer_metrics=read_parquet(peer_metrics_path) if peer_metrics_path else None,
+        sampling_tests=read_parquet(sampling_tests_path) if sampling_tests_path else None,
+        variance_components=(
+            read_parquet(variance_components_path) if variance_components_path else None
+        ),
     )
     return str(write_text(page, Path(out_dir) / REPORT_FILE))

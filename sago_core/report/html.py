@@ -49,6 +49,7 @@ from sago_core.report.locate import Located, locate_sections, located_from_run
 from sago_core.report.markup import Section, page
 from sago_core.report.markup import table as _table
 from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
+from sago_core.report.sampling_section import sampling_from_run, sampling_sections
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
 from sago_core.statistics.correctness import is_correct
 from sago_core.statistics.intervals import MIN_PROMPTS
@@ -527,6 +528,7 @@ def report_from_run(run_dir: Path) -> str:
         insights=insights_from_run(run_dir),
         located=located_from_run(run_dir),
         peer_metrics=peer_metrics_from_run(run_dir),
+        **sampling_from_run(run_dir),
         **paired_from_card(run_dir),
     )
 
@@ -559,6 +561,8 @@ def render_report(
     insights: Insights | None = None,
     located: Located | None = None,
     peer_metrics: pl.DataFrame | None = None,
+    sampling_tests: pl.DataFrame | None = None,
+    variance_components: pl.DataFrame | None = None,
     paired: dict[str, Any] | None = None,
     paired_note: str | None = None,
 ) -> str:
@@ -567,7 +571,9 @@ def render_report(
     the headline's comparison; ``analysis`` (the models' analysis.parquet, concatenated) adds the
     where-Act-is-read section, left out when None; ``insights`` (instances, tails, axis
     structure) the tail-risk, axis-structure, graded-mirroring and explorer sections;
-    ``peer_metrics`` (peer_metrics.parquet) the peer indices beside SGS."""
+    ``peer_metrics`` (peer_metrics.parquet) the peer indices beside SGS; ``sampling_tests``
+    and ``variance_components`` (a run at K > 1 samples) the stability-under-sampling
+    section."""
     kept = kept_counts(variants)
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     at_a_glance = glances(
@@ -585,6 +591,7 @@ def render_report(
         Section("method", "How to read it", _method_note(summary)),
         Section("pooled", "Pooled SGS per model and axis", _pooled_table(summary)),
         *peer_sections(peer_metrics, summary),
+        *sampling_sections(sampling_tests, variance_components),
         *tail_sections(insights, summary),
         Section("per-dataset", "Per dataset", _dataset_table(summary)),
         Section(

@@ -21,7 +21,7 @@ from sago_core.vocabulary import MAIN_EPSILON, REPLAY_FAMILY
 SECTION_KEY = "sampling"
 
 
-def sampling_from_run(run_dir: Path) -> dict[str, pl.DataFrame]:
+def sampling_from_run(run_dir: Path) -> dict[str, Any]:
     """``render``'s keyword arguments from a finished run folder (none at K = 1)."""
     found = {}
     for name, file in (

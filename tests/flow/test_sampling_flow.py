@@ -81,4 +81,6 @@ def test_a_sampled_run_scores_the_excesses(harness: None, tmp_path: Path) -> Non
     assert bleu.height == 1 and bleu["n_prompts"][0] == prompts
     assert bleu["s2_sample"][0] is not None and bleu["s2_sample"][0] > 0
     assert components.filter(pl.col("axis") == "prob")["share"].is_null().all()
-    assert (run_dir / "report.html").is_file()
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert '<section id="sampling"><h2>Stability under sampling</h2>' in page
+    assert "Replay calibration" in page and "prompt-induced share" in page
