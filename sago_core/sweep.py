@@ -27,10 +27,6 @@ from pydantic import ValidationError
 from sago_core.config import SAMPLING_KEYS, GenerationSettings, RunConfig
 from sago_core.errors import ConfigError
 
-# The sweep folder's files (the arms' artifacts stay in their own run folders).
-SWEEP_FILE = "sweep.parquet"
-SWEEP_HTML_FILE = "sweep.html"
-
 
 @dataclass(frozen=True)
 class SweepArm:

@@ -239,6 +239,29 @@ SUMMARY: Schema = {
     "ci_missing_reason": pl.String,  # why ci_low/ci_high are null (too few prompts)
 }
 
+# A temperature sweep's table (issue 27), in the sweep's own folder: per (model, temperature,
+# axis, family incl. __all__), datasets pooled (report/sweep.py).
+SWEEP: Schema = {
+    "model": pl.String,
+    "temperature": pl.Float64,
+    "samples": pl.Int32,  # K of the arm (1 at T = 0)
+    "run_id": pl.String,  # the arm's own run folder
+    "axis": pl.String,
+    "family": pl.String,  # __all__ = every variant family
+    "measure": pl.String,  # "sgs_excess" at T > 0 with K > 1, else "sgs"
+    "sgs": pl.Float64,
+    "ci_low": pl.Float64,  # 95% bootstrap interval over prompts (scoring.summary)
+    "ci_high": pl.Float64,
+    "n": pl.Int32,  # prompts with a score
+    "missing_reason": pl.String,
+    "ci_missing_reason": pl.String,
+    "prompt_share": pl.Float64,  # s2_variant / (s2_variant + s2_sample)
+    "prompt_share_ci_low": pl.Float64,
+    "prompt_share_ci_high": pl.Float64,
+    "prompt_share_missing_reason": pl.String,
+    "prompt_share_ci_missing_reason": pl.String,
+}
+
 # sago compare A B --paired (statistics/paired.py): per (dataset incl. __pooled__, axis), on
 # the prompts both runs share; differences are b minus a, on s.
 PAIRED: Schema = {

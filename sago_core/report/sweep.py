@@ -25,40 +25,23 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.artifacts.layout import DELTAS_FILE, SUMMARY_FILE, VARIANCE_COMPONENTS_FILE
-from sago_core.artifacts.schemas import Schema, conform
+from sago_core.artifacts.layout import (
+    DELTAS_FILE,
+    SUMMARY_FILE,
+    SWEEP_FILE,
+    SWEEP_HTML_FILE,
+    VARIANCE_COMPONENTS_FILE,
+)
+from sago_core.artifacts.schemas import SWEEP, conform
 from sago_core.artifacts.store import write_parquet, write_text
 from sago_core.report.markup import table
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.statistics.tails import ALL_FAMILIES
-from sago_core.sweep import SWEEP_FILE, SWEEP_HTML_FILE
 from sago_core.vocabulary import AXES, BASE_FAMILY, POOLED, REPLAY_FAMILY
 
 GREEDY_SHARE = "T = 0: one greedy answer per prompt text, no sampling variance to split"
 ONE_SAMPLE_SHARE = "one sample per prompt text: the sample variance is not estimable"
-
-# sweep.parquet: per (model, temperature, axis, family incl. __all__), datasets pooled.
-SWEEP: Schema = {
-    "model": pl.String,
-    "temperature": pl.Float64,
-    "samples": pl.Int32,  # K of the arm (1 at T = 0)
-    "run_id": pl.String,  # the arm's own run folder
-    "axis": pl.String,
-    "family": pl.String,  # __all__ = every variant family
-    "measure": pl.String,  # "sgs_excess" at T > 0 with K > 1, else "sgs"
-    "sgs": pl.Float64,
-    "ci_low": pl.Float64,  # 95% bootstrap interval over prompts (scoring.summary)
-    "ci_high": pl.Float64,
-    "n": pl.Int32,  # prompts with a score
-    "missing_reason": pl.String,
-    "ci_missing_reason": pl.String,
-    "prompt_share": pl.Float64,  # s2_variant / (s2_variant + s2_sample)
-    "prompt_share_ci_low": pl.Float64,
-    "prompt_share_ci_high": pl.Float64,
-    "prompt_share_missing_reason": pl.String,
-    "prompt_share_ci_missing_reason": pl.String,
-}
 
 
 @dataclass(frozen=True)

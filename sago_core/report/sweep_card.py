@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.artifacts.layout import RunLayout
+from sago_core.artifacts.layout import SWEEP_FILE, RunLayout
 from sago_core.report.card import (
     CARD_VERSION,
     Block,
@@ -23,7 +23,6 @@ from sago_core.report.card import (
     write_card_files,
 )
 from sago_core.statistics.tails import ALL_FAMILIES
-from sago_core.sweep import SWEEP_FILE
 
 SWEEP_CARD_KIND = "sweep"  # card.json's "kind"
 
