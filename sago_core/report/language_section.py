@@ -196,9 +196,11 @@ def _headers(frame: pl.DataFrame, first: str) -> tuple[list[str], list[str]]:
 def table_rows(
     frame: pl.DataFrame, script: bool = False
 ) -> tuple[list[str], list[list[str]], list[str]]:
-    """(headers, rows of text, notes): the NA reasons of whole columns, said once."""
+    """(headers, rows of text, notes): the NA reasons of whole columns, each said once
+    with the rows it holds for."""
     headers, axes = _headers(frame, "method (strengths)" if script else "language")
-    rows, notes = [], []
+    rows: list[list[str]] = []
+    gaps: dict[tuple[str, str], list[str]] = {}
     for r in frame.iter_rows(named=True):
         label = r["subtype"] + (f" ({r['strengths']})" if script and r.get("strengths") else "")
         fidelity = r.get("lang_fidelity")
@@ -217,20 +219,24 @@ def table_rows(
                 _num(r.get("n_judged")),
             ]
         )
+        if r["subtype"] == BASE_ROW:
+            continue
         for a in axes:
-            reason = r.get(f"reason_{a}")
-            if reason and r["subtype"] != BASE_ROW:
-                notes.append(f"{a} NA for {label}: {reason}")
+            if r.get(f"reason_{a}"):
+                gaps.setdefault((a, r[f"reason_{a}"]), []).append(label)
         if r.get("flip_missing_reason"):
-            notes.append(f"flips NA for {label}: {r['flip_missing_reason']}")
-    return headers, rows, list(dict.fromkeys(notes))
+            gaps.setdefault(("flips", r["flip_missing_reason"]), []).append(label)
+    notes = [f"{what} NA for {', '.join(labels)}: {why}" for (what, why), labels in gaps.items()]
+    return headers, rows, notes
 
 
 LANGUAGE_NOTE = (
     "Each language variant is the dataset's own human translation of the English question. "
     "mean |d| is the mean |delta_norm| against the English base answer; right (en) judges the "
     "English answers against the English references, right (variant) the variant's answers "
-    "against the references in its own language; flips count variants judged on both sides."
+    "against the references in its own language; flips count variants judged on both sides. "
+    "lang fidelity says only in which language an answer is written: an answer that repeats "
+    "the question is in the question's language, so read the answers in the explorer."
 )
 SCRIPT_NOTE = (
     "Each script variant writes the same question in other characters (full-width forms, "
