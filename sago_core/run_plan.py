@@ -39,7 +39,7 @@ from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
 from sago_core.backends.patching import declared_layers
 from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key, model_target
 from sago_core.config import RunConfig, TranslationSettings, parallel_entry
-from sago_core.data.references import reference_lines
+from sago_core.data.references import PARALLEL_REFERENCES, reference_lines
 from sago_core.registry.axes import axes
 from sago_core.stages.structural import rewrite_key, rewrite_tasks
 from sago_core.stages.translation import forward_tasks, needs_back_translation, translation_key
@@ -393,16 +393,6 @@ def _budget(plan: RunPlan, config: RunConfig) -> None:
         plan.budget_hits.append(
             f"api.budget.max_cost_usd {budget.max_cost_usd}: up to ${cost:.2f} (ceiling)"
         )
-
-
-# A run keeps the English (base) references only: language variants are not graded yet.
-PARALLEL_REFERENCES = {
-    "mkqa": "MKQA's English answers (answers.en: texts and aliases), for the base prompts only "
-    "(language variants are not graded yet); questions it marks unanswerable or answers only "
-    "with a long passage have none",
-    "parallel": "column answer (English), where the file has it, for the base prompts only "
-    "(language variants are not graded yet)",
-}
 
 
 def _reference_lines(config: RunConfig) -> list[str]:

@@ -19,6 +19,7 @@ from sago_core.artifacts.store import read_parquet, write_parquet, write_text
 from sago_core.axes.text_similarity import (
     get_bert_scorer,
     multilingual_encoder,
+    skip_cross_language,
     without_cross_language,
 )
 from sago_core.backends.api_served import describe_drift, drifted
@@ -38,7 +39,8 @@ def score_pairs_task(
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
     generations = read_parquet(generations_path)
     multilingual = multilingual_encoder(bertscore.model, bertscore.multilingual)
-    frame = without_cross_language(score_pairs(generations, scorer.f1), generations, multilingual)
+    f1 = skip_cross_language(scorer.f1, generations, multilingual)
+    frame = without_cross_language(score_pairs(generations, f1), generations, multilingual)
     return str(write_parquet(frame, Path(out_dir) / PAIRS_FILE, PAIRS))
 
 

@@ -48,6 +48,7 @@ from sago_core.artifacts.layout import (
     RunLayout,
 )
 from sago_core.artifacts.store import write_json, write_text
+from sago_core.report.language_section import language_blocks, language_card
 from sago_core.report.paired_runs import compare_paired, describe_sampling, sampling_settings
 from sago_core.report.served_identity import check_runs
 from sago_core.statistics.axis_structure import REDUNDANT_RHO
@@ -269,6 +270,7 @@ def build_card(
                 "location": identity.get("location"),
                 "pooled_sgs": _pooled_sgs(summary, spec),
                 "tails": _tails(run_dir, spec),
+                "languages": language_card(run_dir, spec),
                 "worst_instances": _worst(run_dir, spec),
                 "axis_structure": _axis_structure(run_dir, spec),
                 "peer_indices": _peer_indices(run_dir, spec),
@@ -341,6 +343,7 @@ def _sections(card: dict[str, Any]) -> list[Block]:
             _sgs_block(model),
             *([_peer_block(model)] if peer.get("available") else []),
             _tails_block(model),
+            *language_blocks(model.get("languages") or {}),
             _worst_block(model),
             _structure_block(model),
         ]

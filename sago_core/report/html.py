@@ -45,6 +45,7 @@ from sago_core.report.insights import (
     insights_from_run,
     tail_sections,
 )
+from sago_core.report.language_section import language_sections
 from sago_core.report.locate import Located, locate_sections, located_from_run
 from sago_core.report.markup import Section, page
 from sago_core.report.markup import table as _table
@@ -593,6 +594,9 @@ def render_report(
         *peer_sections(peer_metrics, summary),
         *sampling_sections(sampling_tests, variance_components),
         *tail_sections(insights, summary),
+        *language_sections(
+            deltas, insights.instances if insights is not None else None, generations
+        ),
         Section("per-dataset", "Per dataset", _dataset_table(summary)),
         Section(
             "variants-kept",

@@ -279,9 +279,13 @@ def language_sections(
 def language_card(run_dir: Path, model: str) -> dict[str, Any]:
     """The card's per-language and per-script rows of ``model`` (plain JSON values);
     ``available`` False for a run without those families or without instances.parquet."""
+    unavailable: dict[str, Any] = {"available": False, "languages": [], "scripts": []}
     paths = [run_dir / name for name in (DELTAS_FILE, INSTANCES_FILE, GENERATIONS_FILE)]
     if not all(p.is_file() for p in paths):
-        return {"available": False, "languages": [], "scripts": []}
+        return unavailable
+    families = pl.read_parquet(paths[1], columns=["family"])["family"]
+    if not families.is_in([LANGUAGE_FAMILY, SCRIPT_FAMILY]).any():
+        return unavailable  # read the large files only for a run with these families
     deltas, instances, generations = (
         pl.read_parquet(p).filter(pl.col("model") == model) for p in paths
     )
