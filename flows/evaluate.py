@@ -107,7 +107,7 @@ def evaluate_model(
 
     generations, analysis = assemble("generations"), assemble("analysis")
     scored = score_model(stage, config, model, generations, analysis, judge)
-    if config.generation.samples > 1 and prompts is not None:
+    if config.generation.draws_samples and prompts is not None:
         samples = {"samples": assemble("samples"), "sample_analysis": assemble("sample_analysis")}
         scored = {**scored, **sample_model(stage, config, model, scored, samples, prompts, judge)}
     return {**scored, **patch_model(stage, config, target, generations, analysis)}

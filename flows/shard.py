@@ -72,7 +72,7 @@ def run_shard(
         **places,
     )
     cached = cached and stage.last_cached
-    if config.generation.sampled and config.generation.samples > 1:
+    if config.generation.draws_samples:
         cached = run_samples(stage, config, target, shard, generated, analysed) and cached
     return generated, analysed, cached
 

@@ -422,6 +422,11 @@ class GenerationSettings(StrictModel):
         """True when answers are sampled (T > 0), False when greedy."""
         return self.temperature > 0
 
+    @property
+    def draws_samples(self) -> bool:
+        """K > 1 answers per prompt text (issue 27): sampled and samples > 1."""
+        return self.sampled and self.samples > 1
+
     @model_serializer(mode="wrap")
     def _greedy_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
         """A greedy configuration without the sampling keys, exactly as it was written
