@@ -112,9 +112,25 @@ def generate_responses(
     requests = generation_requests(prompts, variants)
     texts = requests["prompt_text"].to_list()
     ensure_fits(backend, texts, prompt_origins(requests, prompts), settings.max_new_tokens)
-    slots: list[Generation | None] = [None] * len(texts)
     sampling = sampling_request(settings, model, requests)
-    for call in replay_apart(backend, requests["family"].to_list()):
+    outputs = answer_apart(backend, texts, requests["family"].to_list(), settings, sampling)
+    frame = requests.with_columns(pl.lit(model).alias("model"), *answer_columns(backend, outputs))
+    return conform(frame, GENERATIONS)
+
+
+def answer_apart(
+    backend: Backend,
+    texts: list[str],
+    families: list[str],
+    settings: GenerationSettings,
+    sampling: Sampling | None,
+) -> list[Generation]:
+    """The answers to ``texts`` in the rows' order, asked in the calls ``replay_apart``
+    makes (``sampling``: one seed per text; None: greedy)."""
+    slots: list[Generation | None] = [None] * len(texts)
+    for call in replay_apart(backend, families):
+        if not call:
+            continue
         batch = [texts[i] for i in call]
         answers = (
             backend.generate(batch, settings.max_new_tokens, settings.batch_size)
@@ -127,10 +143,14 @@ def generate_responses(
             raise RuntimeError(f"backend {backend.name} answered {len(answers)} of {len(call)}")
         for i, answer in zip(call, answers, strict=True):
             slots[i] = answer
-    outputs = [o for o in slots if o is not None]
+    return [o for o in slots if o is not None]
+
+
+def answer_columns(backend: Backend, outputs: list[Generation]) -> list[pl.Series]:
+    """What an answer adds to its request row: the texts, token ids, finish and failure
+    reasons and the ``engine`` record."""
     responses = [None if o.failure_reason else o.response_text for o in outputs]
-    frame = requests.with_columns(
-        pl.lit(model).alias("model"),
+    return [
         pl.Series("response_text", responses, dtype=pl.String),
         pl.Series("answer_text", [answer_text(r) for r in responses], dtype=pl.String),
         pl.Series(
@@ -141,8 +161,7 @@ def generate_responses(
         pl.Series("finish_reason", [o.finish_reason for o in outputs], dtype=pl.String),
         pl.Series("failure_reason", [o.failure_reason for o in outputs], dtype=pl.String),
         pl.Series("engine", engine_records(backend.describe(), outputs), dtype=pl.String),
-    )
-    return conform(frame, GENERATIONS)
+    ]
 
 
 def sampling_request(

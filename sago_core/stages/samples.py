@@ -27,10 +27,8 @@ from __future__ import annotations
 import polars as pl
 
 from sago_core.artifacts.schemas import SAMPLE_ANALYSIS, SAMPLES, conform
-from sago_core.axes.reasoning import answer_text
 from sago_core.backends.protocol import (
     Backend,
-    Generation,
     Sampling,
     ScoringRequest,
     TeacherForced,
@@ -38,7 +36,7 @@ from sago_core.backends.protocol import (
 from sago_core.config import AnalysisSettings, GenerationSettings
 from sago_core.sample_seeds import sample_seed
 from sago_core.stages.analysis import _score_apart as score_apart
-from sago_core.stages.generation import engine_records, replay_apart
+from sago_core.stages.generation import answer_apart, answer_columns
 from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
 
 TEXT_KEY = ["dataset", "prompt_id", "variant_id"]
@@ -77,39 +75,13 @@ def sample_responses(
     rows = extra_samples(generations, settings.samples)
     seeds = sample_seeds(settings, model, rows)
     sampling = Sampling(settings.temperature, settings.top_p, settings.top_k, tuple(seeds))
-    texts = rows["prompt_text"].to_list()
-    slots: list[Generation | None] = [None] * len(texts)
-    for call in replay_apart(backend, rows["family"].to_list()):
-        if not call:
-            continue
-        answers = backend.generate(
-            [texts[i] for i in call],
-            settings.max_new_tokens,
-            settings.batch_size,
-            sampling.rows(call),
-        )
-        if len(answers) != len(call):
-            raise RuntimeError(f"backend {backend.name} answered {len(answers)} of {len(call)}")
-        for i, answer in zip(call, answers, strict=True):
-            slots[i] = answer
-    outputs = [o for o in slots if o is not None]
-    responses = [None if o.failure_reason else o.response_text for o in outputs]
+    outputs = answer_apart(
+        backend, rows["prompt_text"].to_list(), rows["family"].to_list(), settings, sampling
+    )
     drawn = (
         rows.drop("family", "prompt_text")
         .join(generations.drop(*GENERATED), on=TEXT_KEY, how="left", maintain_order="left")
-        .with_columns(
-            pl.Series("seed", seeds, dtype=pl.Int64),
-            pl.Series("response_text", responses, dtype=pl.String),
-            pl.Series("answer_text", [answer_text(r) for r in responses], dtype=pl.String),
-            pl.Series(
-                "response_token_ids",
-                [list(o.response_token_ids) for o in outputs],
-                dtype=pl.List(pl.Int32),
-            ),
-            pl.Series("finish_reason", [o.finish_reason for o in outputs], dtype=pl.String),
-            pl.Series("failure_reason", [o.failure_reason for o in outputs], dtype=pl.String),
-            pl.Series("engine", engine_records(backend.describe(), outputs), dtype=pl.String),
-        )
+        .with_columns(pl.Series("seed", seeds, dtype=pl.Int64), *answer_columns(backend, outputs))
     )
     frame = pl.concat([conform(first, SAMPLES), conform(drawn, SAMPLES)])
     return frame.sort([*TEXT_KEY, "sample"], maintain_order=True)
