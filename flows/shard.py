@@ -33,18 +33,25 @@ def all_answered(generations_path: str) -> bool:
     return failures.collect().item() == 0
 
 
-def run_shard(
-    stage: StageRunner, config: RunConfig, target: ModelTarget, shard: Shard
-) -> tuple[str, str, bool]:
-    """Generation and the scoring pass of one shard, then at K > 1 samples its samples and
-    their scoring pass (``run_samples``); (generations, analysis, cached)."""
-    model, layout = target.spec, stage.layout
-    where = str(layout.shard_dir(model, shard.label))
+def shard_places(
+    layout: RunLayout, model: str, shard: Shard
+) -> tuple[str, dict[str, Any], list[str]]:
+    """A shard's folder, the cache and ledger its tasks share, and its task-run tags."""
     places: dict[str, Any] = {
         "cache_dir": str(layout.cache.root),
         "ledger_file": str(layout.ledger),
     }
     labels = [f"model:{model}", f"dataset:{shard.dataset}", f"shard:{shard.label}"]
+    return str(layout.shard_dir(model, shard.label)), places, labels
+
+
+def run_shard(
+    stage: StageRunner, config: RunConfig, target: ModelTarget, shard: Shard
+) -> tuple[str, str, bool]:
+    """Generation and the scoring pass of one shard, then at K > 1 samples its samples and
+    their scoring pass (``run_samples``); (generations, analysis, cached)."""
+    model = target.spec
+    where, places, labels = shard_places(stage.layout, model, shard)
     generated = stage(
         generate_task,
         run_tags=labels,
@@ -89,13 +96,8 @@ def run_samples(
     sample teacher-forced under every prompt text (sample_analysis.parquet), in the shard's
     folder (``RunLayout.shard_artifact(model, shard, "samples")``); True when both were
     cached."""
-    model, layout = target.spec, stage.layout
-    where = str(layout.shard_dir(model, shard.label))
-    places: dict[str, Any] = {
-        "cache_dir": str(layout.cache.root),
-        "ledger_file": str(layout.ledger),
-    }
-    labels = [f"model:{model}", f"dataset:{shard.dataset}", f"shard:{shard.label}"]
+    model = target.spec
+    where, places, labels = shard_places(stage.layout, model, shard)
     sampled = stage(
         sample_task,
         run_tags=labels,
