@@ -130,6 +130,7 @@ def raw_forward(
     import torch
 
     model = scorer.model
+    head = model.get_output_embeddings()
     pad = int(scorer.tokenizer.pad_token_id or 0)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i][1]))
     batches: list[list[int]] = [[]]
@@ -149,18 +150,22 @@ def raw_forward(
             for k, i in enumerate(batch):
                 ids[k, : len(rows[i][1])] = torch.tensor(rows[i][1])
                 mask[k, : len(rows[i][1])] = 1
+            # logits_to_keep=1: the head runs on the response positions only (below), as
+            # in sago's pass, not on every position of every row
             out = model(
                 input_ids=ids.to(scorer.device),
                 attention_mask=mask.to(scorer.device),
                 output_hidden_states=True,
+                logits_to_keep=1,
             )
+            final = out.hidden_states[-1]
             for k, i in enumerate(batch):
                 n_prompt, seq = rows[i]
                 states = torch.stack([h[k, n_prompt - 1] for h in out.hidden_states[1:]])
                 kept.append(states.float().cpu().numpy())
                 n_resp = len(seq) - n_prompt
                 if n_resp > 0:
-                    logits = out.logits[k, n_prompt - 1 : len(seq) - 1]
+                    logits = head(final[k, n_prompt - 1 : len(seq) - 1]).float()
                     response_logprob_and_entropy(logits, torch.tensor(seq[n_prompt:]))
     seconds = time.perf_counter() - started
     return RawRun(seconds, sum(len(seq) for _, seq in rows), 0.0)
