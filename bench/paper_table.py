@@ -202,10 +202,11 @@ def stage_table(rows: Sequence[StageRow], total_seconds: float) -> list[str]:
             f"| {_num(r.tokens_per_s)} | {_num(r.peak_rss_mib, 0)} | {_mib(r.bytes)} |"
         )
     staged = sum(r.seconds for r in rows)
+    peaks = [r.peak_rss_mib for r in rows if r.peak_rss_mib is not None]
     lines.append(
         f"| all stages | {sum(r.records for r in rows)} | {_num(staged)} "
         f"| {_pct(staged / total_seconds if total_seconds > 0 else None)} | | | "
-        f"| {_num(max((r.peak_rss_mib or 0.0 for r in rows), default=None), 0)} "
+        f"| {_num(max(peaks) if peaks else None, 0)} "
         f"| {_mib(sum(r.bytes for r in rows))} |"
     )
     return lines
