@@ -174,9 +174,12 @@ def test_a_run_rides_out_two_server_restarts(server: RestartableServer, tmp_path
     print(output[-3000:])
     assert run.returncode == 0, output[-4000:]
     assert server.starts == 3
-    # each wait is logged, bounded, and ends when the server is back
+    # each wait is logged, bounded, and ends when the server is back. The second outage may
+    # fall where no stage waits (the run's last artifacts are then skipped with a warning):
+    # which one is a race, so every wait that began must end, and at least one began.
     assert "unreachable during stage" in output and "(waited" in output
-    assert output.count("is back after") >= 2, output[-4000:]
+    waits = output.count("retry 1 in")
+    assert waits >= 1 and output.count("is back after") == waits, output[-4000:]
     (run_dir,) = run_dirs(runs)
     asked = _generated(calls)
     assert asked == _requests(run_dir)  # nothing generated twice
