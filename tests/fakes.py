@@ -64,3 +64,21 @@ PROMPTS = pl.DataFrame(
         "source": ["builtin", "builtin"],
     }
 )
+
+
+def kept_variants(rows: list[tuple[str, str, str, str]]) -> pl.DataFrame:
+    """A variants frame of kept rows (prompt_id, variant_id, family, text) in dataset "d";
+    the subtype is the family, strength 0, position global."""
+    return pl.DataFrame(
+        {
+            "dataset": ["d"] * len(rows),
+            "prompt_id": [r[0] for r in rows],
+            "variant_id": [r[1] for r in rows],
+            "family": [r[2] for r in rows],
+            "subtype": [r[2] for r in rows],
+            "strength": [0.0] * len(rows),
+            "position": ["global"] * len(rows),
+            "text": [r[3] for r in rows],
+            "kept": [True] * len(rows),
+        }
+    )

@@ -20,7 +20,7 @@ from sago_core.sample_seeds import sample_seed
 from sago_core.stages.analysis import analyse_pairs
 from sago_core.stages.generation import generate_responses
 from sago_core.stages.samples import analyse_samples, sample_responses
-from tests.fakes import PROMPTS
+from tests.fakes import PROMPTS, kept_variants
 
 MODEL = "mock:m"
 KEY = ["dataset", "prompt_id", "variant_id"]
@@ -33,19 +33,7 @@ def _variants() -> pl.DataFrame:
         ("p2", "register-1", "register", "Tell me who wrote the play Hamlet."),
         ("p2", "replay", "replay", "Who wrote the play Hamlet?"),
     ]
-    return pl.DataFrame(
-        {
-            "dataset": ["d"] * len(rows),
-            "prompt_id": [r[0] for r in rows],
-            "variant_id": [r[1] for r in rows],
-            "family": [r[2] for r in rows],
-            "subtype": [r[2] for r in rows],
-            "strength": [0.0] * len(rows),
-            "position": ["global"] * len(rows),
-            "text": [r[3] for r in rows],
-            "kept": [True] * len(rows),
-        }
-    )
+    return kept_variants(rows)
 
 
 class Recording(MockBackend):

@@ -18,7 +18,7 @@ from sago_core.backends.protocol import Sampling
 from sago_core.config import ApiBudget, ApiSettings, GenerationSettings
 from sago_core.errors import ConfigError
 from sago_core.sample_seeds import sample_seed
-from tests.fakes import PROMPTS
+from tests.fakes import PROMPTS, kept_variants
 
 
 def _sampling(seeds: list[int], temperature: float = 1.0, **filters: Any) -> Sampling:
@@ -108,19 +108,7 @@ def _variants() -> pl.DataFrame:
         ("p1", "replay", "replay", "What is the capital of France?"),
         ("p1", "noise-1", "noise", "What is  the capital of France?"),
     ]
-    return pl.DataFrame(
-        {
-            "dataset": ["d"] * len(rows),
-            "prompt_id": [r[0] for r in rows],
-            "variant_id": [r[1] for r in rows],
-            "family": [r[2] for r in rows],
-            "subtype": [r[2] for r in rows],
-            "strength": [0.0] * len(rows),
-            "position": ["global"] * len(rows),
-            "text": [r[3] for r in rows],
-            "kept": [True] * len(rows),
-        }
-    )
+    return kept_variants(rows)
 
 
 def test_the_generation_stage_seeds_each_row_and_records_its_sampling() -> None:
