@@ -6,12 +6,15 @@ environment (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``,
 ``GOOGLE_APPLICATION_CREDENTIALS``, ``AZURE_STORAGE_ACCOUNT_NAME``, ...), never from a sago
 parameter or artifact. A put is one request that replaces the whole object, so no reader
 ever sees part of one; the sha256 it carries (object metadata ``sha256``) is checked on
-every get, so a truncated or corrupted object is reported, never used.
+every get, so a truncated or corrupted object is reported, never used. Each object also
+carries its ``Content-Type`` (from its name), so a report or results site published on a
+bucket opens as a page in a browser rather than downloading as bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mimetypes
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +25,24 @@ from sago_core.errors import SagoError
 from sago_core.storage.location import StoreLocation
 
 SHA256_ATTRIBUTE = "sha256"
+# Types mimetypes may not know on every platform (its tables come from the OS).
+CONTENT_TYPES = {
+    ".parquet": "application/vnd.apache.parquet",
+    ".jsonl": "application/jsonl",
+    ".md": "text/markdown",
+}
+
+TEXT_TYPES = frozenset({"application/json", "application/jsonl", "image/svg+xml"})
+
+
+def content_type(key: str) -> str:
+    """The object's media type from its name: text types in UTF-8 (sago writes UTF-8)."""
+    suffix = "." + key.rsplit(".", 1)[-1].lower() if "." in key.rsplit("/", 1)[-1] else ""
+    found = CONTENT_TYPES.get(suffix) or mimetypes.guess_type("x" + suffix)[0]
+    if found is None:
+        return "application/octet-stream"
+    text = found.startswith("text/") or found in TEXT_TYPES
+    return f"{found}; charset=utf-8" if text else found
 
 
 class StoreError(SagoError):
@@ -150,7 +171,7 @@ class ObjectStore:
             self._store,
             self._key(key),
             data,
-            attributes={SHA256_ATTRIBUTE: sha256_bytes(data)},
+            attributes={SHA256_ATTRIBUTE: sha256_bytes(data), "Content-Type": content_type(key)},
             mode=mode,
             use_multipart=False,  # one request: the object appears whole or not at all
         )

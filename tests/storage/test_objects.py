@@ -63,6 +63,25 @@ def test_objects_carry_their_sha256_and_a_changed_one_is_refused(
     assert store.request_counts()["get"] == 4
 
 
+def test_objects_carry_a_content_type_so_a_published_page_opens_in_a_browser(
+    bucket: str, s3_endpoint: str
+) -> None:
+    store = _store(bucket)
+    for key in ("site/index.html", "run/summary.parquet", "run/manifest.json", "run/blob"):
+        store.put(key, b"x")
+    client = s3_client(s3_endpoint)
+    found = {
+        key: client.head_object(Bucket=bucket, Key=f"runs/{key}")["ContentType"]
+        for key in ("site/index.html", "run/summary.parquet", "run/manifest.json", "run/blob")
+    }
+    assert found == {
+        "site/index.html": "text/html; charset=utf-8",
+        "run/summary.parquet": "application/vnd.apache.parquet",
+        "run/manifest.json": "application/json; charset=utf-8",
+        "run/blob": "application/octet-stream",
+    }
+
+
 def test_exactly_one_concurrent_create_wins_and_stale_swaps_lose(bucket: str) -> None:
     store = _store(bucket)
     wins: list[int] = []
