@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +163,7 @@ class VllmBackend:
         use_model_defaults: bool = False,
         devices: int = 1,
         reuse_worker: bool = False,
+        engine_options: Mapping[str, Any] | None = None,
     ) -> None:
         """``chat_template_kwargs`` and ``use_model_defaults`` as in ``GenerationSettings``
         (both go to the transformers scorer, which renders the prompts); ``devices``: how many
@@ -170,7 +171,9 @@ class VllmBackend:
         ``reuse_worker``: ``close()`` parks the worker without its engine and the next such
         backend of this process loads its model there, skipping vLLM's imports (10-20 s
         here): many models in turn on a CPU (the conformance tests). On a GPU, vLLM may not
-        free all memory of a dropped engine, so the default is a process per engine."""
+        free all memory of a dropped engine, so the default is a process per engine.
+        ``engine_options``: worker engine options over those ``settings`` give (the bench's
+        ``{"enable_prefix_caching": False}``, vllm_worker.py)."""
         self.source = source
         self.settings = settings
         self.trust_remote_code = trust_remote_code
@@ -178,6 +181,7 @@ class VllmBackend:
         self.use_model_defaults = use_model_defaults
         self.devices = max(int(devices), 1)
         self.reuse_worker = reuse_worker
+        self.engine_options = dict(engine_options or {})
         self._pool_key = ""
         self.tensor_parallel_size = tensor_parallel_size(settings, self.devices)
         self.folder = materialised_folder(source, cache_root)
@@ -188,11 +192,14 @@ class VllmBackend:
         self._forwarder: threading.Thread | None = None
         self.engine: dict[str, Any] = {}
         self.decoding: dict[str, Any] = {}  # the last job's effective sampling parameters
+        # the last job's prompt tokens and how many of them vLLM's prefix cache served
+        self.prefill: dict[str, int | None] = {}
         self.log_tail: deque[str] = deque(maxlen=50)
 
     def _start(self) -> subprocess.Popen[str]:
-        """The worker, started on the first generation (a scoring-only use never pays the
-        engine start)."""
+        """The worker, started on the first generation or what precedes one (the prompts'
+        fit, ``describe``), always before the scorer's weights load; a scoring-only use
+        never pays the engine start."""
         if self._process is not None and self._process.poll() is None:
             return self._process
         settings = self.settings
@@ -205,6 +212,7 @@ class VllmBackend:
             "cpu_kv_cache_gib": settings.cpu_kv_cache_gib,
             "trust_remote_code": self.trust_remote_code,
             "use_model_defaults": self.use_model_defaults,
+            **self.engine_options,
         }
         if os.environ.get("CUDA_VISIBLE_DEVICES", "") not in ("", "-1"):
             options["gpu_memory_utilization"] = settings.gpu_memory_utilization
@@ -355,6 +363,7 @@ class VllmBackend:
             process.stdin.flush()
             reply = self._read_reply(process, self.settings.startup_timeout_s)
             self.decoding = dict(reply.get("decoding") or {})
+            self.prefill = {k: reply.get(k) for k in ("prompt_tokens", "cached_prompt_tokens")}
             table = pq.read_table(responses).to_pylist()
         # The text is the transformers tokenizer's decoding of vLLM's ids, exactly as the
         # transformers backend decodes its own: same ids, same text.
@@ -399,13 +408,21 @@ class VllmBackend:
         return self.scorer().prompt_lengths(prompts)
 
     def context_window(self) -> int | None:
-        window = self.scorer().context_window()
+        """Asked before a generation (``ensure_fits``): the engine starts first, so that it
+        sizes its GPU memory (``gpu_memory_utilization``) before the scorer's weights load."""
+        window = self._generation_scorer().context_window()
         limit = self.settings.max_model_len
         return min(w for w in (window, limit) if w) if (window or limit) else None
 
+    def _generation_scorer(self) -> Any:
+        """The scorer for work that precedes a generation, loaded after the engine started
+        (a scoring-only use, ``score``, never starts the engine)."""
+        with self._lock:
+            self._start()
+        return self.scorer()
+
     def describe(self) -> dict[str, str]:
-        self._start()
-        scorer = self.scorer()
+        scorer = self._generation_scorer()
         scored = scorer.describe()
         scoring = {f"scoring_{k}": v for k, v in scored.items()}
         decoding = self.decoding or dict(self.engine.get("decoding") or {})
