@@ -80,7 +80,7 @@ def rewrite_structural_task(
     frame = rewrite_structural(
         read_parquet(prompts_path),
         grid,
-        backend_for(rewriter, cache_dir, ledger_file),
+        lambda: backend_for(rewriter, cache_dir, ledger_file),  # only if a rewrite is missing
         behaviour_key(rewriter),
         JsonCache(CacheLayout(Path(cache_dir)).rewrites),
         seed,

@@ -1,13 +1,19 @@
 """Stage: structural variants (length, mood) from a rewriter model, cached per prompt.
 
-The rewrite cache key is (rewriter identity, instruction version, subtype, strength, prompt),
-so a rerun, or another run over the same prompts, reproduces the same rewrites without
-calling the model (``stages/tool_answers.py``: the pass the translator shares). Only usable
-rewrites are cached; an unusable one is recorded as a rejected variant with its reason,
-never dropped.
+The rewrite cache key is (rewriter identity, instruction version, subtype, strength, token
+budget, prompt), so a rerun, or another run over the same prompts, reproduces the same
+rewrites without calling the model (``stages/tool_answers.py``: the pass the translator
+shares). Every answer the checks judge is cached under its key: a usable rewrite as its
+text, a rejected one with its text and reason (at T = 0 the rewriter would only give it
+again), so a rerun over a warm cache asks nothing and does not even load the rewriter. Both
+are checked again when read (a changed check applies to them too); a rejected rewrite is
+recorded as a rejected variant with its reason, never dropped. A failed call (the
+backend's failure) is not cached: it is asked again.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import polars as pl
 
@@ -17,7 +23,7 @@ from sago_core.backends.protocol import Backend
 from sago_core.config import StructuralGrid
 from sago_core.data.prompt import split_source
 from sago_core.stages.generation import Origin
-from sago_core.stages.tool_answers import ToolRequest, ask_tool
+from sago_core.stages.tool_answers import ToolAnswer, ToolRequest, ask_tool
 from sago_core.variants.seeding import variant_seed
 from sago_core.variants.structural import (
     INSTRUCTION_VERSION,
@@ -27,6 +33,9 @@ from sago_core.variants.structural import (
     length_task,
     mood_task,
 )
+
+# The field of a cached rewrite that holds why the checks rejected it (absent: usable).
+REJECTED = "rejected"
 
 
 def structural_variant_id(task: RewriteTask) -> str:
@@ -59,11 +68,13 @@ def rewrite_key(rewriter_identity: str, task: RewriteTask, prompt: str, max_new_
 def rewrite_structural(
     prompts: pl.DataFrame,
     grid: StructuralGrid,
-    backend: Backend,
+    open_rewriter: Callable[[], Backend],
     rewriter_identity: str,
     cache: JsonCache,
     seed: int,
 ) -> pl.DataFrame:
+    """The structural candidates of every prompt; ``open_rewriter`` builds the rewriter's
+    backend, called only when some rewrite is not cached."""
     jobs = [
         (row, task)
         for row in prompts.iter_rows(named=True)
@@ -77,19 +88,42 @@ def rewrite_structural(
         )
         for row, task in jobs
     ]
-    answers = ask_tool(
-        backend,
-        requests,
-        cache,
-        grid.max_new_tokens,
-        grid.batch_size,
-        clean=lambda _, raw: clean_rewrite(raw),
-        check=lambda i, text: check_rewrite(jobs[i][0]["prompt"], text, jobs[i][1]),
-        entry=lambda _, text: {"text": text, "rewriter": rewriter_identity},
-    )
+
+    def check(i: int, text: str) -> str | None:
+        return check_rewrite(jobs[i][0]["prompt"], text, jobs[i][1])
+
+    hits = [cache.get(r.key) for r in requests]
+    answers = {
+        i: ToolAnswer(str(hit["text"]), check(i, str(hit["text"])))
+        for i, hit in enumerate(hits)
+        if hit is not None
+    }
+    todo = [i for i, hit in enumerate(hits) if hit is None]
+    if todo:
+        judged: dict[int, str | None] = {}  # the checks' verdict on each fresh answer
+
+        def check_fresh(k: int, text: str) -> str | None:  # not called after a failed call
+            judged[todo[k]] = check(todo[k], text)
+            return judged[todo[k]]
+
+        fresh = ask_tool(
+            open_rewriter(),
+            [requests[i] for i in todo],
+            cache,
+            grid.max_new_tokens,
+            grid.batch_size,
+            clean=lambda _, raw: clean_rewrite(raw),
+            check=check_fresh,
+            entry=lambda _, text: {"text": text, "rewriter": rewriter_identity},
+        )
+        answers.update(zip(todo, fresh, strict=True))
+        for i, reason in judged.items():
+            if reason is not None:  # cached like a usable rewrite, with why it is not
+                entry = {"text": answers[i].text, "rewriter": rewriter_identity}
+                cache.put(requests[i].key, {**entry, REJECTED: reason})
     records = []
-    for (row, task), answer in zip(jobs, answers, strict=True):
-        text, reason = answer.text, answer.reason
+    for i, (row, task) in enumerate(jobs):
+        text, reason = answers[i].text, answers[i].reason
         vid = structural_variant_id(task)
         records.append(
             {

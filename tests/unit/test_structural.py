@@ -91,7 +91,7 @@ def test_rewrites_are_cached_and_failures_are_recorded(tmp_path: Path) -> None:
     grid = StructuralGrid(lengths=(0.5, 2.0), mood=True)
     cache = JsonCache(tmp_path / "cache")
     backend = FakeBackend(_rewriter)
-    first = rewrite_structural(PROMPTS, grid, backend, "fake@1", cache, seed=0)
+    first = rewrite_structural(PROMPTS, grid, lambda: backend, "fake@1", cache, seed=0)
     assert backend.generate_calls == 1 and len(backend.prompts_seen) == 6
     assert set(first["variant_id"]) == {
         "structural:length:0.5:global",
@@ -104,18 +104,18 @@ def test_rewrites_are_cached_and_failures_are_recorded(tmp_path: Path) -> None:
     assert failed["reject_reason"].to_list() == ["rewriter returned no text"]
 
     again = FakeBackend(_rewriter)
-    second = rewrite_structural(PROMPTS, grid, again, "fake@1", cache, seed=0)
-    assert again.prompts_seen == [mood_task(PROMPTS["prompt"][1]).instruction]
+    second = rewrite_structural(PROMPTS, grid, lambda: again, "fake@1", cache, seed=0)
+    assert again.prompts_seen == [], "the rejected rewrite is cached too (with its reason)"
     assert second.equals(first)
     other = FakeBackend(_rewriter)
-    rewrite_structural(PROMPTS, grid, other, "fake@2", cache, seed=0)
+    rewrite_structural(PROMPTS, grid, lambda: other, "fake@2", cache, seed=0)
     assert len(other.prompts_seen) == 6, "a different rewriter identity misses the cache"
 
 
 def test_filter_keeps_upstream_rejections_and_records_word_ratio(tmp_path: Path) -> None:
     grid = StructuralGrid(lengths=(2.0,), mood=True)
     rewrites = rewrite_structural(
-        PROMPTS, grid, FakeBackend(_rewriter), "fake", JsonCache(tmp_path), 0
+        PROMPTS, grid, lambda: FakeBackend(_rewriter), "fake", JsonCache(tmp_path), 0
     )
     filtered = filter_variants(rewrites, PROMPTS, lambda c, r: [0.99] * len(c), threshold=0.5)
     doubled = filtered.filter(pl.col("variant_id") == "structural:length:2:global")
@@ -137,6 +137,8 @@ def test_filter_keeps_upstream_rejections_and_records_word_ratio(tmp_path: Path)
 def test_a_prompt_over_the_context_is_refused_before_rewriting(tmp_path: Path) -> None:
     backend = FakeBackend(_rewriter, window=40)
     with pytest.raises(InputError) as err:
-        rewrite_structural(PROMPTS, StructuralGrid(), backend, "fake", JsonCache(tmp_path), 0)
+        rewrite_structural(
+            PROMPTS, StructuralGrid(), lambda: backend, "fake", JsonCache(tmp_path), 0
+        )
     assert "data.csv" in str(err.value) and "row 1" in str(err.value)
     assert backend.generate_calls == 0
