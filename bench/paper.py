@@ -198,8 +198,9 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
     """One run, its per-stage rows and (``raw``) its ratios against the raw engines."""
     from bench.paper_raw import (
         answer_pairs,
+        bertscore_side_by_side,
+        bleu_seconds,
         open_vllm,
-        raw_bertscore,
         raw_forward,
         raw_generation,
         teacher_forced_rows,
@@ -242,7 +243,8 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
         config.analysis.max_batch_tokens,
     )
     pairs = pl.read_parquet(next(run_dir.glob("models/*/pairs.parquet")))
-    bert = raw_bertscore(config, *answer_pairs(generations, pairs))
+    candidates, references, stage_f1 = answer_pairs(generations, pairs)
+    bert, sago_bert = bertscore_side_by_side(config, candidates, references, stage_f1)
     bert_stage = by_stage[BERTSCORE]
     ratios = [
         Ratio(
@@ -264,10 +266,8 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
             "pairs/s",
             bert_stage.items_per_s,
             bert.rate,
-            # the stage less the encoder's load (as long as bert_score's own took here)
-            None
-            if bert_stage.items is None
-            else bert_stage.items / max(bert_stage.seconds - bert.load_seconds, 1e-9),
+            # sago's own scorer beside bert_score's on the same pairs: no BLEU, no load
+            sago_bert.rate,
         ),
     ]
     result["ratios"] = [
@@ -277,12 +277,37 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
         "generation": asdict(gen),
         "scoring_pass": asdict(forward),
         "bertscore": asdict(bert),
+        "sago_bertscore": asdict(sago_bert),
+        "bleu_seconds": bleu_seconds(candidates, references),
+        # what the column showed before: the stage less bert_score's load
+        "stage_less_load": None
+        if bert_stage.items is None
+        else bert_stage.items / max(bert_stage.seconds - bert.load_seconds, 1e-9),
     }
     return result
 
 
 def rows_of(result: dict) -> list[StageRow]:
     return [StageRow(**r) for r in result["rows"]]
+
+
+def bertscore_note(raw: dict) -> str:
+    """The BERTScore ratio's side-by-side measurement, and the stage's other costs."""
+    from bench.paper_raw import RawRun
+
+    sago, bert = raw["sago_bertscore"], raw["bertscore"]
+    rate = RawRun(**sago).rate, RawRun(**bert).rate
+    before = raw.get("stage_less_load")
+    was = "NA" if before is None else f"{before:,.1f} pairs/s ({before / rate[1]:.3f})"
+    return (
+        f"BERTScore without one-off loads: sago's scorer (`score-pairs`' F1) and bert_score's, "
+        f"alternately on the same {sago['amount']} pairs in one process, best of 2: "
+        f"{rate[0]:,.1f} vs {rate[1]:,.1f} pairs/s; F1 equal to the stage's (1e-6): "
+        f"{100 * sago['identical']:.1f}% vs {100 * bert['identical']:.1f}%; encoders loaded "
+        f"in {sago['load_seconds']:.1f} s vs {bert['load_seconds']:.1f} s. The stage's BLEU "
+        f"over the same pairs: {raw['bleu_seconds']:.2f} s. Before (the stage less "
+        f"bert_score's load, under the run's load): {was}"
+    )
 
 
 def report(main: dict, curve: list[dict]) -> list[str]:
@@ -310,6 +335,8 @@ def report(main: dict, curve: list[dict]) -> list[str]:
             f"identical to sago's: {100 * (raw['generation']['identical'] or 0):.1f}%; "
             f"bert_score's encoder loaded in {raw['bertscore']['load_seconds']:.1f} s",
         ]
+        if "sago_bertscore" in raw:
+            lines.append(bertscore_note(raw))
     if len(curve) > 1:
         sizes = [c["generations"] for c in curve]
         lines += [

@@ -6,7 +6,8 @@
 - scoring pass: a plain batched forward of the same weights (the scorer sago loaded) over
   the same teacher-forced sequences, with what the pass's hooks give: every layer's state at
   the last prompt token, the response tokens' log-probabilities and entropies;
-- BERTScore: ``bert_score.BERTScorer.score`` on the same (variant, base) answer pairs.
+- BERTScore: ``bert_score.BERTScorer.score`` on the same (variant, base) answer pairs, and
+  sago's own scorer beside it on the same pairs (BLEU, loads and artifacts apart).
 
 Each returns its measured seconds (load excluded, measured apart) and amount of work.
 """
@@ -171,18 +172,25 @@ def raw_forward(
     return RawRun(seconds, sum(len(seq) for _, seq in rows), 0.0)
 
 
-def answer_pairs(generations: pl.DataFrame, pairs: pl.DataFrame) -> tuple[list[str], list[str]]:
-    """(variant answer, base answer) of every pair sago scored with BERTScore."""
+def answer_pairs(
+    generations: pl.DataFrame, pairs: pl.DataFrame
+) -> tuple[list[str], list[str], list[float]]:
+    """(variant answer, base answer, the stage's F1) of every pair sago scored with
+    BERTScore."""
     base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
         "model", "dataset", "prompt_id", pl.col("answer_text").alias("base_answer")
     )
     scored = (
         pairs.filter(pl.col("bert_f1").is_not_null())
-        .select(KEY)
+        .select(*KEY, "bert_f1")
         .join(generations.select(*KEY, "answer_text"), on=KEY)
         .join(base, on=["model", "dataset", "prompt_id"])
     )
-    return scored["answer_text"].to_list(), scored["base_answer"].to_list()
+    return (
+        scored["answer_text"].to_list(),
+        scored["base_answer"].to_list(),
+        scored["bert_f1"].to_list(),
+    )
 
 
 def raw_bertscore(config: RunConfig, candidates: list[str], references: list[str]) -> RawRun:
@@ -200,3 +208,65 @@ def raw_bertscore(config: RunConfig, candidates: list[str], references: list[str
     started = time.perf_counter()
     scorer.score(candidates, references, batch_size=settings.batch_size)
     return RawRun(time.perf_counter() - started, len(candidates), load_seconds)
+
+
+def bertscore_side_by_side(
+    config: RunConfig,
+    candidates: list[str],
+    references: list[str],
+    stage_f1: Sequence[float],
+    rounds: int = 2,
+) -> tuple[RawRun, RawRun]:
+    """``bert_score.BERTScorer.score`` and sago's own BERTScore (``get_bert_scorer(...).f1``,
+    what ``score-pairs`` calls, same encoder settings) on the same pairs, in this process,
+    timed alternately (the best of ``rounds`` each, so both see the same load on shared
+    cores), each encoder's load timed apart. BLEU, the artifacts' reading and writing are
+    not in either (``bleu_seconds`` times BLEU apart). ``identical``: the share of pairs
+    whose F1 is the stage's (within 1e-6) for each side; (raw, sago)."""
+    from bert_score import BERTScorer
+
+    from sago_core.axes.text_similarity import get_bert_scorer
+
+    settings = config.bertscore
+    started = time.perf_counter()
+    raw = BERTScorer(
+        model_type=resolve_bertscore_model(settings.model),
+        num_layers=settings.num_layers,
+        batch_size=settings.batch_size,
+        lang=None,
+    )
+    raw_load = time.perf_counter() - started
+    started = time.perf_counter()
+    sago = get_bert_scorer(settings.model, settings.num_layers, settings.batch_size)
+    sago_load = time.perf_counter() - started
+    raw_seconds, sago_seconds = float("inf"), float("inf")
+    raw_f1: list[float] = []
+    sago_f1: list[float] = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        raw_f1 = raw.score(candidates, references, batch_size=settings.batch_size)[2].tolist()
+        raw_seconds = min(raw_seconds, time.perf_counter() - started)
+        started = time.perf_counter()
+        sago_f1 = sago.f1(candidates, references)
+        sago_seconds = min(sago_seconds, time.perf_counter() - started)
+    n = len(candidates)
+    return (
+        RawRun(raw_seconds, n, raw_load, same_scores(raw_f1, stage_f1)),
+        RawRun(sago_seconds, n, sago_load, same_scores(sago_f1, stage_f1)),
+    )
+
+
+def same_scores(scores: Sequence[float], stage: Sequence[float]) -> float:
+    """The share of ``scores`` within 1e-6 of the stage's."""
+    same = sum(abs(a - b) <= 1e-6 for a, b in zip(scores, stage, strict=True))
+    return same / max(len(stage), 1)
+
+
+def bleu_seconds(candidates: list[str], references: list[str]) -> float:
+    """Seconds of the stage's BLEU (``sentence_bleu``) over the same pairs."""
+    from sago_core.axes.text_similarity import sentence_bleu
+
+    started = time.perf_counter()
+    for candidate, reference in zip(candidates, references, strict=True):
+        sentence_bleu(candidate, reference)
+    return time.perf_counter() - started
