@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sago_core.artifacts.layout import REPORT_FILE
+from sago_core.artifacts.layout import GENERATIONS_FILE, REPORT_FILE, VARIANTS_FILE
 from sago_core.artifacts.store import read_parquet, write_text
-from sago_core.report.html import read_analysis, render_report
+from sago_core.report.html import read_analysis, read_for_report, render_report
 from sago_core.report.insights import read_insights
 from sago_core.report.locate import read_located
 from tasks.stage import stage_task
@@ -38,14 +38,15 @@ def render_report_task(
     instances, tails and axis-structure paths add the beyond-the-mean sections; the layer
     profiles and patching paths the where-the-instability-sits section; the peer metrics
     path the peer indices beside SGS; at K > 1 samples the sampling tests and variance
-    components paths the stability-under-sampling section."""
+    components paths the stability-under-sampling section. Of generations, variants and
+    analysis only the columns the report uses are read (``html.REPORT_COLUMNS``)."""
     page = render_report(
         read_parquet(summary_path),
         read_parquet(scores_path),
         read_parquet(deltas_path),
-        read_parquet(variants_path),
+        read_for_report(variants_path, VARIANTS_FILE),
         read_parquet(prompts_path),
-        read_parquet(generations_path),
+        read_for_report(generations_path, GENERATIONS_FILE),
         provenance,
         analysis=read_analysis(analysis_paths) if analysis_paths else None,
         insights=read_insights(instances_path, tails_path, axis_structure_path, axis_pca_path),

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +97,15 @@ def write_text(text: str, path: Path) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def read_parquet(path: str | Path) -> pl.DataFrame:
+def read_parquet(path: str | Path, columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """The artifact, or only its ``columns`` (Parquet is stored by column: the others are
+    never read nor decompressed); a named column the file lacks (written before the
+    column existed) is left out, for the reader to handle as it does for older runs."""
     attached.ensure_local(path)  # a file another machine wrote: fetched (verified) first
-    return pl.read_parquet(path)
+    if columns is None:
+        return pl.read_parquet(path)
+    present = pl.read_parquet_schema(path)
+    return pl.read_parquet(path, columns=[c for c in columns if c in present])
 
 
 def read_text(path: str | Path) -> str:

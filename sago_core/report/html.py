@@ -10,6 +10,19 @@ how many measurements were non-finite); figures; where Act is read (per-layer co
 the answer start and at the end of the user's text, from analysis.parquet, when the caller
 passes it); beyond the mean (report/insights.py: tail risk beside SGS, axis structure, graded
 mirroring, the instance explorer), when their artifacts exist; provenance from the manifest.
+
+Size and speed at scale (issue 29; measured by ``python -m bench.report_scale``). No figure
+draws a point per instance: each aggregates first, so the figures and tables are a part of
+fixed size for a given number of models, datasets and families (about 1 MB of PNG for one
+model on the paper grid). What grows is the instance explorer (report/explorer.py): every
+variant once, each distinct text stored once, the whole gzipped and base64-encoded, and at
+most ``explorer.MAX_ROWS`` variants (beyond, the worst per group). So the page is at most
+``html_size_bound(variants)`` bytes for answers of up to ~100 tokens (the paper's
+``max_new_tokens``): ``HTML_FIXED_BYTES`` plus ``HTML_BYTES_PER_VARIANT`` per embedded
+variant, ``MAX_HTML_BYTES`` in all. Measured for one model: 1.29 MB at 984 variants, 3.27 MB
+at 7,830 (about 1.0 MB plus 290 bytes a variant); longer answers take more per variant.
+The render reads only the columns it uses of the largest artifacts (``REPORT_COLUMNS``) and
+takes about the same time at 1,000 and 8,000 instances: its cost is matplotlib's drawing.
 """
 
 from __future__ import annotations
@@ -34,10 +47,13 @@ from sago_core.artifacts.layout import (
     VARIANTS_FILE,
     RunLayout,
 )
+from sago_core.artifacts.schemas import GENERATIONS
+from sago_core.artifacts.store import read_parquet
 from sago_core.backends.api_served import describe_drift, drifted
 from sago_core.data.placeholders import find_placeholders
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.report import figures
+from sago_core.report.explorer import MAX_ROWS
 from sago_core.report.headline import glances, headline_html
 from sago_core.report.insights import (
     Insights,
@@ -95,6 +111,18 @@ def _image(name: str, png: bytes, alt: str | None = None) -> str:
     text = html.escape(alt or name, quote=True)
     return f'<img id="fig-{name}" alt="{text}" src="data:image/png;base64,{data}">'
 
+
+HTML_FIXED_BYTES = 1_500_000  # figures (PNG), tables, style and the explorer's script
+HTML_BYTES_PER_VARIANT = 400  # one explorer row: codes, numbers, its texts gzipped
+
+
+def html_size_bound(variants: int) -> int:
+    """The most bytes report.html takes for a run of ``variants`` instances (one model,
+    answers of up to ~100 tokens; the module doc says how it was measured)."""
+    return HTML_FIXED_BYTES + HTML_BYTES_PER_VARIANT * min(variants, MAX_ROWS)
+
+
+MAX_HTML_BYTES = html_size_bound(MAX_ROWS)
 
 HEADLINE = "headline"  # the id of the block that opens the page
 
@@ -267,6 +295,23 @@ def _missing(deltas: pl.DataFrame) -> str:
 
 
 ANALYSIS_KEY = ["model", "dataset", "prompt_id", "variant_id"]
+
+# The columns the report reads of the artifacts whose other columns it never uses (the
+# rest it reads whole): generations.parquet without its prompt texts and token ids,
+# variants.parquet's family and verdict (the kept table), analysis.parquet's curves.
+REPORT_COLUMNS: dict[str, tuple[str, ...]] = {
+    GENERATIONS_FILE: tuple(
+        c for c in GENERATIONS if c not in ("prompt_text", "response_token_ids")
+    ),
+    VARIANTS_FILE: ("family", "kept"),
+    ANALYSIS_FILE: (*ANALYSIS_KEY, "layer_cosines", "layer_cosines_user"),
+}
+
+
+def read_for_report(path: str | Path, name: str) -> pl.DataFrame:
+    """Artifact ``name`` (a file name of the run layout) as the report reads it: only its
+    ``REPORT_COLUMNS`` when it has an entry there, else whole."""
+    return read_parquet(path, REPORT_COLUMNS.get(name))
 
 
 def _layer_section(analysis: pl.DataFrame, deltas: pl.DataFrame) -> str:
@@ -521,9 +566,9 @@ def report_from_run(run_dir: Path) -> str:
         pl.read_parquet(run_dir / SUMMARY_FILE),
         pl.read_parquet(run_dir / SCORES_FILE),
         pl.read_parquet(run_dir / DELTAS_FILE),
-        pl.read_parquet(run_dir / VARIANTS_FILE),
+        read_for_report(run_dir / VARIANTS_FILE, VARIANTS_FILE),
         pl.read_parquet(run_dir / PROMPTS_FILE),
-        pl.read_parquet(run_dir / GENERATIONS_FILE),
+        read_for_report(run_dir / GENERATIONS_FILE, GENERATIONS_FILE),
         provenance_of(manifest),
         read_analysis(layout.per_model_files(ANALYSIS_FILE)),
         insights=insights_from_run(run_dir),
@@ -545,8 +590,9 @@ def paired_from_card(run_dir: Path) -> dict[str, Any]:
 
 
 def read_analysis(paths: list[Path] | list[str]) -> pl.DataFrame | None:
-    """Every model's analysis.parquet as one frame (None when there is none)."""
-    frames = [pl.read_parquet(p) for p in paths]
+    """Every model's analysis.parquet as one frame, the columns the report reads (None
+    when there is none)."""
+    frames = [read_for_report(p, ANALYSIS_FILE) for p in paths]
     return pl.concat(frames, how="diagonal_relaxed") if frames else None
 
 

@@ -51,6 +51,7 @@ LEVEL = 0.95
 NO_VERDICT = "no variant judged against reference answers (no references, or no answers)"
 FLIP_SEED = "flips"  # stands in for the axis in the flip intervals' seed
 _CHUNK = 256  # resamples per block of the weighted quantile (bounds memory)
+_BLOCK_CELLS = 1 << 21  # at most this many (resample, value) cells per block
 
 
 def eps_column(eps: float) -> str:
@@ -74,9 +75,9 @@ def prompt_weights(strata: Sequence[int], seed: int, resamples: int) -> np.ndarr
     blocks = []
     for size in strata:
         picks = rng.integers(0, size, size=(resamples, size))
-        counts = np.zeros((resamples, size), dtype=np.int64)
-        np.add.at(counts, (np.arange(resamples)[:, None], picks), 1)
-        blocks.append(counts)
+        cells = (np.arange(resamples)[:, None] * size + picks).ravel()
+        counts = np.bincount(cells, minlength=resamples * size).reshape(resamples, size)
+        blocks.append(counts.astype(np.int64, copy=False))
     return np.hstack(blocks)
 
 
@@ -88,24 +89,45 @@ def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 def _value_at(ordered: np.ndarray, flat: np.ndarray, k: np.ndarray, stride: int) -> np.ndarray:
     """The k-th value (0-based) of each resample's repeated sorted sample; ``flat`` holds
-    each resample's cumulative weights offset by ``row x stride`` so one search finds all."""
+    each resample's cumulative weights offset by ``row x stride`` so one search finds all.
+    ``k`` holds whole numbers: searched as integers (a float key would make numpy convert
+    the whole of ``flat`` at every search)."""
     rows = np.arange(len(k))
-    found = np.searchsorted(flat, k + rows * stride, side="right")
+    found = np.searchsorted(flat, k.astype(np.int64) + rows * stride, side="right")
     return ordered[np.clip(found - rows * len(ordered), 0, len(ordered) - 1)]
 
 
-def weighted_quantiles(ordered: np.ndarray, weights: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+def _chunk(values: int) -> int:
+    """Resamples per block: ``_CHUNK``, fewer when a block of values would exceed
+    ``_BLOCK_CELLS`` (the block's arrays stay in cache; the result does not depend on it)."""
+    return max(1, min(_CHUNK, _BLOCK_CELLS // max(values, 1)))
+
+
+def weighted_quantiles(
+    ordered: np.ndarray,
+    weights: np.ndarray,
+    qs: Sequence[float],
+    owner: np.ndarray | None = None,
+) -> np.ndarray:
     """np.quantile of each resample, the sorted values repeated by integer ``weights``
     (resamples x values), without building the repeated arrays: (resamples x len(qs)),
-    NaN where a resample holds no value."""
+    NaN where a resample holds no value. With ``owner`` (each sorted value's prompt),
+    ``weights`` are per prompt (resamples x prompts) and each value's weight is its
+    prompt's: taken a block of resamples at a time, so no resamples x values matrix is built
+    (at the paper's size it was 125 MB per axis and subset)."""
     out = np.full((weights.shape[0], len(qs)), np.nan)
-    for start in range(0, weights.shape[0], _CHUNK):
-        block = weights[start : start + _CHUNK]
+    step = _chunk(len(ordered))
+    for start in range(0, weights.shape[0], step):
+        block = weights[start : start + step]
+        # row-major, so each resample's cumulative sum runs along memory (a fancy index
+        # on axis 1 gives a column-major block: a strided cumsum and a copying ravel)
+        block = np.take(block, owner, axis=1) if owner is not None else np.ascontiguousarray(block)
         cum = np.cumsum(block, axis=1)
-        total = cum[:, -1]
+        total = cum[:, -1].copy()
         rows = np.arange(len(block))
         stride = int(total.max()) + 1
-        flat = (cum + (rows * stride)[:, None]).ravel()
+        cum += (rows * stride)[:, None]
+        flat = cum.ravel()
         held = total > 0
         for col, q in enumerate(qs):
             virtual = total * q + (1 + q * -1) - 1  # numpy's linear virtual index
@@ -116,7 +138,7 @@ def weighted_quantiles(ordered: np.ndarray, weights: np.ndarray, qs: Sequence[fl
                 _value_at(ordered, flat, high, stride),
                 virtual - low,
             )
-            out[start : start + _CHUNK, col] = np.where(held, values, np.nan)
+            out[start : start + step, col] = np.where(held, values, np.nan)
     return out
 
 
@@ -141,7 +163,7 @@ def _quantile_stats(subset: Prompts, weights: np.ndarray | None) -> dict[str, fl
         stats[eps_column(eps)] = float(np.mean(values > eps))
     if weights is not None:
         order = np.argsort(values, kind="stable")
-        draws = weighted_quantiles(values[order], weights[:, subset.owner[order]], QUANTILES)
+        draws = weighted_quantiles(values[order], weights, QUANTILES, subset.owner[order])
         for col, name in enumerate(TAIL_QUANTILES):
             stats[f"ci_low_{name}"], stats[f"ci_high_{name}"] = _interval(draws[:, col])
     return stats
@@ -161,14 +183,25 @@ def _flip_stats(subset: Prompts, weights: np.ndarray | None) -> dict[str, float 
     return stats
 
 
-def _prompts(rows: pl.DataFrame, axis: str) -> Prompts:
+@dataclass(frozen=True)
+class _Ordered:
+    """What every axis of one subset shares: its rows in (dataset, prompt_id) order, each
+    row's prompt, the dataset strata and the per-prompt verdict counts (built once per
+    subset, not once per axis)."""
+
+    rows: pl.DataFrame
+    prompt: np.ndarray
+    strata: list[int]
+    judged: np.ndarray
+    flips: dict[str, np.ndarray]
+
+
+def _ordered(rows: pl.DataFrame) -> _Ordered:
     ordered = rows.sort("dataset", "prompt_id")
     keys = ordered.select("dataset", "prompt_id")
     prompt = keys.select(pl.struct("dataset", "prompt_id").rle_id())[:, 0].to_numpy()
     count = int(prompt.max()) + 1 if len(prompt) else 0
     strata = keys.unique(maintain_order=True).group_by("dataset", maintain_order=True).len()
-    d = ordered[f"d_{axis}"].to_numpy().astype(np.float64)  # null -> NaN, dropped below
-    measured = np.isfinite(d)
     base = ordered["base_correct"].to_numpy()
     variant = ordered["variant_correct"].to_numpy()
     judged = ordered["base_correct"].is_not_null() & ordered["variant_correct"].is_not_null()
@@ -179,15 +212,23 @@ def _prompts(rows: pl.DataFrame, axis: str) -> Prompts:
     def per_prompt(mask: np.ndarray) -> np.ndarray:
         return np.bincount(prompt[mask], minlength=count).astype(np.float64)
 
-    return Prompts(
+    return _Ordered(
+        ordered,
+        prompt,
         strata["len"].to_list(),
-        np.abs(d[measured]),
-        prompt[measured],
         per_prompt(known_np),
         {
             "flip_right_to_wrong": per_prompt(known_np & right & ~now_right),
             "flip_wrong_to_right": per_prompt(known_np & ~right & now_right),
         },
+    )
+
+
+def _prompts(ordered: _Ordered, axis: str) -> Prompts:
+    d = ordered.rows[f"d_{axis}"].to_numpy().astype(np.float64)  # null -> NaN, dropped below
+    measured = np.isfinite(d)
+    return Prompts(
+        ordered.strata, np.abs(d[measured]), ordered.prompt[measured], ordered.judged, ordered.flips
     )
 
 
@@ -205,9 +246,10 @@ def _flip_reason(rows: pl.DataFrame) -> str:
     return str(reasons.mode().sort()[0]) if len(reasons) else NO_VERDICT
 
 
-def _row(rows: pl.DataFrame, key: tuple[str, str, str, str], resamples: int) -> dict:
+def _row(ordered: _Ordered, key: tuple[str, str, str, str], resamples: int) -> dict:
     model, dataset, axis, family = key
-    subset = _prompts(rows, axis)
+    rows = ordered.rows
+    subset = _prompts(ordered, axis)
     # per dataset: prompts with a delta on this axis, prompts with a judged variant
     measured = len(np.unique(subset.owner))
     judged = int(np.count_nonzero(subset.judged))
@@ -260,11 +302,10 @@ def _subsets(instances: pl.DataFrame) -> list[tuple[str, str, str, pl.DataFrame]
 
 def tail_statistics(instances: pl.DataFrame, resamples: int = DEFAULT_RESAMPLES) -> pl.DataFrame:
     """tails.parquet from instances.parquet (one row per variant, d_<axis> columns)."""
-    rows = [
-        _row(part, (model, dataset, axis, family), resamples)
-        for model, dataset, family, part in _subsets(instances)
-        for axis in AXES
-    ]
+    rows = []
+    for model, dataset, family, part in _subsets(instances):
+        ordered = _ordered(part)
+        rows += [_row(ordered, (model, dataset, axis, family), resamples) for axis in AXES]
     full = [{column: row.get(column) for column in TAILS} for row in rows]
     return conform(pl.DataFrame(full, schema=TAILS), TAILS).sort(
         "model", "dataset", "family", "axis"
