@@ -3,8 +3,11 @@
 Order: (1) both pipelines on the same workload, each in its own subprocess; (2) check they
 agree (identical responses, deltas within tolerance) and stop if not; (3) the ratio table;
 (4) sago at 1x, 2x, 4x the prompts: time exponent and peak memory; (5) the cost per sample
-at T > 0, K = 1 vs K = 4 (``bench/sampling.py``); (6) the main job (``sago run --preset
-demo``) twice: rerun time over first-run time.
+at T > 0, K = 1 vs K = 4 (``bench/sampling.py``), and vLLM's speed-up from sharing a prompt's
+prefix across its K samples (``bench/sampling_vllm.py``; one line saying why it is skipped
+without the vLLM environment); (6) the post-scoring stages on a synthetic paper-grid run at
+1,000-8,000 instances (``bench/report_scale.py``: seconds, exponent, report.html bytes);
+(7) the main job (``sago run --preset demo``) twice: rerun time over first-run time.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.pipelines import agree, compare, run_pipeline, tolerances
+from bench.report_scale import main as report_scale
 from bench.sampling import sampling_costs
+from bench.sampling_vllm import vllm_sampling_costs
 from bench.workload import Workload
 
 STAGES = ("load", "generation", "analysis", "metrics")
@@ -163,6 +168,14 @@ def main() -> int:
     parser.add_argument(
         "--skip-sampling", action="store_true", help="skip the cost per sample at T > 0"
     )
+    parser.add_argument(
+        "--skip-vllm", action="store_true", help="skip vLLM's prefix-cache speed-up at T > 0"
+    )
+    parser.add_argument(
+        "--skip-report-scale",
+        action="store_true",
+        help="skip the post-scoring stages at 1,000-8,000 instances",
+    )
     parser.add_argument("--workdir", type=Path, help="keep artifacts here (default: temp)")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sago-bench-"))
@@ -189,6 +202,11 @@ def main() -> int:
     print("\n".join([*scale_curve(workload, multipliers, workdir), ""]), flush=True)
     if not args.skip_sampling:
         print("\n".join([*sampling_costs(workdir), ""]), flush=True)
+        if not args.skip_vllm:
+            print("\n".join([*vllm_sampling_costs(workdir), ""]), flush=True)
+    if not args.skip_report_scale:
+        report_scale(["--workdir", str(workdir / "report-scale")])
+        print(flush=True)
     if not args.skip_rerun:
         print("\n".join(cached_rerun(workdir)))
     return 0

@@ -5,7 +5,8 @@ At K = 1 a prompt text is answered once (``generate_responses``) and its base an
 teacher-forced under every prompt text (``analyse_pairs``). At K = 4 samples 1..3 are added as
 a run adds them (``sample_responses``, ``analyse_samples``: sample 0 reused), so the cost per
 sample at K = 4 is (sample 0's cost + the extra samples' cost) / (4 x texts): below K = 1's
-when the extra samples batch better than one answer per text.
+when the extra samples batch better than one answer per text. What vLLM saves by computing a
+text's prompt once for its K samples (its prefix cache) is measured in ``bench/sampling_vllm.py``.
 
 ``python -m bench.sampling`` prints the table on a workload of its own;
 ``python -m bench.sampling WORKDIR`` (the bench's subprocess) measures the workload saved in

@@ -8,7 +8,8 @@ only the standard library, pyarrow and vLLM. Protocol, one JSON object per line:
                        "generation_config": "vllm" | "auto", "decoding": {...}}
   stdin:  {"requests": in.parquet, "responses": out.parquet, "max_new_tokens": n,
            "stop_token_ids": [ids], "sampling": null | {"temperature", "top_p", "top_k"}}
-  stdout: {"done": out.parquet, "decoding": {...}} or {"error": message}
+  stdout: {"done": out.parquet, "decoding": {...}, "prompt_tokens": n,
+           "cached_prompt_tokens": n | null} or {"error": message}
   stdin:  {"engine": {<engine options>}} -> another model in this process (the old engine
           is dropped first; the reply is the ready message, or an error)
   stdin:  {"release": true}              -> {"released": true}: no engine held, the process
@@ -21,7 +22,9 @@ With ``sampling`` (T > 0) it also holds ``seed``, one per prompt: each request i
 with its own ``SamplingParams`` and seed (vLLM draws a seeded request from a generator of
 its own, so its answer does not depend on its batch companions).
 ``out.parquet`` gets ``response_text``, ``response_token_ids`` and ``finish_reason`` in the
-same order. ``decoding``: the effective sampling parameters of the job.
+same order. ``decoding``: the effective sampling parameters of the job; ``prompt_tokens``
+and ``cached_prompt_tokens``: the job's prompt tokens, and how many of them vLLM's prefix
+cache served instead of computing them (null when this vLLM does not say).
 
 Greedy (T = 0) means argmax: temperature 0, no top-k/top-p/min-p, neutral penalties, and the
 engine built with ``generation_config="vllm"`` so the checkpoint's ``generation_config.json``
@@ -29,7 +32,8 @@ cannot change it. Generation stops at exactly the parent's stop ids (the transfo
 end-of-sequence ids: ``ignore_eos`` drops vLLM's own tokenizer EOS, which may differ).
 ``use_model_defaults`` instead builds with ``generation_config="auto"`` and starts from
 ``engine.get_default_sampling_params()``. Prefix caching on (variants share most of their
-prompt), whole batches.
+prompt, a text's K samples all of it), whole batches; the engine option
+``enable_prefix_caching: false`` turns it off (the bench's baseline: ``bench/sampling_vllm.py``).
 """
 
 from __future__ import annotations
@@ -152,11 +156,16 @@ def start_engine(options: dict[str, Any], determinism: str) -> Engine | None:
     if "VLLM_CPU_KVCACHE_SPACE" not in _USER_ENV:
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache)
     use_model_defaults = bool(options.pop("use_model_defaults", False))
+    prefix_caching = bool(options.pop("enable_prefix_caching", True))
     mode = "auto" if use_model_defaults else "vllm"
     model = options.pop("model")
     try:
         llm = LLM(
-            model=model, seed=0, enable_prefix_caching=True, generation_config=mode, **options
+            model=model,
+            seed=0,
+            enable_prefix_caching=prefix_caching,
+            generation_config=mode,
+            **options,
         )
     except Exception as exc:  # an unsupported architecture, too little memory, ...
         import traceback
@@ -178,6 +187,7 @@ def start_engine(options: dict[str, Any], determinism: str) -> Engine | None:
             "device": device,
             "determinism": determinism,
             "generation_config": mode,
+            "prefix_caching": prefix_caching,
             "decoding": decoding(sampling_params(llm, use_model_defaults, None, []), mode),
         }
     )
@@ -222,7 +232,15 @@ def answer(engine: Engine, job: dict[str, Any]) -> None:
     applied = decoding(each[0], engine.mode)
     if sampling:
         applied["seed"] = "per request"
-    _emit({"done": job["responses"], "decoding": applied})
+    cached = [o.num_cached_tokens for o in outputs]
+    _emit(
+        {
+            "done": job["responses"],
+            "decoding": applied,
+            "prompt_tokens": sum(len(p) for p in ids),
+            "cached_prompt_tokens": None if None in cached else sum(cached),
+        }
+    )
 
 
 def main() -> None:
