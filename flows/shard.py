@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -150,9 +151,13 @@ def shard_flow(
     done = []
     for raw in shards:
         shard = localised(Shard(**raw), layout)
+        started = time.time()
         generated, _, cached = run_shard(stage, config, target, shard)
         write_json(
             {
+                # when this worker began and finished the shard (UTC epoch seconds)
+                "started_at": round(started, 3),
+                "ended_at": round(time.time(), 3),
                 "device": os.environ.get("CUDA_VISIBLE_DEVICES", "cpu"),
                 "queue": device_queue,
                 "host": socket.gethostname(),
