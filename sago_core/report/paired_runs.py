@@ -25,7 +25,8 @@ import numpy as np
 import polars as pl
 
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, RunLayout
-from sago_core.artifacts.schemas import PAIRED, conform
+from sago_core.artifacts.rows import from_rows
+from sago_core.artifacts.schemas import PAIRED
 from sago_core.config import GenerationSettings
 from sago_core.errors import ConfigError, InputError
 from sago_core.report.served_identity import IdentityCheck, check_runs
@@ -282,8 +283,7 @@ def paired_table(
     _correct(rows)
     for row in rows:
         row["run_a"], row["run_b"] = runs
-    frame = pl.DataFrame(rows, schema_overrides=dict(PAIRED.items()))
-    return conform(frame, PAIRED) if rows else pl.DataFrame(schema=PAIRED)
+    return from_rows(rows, PAIRED)
 
 
 def compare_paired(

@@ -32,6 +32,7 @@ from sago_core.artifacts.layout import (
     SWEEP_HTML_FILE,
     VARIANCE_COMPONENTS_FILE,
 )
+from sago_core.artifacts.rows import from_rows
 from sago_core.artifacts.schemas import SWEEP, conform
 from sago_core.artifacts.store import write_parquet, write_text
 from sago_core.report.markup import table
@@ -137,8 +138,7 @@ def arm_rows(
                 **prompt_share(variance, arm, r["model"], r["axis"], r["family"]),
             }
         )
-    frame = pl.DataFrame(rows, schema_overrides=dict(SWEEP.items()))
-    return conform(frame, SWEEP) if rows else pl.DataFrame(schema=SWEEP)
+    return from_rows(rows, SWEEP)
 
 
 def read_arm(arm: ArmRun) -> pl.DataFrame:

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sago_core.artifacts.schemas import SAMPLING_TESTS, conform, empty
+from sago_core.artifacts.rows import from_rows
+from sago_core.artifacts.schemas import SAMPLING_TESTS
 from sago_core.axes.mirroring import detect_mirroring
 from sago_core.sampling.answers import (
     PromptSamples,
@@ -357,11 +358,5 @@ def sampling_tests(
                     judged = row["family"] in judged_families
                     fields = _mirroring_row(row, variant, prompt.base, judged, seed)
                 rows.append({**common, "axis": axis, **fields})
-    if not rows:
-        return empty(SAMPLING_TESTS)
-    frame = pl.DataFrame(rows, schema_overrides=dict(SAMPLING_TESTS.items()), strict=False)
-    for column, dtype in SAMPLING_TESTS.items():
-        if column not in frame.columns:
-            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(column))
     key = ["model", "dataset", "prompt_id", "variant_id", "axis"]
-    return conform(frame, SAMPLING_TESTS).sort(key)
+    return from_rows(rows, SAMPLING_TESTS).sort(key)

@@ -22,7 +22,8 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.artifacts.schemas import VARIANCE_COMPONENTS, conform, empty
+from sago_core.artifacts.rows import from_rows
+from sago_core.artifacts.schemas import VARIANCE_COMPONENTS
 from sago_core.registry.axes import axes_for
 from sago_core.sampling.axis_tests import TEACHER_FORCED
 from sago_core.sampling.excess_deltas import KEPT_AXES, NO_RULE
@@ -116,10 +117,4 @@ def variance_components(tests: pl.DataFrame, resamples: int = DEFAULT_RESAMPLES)
                 if dataset != POOLED:
                     part = part.filter(pl.col("dataset") == dataset)
                 rows.append(_row(model, dataset, name, _long(part), resamples))
-    if not rows:
-        return empty(VARIANCE_COMPONENTS)
-    frame = pl.DataFrame(rows, schema_overrides=dict(VARIANCE_COMPONENTS.items()), strict=False)
-    for column, dtype in VARIANCE_COMPONENTS.items():
-        if column not in frame.columns:
-            frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(column))
-    return conform(frame, VARIANCE_COMPONENTS).sort(["model", "dataset", "axis"])
+    return from_rows(rows, VARIANCE_COMPONENTS).sort(["model", "dataset", "axis"])

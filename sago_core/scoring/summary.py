@@ -29,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from sago_core.artifacts.schemas import SUMMARY, conform
+from sago_core.artifacts.rows import from_rows
+from sago_core.artifacts.schemas import SUMMARY
 from sago_core.scoring.significance import one_sided_t_test
 from sago_core.statistics.intervals import bootstrap_pooled_ci, pooled_refusal, stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
@@ -99,5 +100,4 @@ def summarize(scores: pl.DataFrame, test_against: str = "eps") -> pl.DataFrame:
     main = [r["p_reference"] for r in rows]
     for row, p_holm, p_bh in zip(rows, holm(main), benjamini_hochberg(main), strict=True):
         row["p_holm"], row["p_bh"] = p_holm, p_bh
-    frame = pl.DataFrame(rows, schema_overrides=dict(SUMMARY.items()))
-    return conform(frame, SUMMARY).sort(["model", "dataset", "axis"])
+    return from_rows(rows, SUMMARY).sort(["model", "dataset", "axis"])

@@ -309,3 +309,34 @@ def test_variance_components_by_hand() -> None:
     assert bleu["share_ci_low"] is None and bleu["ci_missing_reason"]
     prob = table.filter((pl.col("axis") == "prob") & (pl.col("dataset") == "d")).row(0, named=True)
     assert prob["share"] is None and prob["missing_reason"] == CROSSED
+
+
+def test_a_prompt_after_a_hundred_unjudged_rows_keeps_its_flips() -> None:
+    # Found in the full `--preset sampling` run: the open-ended prompts come first, and a frame
+    # built from their rows (no flip columns) used to drop the flip columns of every later
+    # prompt (polars inferred the columns from the first 100 rows), without a reason.
+    def renamed(frame: pl.DataFrame, prompt: str) -> pl.DataFrame:
+        return frame.with_columns(dataset=pl.lit("a_open"), prompt_id=pl.lit(prompt))
+
+    opened = [f"q{i:02d}" for i in range(12)]  # 12 prompts x 2 variants x 5 axes = 120 rows
+    samples = pl.concat([*(renamed(_samples(), p) for p in opened), _samples()])
+    analysis = pl.concat([*(renamed(_sample_analysis(), p) for p in opened), _sample_analysis()])
+    unjudged = pl.DataFrame(
+        {
+            "dataset": ["a_open"] * len(opened),
+            "prompt_id": opened,
+            "references": [[]] * len(opened),
+            "reference_missing_reason": ["open-ended"] * len(opened),
+        },
+        schema_overrides={"references": pl.List(pl.String), "reference_missing_reason": pl.String},
+    )
+    prompts = pl.concat([unjudged, PROMPTS], how="vertical_relaxed")
+    frame = sampling_tests(samples, analysis, prompts, Stub(10, 100.0), Stub(20, 1.0))
+    assert frame.filter(pl.col("dataset") == "a_open").height == 120
+    mr = frame.filter((pl.col("dataset") == "d") & (pl.col("variant_id") == NOISE))
+    mr = mr.filter(pl.col("axis") == "mr").row(0, named=True)
+    assert mr["share_right_base"] == 0.5 and mr["flip_right_to_wrong"] == pytest.approx(0.5)
+    assert mr["flip_missing_reason"] is None
+    opened_row = _one(frame.filter(pl.col("prompt_id") == "q00"), NOISE, "mr")
+    assert opened_row["flip_missing_reason"] == "open-ended"
+    assert opened_row["share_right_base"] is None
