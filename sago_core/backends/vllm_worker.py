@@ -146,6 +146,27 @@ class Engine:
         self.mode = "auto" if use_model_defaults else "vllm"
 
 
+# The scheduler's token budget per step when prefills are never split (vLLM's own default).
+CPU_STEP_TOKENS = 4096
+
+
+def whole_prefills_on_cpu(options: dict[str, Any]) -> dict[str, Any]:
+    """On a CPU, a prompt's prefill is never split across scheduler steps: vLLM 0.32's CPU
+    model runner cannot rewind a seeded request's random generator after a partial prefill
+    ("CPU Generator does not use offset"), so a sampled call (T > 0, a seed per request)
+    whose prompts exceed one step's budget failed. The budget is raised to the context
+    window (vLLM requires that without chunking); with no window set, the model's own may be
+    longer than any budget chosen here, so chunking is left as it is. A caller's own
+    ``enable_chunked_prefill`` wins; GPUs are unaffected."""
+    import torch
+
+    window = options.get("max_model_len")
+    if torch.cuda.is_available() or "enable_chunked_prefill" in options or not window:
+        return options
+    budget = max(int(window), int(options.get("max_num_batched_tokens") or CPU_STEP_TOKENS))
+    return {**options, "enable_chunked_prefill": False, "max_num_batched_tokens": budget}
+
+
 def start_engine(options: dict[str, Any], determinism: str) -> Engine | None:
     """Build the engine and reply ready, or reply the error (None)."""
     import vllm
@@ -159,6 +180,7 @@ def start_engine(options: dict[str, Any], determinism: str) -> Engine | None:
     prefix_caching = bool(options.pop("enable_prefix_caching", True))
     mode = "auto" if use_model_defaults else "vllm"
     model = options.pop("model")
+    options = whole_prefills_on_cpu(options)
     try:
         llm = LLM(
             model=model,

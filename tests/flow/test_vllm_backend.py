@@ -88,6 +88,29 @@ def test_vllm_and_transformers_agree_at_t0_and_share_the_response_tokens(engines
 
 
 @pytest.mark.slow
+def test_sampled_prompts_beyond_one_step_are_answered_and_reproduced(engines: tuple) -> None:
+    """Seeded sampling on the CPU build with more prompt tokens than one scheduler step
+    (4,096): vLLM split the last prompt's prefill and its CPU runner could not rewind that
+    request's generator ("CPU Generator does not use offset"), so the call failed."""
+    from sago_core.backends.protocol import Sampling
+    from sago_core.data.builtin import builtin_prompts
+
+    vllm, _ = engines
+    context = " ".join(p.prompt for p in builtin_prompts()) * 2
+    prompts = [f"Set {i}. {context} Answer the first question." for i in range(10)]
+    lengths = vllm.prompt_lengths(prompts)
+    assert lengths is not None and sum(lengths) > 4096 and max(lengths) < 2048 - 8
+    sampling = Sampling(temperature=0.7, top_p=1.0, top_k=0, seeds=tuple(range(100, 110)))
+    first = vllm.generate(prompts, 4, 64, sampling)
+    order = list(reversed(range(len(prompts))))
+    again = vllm.generate([prompts[i] for i in order], 4, 64, sampling.rows(order))
+    assert all(g.failure_reason is None for g in first)
+    assert [g.response_text for g in first] == [
+        again[order.index(i)].response_text for i in range(10)
+    ]
+
+
+@pytest.mark.slow
 def test_one_run_with_a_vllm_model_and_an_api_model(
     engines: tuple, runs_dir: Path, harness: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
