@@ -15,16 +15,8 @@ from sago_core.config import StructuralGrid
 from sago_core.stages.structural import REJECTED, rewrite_key, rewrite_structural
 from sago_core.variants.structural import mood_task
 from tests.fakes import FakeBackend
+from tests.unit.test_structural import PROMPTS
 
-PROMPTS = pl.DataFrame(
-    {
-        "dataset": ["d", "d"],
-        "prompt_id": ["q", "i"],
-        "prompt": ["What is the capital city of France?", "List the first five prime numbers."],
-        "references": [["Paris"], ["2, 3, 5, 7, 11"]],
-        "source": ["data.csv, row 1", "data.csv, row 2"],
-    }
-)
 GRID = StructuralGrid(lengths=(0.5, 2.0), mood=True)
 
 
