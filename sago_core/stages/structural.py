@@ -23,7 +23,7 @@ from sago_core.backends.protocol import Backend
 from sago_core.config import StructuralGrid
 from sago_core.data.prompt import split_source
 from sago_core.stages.generation import Origin
-from sago_core.stages.tool_answers import ToolAnswer, ToolRequest, ask_tool
+from sago_core.stages.tool_answers import ToolRequest, ask_tool
 from sago_core.variants.seeding import variant_seed
 from sago_core.variants.structural import (
     INSTRUCTION_VERSION,
@@ -33,9 +33,6 @@ from sago_core.variants.structural import (
     length_task,
     mood_task,
 )
-
-# The field of a cached rewrite that holds why the checks rejected it (absent: usable).
-REJECTED = "rejected"
 
 
 def structural_variant_id(task: RewriteTask) -> str:
@@ -88,42 +85,20 @@ def rewrite_structural(
         )
         for row, task in jobs
     ]
-
-    def check(i: int, text: str) -> str | None:
-        return check_rewrite(jobs[i][0]["prompt"], text, jobs[i][1])
-
-    hits = [cache.get(r.key) for r in requests]
-    answers = {
-        i: ToolAnswer(str(hit["text"]), check(i, str(hit["text"])))
-        for i, hit in enumerate(hits)
-        if hit is not None
-    }
-    todo = [i for i, hit in enumerate(hits) if hit is None]
-    if todo:
-        judged: dict[int, str | None] = {}  # the checks' verdict on each fresh answer
-
-        def check_fresh(k: int, text: str) -> str | None:  # not called after a failed call
-            judged[todo[k]] = check(todo[k], text)
-            return judged[todo[k]]
-
-        fresh = ask_tool(
-            open_rewriter(),
-            [requests[i] for i in todo],
-            cache,
-            grid.max_new_tokens,
-            grid.batch_size,
-            clean=lambda _, raw: clean_rewrite(raw),
-            check=check_fresh,
-            entry=lambda _, text: {"text": text, "rewriter": rewriter_identity},
-        )
-        answers.update(zip(todo, fresh, strict=True))
-        for i, reason in judged.items():
-            if reason is not None:  # cached like a usable rewrite, with why it is not
-                entry = {"text": answers[i].text, "rewriter": rewriter_identity}
-                cache.put(requests[i].key, {**entry, REJECTED: reason})
+    answers = ask_tool(
+        open_rewriter,
+        requests,
+        cache,
+        grid.max_new_tokens,
+        grid.batch_size,
+        clean=lambda _, raw: clean_rewrite(raw),
+        check=lambda i, text: check_rewrite(jobs[i][0]["prompt"], text, jobs[i][1]),
+        entry=lambda _, text: {"text": text, "rewriter": rewriter_identity},
+        keep_rejected=True,  # at T = 0 the rewriter would only give it again
+    )
     records = []
-    for i, (row, task) in enumerate(jobs):
-        text, reason = answers[i].text, answers[i].reason
+    for (row, task), answer in zip(jobs, answers, strict=True):
+        text, reason = answer.text, answer.reason
         vid = structural_variant_id(task)
         records.append(
             {

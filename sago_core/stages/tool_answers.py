@@ -2,8 +2,12 @@
 
 A tool is any backend (API models included) asked at T = 0 to rewrite texts. Each request
 carries its cache key; the requests not cached are checked against the model's context,
-sent in one batched call, cleaned, and checked; only usable answers are cached, so an
-unusable one is asked again on a rerun and is never served as if it were good.
+sent in one batched call, cleaned, and checked. Usable answers are cached; an answer the
+check rejects is cached too when the caller keeps rejections (with why, under ``REJECTED``:
+at T = 0 the tool would only give it again), else it is asked again on a rerun; a failed
+or cut-off call never is. Cached answers are checked again when read, so none is ever
+served as if it were good. The tool's backend is opened only when some request is not
+cached: a rerun over a warm cache loads no model.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from typing import Any
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.backends.protocol import Backend, Generation
 from sago_core.stages.generation import Origin, ensure_fits
+
+# The field of a cached answer that holds why the check rejected it (absent: usable).
+REJECTED = "rejected"
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,7 @@ class ToolAnswer:
 
 
 def ask_tool(
-    backend: Backend,
+    open_tool: Callable[[], Backend],
     requests: Sequence[ToolRequest],
     cache: JsonCache,
     max_new_tokens: int,
@@ -44,18 +51,24 @@ def ask_tool(
     check: Callable[[int, str], str | None],
     entry: Callable[[int, str], dict[str, Any]],
     whole: bool = False,
+    keep_rejected: bool = False,
 ) -> list[ToolAnswer]:
     """The answer to each request, from the cache or the tool. ``clean(i, raw)`` cleans
     request i's raw answer, ``check(i, text)`` says why it is unusable (cached answers are
     checked again, so a stricter check applies to them too), ``entry(i, text)`` is what a
     usable fresh answer is cached as (it holds ``text``). A failed call is unusable with
     the backend's reason; with ``whole``, so is an answer whose kept text runs into the
-    token limit (a translation cut short is not the prompt)."""
+    token limit (a translation cut short is not the prompt). ``open_tool`` builds the tool's
+    backend, called only when some request is not cached; ``keep_rejected`` caches the
+    answers ``check`` rejects too, with their reason."""
     hits = [cache.get(r.key) for r in requests]
     todo = [i for i, hit in enumerate(hits) if hit is None]
-    instructions = [requests[i].instruction for i in todo]
-    ensure_fits(backend, instructions, [requests[i].origin for i in todo], max_new_tokens)
-    answers = backend.generate(instructions, max_new_tokens, batch_size) if todo else []
+    answers: list[Generation] = []
+    if todo:
+        backend = open_tool()
+        instructions = [requests[i].instruction for i in todo]
+        ensure_fits(backend, instructions, [requests[i].origin for i in todo], max_new_tokens)
+        answers = backend.generate(instructions, max_new_tokens, batch_size)
     fresh = {i: clean(i, a.response_text) for i, a in zip(todo, answers, strict=True)}
     faults = {
         i: fault
@@ -67,8 +80,9 @@ def ask_tool(
         hit = hits[i]
         text = str(hit["text"]) if hit is not None else fresh[i]
         reason = faults.get(i) or check(i, text)
-        if hit is None and reason is None:
-            cache.put(request.key, entry(i, text))
+        if hit is None and i not in faults and (reason is None or keep_rejected):
+            rejected = {} if reason is None else {REJECTED: reason}
+            cache.put(request.key, {**entry(i, text), **rejected})
         results.append(ToolAnswer(text, reason))
     return results
 

@@ -115,7 +115,7 @@ def _ask(
     max_new = settings.max_new_tokens
     tasks = [task for task, _ in jobs]
     return ask_tool(
-        backend,
+        lambda: backend,
         [
             ToolRequest(task.instruction, translation_key(identity, task, max_new), origin)
             for task, origin in jobs

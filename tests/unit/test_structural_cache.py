@@ -12,7 +12,8 @@ import polars as pl
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.backends.protocol import Generation
 from sago_core.config import StructuralGrid
-from sago_core.stages.structural import REJECTED, rewrite_key, rewrite_structural
+from sago_core.stages.structural import rewrite_key, rewrite_structural
+from sago_core.stages.tool_answers import REJECTED
 from sago_core.variants.structural import mood_task
 from tests.fakes import FakeBackend
 from tests.unit.test_structural import PROMPTS
