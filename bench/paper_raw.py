@@ -193,17 +193,23 @@ def answer_pairs(
     )
 
 
-def raw_bertscore(config: RunConfig, candidates: list[str], references: list[str]) -> RawRun:
+def _raw_scorer(config: RunConfig) -> Any:
+    """``bert_score``'s own scorer with the run's encoder settings."""
     from bert_score import BERTScorer
 
     settings = config.bertscore
-    started = time.perf_counter()
-    scorer = BERTScorer(
+    return BERTScorer(
         model_type=resolve_bertscore_model(settings.model),
         num_layers=settings.num_layers,
         batch_size=settings.batch_size,
         lang=None,
     )
+
+
+def raw_bertscore(config: RunConfig, candidates: list[str], references: list[str]) -> RawRun:
+    settings = config.bertscore
+    started = time.perf_counter()
+    scorer = _raw_scorer(config)
     load_seconds = time.perf_counter() - started
     started = time.perf_counter()
     scorer.score(candidates, references, batch_size=settings.batch_size)
@@ -223,18 +229,11 @@ def bertscore_side_by_side(
     cores), each encoder's load timed apart. BLEU, the artifacts' reading and writing are
     not in either (``bleu_seconds`` times BLEU apart). ``identical``: the share of pairs
     whose F1 is the stage's (within 1e-6) for each side; (raw, sago)."""
-    from bert_score import BERTScorer
-
     from sago_core.axes.text_similarity import get_bert_scorer
 
     settings = config.bertscore
     started = time.perf_counter()
-    raw = BERTScorer(
-        model_type=resolve_bertscore_model(settings.model),
-        num_layers=settings.num_layers,
-        batch_size=settings.batch_size,
-        lang=None,
-    )
+    raw = _raw_scorer(config)
     raw_load = time.perf_counter() - started
     started = time.perf_counter()
     sago = get_bert_scorer(settings.model, settings.num_layers, settings.batch_size)
