@@ -194,8 +194,10 @@ def model_backend(config: RunConfig, runs_dir: Path) -> Backend:
     return open_backend(target, BackendPlaces(CacheLayout.of(runs_dir)))
 
 
-def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
-    """One run, its per-stage rows and (``raw``) its ratios against the raw engines."""
+def measure(grid: Grid, prompts: int, workdir: Path, raw: bool, raw_fraction: float = 1.0) -> dict:
+    """One run, its per-stage rows and (``raw``) its ratios against the raw engines, on
+    every ``1 / raw_fraction``-th generation and pair (``raw_sample``). The run's own
+    measurements are saved (``sago.json``) before the raw engines start."""
     from bench.paper_raw import (
         answer_pairs,
         bertscore_side_by_side,
@@ -203,6 +205,7 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
         open_vllm,
         raw_forward,
         raw_generation,
+        raw_sample,
         teacher_forced_rows,
     )
 
@@ -229,21 +232,25 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
         "rows": [asdict(r) for r in rows],
         "post_scoring_seconds": post_scoring_seconds(records),
     }
+    (workdir / "sago.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     if not raw:
         return result
     by_stage = {r.stage: r for r in rows}
     backend = open_vllm(config, run_dir.parent)
     scorer = backend.scorer()
-    gen = raw_generation(backend, config, generations, workdir)
-    responses = [list(r) for r in generations["response_token_ids"].to_list()]
+    sample = raw_sample(generations, raw_fraction)
+    gen = raw_generation(backend, config, sample, workdir)
+    responses = [list(r) for r in sample["response_token_ids"].to_list()]
     forward = raw_forward(
         scorer,
-        teacher_forced_rows(scorer, generations["prompt_text"].to_list(), responses),
+        teacher_forced_rows(scorer, sample["prompt_text"].to_list(), responses),
         config.analysis.batch_size,
         config.analysis.max_batch_tokens,
     )
     pairs = pl.read_parquet(next(run_dir.glob("models/*/pairs.parquet")))
     candidates, references, stage_f1 = answer_pairs(generations, pairs)
+    step = max(1, round(1 / raw_fraction)) if raw_fraction < 1 else 1
+    candidates, references, stage_f1 = candidates[::step], references[::step], stage_f1[::step]
     bert, sago_bert = bertscore_side_by_side(config, candidates, references, stage_f1)
     bert_stage = by_stage[BERTSCORE]
     ratios = [
@@ -274,6 +281,9 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool) -> dict:
         {**asdict(r), "value": r.value, "steady": r.steady, "target": r.target} for r in ratios
     ]
     result["raw"] = {
+        "fraction": raw_fraction,
+        "generations": sample.height,
+        "pairs": len(candidates),
         "generation": asdict(gen),
         "scoring_pass": asdict(forward),
         "bertscore": asdict(bert),
@@ -331,6 +341,9 @@ def report(main: dict, curve: list[dict]) -> list[str]:
         raw = main["raw"]
         lines += [
             "",
+            f"raw engines on {raw.get('generations', main['generations'])} generations and "
+            f"{raw.get('pairs', 'all')} pairs (every {round(1 / raw.get('fraction', 1))}"
+            f"{'st' if round(1 / raw.get('fraction', 1)) == 1 else 'th'} of the run's); "
             f"raw vLLM: engine built in {raw['generation']['load_seconds']:.1f} s, answers "
             f"identical to sago's: {100 * (raw['generation']['identical'] or 0):.1f}%; "
             f"bert_score's encoder loaded in {raw['bertscore']['load_seconds']:.1f} s",
@@ -391,6 +404,13 @@ def main() -> int:
         "gpu_memory_utilization: 0.6} on a GPU), merged over the bench's own",
     )
     parser.add_argument("--skip-raw", action="store_true", help="no raw-engine ratios")
+    parser.add_argument(
+        "--raw-fraction",
+        type=float,
+        default=1.0,
+        help="the raw engines run on every (1/F)-th generation and pair (e.g. 0.25: a "
+        "quarter), so the ratios of the full grid do not cost a second run",
+    )
     parser.add_argument("--workdir", type=Path, help="keep everything here (default: temp)")
     parser.add_argument("--render", type=Path, help="print the report of a finished WORKDIR")
     args = parser.parse_args()
@@ -421,7 +441,13 @@ def main() -> int:
         prompts = args.prompts * m
         print(f"running sago at {prompts} prompt(s) per dataset ...", flush=True)
         curve.append(
-            measure(grid, prompts, workdir / f"{prompts}p", raw=i == 0 and not args.skip_raw)
+            measure(
+                grid,
+                prompts,
+                workdir / f"{prompts}p",
+                raw=i == 0 and not args.skip_raw,
+                raw_fraction=args.raw_fraction,
+            )
         )
     lines = report(curve[0], curve)
     (workdir / "results.json").write_text(json.dumps(curve, indent=2), encoding="utf-8")

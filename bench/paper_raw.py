@@ -31,6 +31,7 @@ from sago_core.backends.model_source import resolve_bertscore_model
 from sago_core.backends.target import model_target
 from sago_core.backends.tensor_ops import response_logprob_and_entropy
 from sago_core.backends.vllm_backend import (
+    WORKER,
     VllmBackend,
     render_prompt_ids,
     stop_token_ids,
@@ -66,6 +67,17 @@ def open_vllm(config: RunConfig, runs_dir: Path) -> VllmBackend:
     return backend
 
 
+def raw_sample(generations: pl.DataFrame, fraction: float) -> pl.DataFrame:
+    """Every k-th generation (k = round(1 / fraction)) in the run's own order, so each
+    dataset, prompt and variant family keeps its share: the raw engine's rate on a sample
+    that large batches it as fully as the whole (at the full grid, one raw pass of every
+    prompt would add as long again as sago's generation)."""
+    if fraction >= 1:
+        return generations
+    step = max(1, round(1 / fraction))
+    return generations.gather_every(step)
+
+
 def raw_generation(
     backend: VllmBackend, config: RunConfig, generations: pl.DataFrame, workdir: Path
 ) -> RawRun:
@@ -89,6 +101,7 @@ def raw_generation(
         "trust_remote_code": backend.trust_remote_code,
         "max_new_tokens": config.generation.max_new_tokens,
         "stop_token_ids": stop_token_ids(scorer),
+        "worker": str(WORKER),
     }
     if os.environ.get("CUDA_VISIBLE_DEVICES", "") not in ("", "-1"):
         options["gpu_memory_utilization"] = settings.gpu_memory_utilization

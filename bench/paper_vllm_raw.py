@@ -2,19 +2,32 @@
 
 Run by path with the vLLM environment's Python (like sago's worker):
 ``python paper_vllm_raw.py OPTIONS_JSON REQUESTS_PARQUET RESULT_JSON``. OPTIONS_JSON holds
-the engine options sago's worker gets (model folder, dtype, max_model_len, ...) and the job
-(``max_new_tokens``, ``stop_token_ids``); REQUESTS_PARQUET the prompt token ids sago fed its
-engine. The engine is built as sago's worker builds it (seed 0, prefix caching, vLLM's own
-generation config) and decodes greedily with the same stops; only ``generate`` is timed.
+the engine options sago's worker gets (model folder, dtype, max_model_len, ...), the job
+(``max_new_tokens``, ``stop_token_ids``) and the worker's file (``worker``), whose own
+option rule (a CPU's prefills never split) the engine gets too; REQUESTS_PARQUET the prompt
+token ids sago fed its engine. The engine is built as sago's worker builds it (seed 0, prefix
+caching, vLLM's own generation config) and decodes greedily with the same stops; only
+``generate`` is timed.
 Writes seconds, generated tokens and each prompt's token ids to RESULT_JSON.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import time
+from typing import Any
+
+
+def worker_options(worker_file: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options as sago's worker hands them to ``vllm.LLM`` (its own rule, not a copy)."""
+    spec = importlib.util.spec_from_file_location("sago_vllm_worker", worker_file)
+    assert spec is not None and spec.loader is not None
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    return dict(worker.whole_prefills_on_cpu(options))
 
 
 def main() -> None:
@@ -25,6 +38,7 @@ def main() -> None:
     options.pop("cpu_kv_cache_gib", None)
     max_new_tokens = int(options.pop("max_new_tokens"))
     stops = [int(i) for i in options.pop("stop_token_ids")]
+    options = worker_options(options.pop("worker"), options)
     import pyarrow.parquet as pq
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
