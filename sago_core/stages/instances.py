@@ -167,6 +167,19 @@ def _language_references(joined: pl.DataFrame, prompts: pl.DataFrame) -> pl.Data
     )
 
 
+def _judged(answers: list[str | None], targets: list[list[str]]) -> list[bool | None]:
+    """``is_correct`` of each (answer, references), each distinct pair judged once: a
+    prompt's base answer and references recur on every one of its variants' rows."""
+    verdicts: dict[tuple[str | None, tuple[str, ...]], bool | None] = {}
+    judged = []
+    for answer, references in zip(answers, targets, strict=True):
+        key = (answer, tuple(references))
+        if key not in verdicts:
+            verdicts[key] = is_correct(answer, references)
+        judged.append(verdicts[key])
+    return judged
+
+
 def _with_correctness(rows: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
     # runs written before prompts.parquet held ``reference_missing_reason`` read as unknown
     reason = (
@@ -185,7 +198,7 @@ def _with_correctness(rows: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame
     ):
         targets = [r or [] for r in joined[references].to_list()]
         sides[side] = (
-            [is_correct(a, ref) for a, ref in zip(joined[answer], targets, strict=True)],
+            _judged(joined[answer].to_list(), targets),
             [
                 None if ref else (reason or NO_REASON_RECORDED)
                 for ref, reason in zip(targets, joined[why], strict=True)

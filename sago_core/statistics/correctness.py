@@ -32,6 +32,7 @@ import re
 import string
 import unicodedata
 from collections.abc import Sequence
+from functools import cache
 
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 # Arabic harakat, superscript alef and tatweel: written or not, the word is the same
@@ -76,6 +77,7 @@ _NUMBER_WORDS = {
 }
 
 
+@cache  # called once per character of every answer and reference; few distinct ones
 def _is_punctuation(char: str) -> bool:
     return char in _ASCII_PUNCTUATION or unicodedata.category(char).startswith("P")
 
