@@ -46,9 +46,16 @@ def sentence_bleu(hypothesis: str, reference: str) -> float:
         return 100.0
     if not hypothesis.strip() or not reference.strip():
         return 0.0
-    import sacrebleu
+    return float(_sentence_bleu_metric().sentence_score(hypothesis, [reference]).score)
 
-    return float(sacrebleu.sentence_bleu(hypothesis, [reference], use_effective_order=True).score)
+
+@lru_cache(maxsize=1)
+def _sentence_bleu_metric() -> Any:
+    """``sacrebleu.sentence_bleu``'s own metric (default tokenizer, exponential smoothing,
+    effective order), built once: sacrebleu builds it again on every call."""
+    from sacrebleu.metrics import BLEU
+
+    return BLEU(effective_order=True)
 
 
 class BertScorer:
