@@ -84,14 +84,16 @@ bench: setup
 # through vLLM, per stage and against the raw engines (docs/guide/performance.md). Not part of
 # `make test`. DATA_DIR: a folder with one subfolder per paper dataset (required). A fraction:
 # PAPER_PROMPTS (per dataset) and PAPER_TOKENS; PAPER_CURVE=1,2,4 adds the scale curve.
+# PAPER_RAW: the share of generations and pairs the raw engines redo for the ratios.
 DATA_DIR      ?=
 PAPER_PROMPTS ?= 16
 PAPER_TOKENS  ?= 100
 PAPER_CURVE   ?= 1
+PAPER_RAW     ?= 0.25
 bench-paper: setup setup-vllm
 	@test -n "$(DATA_DIR)" || { echo "make bench-paper needs DATA_DIR=<folder of the datasets>" >&2; exit 2; }
 	$(BIN)/python -m bench.paper --data-dir '$(DATA_DIR)' --prompts $(PAPER_PROMPTS) \
-		--max-new-tokens $(PAPER_TOKENS) --curve $(PAPER_CURVE) $(ARGS)
+		--max-new-tokens $(PAPER_TOKENS) --curve $(PAPER_CURVE) --raw-fraction $(PAPER_RAW) $(ARGS)
 
 # The documentation site (mkdocs.yml): strict, so a warning (a broken link or anchor, a page
 # left out of the nav) fails the build; the reference pages are generated from the code.
