@@ -196,7 +196,7 @@ def model_backend(config: RunConfig, runs_dir: Path) -> Backend:
 
 def measure(grid: Grid, prompts: int, workdir: Path, raw: bool, raw_fraction: float = 1.0) -> dict:
     """One run, its per-stage rows and (``raw``) its ratios against the raw engines, on
-    every ``1 / raw_fraction``-th generation and pair (``raw_sample``). The run's own
+    every k-th generation and pair (``raw_step``). The run's own
     measurements are saved (``sago.json``) before the raw engines start."""
     from bench.paper_raw import (
         answer_pairs,
@@ -205,7 +205,7 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool, raw_fraction: fl
         open_vllm,
         raw_forward,
         raw_generation,
-        raw_sample,
+        raw_step,
         teacher_forced_rows,
     )
 
@@ -238,7 +238,8 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool, raw_fraction: fl
     by_stage = {r.stage: r for r in rows}
     backend = open_vllm(config, run_dir.parent)
     scorer = backend.scorer()
-    sample = raw_sample(generations, raw_fraction)
+    step = raw_step(raw_fraction)
+    sample = generations.gather_every(step)
     gen = raw_generation(backend, config, sample, workdir)
     responses = [list(r) for r in sample["response_token_ids"].to_list()]
     forward = raw_forward(
@@ -249,7 +250,6 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool, raw_fraction: fl
     )
     pairs = pl.read_parquet(next(run_dir.glob("models/*/pairs.parquet")))
     candidates, references, stage_f1 = answer_pairs(generations, pairs)
-    step = max(1, round(1 / raw_fraction)) if raw_fraction < 1 else 1
     candidates, references, stage_f1 = candidates[::step], references[::step], stage_f1[::step]
     bert, sago_bert = bertscore_side_by_side(config, candidates, references, stage_f1)
     bert_stage = by_stage[BERTSCORE]
@@ -281,7 +281,7 @@ def measure(grid: Grid, prompts: int, workdir: Path, raw: bool, raw_fraction: fl
         {**asdict(r), "value": r.value, "steady": r.steady, "target": r.target} for r in ratios
     ]
     result["raw"] = {
-        "fraction": raw_fraction,
+        "every": step,
         "generations": sample.height,
         "pairs": len(candidates),
         "generation": asdict(gen),
@@ -320,6 +320,15 @@ def bertscore_note(raw: dict) -> str:
     )
 
 
+def raw_share(raw: dict) -> str:
+    """Which of the run's generations and pairs the raw engines redid (``raw_step``; a
+    results.json of before ``every`` kept the fraction)."""
+    from bench.paper_raw import raw_step
+
+    every = raw.get("every") or raw_step(raw.get("fraction", 1))
+    return "all of the run's" if every == 1 else f"every {every}th of the run's"
+
+
 def report(main: dict, curve: list[dict]) -> list[str]:
     grid = main["grid"]
     family = "" if grid["structural"] else " (structural family left out)"
@@ -342,8 +351,7 @@ def report(main: dict, curve: list[dict]) -> list[str]:
         lines += [
             "",
             f"raw engines on {raw.get('generations', main['generations'])} generations and "
-            f"{raw.get('pairs', 'all')} pairs (every {round(1 / raw.get('fraction', 1))}"
-            f"{'st' if round(1 / raw.get('fraction', 1)) == 1 else 'th'} of the run's); "
+            f"{raw.get('pairs', 'all')} pairs ({raw_share(raw)}); "
             f"raw vLLM: engine built in {raw['generation']['load_seconds']:.1f} s, answers "
             f"identical to sago's: {100 * (raw['generation']['identical'] or 0):.1f}%; "
             f"bert_score's encoder loaded in {raw['bertscore']['load_seconds']:.1f} s",

@@ -67,15 +67,13 @@ def open_vllm(config: RunConfig, runs_dir: Path) -> VllmBackend:
     return backend
 
 
-def raw_sample(generations: pl.DataFrame, fraction: float) -> pl.DataFrame:
-    """Every k-th generation (k = round(1 / fraction)) in the run's own order, so each
-    dataset, prompt and variant family keeps its share: the raw engine's rate on a sample
-    that large batches it as fully as the whole (at the full grid, one raw pass of every
-    prompt would add as long again as sago's generation)."""
-    if fraction >= 1:
-        return generations
-    step = max(1, round(1 / fraction))
-    return generations.gather_every(step)
+def raw_step(fraction: float) -> int:
+    """k of "every k-th": the raw engines redo every k-th generation and pair of the run
+    (k = round(1 / fraction); 1: all). In the run's own order, so each dataset, prompt and
+    variant family keeps its share, and the sample still batches the engines as fully as
+    the whole (at the full grid, a raw pass of everything adds as long again as sago's
+    generation)."""
+    return 1 if fraction >= 1 else max(1, round(1 / fraction))
 
 
 def raw_generation(
