@@ -286,19 +286,15 @@ def paired_table(
     return from_rows(rows, PAIRED)
 
 
-def compare_paired(
-    run_a: Path,
-    run_b: Path,
-    margin: float,
+def check_designs(
+    config_a: dict[str, Any],
+    config_b: dict[str, Any],
     allow_different_configs: bool = False,
-    strict_identity: bool = False,
     allow_different_sampling: bool = False,
-) -> PairedComparison:
-    """The paired table of two finished runs, after every check that can refuse them
-    (answers from different served-model identities: only under ``strict_identity``)."""
-    if not margin > 0:
-        raise ConfigError(f"--margin must be above 0 (SGS units), got {margin}")
-    config_a, config_b = read_run_config(run_a), read_run_config(run_b)
+) -> list[SettingDifference]:
+    """Refuse two runs' configs that differ in sampling or in what makes s comparable,
+    each unless allowed; the allowed differences are returned (the results site's rule
+    for one trend line too)."""
     sampling = sampling_differences(config_a, config_b)
     if sampling and not allow_different_sampling:
         raise ConfigError(
@@ -313,17 +309,47 @@ def compare_paired(
             + "; ".join(d.describe() for d in differences)
             + " (pass --allow-different-configs to compare anyway)"
         )
-    differences = [*sampling, *differences]
-    scores_a = pl.read_parquet(run_a / SCORES_FILE)
-    scores_b = pl.read_parquet(run_b / SCORES_FILE)
-    pairs = pair_models(
-        sorted(scores_a["model"].unique().to_list()), sorted(scores_b["model"].unique().to_list())
-    )
+    return [*sampling, *differences]
+
+
+def check_prompts(
+    run_a: Path,
+    run_b: Path,
+    scores_a: pl.DataFrame,
+    scores_b: pl.DataFrame,
+    pairs: list[tuple[str, str]],
+) -> None:
+    """Refuse paired models measured on different prompts, or on prompts whose ids match
+    and texts do not."""
     for model_a, model_b in pairs:
         check_prompt_sets(
             _prompt_keys(scores_a, model_a), _prompt_keys(scores_b, model_b), run_a, run_b
         )
     check_prompt_texts(run_a, run_b)
+
+
+def compare_paired(
+    run_a: Path,
+    run_b: Path,
+    margin: float,
+    allow_different_configs: bool = False,
+    strict_identity: bool = False,
+    allow_different_sampling: bool = False,
+) -> PairedComparison:
+    """The paired table of two finished runs, after every check that can refuse them
+    (answers from different served-model identities: only under ``strict_identity``)."""
+    if not margin > 0:
+        raise ConfigError(f"--margin must be above 0 (SGS units), got {margin}")
+    config_a, config_b = read_run_config(run_a), read_run_config(run_b)
+    differences = check_designs(
+        config_a, config_b, allow_different_configs, allow_different_sampling
+    )
+    scores_a = pl.read_parquet(run_a / SCORES_FILE)
+    scores_b = pl.read_parquet(run_b / SCORES_FILE)
+    pairs = pair_models(
+        sorted(scores_a["model"].unique().to_list()), sorted(scores_b["model"].unique().to_list())
+    )
+    check_prompts(run_a, run_b, scores_a, scores_b, pairs)
     identity = check_runs([(f"A ({run_a})", run_a), (f"B ({run_b})", run_b)], pairs)
     identity.enforce(strict_identity)
     table = paired_table(scores_a, scores_b, pairs, margin, (str(run_a), str(run_b)))
