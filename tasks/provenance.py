@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import platform
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from sago_core.artifacts.store import write_json
 from sago_core.backends.target import RunTargets, run_targets
 from sago_core.config import RunConfig
 from sago_core.data.loading import source_digest
+from sago_core.storage.attached import ensure_local
 
 PACKAGES = (
     "sago",
@@ -45,6 +47,7 @@ def resolve_inputs_task(config: RunConfig) -> dict[str, Any]:
         "translator": targets.translator.describe() if targets.translator else None,
         "judge": targets.judge.describe() if targets.judge else None,
         "data_digest": source_digest(config.datasets, config.data_dir),
+        "started_at": datetime.now(UTC).isoformat(),
     }
 
 
@@ -85,6 +88,16 @@ def provenance(config: RunConfig, inputs: dict[str, Any], run_dir: Path) -> dict
     }
 
 
+def first_started(config: RunConfig, manifest: Path, inputs: dict[str, Any]) -> str:
+    """When this run first started: a rerun of the same config keeps the time its manifest
+    holds (the results site orders releases by it; ``written_at`` moves on every rerun)."""
+    if ensure_local(manifest):
+        earlier = json.loads(manifest.read_text(encoding="utf-8"))
+        if earlier.get("config_hash") == config.result_hash() and earlier.get("started_at"):
+            return str(earlier["started_at"])
+    return str(inputs.get("started_at") or datetime.now(UTC).isoformat())
+
+
 @task(name="write-manifest", task_run_name="write-manifest")
 def write_manifest_task(
     config: RunConfig,
@@ -96,6 +109,7 @@ def write_manifest_task(
     """``store``: the object store the run lives on and the requests this process made."""
     manifest = {
         **provenance(config, inputs, Path(run_dir)),
+        "started_at": first_started(config, Path(run_dir) / MANIFEST_FILE, inputs),
         "written_at": datetime.now(UTC).isoformat(),
         "data_digest": inputs["data_digest"],
         "python": platform.python_version(),

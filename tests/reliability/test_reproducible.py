@@ -46,6 +46,7 @@ def _run(config: Path, env: dict[str, str], seed: str) -> None:
 def _manifest(path: Path) -> dict:
     manifest = json.loads(path.read_text())
     manifest.pop("written_at")
+    manifest.pop("started_at")
     for stage in manifest["stages"]:
         stage.pop("seconds")
         if stage["path"] == "report.html":  # holds the minute it was rendered
