@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import html
 import inspect
 import io
@@ -20,6 +21,7 @@ import json
 import re
 import tokenize
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -40,9 +42,47 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return MARKER.sub(expand, markdown)
 
 
+# Developers' notes in the code's comments that a user page leaves out: "(issue 27)",
+# "(issue 28; ...)", "issue 27: ...".
+ISSUE_NOTES = (
+    (re.compile(r"\s*\(issues? \d+(?:, \d+)*\)"), ""),
+    (re.compile(r"\(issues? \d+(?:, \d+)*[;:,]\s*"), "("),
+    (re.compile(r"\bissues? \d+(?:, \d+)*[;:,]\s*"), ""),
+)
+CONSTANT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+PACKAGE = Path(__file__).resolve().parents[2] / "sago_core"
+
+
+@functools.cache
+def constants() -> dict[str, str]:
+    """Every module-level constant of ``sago_core`` with a literal number or string value,
+    as a user page writes it: a comment that names ``ONSET_FRACTION`` reads "0.5" there."""
+    found: dict[str, str] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else None
+            if isinstance(node, ast.AnnAssign):
+                target = node.target
+            value = getattr(node, "value", None)
+            literal = value.value if isinstance(value, ast.Constant) else None
+            named = isinstance(target, ast.Name) and CONSTANT.fullmatch(target.id)
+            if named and isinstance(target, ast.Name) and isinstance(literal, int | float | str):
+                found[target.id] = str(literal)
+    return found
+
+
+def for_users(value: str) -> str:
+    """A code comment or docstring as a user page says it: no issue numbers, and each named
+    constant replaced by its value (the code stays the one owner of the value)."""
+    for pattern, replacement in ISSUE_NOTES:
+        value = pattern.sub(replacement, value)
+    known = constants()
+    return CONSTANT.sub(lambda m: known.get(m.group(0), m.group(0)), value)
+
+
 def text(value: str) -> str:
     """Prose for a Markdown table cell: HTML escaped outside `code`, pipes escaped."""
-    pieces = value.replace("``", "`").split("`")
+    pieces = for_users(value).replace("``", "`").split("`")
     for i in range(0, len(pieces), 2):  # outside backticks
         pieces[i] = html.escape(pieces[i], quote=False).replace("*", r"\*")
     return "`".join(pieces).replace("|", r"\|").replace("\n", " ")

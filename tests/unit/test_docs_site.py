@@ -11,21 +11,26 @@ and ``ConsistencyConfig`` JSON schemas and every column of every artifact schema
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
+import yaml
 
 from sago_cli.main import build_parser
 from sago_core.artifacts import layout, schemas
 from sago_core.config import RunConfig
 from sago_core.consistency.config import ConsistencyConfig
+from tests import browser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +111,7 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def test_the_cli_reference_names_every_command_and_option(site: Path) -> None:
-    page = sections((site / "reference" / "cli" / "index.html").read_text(encoding="utf-8"))
+    page = sections((site / "reference" / "cli.html").read_text(encoding="utf-8"))
     commands = subcommands(build_parser())
     assert len(commands) >= 10
     for name, parser in commands.items():
@@ -141,7 +146,7 @@ def config_paths(schema: dict[str, Any], defs: dict[str, Any], prefix: str = "")
 def test_the_config_reference_names_every_key(
     site: Path, page_name: str, model: Any, expected: set[str]
 ) -> None:
-    html = (site / "reference" / page_name / "index.html").read_text(encoding="utf-8")
+    html = (site / "reference" / f"{page_name}.html").read_text(encoding="utf-8")
     schema = model.model_json_schema()
     for key in schema["properties"]:
         top_level = sections(html)["top-level-keys"]
@@ -155,7 +160,7 @@ def test_the_config_reference_names_every_key(
 
 
 def test_the_artifact_reference_names_every_column(site: Path) -> None:
-    html = (site / "reference" / "artifacts" / "index.html").read_text(encoding="utf-8")
+    html = (site / "reference" / "artifacts.html").read_text(encoding="utf-8")
     declared = {
         name: value
         for name, value in vars(schemas).items()
@@ -207,3 +212,135 @@ def test_every_written_command_and_option_exists() -> None:
             if option not in known
         ]
     assert not wrong, "\n".join(wrong)
+
+
+def internal_links(site: Path) -> dict[Path, list[str]]:
+    """Each built page's links inside the site (no scheme, no protocol-relative host)."""
+    return {
+        page: [
+            link
+            for link in parse(page).links
+            if not urlsplit(link).scheme and not link.startswith("//")
+        ]
+        for page in site.rglob("*.html")
+    }
+
+
+def test_every_page_opens_from_disk(site: Path) -> None:
+    """Opened from disk (file://), a link to a folder shows a directory listing, not the
+    page: every internal link names a file, and the menu reaches every page of the nav."""
+    to_folders = [
+        f"{page.relative_to(site)}: {link}"
+        for page, links in internal_links(site).items()
+        for link in links
+        if urlsplit(link).path.endswith("/") or urlsplit(link).path in (".", "..")
+    ]
+    assert not to_folders, "\n".join(to_folders[:20])
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    sources = list(nav_pages(nav))
+    assert len(sources) >= 25
+    menu = {
+        (site / urlsplit(link).path).resolve() for link in internal_links(site)[site / "index.html"]
+    }
+    for source in sources:
+        built = (site / source).with_suffix(".html").resolve()
+        assert built.is_file(), f"{source} was not built as {built.name}"
+        assert built in menu, f"the menu on index.html does not reach {source}"
+
+
+def nav_pages(node: Any) -> Iterator[str]:
+    """Every Markdown page named in mkdocs.yml's nav, depth first."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, list):
+        for item in node:
+            yield from nav_pages(item)
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from nav_pages(value)
+
+
+ISSUE_NUMBER = re.compile(r"\b[Ii]ssues? #?\d+")
+CONSTANT_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+# Pages for developers, where the code's own names are the point.
+DEVELOPER_PAGES = {"architecture.html", "guide/development.html"}
+
+
+def code_constants() -> set[str]:
+    """Module-level constants of the project's packages (``DEFAULT_PRESET``, ...)."""
+    found = set()
+    for package in ("sago_core", "sago_cli", "flows", "tasks"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                if isinstance(node, ast.AnnAssign):
+                    targets = [node.target]
+                found |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {name for name in found if CONSTANT_NAME.fullmatch(name)}
+
+
+def visible_text(page: Path) -> str:
+    markup = re.sub(r"<(script|style)\b.*?</\1>", " ", page.read_text(encoding="utf-8"), flags=re.S)
+    return unescape(re.sub(r"<[^>]+>", " ", markup))
+
+
+def test_user_pages_name_no_issue_numbers_or_code_constants(site: Path) -> None:
+    constants = code_constants()
+    assert {"DEFAULT_PRESET", "MIN_PROMPTS"} <= constants
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        name = page.relative_to(site).as_posix()
+        text = visible_text(page)
+        found += [f"{name}: {hit}" for hit in ISSUE_NUMBER.findall(text)]
+        if name not in DEVELOPER_PAGES:
+            names = set(CONSTANT_NAME.findall(text)) & constants
+            found += [f"{name}: {hit}" for hit in sorted(names)]
+    assert not found, "\n".join(found)
+
+
+SEARCH_PROBE = (
+    "<script>window.addEventListener('load',()=>{setTimeout(()=>{"
+    "const box=document.querySelector('.md-search__input');box.focus();box.value='bertscore';"
+    "box.dispatchEvent(new Event('focus'));"
+    "box.dispatchEvent(new KeyboardEvent('keyup',{bubbles:true,key:'e'}));"
+    "setTimeout(()=>{document.body.setAttribute('data-hits',"
+    "String(document.querySelectorAll('.md-search-result__item').length))},4000)},3000)});"
+    "</script>"
+)
+
+
+def test_search_works_from_disk_without_the_network(site: Path, tmp_path: Path) -> None:
+    """The search box, opened from disk in Chromium with no network, finds pages; no page
+    loads a script, style or font from another host."""
+    remote = [
+        f"{page.relative_to(site)}: {src}"
+        for page in site.rglob("*.html")
+        for src in re.findall(
+            r'<(?:script|link|img)\b[^>]*(?:src|href)="((?:https?:)?//[^"]+)"',
+            page.read_text(encoding="utf-8"),
+        )
+    ]
+    assert not remote, "\n".join(remote[:10])
+    probe = site / "search-probe.html"
+    index = (site / "index.html").read_text(encoding="utf-8")
+    probe.write_text(index.replace("</body>", SEARCH_PROBE + "</body>"), encoding="utf-8")
+    try:
+        done = subprocess.run(
+            [
+                browser.chromium(),
+                *browser.FLAGS[:-1],
+                "--virtual-time-budget=15000",
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--dump-dom",
+                probe.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+    finally:
+        probe.unlink()
+    hits = re.search(r'data-hits="(\d+)"', done.stdout)
+    assert hits, "the page never finished loading in Chromium"
+    assert int(hits.group(1)) >= 1, "the search box found nothing from disk"
