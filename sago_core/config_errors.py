@@ -24,12 +24,45 @@ def describe_errors(exc: ValidationError, model: type[BaseModel]) -> str:
 
 
 def _suggestion(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """The key as written elsewhere in the configuration (a key at the wrong level: "did
+    you mean 'generation.max_new_tokens'?"), else the nearest key at its place, else the
+    nearest key anywhere, else the keys allowed at its place."""
     owner = _model_at(model, loc[:-1])
     if owner is None:
         return ""
+    key = str(loc[-1])
+    here = ".".join(str(part) for part in loc[:-1] if not isinstance(part, int))
+    elsewhere = {
+        path: path.rsplit(".", 1)[-1]
+        for path in key_paths(model)
+        if path.rpartition(".")[0] != here
+    }
+    moved = sorted(path for path, name in elsewhere.items() if name == key)
+    if moved:
+        return f"; it belongs in another section: did you mean {moved[0]!r}?"
     allowed = allowed_keys(owner)
-    found = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
-    return f"; did you mean {found[0]!r}?" if found else f" (allowed: {', '.join(allowed)})"
+    found = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    if found:
+        return f"; did you mean {found[0]!r}?"
+    near = difflib.get_close_matches(key, list(elsewhere.values()), n=1, cutoff=0.8)
+    if near:
+        path = min(path for path, name in elsewhere.items() if name == near[0])
+        return f"; did you mean {path!r}?"
+    return f" (allowed: {', '.join(allowed)})"
+
+
+def key_paths(model: type[BaseModel], prefix: str = "", depth: int = 4) -> list[str]:
+    """Every key of ``model`` and of the sections below it, as dotted paths."""
+    paths = []
+    for key in allowed_keys(model):
+        paths.append(prefix + key)
+        field = model.model_fields.get(key) or next(
+            (f for f in model.model_fields.values() if f.alias == key), None
+        )
+        nested = _nested_model(field.annotation) if field is not None else None
+        if nested is not None and depth > 0:
+            paths += key_paths(nested, f"{prefix}{key}.", depth - 1)
+    return paths
 
 
 def allowed_keys(model: type[BaseModel]) -> list[str]:

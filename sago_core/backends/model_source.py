@@ -6,6 +6,7 @@ weight and config files, or the hub id with the revision found in the local hub 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.metadata
 from dataclasses import dataclass
@@ -112,8 +113,20 @@ def resolve_local_model(model_id: str) -> LocalModel:
     # weights-file suffix or a path-like start makes it a missing local path.
     looks_like_path = model_id.startswith((".", "/", "~")) or model_id.count("/") != 1
     if looks_like_path or path.suffix in WEIGHT_SUFFIXES:
-        raise ModelNotFoundError(f"model path {model_id!r} does not exist")
+        raise ModelNotFoundError(f"model path {model_id!r} does not exist{_alias_hint(model_id)}")
     return LocalModel("hub", model_id, None, _hub_identity(model_id))
+
+
+def _alias_hint(model_id: str) -> str:
+    """For a bare name: the closest embedded model's alias ("did you mean 'smollm2-135m'"),
+    else the aliases there are; nothing for a path."""
+    if "/" in model_id or model_id.startswith((".", "~")):
+        return ""
+    found = difflib.get_close_matches(model_id, list(EMBEDDED_ALIASES), n=1, cutoff=0.6)
+    if not found:
+        return f" (embedded models: {', '.join(sorted(EMBEDDED_ALIASES))})"
+    file_name = EMBEDDED_ALIASES[found[0]][1]
+    return f"; did you mean {found[0]!r} (the embedded {file_name.split('.')[0]})?"
 
 
 def resolve_bertscore_model(name: str) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sago_core.backends.model_source import resolve_local_model
 from sago_core.config import build_config
 from sago_core.consistency.config import build_consistency_config
-from sago_core.errors import ConfigError
+from sago_core.errors import ConfigError, ModelNotFoundError
 
 
 @pytest.mark.parametrize(
@@ -52,3 +53,39 @@ def test_the_consistency_file_gets_suggestions_too() -> None:
         build_consistency_config(
             {"in_distributon": "triviaqa", "families": {"a": ["hf:x"]}}, source="c.yaml"
         )
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (
+            {"max_new_tokens": 8},
+            "max_new_tokens: unknown key; it belongs in another section: "
+            "did you mean 'generation.max_new_tokens'?",
+        ),
+        (
+            {"generation": {"spacing": [3]}},
+            "generation.spacing: unknown key; it belongs in another section: "
+            "did you mean 'variants.noise.spacing'?",
+        ),
+        (
+            {"max_new_token": 8},
+            "max_new_token: unknown key; did you mean 'generation.max_new_tokens'?",
+        ),
+    ],
+)
+def test_a_key_at_the_wrong_level_is_pointed_to_its_section(values: dict, expected: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        build_config("demo", values, source="run.yaml")
+    assert str(refused.value) == f"invalid configuration (run.yaml): {expected}"
+
+
+def test_an_unknown_local_model_name_suggests_the_closest_embedded_alias() -> None:
+    with pytest.raises(ModelNotFoundError) as refused:
+        resolve_local_model("smollm2-13m")
+    assert str(refused.value) == (
+        "model path 'smollm2-13m' does not exist; did you mean 'smollm2-135m' "
+        "(the embedded SmolLM2-135M-Instruct)?"
+    )
+    with pytest.raises(ModelNotFoundError, match=r"^model path './nowhere' does not exist$"):
+        resolve_local_model("./nowhere")
