@@ -21,6 +21,11 @@ The axes and their rule at K > 1 (``SAMPLED_AXES``):
   (``excess.teacher_forced_delta``), tested by flipping the signs of the paired differences
   (``sign_flip_test``).
 
+The per-sample scores the variance decomposition reads (``sample_scores``,
+``base_sample_scores``; ``components.py``): every cell of a prompt, its base included, is
+scored against one held-out half of the base samples (``cell_scores``), so the
+prompt-induced share is 0 in expectation when the wording does nothing.
+
 ``act`` is a property of the prompt (no sampling): it stays as at K = 1 (``excess_deltas``).
 Missing data is NA with a reason, never 0: a sample without an answer removes its pair's
 text and mirroring rows, a teacher-forced value without a number its pair's Prob or Ent.
@@ -103,13 +108,37 @@ def _test_fields(test: PermutationTest) -> dict[str, Any]:
     }
 
 
-def _row_means(matrix: np.ndarray, skip_diagonal: bool) -> list[float] | None:
-    k = matrix.shape[1]
-    if skip_diagonal:
-        if k < 2:
-            return None
-        return [float((row.sum() - row[i]) / (k - 1)) for i, row in enumerate(matrix)]
-    return [float(v) for v in matrix.mean(axis=1)]
+def held_out(k_base: int) -> int:
+    """How many of the K base samples form the base's own cell (the first K // 2); the
+    others are the reference every cell of the prompt is scored against."""
+    return k_base // 2
+
+
+def cell_scores(
+    cross: np.ndarray, within_base: np.ndarray
+) -> tuple[list[float], list[float] | None]:
+    """Per-sample scores of one prompt text and of its base (``components.py`` decomposes
+    them): each sample's mean over the reference half of the base samples (the last
+    K - K // 2) of ``cross[i, j]`` (variant sample i against base sample j) or
+    ``within_base[i, j]`` (base sample i of the first half against base sample j).
+
+    Every cell, the base's included, is scored against the same held-out reference, so with
+    every text drawn from the base's distribution the scores of all cells are exchangeable
+    and the prompt-induced share is 0 in expectation. Scoring a base sample against the
+    *other* base samples and a variant sample against *all* of them (the rule before issue
+    39) shrank the base cell's spread and shifted its mean by a term of its own samples:
+    measured mean share 0.045 with the interval excluding 0 in 17% of null runs at K = 4,
+    0.016 and 2% with this rule (``tests/unit/test_sampling_variance.py``). None for the
+    base at K = 1: no reference is left to score its one sample against."""
+    h = held_out(cross.shape[1])
+    variant = [float(v) for v in cross[:, h:].mean(axis=1)]
+    base = [float(v) for v in within_base[:h, h:].mean(axis=1)] if h else None
+    return variant, base
+
+
+def _scores(cross: np.ndarray, within_base: np.ndarray) -> dict[str, Any]:
+    variant, base = cell_scores(cross, within_base)
+    return {"sample_scores": variant, "base_sample_scores": base}
 
 
 def _missing(reason: str, k_variant: int, k_base: int) -> dict[str, Any]:
@@ -142,8 +171,7 @@ def _text_row(
         "excess": value.value,
         "missing_reason": value.missing_reason,
         **_test_fields(permutation_test(pair, seed)),
-        "sample_scores": _row_means(pair.cross, skip_diagonal=False),
-        "base_sample_scores": _row_means(pair.within_base, skip_diagonal=True),
+        **_scores(pair.cross, pair.within_base),
     }
 
 
@@ -187,8 +215,7 @@ def _mirroring_row(
         "excess": value.value,
         "missing_reason": value.missing_reason,
         **_test_fields(share_permutation_test(flags, k_v, seed)),
-        "sample_scores": _row_means(cross, skip_diagonal=False),
-        "base_sample_scores": _row_means(within, skip_diagonal=True),
+        **_scores(cross, within),
     }
 
 

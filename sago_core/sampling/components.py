@@ -3,8 +3,9 @@ incl. ``__pooled__``, axis) the nested prompt / variant / sample decomposition o
 score (``variance.decompose``) and the prompt-induced share with its bootstrap interval.
 
 The per-sample score (``sampling_tests``' ``sample_scores``): for a text axis, a sample's mean
-distance d to the base samples of its prompt (a base sample's to the other base samples);
-for ``mr``, the share of base samples against which the detector flags it. The cells of a
+distance d to the held-out reference half of its prompt's base samples (the base's cell is
+its other half; ``axis_tests.cell_scores``); for ``mr``, the share of those reference
+samples against which the detector flags it. The cells of a
 prompt are its base and its variants (the replay, a noise floor, is left out, as from the
 scores), so s2_variant is the spread the wording adds between a prompt's texts and s2_sample
 the spread of resampling one text: with every text drawn from the base's distribution the

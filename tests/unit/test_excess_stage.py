@@ -128,8 +128,10 @@ def test_text_axes_excess_and_permutation_by_hand() -> None:
     # the 6 splits of {4, 8, 0, 2}: E = .2 twice (observed, complement), -.1 four times
     assert bleu["p_value"] == pytest.approx(1 / 3) and bleu["p_method"] == "exact"
     assert bleu["min_p"] == pytest.approx(1 / 3)
-    assert bleu["sample_scores"] == pytest.approx([0.3, 0.7])
-    assert bleu["base_sample_scores"] == pytest.approx([0.2, 0.2])
+    # scored against the held-out base sample 1 (value 2): d(4, 2) .2, d(8, 2) .6; the
+    # base's cell is base sample 0: d(0, 2) .2 (issue 39: no leave-one-out for the base)
+    assert bleu["sample_scores"] == pytest.approx([0.2, 0.6])
+    assert bleu["base_sample_scores"] == pytest.approx([0.2])
     bert = _one(frame, NOISE, "bert")
     assert bert["excess"] == pytest.approx(0.1)  # every d halved
     replay = _one(frame, REPLAY_VARIANT_ID, "bleu")
@@ -161,7 +163,7 @@ def test_teacher_forced_mirroring_flips_and_spread_by_hand() -> None:
     # sample against another: 1 - 0. Relabelling: 1 for the observed split only -> 1 / 6
     assert (mr["mean_variant"], mr["mean_base"], mr["excess"]) == (1.0, 0.0, 1.0)
     assert mr["p_value"] == pytest.approx(1 / 6)
-    assert mr["sample_scores"] == [1.0, 1.0] and mr["base_sample_scores"] == [0.0, 0.0]
+    assert mr["sample_scores"] == [1.0, 1.0] and mr["base_sample_scores"] == [0.0]
     assert _one(frame, REPLAY_VARIANT_ID, "mr")["excess"] == 0.0
     # references ["alpha"]: base right, wrong; noise wrong, wrong
     assert mr["share_right_base"] == 0.5 and mr["share_right_variant"] == 0.0

@@ -4,10 +4,13 @@ prompt-induced share's bootstrap interval on synthetic data with known component
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
-from sago_core.sampling.variance import decompose
+from sago_core.sampling.axis_tests import cell_scores
+from sago_core.sampling.variance import decompose, prompt_sums, solve_moments
 
 
 def long(cells: dict[tuple[str, str], list[float]]) -> tuple[list[str], list[str], list[float]]:
@@ -182,3 +185,70 @@ def test_share_interval_covers_the_true_share() -> None:
         values = np.asarray(estimates[name], dtype=np.float64)
         # no estimate was truncated here, so the method of moments' unbiasedness shows
         assert abs(values.mean() - truth) < 4 * values.std(ddof=1) / np.sqrt(REPETITIONS)
+
+
+NULL_PROMPTS, NULL_VARIANTS, NULL_REPETITIONS, NULL_RESAMPLES = 20, 6, 200, 400
+Rule = Callable[[np.ndarray, np.ndarray], tuple[list[float], list[float] | None]]
+
+
+def _leave_one_out(cross: np.ndarray, within: np.ndarray) -> tuple[list[float], list[float]]:
+    """The rule before issue 39, kept here as the foil: a variant sample against all K base
+    samples, a base sample against the K - 1 others."""
+    k = within.shape[0]
+    return list(cross.mean(axis=1)), list((within.sum(axis=1) - np.diag(within)) / (k - 1))
+
+
+def _null_run(rng: np.random.Generator, k: int, rule: Rule) -> tuple[list, list, list]:
+    """One run with no variant effect: every answer of a prompt, the base's and each
+    variant's, is a point drawn around the prompt's centre (4-D, unit noise); d is a bounded
+    distance, 1 - exp(-|a - b|^2 / 8), as 1 - BERTScore is."""
+    prompts, cells, scores = [], [], []
+    centres = rng.normal(size=(NULL_PROMPTS, 1, 1, 4))
+    points = centres + rng.normal(size=(NULL_PROMPTS, NULL_VARIANTS + 1, k, 4))
+    gaps = points[:, :, :, None, :] - points[:, :1, None, :, :]  # every sample - base sample
+    distance = 1.0 - np.exp(-(gaps**2).sum(axis=-1) / 8.0)  # (prompt, text, sample, base)
+    for p in range(NULL_PROMPTS):
+        for v in range(1, NULL_VARIANTS + 1):
+            variant, base = rule(distance[p, v], distance[p, 0])
+            found = [(f"v{v}", variant)] + ([("base", base)] if v == 1 and base else [])
+            for cell, values in found:
+                prompts += [p] * len(values)
+                cells += [cell] * len(values)
+                scores += values
+    return prompts, cells, scores
+
+
+def _null_shares(k: int, rule: Rule) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per repetition the raw s2_variant / s2_sample and the share, and the share of runs
+    whose interval excludes 0."""
+    rng = np.random.default_rng(39 + k)
+    raw, shares, excluded = [], [], 0
+    for rep in range(NULL_REPETITIONS):
+        prompts, cells, scores = _null_run(rng, k, rule)
+        sums = prompt_sums(prompts, cells, scores)
+        _, s2_variant, s2_sample = solve_moments(sums, np.ones((1, NULL_PROMPTS)))
+        raw.append(float(s2_variant[0] / s2_sample[0]))
+        got = decompose(prompts, cells, scores, seed=rep, resamples=NULL_RESAMPLES)
+        assert got.share is not None and got.share_ci_low is not None
+        shares.append(got.share)
+        excluded += got.share_ci_low > 0
+    return np.asarray(raw), np.asarray(shares), excluded / NULL_REPETITIONS
+
+
+@pytest.mark.parametrize("k", [4, 8])
+def test_the_share_is_zero_in_expectation_when_the_wording_does_nothing(k: int) -> None:
+    """Issue 39: every cell, the base's included, is scored against the held-out half of the
+    base samples (axis_tests.cell_scores). With no variant effect (20 prompts x 6 variants,
+    200 seeded runs) the raw variant component is 0 within 4 standard errors and the share's
+    95% band excludes 0 in at most 5% of runs (measured: K = 4 mean share 0.016, raw ratio
+    0.001, 2.0%; K = 8 0.008, -0.000, 1.0%; the truncation at 0 keeps a mean share above 0).
+    The rule it replaced, on the same draws, fails both at K = 4 (mean share 0.045, raw
+    ratio 0.046, band excluding 0 in 17%; K = 8: 0.013, 0.010, 9%): the simulation sees
+    the bias it guards against."""
+    raw, shares, excluded = _null_shares(k, cell_scores)
+    assert abs(raw.mean()) < 4 * raw.std(ddof=1) / np.sqrt(NULL_REPETITIONS)
+    assert excluded <= 0.05
+    if k == 4:
+        foil_raw, foil_shares, foil_excluded = _null_shares(k, _leave_one_out)
+        assert foil_raw.mean() > 4 * foil_raw.std(ddof=1) / np.sqrt(NULL_REPETITIONS)
+        assert foil_excluded > 0.05 and foil_shares.mean() > shares.mean()
