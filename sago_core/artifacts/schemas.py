@@ -128,8 +128,9 @@ SAMPLING_TESTS: Schema = {
     "p_method": pl.String,  # exact, monte_carlo (E, pooled relabelling) or sign_flip_*
     "min_p": pl.Float64,  # the smallest p these samples could give
     "p_missing_reason": pl.String,
-    # per variant sample: its mean d to the base samples (text axes) or its flagged share
-    # (mr); per base sample: the same against the other base samples (variance.py reads both)
+    # per variant sample: its mean d (text axes) or flagged share (mr) against the held-out
+    # reference half of the base samples (the last K - K // 2); per base sample of the first
+    # half: the same against that reference (axis_tests.cell_scores; variance.py reads both)
     "sample_scores": pl.List(pl.Float64),
     "base_sample_scores": pl.List(pl.Float64),
     "share_right_variant": pl.Float64,  # share of variant samples right per the references
