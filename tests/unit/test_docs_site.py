@@ -344,3 +344,20 @@ def test_search_works_from_disk_without_the_network(site: Path, tmp_path: Path) 
     hits = re.search(r'data-hits="(\d+)"', done.stdout)
     assert hits, "the page never finished loading in Chromium"
     assert int(hits.group(1)) >= 1, "the search box found nothing from disk"
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """The README links every tutorial and guide page, names `sago site`, and its example
+    creates the file it then runs on; the benchmark tables live in the performance guide."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", readme))
+    pages = {
+        path.relative_to(ROOT).as_posix()
+        for folder in ("docs/tutorials", "docs/guide")
+        for path in (ROOT / folder).glob("*.md")
+    }
+    assert pages - linked == set(), f"not linked from the README: {sorted(pages - linked)}"
+    assert "sago site" in readme
+    for dataset in re.findall(r"--datasets (\S+\.jsonl)", readme):
+        assert f"cat > {dataset} <<" in readme, f"the README runs on {dataset} but never writes it"
+    assert "| stage |" not in readme, "the per-stage table belongs in docs/guide/performance.md"
