@@ -10,14 +10,21 @@ logprob, bytes, top_logprobs}]}}]``, ``completion``, ``error``), ``scores``, ``m
 text is the text parts joined by newlines (as ``ChatMessage.text``); ``attachment://<hash>``
 text is resolved from the sample's ``attachments``.
 
-Files: the JSON log (one ``EvalLog`` object), a JSON array or JSONL of such logs (several
-templates' logs, e.g. ``jq -s . a.json b.json``), and the binary ``.eval`` archive
+Files (told apart by content, ``sniff.py``): the JSON log (one ``EvalLog`` object), a JSON
+array or JSONL of such logs (several templates' logs, e.g. ``jq -s . a.json b.json``), and
+the binary ``.eval`` archive
 (``src/inspect_ai/log/_recorders/eval.py``: a zip of ``header.json``, or
 ``_journal/start.json`` for an unfinished log, and ``samples/<id>_epoch_<n>.json``, one
 ``EvalSample`` each; a name written twice is read from its last member, as inspect does).
 
+Logs are grouped by model first (``eval.model``): the same task run on two models is one
+template answered by two models, never two templates. A log's ``status`` other than
+``success`` (``cancelled``, ``error``, ``started``: an unfinished ``.eval``) is read as it
+is, with a warning note naming the status (and the eval's error message).
+
 Templates: inspect runs one task per log, so each log is a template, named by its task
-(``eval.task``; where two logs share a task, by the task and its ``task_args``). In one log
+(``eval.task``; where two logs of one model share a task, by the task and its
+``task_args``). In one log
 a sample's ``metadata.template`` names its template instead, and ``metadata.item_id`` the
 item its templates share (else the sample ``id``). Samples are grouped by model and item;
 the base is the template ``--base-where task=NAME`` (or ``template=NAME``) names, else the
@@ -25,7 +32,7 @@ first log's (the first template met); every other template is a variant
 (``inspect:<template>``, ``--family``, subtype ``--subtype`` or ``template``, strength 1,
 position ``global``). Only the first epoch of a (template, item) is read (later epochs
 counted); a second epoch-1 sample of one (template, item) is an error, and so are two logs
-with the same task and ``task_args`` whose samples do not name their templates.
+of one model with the same task and ``task_args`` whose samples do not name their templates.
 
 The prompt: the texts of the messages before the model's first reply (system, then user
 turns), joined by a blank line, so a template's system message is part of it; without
@@ -65,6 +72,7 @@ START_JSON = "_journal/start.json"
 SAMPLES_DIR = "samples/"
 LOGPROBS = "inspect samples with log-probs (own response under own prompt: no SAGO axis)"
 LATER_EPOCHS = "inspect samples of a later epoch skipped (the first epoch is read)"
+UNFINISHED = "WARNING: inspect logs of an eval with status"
 
 
 def is_log(value: Any) -> bool:
@@ -111,24 +119,6 @@ def _epoch(sample: Any) -> int:
 
 def _id_order(value: Any) -> tuple[int, int, str]:
     return (0, value, "") if isinstance(value, int) else (1, 0, str(value))
-
-
-def load_logs(path: Path) -> list[Record] | None:
-    """The logs a file holds (an ``.eval`` archive, a JSON log or a JSON array of logs);
-    None where a ``.json`` file is no inspect log (another reader's)."""
-    if path.suffix.lower() == ".eval":
-        return [read_archive(path)]
-    if path.suffix.lower() != ".json":
-        return None
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None  # the generic reader says what is wrong
-    if is_log(value):
-        return [value]
-    if isinstance(value, list) and value and all(is_log(v) for v in value):
-        return value
-    return None
 
 
 def _text(content: Any, attachments: dict[str, Any]) -> str | None:
@@ -252,32 +242,61 @@ def _names_every_template(log: Record) -> bool:
     )
 
 
+def _model_of(log: Record) -> str:
+    return str(log["eval"].get("model") or "")
+
+
+def describe_log(log: Record, index: int) -> str:
+    """``log 2 (eval_id 'e')``, naming only the ids the log has: older logs have no
+    ``eval_id`` (``run_id`` and ``task_id`` are named instead), and a missing id is left out,
+    never shown as None."""
+    spec = log["eval"]
+    shown = [f"{k} {spec[k]!r}" for k in ("eval_id", "task_id", "run_id") if spec.get(k)][:2]
+    return f"log {index}" + (f" ({', '.join(shown)})" if shown else "")
+
+
 def _template_names(logs: list[Record], file: str) -> list[str]:
-    """Each log's template name: its task, or the task and its arguments where two logs
-    share a task. Two logs still named alike (same task and arguments: templates differing
-    by solver or system prompt) are an error unless their samples name their templates."""
+    """Each log's template name: its task, or the task and its arguments where two logs of
+    one model share a task (logs of different models are the same templates answered by
+    different models). Two logs of one model still named alike (same task and arguments:
+    templates differing by solver or system prompt) are an error unless their samples name
+    their templates."""
     tasks = [str(log["eval"].get("task") or "") for log in logs]
-    names = []
-    for log, task in zip(logs, tasks, strict=True):
-        if tasks.count(task) > 1:
+    models = [_model_of(log) for log in logs]
+    names = list(tasks)
+    for i, log in enumerate(logs):
+        if sum(models[j] == models[i] and tasks[j] == tasks[i] for j in range(len(logs))) > 1:
             args = log["eval"].get("task_args") or {}
             shown = ",".join(f"{k}={args[k]}" for k in sorted(args))
-            task = f"{task}[{shown}]"
-        names.append(task)
-    for name in dict.fromkeys(names):
-        alike = [i for i, n in enumerate(names) if n == name]
+            names[i] = f"{names[i]}[{shown}]"
+    for key in dict.fromkeys(zip(models, names, strict=True)):
+        alike = [i for i, k in enumerate(zip(models, names, strict=True)) if k == key]
         if len(alike) > 1 and not all(_names_every_template(logs[i]) for i in alike):
-            shown = ", ".join(
-                f"log {i + 1} (eval_id {logs[i]['eval'].get('eval_id')!r})" for i in alike
-            )
+            shown = ", ".join(describe_log(logs[i], i + 1) for i in alike)
             raise InputError(
-                f"logs {shown} share task and task_args {name!r}, so their templates cannot "
-                f"be told apart: give each log's samples metadata.{TEMPLATE_FIELD} naming "
-                "its template (or run the templates with different task_args)",
+                f"{shown} of model {key[0]!r} share task and task_args {key[1]!r}, so "
+                "their templates "
+                f"cannot be told apart: give each log's samples metadata.{TEMPLATE_FIELD} "
+                "naming its template (or run the templates with different task_args)",
                 file=file,
                 column="eval.task",
             )
     return names
+
+
+def unfinished(logs: list[Record]) -> dict[str, int]:
+    """Logs of an eval that did not succeed, counted by status: read as they are (a
+    cancelled or errored eval keeps the samples it finished; its error is named)."""
+    counts: dict[str, int] = {}
+    for log in logs:
+        status = str(log.get("status") or "started")
+        if status != "success":
+            error = log.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            why = f": {str(message).splitlines()[0][:120]}" if message else ""
+            note = f"{UNFINISHED} '{status}'{why} (its samples read as they are)"
+            counts[note] = counts.get(note, 0) + 1
+    return counts
 
 
 def _parse_samples(logs: list[Record], file: str) -> tuple[list[dict[str, Any]], int, int]:
@@ -391,5 +410,5 @@ def to_input_schema(
             template = None if p is base else p["template"]
             out.append(template_row(row_out, template, "inspect", source))
     refuse_base_only(alone, "sample(s)", "add the other templates' logs", file)
-    notes = {LATER_EPOCHS: later, LOGPROBS: steps_rows}
+    notes = {LATER_EPOCHS: later, LOGPROBS: steps_rows, **unfinished(logs)}
     return out, {k: v for k, v in notes.items() if v}

@@ -2,52 +2,85 @@
 
 The format followed: lm-evaluation-harness 0.4.x as ``lm_eval/evaluator.py`` builds each
 logged sample and ``lm_eval/loggers/evaluation_tracker.py`` writes it to
-``samples_<task>_<date>.jsonl`` (checked against 0.4.9.1): one line per document and filter
-with ``doc_id``, ``doc``, ``target`` (as text), ``arguments`` (``{"gen_args_<i>": {"arg_<j>":
-...}}``, one entry per request; older files: a list of argument lists), ``resps`` and
-``filtered_resps`` (every leaf turned into text by ``sanitize_list``), ``filter``,
-``metrics``, ``doc_hash``, ``prompt_hash``, ``target_hash`` and the metric values.
+``samples_<task>_<date>.jsonl`` (checked against 0.4.9.1 and 0.4.13.dev0): one line per
+document and filter with ``doc_id``, ``doc``, ``target`` (as text), ``arguments``, ``resps``
+and ``filtered_resps`` (every leaf turned into text by ``sanitize_list``), ``filter``,
+``metrics``, ``doc_hash``, ``prompt_hash``, ``target_hash`` and the metric values; a line is
+read by ``lmeval_lines.py`` (text and chat prompts, responses, references).
 
 A template is one lm-eval task (each prompt template of a benchmark is a task of its own):
 the line's ``task`` (or ``template``) field, else the file's task name (``samples_`` and the
-date stripped). Several templates' files are read as one by concatenating them with that
-field added. Documents are grouped by ``doc_id`` (and checked by ``doc_hash``: one id naming
-two documents is an error); the base is the template ``--base-where task=NAME`` names, else
-the first in the file; every other template of a document is a variant (``lm-eval:<task>``,
-family ``--family``, subtype ``--subtype`` or ``template``, strength 1, position global).
+date stripped). Several templates' or runs' files are read as one by concatenating them with
+that field added (and ``model`` where several models answered; ``num_fewshot`` where known).
+The dataset is the benchmark the templates share: one task's name, or the tasks' common
+name (``masakhaner_luo_prompt_1`` ... ``_5`` -> ``masakhaner_luo``); each row's source names
+the file and line.
 
-The response: ``generate_until``: the generation as the model gave it (``resps``; an empty
-one is an empty answer: lm-eval recorded it as generated); ``loglikelihood`` (multiple
-choice): the continuation with the highest log-likelihood. The reference: ``target``; for
-multiple choice a target that is a choice's index names that continuation. lm-eval's
-log-likelihoods are of each choice under each template's prompt, not the teacher-forced
-pass sago's Act/Prob/Ent read, so those axes are missing with the usual reason (or measured
-by ``--model``); the rows holding them are counted in a note. A further filter's line of the
-same document and template repeats its generation and is skipped (counted).
+Lines are told apart in three ways, and none is dropped unsaid:
+
+* **filters**: a further line of the same model, document, task and ``arguments`` with the
+  same ``resps`` is another filter of the same generation: skipped, counted;
+* **runs**: a line of the same model, document and task with different ``arguments`` is
+  another prompt of the document: a variant. Where its prompt is the run's shortest prompt
+  with text inserted (demonstrations: a ``num_fewshot`` run), it is the family ``fewshot``
+  (subtype ``shots``, strength k, position ``prefix``; id ``lm-eval:<task>|fewshot:<k>``),
+  with k the line's ``num_fewshot``, else the demonstrations counted in the inserted text
+  (by the template's fixed opening or closing, else lm-eval's ``\\n\\n`` delimiter); any
+  other prompt is ``lm-eval:<task>#<n>`` (the n-th prompt of the task);
+* **models**: lines naming different models are different models' answers, grouped apart.
+
+The same prompt answered twice differently by one model is an error naming both lines. The
+base of a (model, document) is the base template's fewest-shot prompt (``--base-where
+task=NAME`` names the template, else the first in the file); every other template is a
+variant ``lm-eval:<task>`` (family ``--family``, subtype ``--subtype`` or ``template``,
+strength 1, position global).
+
+The response: ``generate_until``: the generation as the model gave it (an empty one is an
+empty answer: lm-eval recorded it as generated); ``loglikelihood`` (multiple choice): the
+continuation with the highest log-likelihood. lm-eval's log-likelihoods are of each choice
+under each template's prompt, not the teacher-forced pass sago's Act/Prob/Ent read, so those
+axes are missing with the usual reason (or measured by ``--model``); the rows holding them
+are counted in a note.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 from sago_core.errors import InputError
-from sago_core.external.columns import Record, require_columns
+from sago_core.external import lmeval_lines
+from sago_core.external.columns import Record
 from sago_core.external.options import ExternalSource
 from sago_core.external.templates import (
     base_of,
     choose_base_template,
     refuse_base_only,
     template_row,
+    variant_row,
 )
 
-REQUIRED = ("doc_id", "arguments", "resps", "filtered_resps")
-TEMPLATE_KEYS = ("task", "template")
+REQUIRED = lmeval_lines.REQUIRED
 FURTHER_FILTERS = "lm-eval lines of a further filter (same generation) skipped"
 LOGLIKELIHOODS = "lm-eval rows answered by log-likelihood (multiple choice; no sago axis)"
+CHAT_PROMPTS = "lm-eval chat prompts read from their messages (the user turns are the prompt)"
+SYSTEM_TURNS = "lm-eval chat prompts with a system turn (context, not part of the prompt text)"
+RUNS = "lm-eval prompts of a task beyond its first (further runs, read as variants)"
+FEWSHOT_FAMILY = "fewshot"
+FEWSHOT_DELIMITER = "\n\n"  # lm-eval's default fewshot_delimiter
 _DATE = re.compile(r"_\d{4}-\d{2}-\d{2}T[\d\-.]+$")
+_SEPARATORS = re.compile(r"[_\-.]")
+_TEMPLATE_WORDS = {"prompt", "prompts", "template", "templates", "tmpl", "tpl", "variant", "v"}
+
+
+def _common_prefix(texts: list[str]) -> str:
+    """The characters every text starts with."""
+    if not texts:
+        return ""
+    first, last = min(texts), max(texts)
+    size = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), None)
+    return first if size is None else first[:size]
 
 
 def task_of_file(file: str) -> str:
@@ -58,150 +91,201 @@ def task_of_file(file: str) -> str:
     return _DATE.sub("", stem) or Path(file).stem
 
 
-def _arguments(value: Any, file: str, row: int) -> list[list[Any]]:
-    """One list of arguments per request, from either written form."""
-    if isinstance(value, dict):
-        requests = [value[k] for k in sorted(value, key=_index) if isinstance(value[k], dict)]
-        return [[req[k] for k in sorted(req, key=_index)] for req in requests]
-    if isinstance(value, list) and all(isinstance(v, list | tuple) for v in value):
-        return [list(v) for v in value]
-    raise InputError(
-        "must be {gen_args_<i>: {arg_<j>: ...}} or a list of argument lists",
-        file=file,
-        row=row,
-        column="arguments",
-    )
+def benchmark_name(templates: list[str], fallback: str) -> str:
+    """The name the templates share: the one task, else their common leading words with
+    template words and numbers (``prompt_1``) dropped; ``fallback`` where they share none."""
+    if len(templates) == 1:
+        return templates[0]
+    common = _common_prefix(templates)
+    cut = max((m.start() for m in _SEPARATORS.finditer(common)), default=0)
+    if all(len(t) == len(common) or _SEPARATORS.match(t, len(common)) for t in templates):
+        cut = len(common)  # every template continues with a separator (or ends) here
+    words = _SEPARATORS.split(common[:cut])
+    while words and (words[-1].lower() in _TEMPLATE_WORDS or words[-1].isdigit() or not words[-1]):
+        words.pop()
+    return common[: len(_SEPARATORS.sub("_", "_".join(words)))] if words else fallback
 
 
-def _index(key: str) -> int:
-    tail = key.rpartition("_")[2]
-    return int(tail) if tail.isdigit() else 0
+def _distinct(parsed: list[dict[str, Any]], file: str) -> tuple[list[dict[str, Any]], int]:
+    """The lines that are answers, without further filters' repeats (counted)."""
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    further = 0
+    for p in parsed:
+        key = (p["model"], p["doc_id"], p["template"], p["arguments"])
+        first = seen.get(key)
+        if first is None:
+            seen[key] = p
+        elif first["resps"] == p["resps"]:
+            further += 1  # another filter of the same generation
+        else:
+            who = f"model {p['model']!r}" if p["model"] else "one model"
+            raise InputError(
+                f"doc_id {p['doc_id']!r} of task {p['template']!r} is answered twice under the "
+                f"same prompt with different responses (rows {first['row']} and {p['row']}) by "
+                f"{who}: where two models answered, add a 'model' field naming each line's",
+                file=file,
+                row=p["row"],
+                column="resps",
+            )
+    return list(seen.values()), further
 
 
-def _loglikelihood(resp: Any) -> float | None:
-    """``[ll, is_greedy]`` (as text after lm-eval's sanitising) -> ll; else None."""
-    while isinstance(resp, list | tuple) and len(resp) == 1 and isinstance(resp[0], list | tuple):
-        resp = resp[0]
-    if isinstance(resp, list | tuple) and len(resp) == 2:
-        try:
-            number = float(resp[0])
-        except (TypeError, ValueError):
-            return None
-        return number if math.isfinite(number) else None
-    return None
+def _insertion(shorter: str, longer: str) -> str | None:
+    """The text ``longer`` inserts into ``shorter`` (kept whole at its end where it can be),
+    else None."""
+    if len(longer) <= len(shorter):
+        return None
+    tail = len(_common_prefix([shorter[::-1], longer[::-1]]))
+    tail = min(tail, len(shorter))
+    head = len(shorter) - tail
+    if not longer.startswith(shorter[:head]):
+        return None
+    return longer[head : len(longer) - tail]
 
 
-def _response(record: Record, args: list[list[Any]], file: str, row: int) -> tuple[str, bool]:
-    """(response, answered by log-likelihood)."""
-    resps = record["resps"]
-    if not isinstance(resps, list) or not resps:
-        raise InputError("holds no response", file=file, row=row, column="resps")
-    first = resps[0][0] if isinstance(resps[0], list) and resps[0] else resps[0]
-    if isinstance(first, str):
-        return first, False
-    lls = [_loglikelihood(r) for r in resps]
-    if any(ll is None for ll in lls) or len(args) != len(lls):
+def _marks(first_prompts: list[str]) -> tuple[str, ...]:
+    """The fixed opening and closing of a template's prompts (from two or more distinct
+    ones), which every demonstration repeats."""
+    distinct = list(dict.fromkeys(first_prompts))
+    if len(distinct) < 2:
+        return ()
+    opening = _common_prefix(distinct)
+    closing = _common_prefix([t[::-1] for t in distinct])[::-1]
+    return tuple(m for m in (opening, closing) if m.strip())
+
+
+def _shots(p: dict[str, Any], first: dict[str, Any], marks: tuple[str, ...]) -> int | None:
+    """How many demonstrations ``p``'s prompt holds beyond the template's first prompt."""
+    if p["shots"] is not None and first["shots"] is not None:
+        return p["shots"] if p["shots"] > first["shots"] else None
+    inserted = _insertion(first["prompt_text"], p["prompt_text"])
+    if inserted is None:
+        return None
+    for mark in marks:
+        if count := inserted.count(mark):
+            return count + (first["shots"] or 0)
+    count = inserted.count(FEWSHOT_DELIMITER)
+    return count + (first["shots"] or 0) if count else None
+
+
+def _first_of(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """A template's first prompt for a document: the fewest demonstrations (by
+    ``num_fewshot`` where every line names it), else the shortest."""
+    if all(p["shots"] is not None for p in members):
+        return min(members, key=lambda p: (p["shots"], len(p["prompt_text"])))
+    return min(members, key=lambda p: len(p["prompt_text"]))
+
+
+def _rows_of(
+    members: list[dict[str, Any]],
+    base_template: str,
+    marks: dict[tuple[Any, str], tuple[str, ...]],
+) -> list[tuple[dict[str, Any], str | None, int | None]]:
+    """(line, its variant's template label or None for the base, its demonstrations where
+    it is a few-shot run of the base template) of one (model, document)."""
+    by_template: dict[str, list[dict[str, Any]]] = {}
+    for p in members:
+        by_template.setdefault(p["template"], []).append(p)
+    out: list[tuple[dict[str, Any], str | None, int | None]] = []
+    for template, lines in by_template.items():
+        first = _first_of(lines)
+        for n, p in enumerate(sorted(lines, key=lambda q: q is not first), start=1):
+            if p is first:
+                out.append((p, None if template == base_template else template, None))
+                continue
+            shots = _shots(p, first, marks[(p["model"], template)])
+            if shots is None:
+                out.append((p, f"{template}#{n}", None))
+            elif template == base_template:
+                out.append((p, f"{template}|fewshot:{shots}", shots))
+            else:
+                out.append((p, f"{template}|fewshot:{shots}", None))
+    return out
+
+
+def _check_document(members: list[dict[str, Any]], doc_id: str, file: str) -> None:
+    hashes = {p["doc_hash"] for p in members if p["doc_hash"]}
+    if len(hashes) > 1:
         raise InputError(
-            "is neither a generation nor one [log-likelihood, is_greedy] per request",
+            f"doc_id {doc_id!r} names different documents (doc_hash differs; rows "
+            f"{[p['row'] for p in members]}): concatenate one benchmark's templates only",
             file=file,
-            row=row,
-            column="resps",
+            row=members[0]["row"],
+            column="doc_hash",
         )
-    known = [ll for ll in lls if ll is not None]  # all of them: a None is refused above
-    best = max(range(len(known)), key=known.__getitem__)
-    if len(args[best]) < 2 or not isinstance(args[best][1], str):
-        raise InputError(
-            f"request {best} names no continuation", file=file, row=row, column="arguments"
-        )
-    return args[best][1], True
-
-
-def _references(record: Record, args: list[list[Any]], by_loglikelihood: bool) -> list[str]:
-    target = record.get("target")
-    if target is None or str(target).strip() == "":
-        return []
-    text = str(target).strip()
-    if by_loglikelihood and text.isdigit() and int(text) < len(args) and len(args[int(text)]) > 1:
-        return [str(args[int(text)][1]).strip()]
-    return [text]
-
-
-def _parse(record: Record, file: str, row: int, default_task: str) -> dict[str, Any]:
-    require_columns(record, REQUIRED, file, row)
-    args = _arguments(record["arguments"], file, row)
-    if not args or not args[0] or not isinstance(args[0][0], str):
-        raise InputError("holds no prompt text", file=file, row=row, column="arguments")
-    response, by_ll = _response(record, args, file, row)
-    template = next((str(record[k]) for k in TEMPLATE_KEYS if record.get(k)), default_task)
-    return {
-        "row": row,
-        "template": template,
-        "doc_id": str(record["doc_id"]).strip(),
-        "doc_hash": record.get("doc_hash"),
-        "prompt_text": args[0][0],
-        "response_text": response,
-        "by_loglikelihood": by_ll,
-        "references": _references(record, args, by_ll),
-    }
 
 
 def to_input_schema(
     records: list[Record], source: ExternalSource, file: str
 ) -> tuple[list[Record], dict[str, int]]:
-    if source.family is None:
-        raise InputError(
-            "lm-eval samples carry no SAGO variant family: give --family (and --subtype)",
-            file=file,
-        )
     default_task = task_of_file(file)
-    seen: dict[tuple[str, str], dict[str, Any]] = {}
-    further = 0
-    for row, record in enumerate(records, start=1):
-        p = _parse(record, file, row, default_task)
-        key = (p["doc_id"], p["template"])
-        if key in seen:
-            further += 1  # another filter of the same generation
-            continue
-        seen[key] = p
-    parsed = list(seen.values())
-    templates = list(dict.fromkeys(p["template"] for p in parsed))
+    parsed = [
+        lmeval_lines.parse(record, file, row, default_task) for row, record in enumerate(records, 1)
+    ]
+    lines, further = _distinct(parsed, file)
+    templates = list(dict.fromkeys(p["template"] for p in lines))
     base_template = choose_base_template(source, templates, "the file's", file)
-    dataset = default_task
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for p in parsed:
-        groups.setdefault(p["doc_id"], []).append(p)
+    dataset = benchmark_name(templates, default_task)
+    groups: dict[tuple[Any, str], list[dict[str, Any]]] = {}
+    for p in lines:
+        groups.setdefault((p["model"], p["doc_id"]), []).append(p)
+    firsts: dict[tuple[Any, str], list[str]] = {}
+    for members in groups.values():
+        for template in dict.fromkeys(p["template"] for p in members):
+            first = _first_of([p for p in members if p["template"] == template])
+            firsts.setdefault((first["model"], template), []).append(first["prompt_text"])
+    marks = {key: _marks(prompts) for key, prompts in firsts.items()}
     out: list[Record] = []
     alone: list[int] = []
-    for doc_id, members in groups.items():
-        hashes = {p["doc_hash"] for p in members if p["doc_hash"]}
-        if len(hashes) > 1:
-            raise InputError(
-                f"doc_id {doc_id!r} names different documents (doc_hash differs; rows "
-                f"{[p['row'] for p in members]}): concatenate one benchmark's templates only",
-                file=file,
-                row=members[0]["row"],
-                column="doc_hash",
-            )
+    runs = 0
+    for (model, doc_id), members in groups.items():
+        _check_document(members, doc_id, file)
+        rows = _rows_of(members, base_template, marks)
         base = base_of(members, base_template, f"doc_id {doc_id!r}", file)
-        if len(members) == 1:
+        if len(rows) == 1:
             alone.append(base["row"])
             continue
-        for p in members:
-            row_out: Record = {
-                "__row__": p["row"],
-                "model": source.model,
-                "dataset": dataset,
-                "prompt_id": doc_id,
-                "prompt_text": p["prompt_text"],
-                "response_text": p["response_text"],
-                "failure_reason": None,  # lm-eval logged it as the model's answer
-                "references": p["references"],
-            }
-            template = None if p is base else p["template"]
-            out.append(template_row(row_out, template, "lm-eval", source))
+        for p, label, shots in rows:
+            runs += label is not None and (shots is not None or "#" in label)
+            out.append(_row(p, label, shots, model or source.model, dataset, doc_id, source, file))
     refuse_base_only(alone, "document(s)", "add the other templates' lines (with their task)", file)
     notes = {
         FURTHER_FILTERS: further,
-        LOGLIKELIHOODS: sum(p["by_loglikelihood"] for p in parsed),
+        RUNS: runs,
+        LOGLIKELIHOODS: sum(p["by_loglikelihood"] for p in lines),
+        CHAT_PROMPTS: sum(p["chat"] for p in lines),
+        SYSTEM_TURNS: sum(p["system"] is not None for p in lines),
     }
     return out, {k: v for k, v in notes.items() if v}
+
+
+def _row(
+    p: dict[str, Any],
+    label: str | None,
+    shots: int | None,
+    model: str | None,
+    dataset: str,
+    doc_id: str,
+    source: ExternalSource,
+    file: str,
+) -> Record:
+    row: Record = {
+        "__row__": p["row"],
+        "model": model,
+        "dataset": dataset,
+        "prompt_id": doc_id,
+        "prompt_text": p["prompt_text"],
+        "response_text": p["response_text"],
+        "failure_reason": None,  # lm-eval logged it as the model's answer
+        "references": p["references"],
+    }
+    if shots is not None:
+        vid = f"lm-eval:{label}"
+        return variant_row(row, vid, FEWSHOT_FAMILY, "shots", float(shots), "prefix")
+    if label is not None and source.family is None:
+        raise InputError(
+            f"lm-eval samples carry no SAGO variant family for their templates (row "
+            f"{p['row']}, task {label!r}): give --family (and --subtype)",
+            file=file,
+        )
+    return template_row(row, label, "lm-eval", source)

@@ -35,13 +35,26 @@ def template_row(row: Record, template: str | None, prefix: str, source: Externa
     """``row`` as the base (``template`` None) or as the variant ``prefix:template``."""
     if template is None:
         return {**row, "variant_id": BASE_VARIANT_ID}
+    return variant_row(
+        row, f"{prefix}:{template}", source.family, source.subtype or "template", 1.0, "global"
+    )
+
+
+def variant_row(
+    row: Record,
+    variant_id: str,
+    family: str | None,
+    subtype: str,
+    strength: float,
+    position: str,
+) -> Record:
     return {
         **row,
-        "variant_id": f"{prefix}:{template}",
-        "family": source.family,
-        "subtype": source.subtype or "template",
-        "strength": 1.0,
-        "position": "global",
+        "variant_id": variant_id,
+        "family": family,
+        "subtype": subtype,
+        "strength": strength,
+        "position": position,
     }
 
 

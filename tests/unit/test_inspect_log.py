@@ -210,7 +210,7 @@ def test_logs_with_one_task_and_the_same_task_args_are_refused(tmp_path: Path) -
     for log in logs:
         log["eval"]["task"] = "capitals"
         log["eval"]["task_args"] = {}
-    with pytest.raises(InputError, match=r"logs log 1 .*log 2 .*log 3 .*metadata\.template"):
+    with pytest.raises(InputError, match=r"log 1 .*log 2 .*log 3 .*metadata\.template"):
         _read(_dump(tmp_path / "logs.json", logs))
     # the samples naming their templates tell the logs apart
     for log, name in zip(logs, ("plain", "polite", "terse"), strict=True):
