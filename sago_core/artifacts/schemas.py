@@ -482,7 +482,9 @@ PEER_METRICS: Schema = {
     "model": pl.String,
     "dataset": pl.String,  # __pooled__ = every dataset's instances together
     "family": pl.String,  # __all__ = every variant family; else the base and that family
-    "index": pl.String,  # pss_correct, pss_bertscore, posix, pdr, max_p, avg_p, cps
+    # pss_correct, pss_bert_to_base (ProSA's PSS formula on BERTScore F1 to the base answer:
+    # not ProSA's PSS; "pss_bertscore" in older runs), posix, pdr, max_p, avg_p, cps
+    "index": pl.String,
     "value": pl.Float64,  # null: not computable, missing_reason says why
     "n": pl.Int32,  # instances (PSS, POSIX) or prompt templates (PDR, MaxP, AvgP, CPS) behind it
     "coverage": pl.String,  # null: the peer's definition in full; else which part was computed

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import polars as pl
+
 PSS_CORRECT = "pss_correct"
-PSS_BERTSCORE = "pss_bertscore"
+# ProSA's PSS formula on Y = BERTScore F1 against the base answer (issue 39): not ProSA's PSS,
+# whose Y scores each answer against the task; a pair of variants here counts the gap between
+# two similarities to the base, not how far apart the two answers are. Never set beside
+# ProSA's published PSS values.
+PSS_BERT_TO_BASE = "pss_bert_to_base"
 POSIX = "posix"
 PDR = "pdr"
 MAX_P = "max_p"
 AVG_P = "avg_p"
 CPS = "cps"
-INDICES: tuple[str, ...] = (PSS_CORRECT, PSS_BERTSCORE, POSIX, PDR, MAX_P, AVG_P, CPS)
+INDICES: tuple[str, ...] = (PSS_CORRECT, PSS_BERT_TO_BASE, POSIX, PDR, MAX_P, AVG_P, CPS)
 
 _PROSA = "ProSA PSS, Zhuo et al. 2024 (arXiv:2410.12405)"
 _MULTI_PROMPT = "State of What Art?, Mizrahi et al. 2024 (arXiv:2401.00595)"
 SOURCES: dict[str, str] = {
     PSS_CORRECT: _PROSA,
-    PSS_BERTSCORE: _PROSA,
+    PSS_BERT_TO_BASE: "ProSA's PSS formula (Zhuo et al. 2024, arXiv:2410.12405) on BERTScore "
+    "to the base answer: not ProSA's PSS",
     POSIX: "POSIX, Chatterjee et al. 2024 (arXiv:2410.02185)",
     PDR: "PromptBench PDR, Zhu et al. 2023 (arXiv:2306.04528)",
     MAX_P: _MULTI_PROMPT,
@@ -30,14 +37,25 @@ POSIX_PAIRS = (
 )
 BERTSCORE_AGAINST_BASE = (
     "Y = BERTScore F1 of each prompt's answer against the base answer (the base's own is 1), "
-    "not against a reference answer"
+    "not a score against the task; a pair of variants counts the gap between their "
+    "similarities to the base, not the distance between their answers: not comparable with "
+    "ProSA's published PSS"
 )
 COVERAGE: dict[str, str | None] = {
     PSS_CORRECT: None,
-    PSS_BERTSCORE: BERTSCORE_AGAINST_BASE,
+    PSS_BERT_TO_BASE: BERTSCORE_AGAINST_BASE,
     POSIX: POSIX_PAIRS,
     PDR: None,
     MAX_P: None,
     AVG_P: None,
     CPS: None,
 }
+
+# Names an index had in artifacts written before (old -> current): readers map them, so an
+# old peer_metrics.parquet still reads.
+RENAMED: dict[str, str] = {"pss_bertscore": PSS_BERT_TO_BASE}
+
+
+def current_names(peer: pl.DataFrame) -> pl.DataFrame:
+    """``peer`` (peer_metrics.parquet) with every renamed index under its current name."""
+    return peer.with_columns(pl.col("index").replace(RENAMED))

@@ -31,7 +31,7 @@ from sago_core.peer_metrics.sources import (
     MAX_P,
     PDR,
     POSIX,
-    PSS_BERTSCORE,
+    PSS_BERT_TO_BASE,
     PSS_CORRECT,
     SOURCES,
 )
@@ -266,7 +266,7 @@ def _measures(
     scoped = scope.of(verdicts)
     return {
         PSS_CORRECT: _pss(scoped, FEW_VERDICTS),
-        PSS_BERTSCORE: _pss(scope.of(bertscores), FEW_BERTSCORES),
+        PSS_BERT_TO_BASE: _pss(scope.of(bertscores), FEW_BERTSCORES),
         POSIX: _posix(scope.of(logprobs) if logprobs is not None else None),
         PDR: _pdr(scoped, min_shared),
         **_multi_prompt(scoped, min_shared),

@@ -48,6 +48,7 @@ from sago_core.artifacts.layout import (
     RunLayout,
 )
 from sago_core.artifacts.store import write_json, write_text
+from sago_core.peer_metrics.sources import current_names
 from sago_core.report.language_section import language_blocks, language_card
 from sago_core.report.paired_runs import compare_paired, describe_sampling, sampling_settings
 from sago_core.report.served_identity import check_runs
@@ -399,7 +400,7 @@ def _peer_indices(run_dir: Path, model: str) -> dict[str, Any]:
     path = run_dir / PEER_METRICS_FILE
     if not path.is_file():
         return {"available": False, "note": f"this run predates {PEER_METRICS_FILE}", "rows": []}
-    rows = pl.read_parquet(path).filter(
+    rows = current_names(pl.read_parquet(path)).filter(
         (pl.col("model") == model)
         & (pl.col("dataset") == POOLED)
         & (pl.col("family") == ALL_FAMILIES)

@@ -18,9 +18,10 @@ from sago_core.peer_metrics.sources import (
     MAX_P,
     PDR,
     POSIX,
-    PSS_BERTSCORE,
+    PSS_BERT_TO_BASE,
     PSS_CORRECT,
     SOURCES,
+    current_names,
 )
 from sago_core.report.markup import table as _table
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -28,14 +29,14 @@ from sago_core.vocabulary import POOLED
 
 LABELS = {
     PSS_CORRECT: "PSS (correct)",
-    PSS_BERTSCORE: "PSS (BERTScore)",
+    PSS_BERT_TO_BASE: "PSS form, BERT to base",
     POSIX: "POSIX",
     PDR: "PDR",
     MAX_P: "MaxP",
     AVG_P: "AvgP",
     CPS: "CPS",
 }
-BESIDE = {PSS_BERTSCORE: "bert", POSIX: "prob"}  # the SGS axis each is shown beside
+BESIDE = {PSS_BERT_TO_BASE: "bert", POSIX: "prob"}  # the SGS axis each is shown beside
 
 
 def peer_metrics_from_run(run_dir: Path) -> pl.DataFrame | None:
@@ -92,7 +93,7 @@ def _notes(pooled: pl.DataFrame) -> str:
 
 
 def peer_section(peer: pl.DataFrame, summary: pl.DataFrame) -> str:
-    pooled = peer.filter(pl.col("dataset") == POOLED)
+    pooled = current_names(peer).filter(pl.col("dataset") == POOLED)
     models = sorted(pooled["model"].unique().to_list())
     overall, by_family = [], []
     for model in models:
@@ -100,7 +101,7 @@ def peer_section(peer: pl.DataFrame, summary: pl.DataFrame) -> str:
         index = {(r["family"], r["index"]): r for r in rows.iter_rows(named=True)}
         cells = _row_cells(index, ALL_FAMILIES)
         sgs = {name: _sgs(summary, model, axis) for name, axis in BESIDE.items()}
-        pss_cells = [cells[0], cells[1], sgs[PSS_BERTSCORE]]
+        pss_cells = [cells[0], cells[1], sgs[PSS_BERT_TO_BASE]]
         overall.append([html.escape(model), *pss_cells, cells[2], sgs[POSIX], *cells[3:]])
         families = sorted(f for f in rows["family"].unique().to_list() if f != ALL_FAMILIES)
         by_family += [

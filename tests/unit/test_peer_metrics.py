@@ -5,6 +5,7 @@ and every value that cannot be computed is NA with its reason, never 0 or NaN.""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -217,7 +218,7 @@ def _analysis(logprobs: dict | None = None, reason: str | None = None) -> pl.Dat
     )
 
 
-def _cell(frame: pl.DataFrame, index: str, family: str = "__all__", dataset: str = DATASET):
+def _cell(frame: pl.DataFrame, index: str, family: str = "__all__", dataset: str = DATASET) -> dict:
     rows = frame.filter(
         (pl.col("index") == index) & (pl.col("family") == family) & (pl.col("dataset") == dataset)
     )
@@ -244,9 +245,13 @@ def test_the_table_matches_hand_computations() -> None:
     # PSS on BERTScore against the base answer (the base's own is 1):
     # p1: Y = 1, 0.8, 0.9, 0.5: gaps .2 .1 .5 .1 .3 .4 = 1.6 / 6
     # p2: Y = 1, (n1 none), 1.0, 0.7: gaps 0 .3 .3 = 0.6 / 3
-    bert = _cell(table, "pss_bertscore")
+    bert = _cell(table, "pss_bert_to_base")
     assert bert["value"] == pytest.approx((1.6 / 6 + 0.6 / 3) / 2)
     assert bert["coverage"] is not None and "against the base answer" in bert["coverage"]
+    # issue 39: named for what it is, so no one sets it beside ProSA's published PSS
+    assert "pss_bertscore" not in table["index"].to_list()
+    assert "not comparable with ProSA's published PSS" in bert["coverage"]
+    assert "not ProSA's PSS" in bert["source"]
 
     # POSIX: p1: |-10+12|/4 = .5, |-15+12|/4 = .75, |-12+12|/4 = 0 -> 1.25/3
     # p2 (L = 2): |-9+8|/2 = .5, (n2 none), |-5+8|/2 = 1.5 -> 1.0; mean (1.25/3 + 1) / 2
@@ -276,7 +281,7 @@ def test_the_table_matches_hand_computations() -> None:
     assert _cell(table, "cps", "register")["value"] == pytest.approx(0.375)
 
     # one dataset: the pooled rows equal the dataset's
-    for index in ("pss_correct", "pss_bertscore", "posix", "pdr", "cps"):
+    for index in ("pss_correct", "pss_bert_to_base", "posix", "pdr", "cps"):
         assert _cell(table, index, dataset="__pooled__")["value"] == pytest.approx(
             _cell(table, index)["value"]
         )
@@ -310,7 +315,7 @@ def test_no_references_and_no_log_probabilities_are_na_with_their_reason() -> No
     posix = _cell(table, "posix")
     assert posix["value"] is None
     assert posix["missing_reason"] == "backend litellm cannot teacher-force"
-    assert _cell(table, "pss_bertscore")["value"] is not None  # needs no reference
+    assert _cell(table, "pss_bert_to_base")["value"] is not None  # needs no reference
 
     without_analysis = peer_metrics_on_few(_instances(), _deltas(), None)
     assert _cell(without_analysis, "posix")["missing_reason"] == NO_ANALYSIS
@@ -384,3 +389,25 @@ def test_templates_sharing_fewer_than_five_instances_are_not_compared() -> None:
     assert "2 instance(s)" in few_shared(2, 5) and "at least 5" in few_shared(2, 5)
     # the indices over each instance on its own stay (PSS needs no shared instances)
     assert _cell(table, "pss_correct")["value"] == pytest.approx((4 / 6 + 3 / 6) / 2)
+
+
+def test_a_peer_table_written_before_the_rename_reads_under_the_new_name(tmp_path: Path) -> None:
+    """Issue 39: ``pss_bertscore`` became ``pss_bert_to_base``; an old peer_metrics.parquet
+    still shows its value in the report's section and on the card."""
+    from sago_core.artifacts.layout import PEER_METRICS_FILE
+    from sago_core.report.card import _peer_indices
+    from sago_core.report.peer_section import peer_section
+
+    old = peer_metrics_on_few(_instances(), _deltas(), _analysis()).with_columns(
+        pl.col("index").replace({"pss_bert_to_base": "pss_bertscore"})
+    )
+    assert "pss_bertscore" in old["index"].to_list()
+    summary = pl.DataFrame(
+        {"model": [MODEL], "dataset": ["__pooled__"], "axis": ["bert"], "sgs": [0.25]}
+    )
+    page = peer_section(old, summary)
+    value = _cell(old, "pss_bertscore", dataset="__pooled__")["value"]
+    assert "PSS form, BERT to base" in page and f"<td>{value:.4f}</td>" in page
+    old.write_parquet(tmp_path / PEER_METRICS_FILE)
+    rows = {r["index"]: r for r in _peer_indices(tmp_path, MODEL)["rows"]}
+    assert rows["pss_bert_to_base"]["value"] == pytest.approx(value)
