@@ -23,13 +23,19 @@ readable label or its JSON, and ``dim.field`` reads a field of a struct. A group
 row, or several, or with a base and no variant, is an error naming its rows: a base is never
 guessed and nothing reaches a stage.
 
-DOVE's dimensions are not SAGO families, so ``--family`` names one (``--subtype`` too, else
-the names of the dimensions that differ from the base, joined by ``+``); strength is the
-number of dimensions that differ; position ``global``. The variant id lists the differing
-dimensions with readable labels: a struct by its ``name`` or ``method``, a list of scalars
-joined by ``+``, another list by its length (``[]`` is ``none``), a long text by its start;
-labels that would collide get ``@`` and 8 hex digits of their value's SHA-256:
-``dove:instruction_phrasing=StateHere|shots=5``.
+The family and subtype are DOVE's own dimensions by default: a variant that differs from its
+base in ``shots`` and/or ``demonstrations`` only is of the family ``fewshot`` (subtype
+``shots``, strength the variant's number of shots; else subtype ``demonstrations``, strength
+1; position ``prefix``); any other is of the family ``template``, its subtype the names of the
+dimensions that differ joined by ``+`` (``template:enumerator``,
+``template:instruction_phrasing+separator``), its strength their number, position
+``global``. ``--family`` (and ``--subtype``) override them: the family named, the subtype
+named or the differing dimensions, the strength their number, position ``global``.
+
+The variant id lists the differing dimensions with readable labels: a struct by its ``name``
+or ``method``, a list of scalars joined by ``+``, another list by its length (``[]`` is
+``none``), a long text by its start; labels that would collide get ``@`` and 8 hex digits of
+their value's SHA-256: ``dove:instruction_phrasing=StateHere|shots=5``.
 
 Token-level data: the token ids of a response are read from ``generated_tokens_logprobs``
 where its decoded tokens spell the response (the token chosen at each step); otherwise the
@@ -52,12 +58,15 @@ from typing import Any
 from sago_core.errors import ConfigError, InputError
 from sago_core.external.columns import Record, hint, require_columns
 from sago_core.external.options import ExternalSource
+from sago_core.external.schema import FEWSHOT_FAMILY, TEMPLATE_FAMILY
 from sago_core.vocabulary import BASE_VARIANT_ID
 
 REQUIRED = ("instance", "output", "prompt_config")
 LITE_REQUIRED = ("dataset", "sample_index", "raw_input", "generated_text")
 LITE_DIMENSION_PREFIX = "dimensions_"
 MAX_LABEL_CHARS = 64
+SHOTS = "shots"
+FEWSHOT_DIMENSIONS = {SHOTS, "demonstrations"}  # the rest are the template's format
 TOKENS_FROM_LOGPROBS = "DOVE rows whose token ids come from generated_tokens_logprobs"
 CUMULATIVE_LOGPROB = (
     "DOVE rows with a cumulative_logprob (own response under own prompt: no SAGO axis)"
@@ -387,10 +396,6 @@ def _rows_text(rows: list[int], limit: int = 10) -> str:
 def to_input_schema(
     records: list[Record], source: ExternalSource, file: str
 ) -> tuple[list[Record], dict[str, int]]:
-    if source.family is None:
-        raise InputError(
-            "DOVE rows carry no SAGO variant family: give --family (and --subtype)", file=file
-        )
     present = set().union(*(r.keys() for r in records[:50]))
     lite = is_lite(present) and not set(REQUIRED) <= present
     parsed = []
@@ -480,14 +485,40 @@ def _group_rows(
             f"{k}={labels[(k, p['canon'][k])]}" if k in p["canon"] else f"{k}=absent"
             for k in changed
         )
+        family, subtype, strength, position = variant_of(changed, p["dims"], source)
         out.append(
             {
                 **out_row,
                 "variant_id": f"dove:{name or 'same'}",
-                "family": source.family,
-                "subtype": source.subtype or "+".join(changed) or "same",
-                "strength": float(len(changed)),
-                "position": "global",
+                "family": family,
+                "subtype": subtype,
+                "strength": strength,
+                "position": position,
             }
         )
     return out
+
+
+def variant_of(
+    changed: list[str], dims: dict[str, Any], source: ExternalSource
+) -> tuple[str, str, float, str]:
+    """(family, subtype, strength, position) of a variant whose ``changed`` dimensions differ
+    from its base: ``--family``/``--subtype`` where given, else DOVE's own dimensions (see
+    the module doc)."""
+    subtype = source.subtype or "+".join(changed) or "same"
+    if source.family is not None:
+        return source.family, subtype, float(len(changed)), "global"
+    if changed and set(changed) <= FEWSHOT_DIMENSIONS:
+        shots = _shots(dims.get(SHOTS)) if SHOTS in changed else None
+        if shots is not None:
+            return FEWSHOT_FAMILY, source.subtype or SHOTS, float(shots), "prefix"
+        return FEWSHOT_FAMILY, subtype, float(len(changed)), "prefix"
+    return TEMPLATE_FAMILY, subtype, float(len(changed)), "global"
+
+
+def _shots(value: Any) -> int | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number.is_integer() and number >= 0 else None

@@ -29,12 +29,18 @@ REQUIRED = ("dataset", "prompt_id", "variant_id", "prompt_text", "response_text"
 VARIANT_COLUMNS = ("family", "subtype", "strength", "position")
 OPTIONAL = (*VARIANT_COLUMNS, "model", "references", "response_token_ids", "failure_reason")
 COLUMNS = (*REQUIRED, *OPTIONAL)
-# The families sago has detectors and grids for; a subtype outside these is kept and its
-# mirroring is missing with the detector's reason.
+TEMPLATE_FAMILY = "template"
+FEWSHOT_FAMILY = "fewshot"
+# The families sago has detectors and grids for, and those of other tools' files; a subtype
+# outside these is kept and its mirroring is missing with the detector's reason.
 FAMILIES: dict[str, tuple[str, ...]] = {
     "register": ("politeness",),
     "noise": ("spacing", "punctuation", "capitalization"),
     "structural": ("length", "mood"),
+    # other tools' prompt-format dimensions (DOVE's, lm-eval's tasks, inspect's templates):
+    # a template's subtype names what changed (``enumerator``, ``separator+shots``, ...)
+    TEMPLATE_FAMILY: ("template", "enumerator", "separator", "choices_order", "phrasing"),
+    FEWSHOT_FAMILY: ("shots", "demonstrations"),  # strength: the demonstrations' number
     REPLAY_FAMILY: (BASE_FAMILY,),
 }
 POSITIONS: tuple[str, ...] = ALL_POSITIONS

@@ -13,6 +13,7 @@ from sago_core.errors import InputError
 from sago_core.external.options import ExternalSource
 from sago_core.external.read import read_external
 from sago_core.external.reference import SEVERAL_BASES
+from sago_core.external.schema import VariantKey
 from sago_core.vocabulary import REPLAY_VARIANT_ID
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "external"
@@ -107,8 +108,9 @@ def test_dove_base_where_picks_another_base_and_ambiguity_is_an_error() -> None:
     with pytest.raises(InputError, match=r"has 2 rows with the base configuration") as caught:
         _dove(DOVE, base_where=(("shuffle", "False"),))
     assert caught.value.column == "prompt_config.dimensions"
-    with pytest.raises(InputError, match="give --family"):
-        read_external(ExternalSource(path=DOVE))
+    # no --family: DOVE's own dimensions name family and subtype (issue 41)
+    plain = {r.variant_id: r.variant for r in read_external(ExternalSource(path=DOVE)).rows}
+    assert plain["dove:enumerator=1"] == VariantKey("template", "enumerator", 1.0, "global")
 
 
 def test_dove_parquet_reads_as_the_jsonl(tmp_path: Path) -> None:
