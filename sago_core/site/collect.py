@@ -1,11 +1,12 @@
 """What the results site shows, read from a runs folder (local, or the mirror of a store).
 
 A run is a folder with ``manifest.json`` and ``summary.parquet``. A release is one model of
-one run: a point in its family's trend. Its time is the watch's ``evaluated_at`` when the
-watch's registry recorded it, else the manifest's ``written_at``; its family is the one the
-watch's leaderboard recorded, else ``watch.releases.model_family``; its paired verdicts
-against the release before it come from the run's ``card.json`` (rows whose ``model_b`` is
-this model).
+one run: a point in one of its family's trend lines (``series`` says which line and in what
+order). Its times are every one known: a date in its name, the watch's ``evaluated_at``
+when the watch's registry recorded it, the manifest's ``started_at`` and ``written_at``
+(never a file's modification time); its family is the one the watch's leaderboard recorded,
+else ``watch.releases.model_family``; its paired verdicts against the release before it
+come from the run's ``card.json`` (rows whose ``model_b`` is this model).
 """
 
 from __future__ import annotations
@@ -22,8 +23,20 @@ from sago_core.artifacts.layout import (
     CARD_HTML_FILE,
     CARD_JSON_FILE,
     MANIFEST_FILE,
+    PROMPTS_FILE,
     REPORT_FILE,
+    RUN_CONFIG,
+    SCORES_FILE,
     SUMMARY_FILE,
+)
+from sago_core.site.series import (
+    RELEASED,
+    STARTED,
+    WATCHED,
+    WRITTEN,
+    Series,
+    group_series,
+    name_date,
 )
 from sago_core.storage import attached
 from sago_core.storage.mirror import Mirror
@@ -32,8 +45,19 @@ from sago_core.watch.leaderboard import LEADERBOARD_FILE, LEADERBOARD_PAGE
 from sago_core.watch.registry import Entry, Registry
 from sago_core.watch.releases import model_family
 
-# What the site reads of a run: fetched from the store when the runs folder is on one.
-SITE_INPUTS = (MANIFEST_FILE, SUMMARY_FILE, REPORT_FILE, CARD_JSON_FILE, CARD_HTML_FILE)
+# What the site reads of a run: fetched from the store when the runs folder is on one
+# (the config, scores and prompts: what decides whether two runs share one trend line).
+SITE_INPUTS = (
+    MANIFEST_FILE,
+    SUMMARY_FILE,
+    REPORT_FILE,
+    CARD_JSON_FILE,
+    CARD_HTML_FILE,
+    RUN_CONFIG,
+    SCORES_FILE,
+    PROMPTS_FILE,
+)
+
 POOLED_COLUMNS = ("axis", "sgs", "ci_low", "ci_high", "n", "p_holm", "missing_reason")
 
 
@@ -42,6 +66,7 @@ class SiteRun:
     run_id: str
     folder: Path
     written_at: str | None
+    started_at: str | None  # when the run first started (a rerun keeps it)
     config_hash: str | None
     config: dict[str, Any]
     identities: dict[str, str | None]  # model spec -> weights' identity
@@ -65,7 +90,7 @@ class Release:
     spec: str
     identity: str | None
     run_id: str
-    at: float  # seconds since the epoch: the order of the trend
+    times: dict[str, float]  # RELEASED/WATCHED/STARTED/WRITTEN -> seconds since the epoch
     against_run: str | None = None  # the run of the release its card compares with
     against_spec: str | None = None
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # axis -> paired row
@@ -80,23 +105,24 @@ class Release:
 class Site:
     root: Path
     runs: dict[str, SiteRun]  # by run id, oldest first
-    releases: list[Release]  # oldest first
+    releases: list[Release]  # by family, then series, then release order
+    series: list[Series]  # by family, then series number
     leaderboard_page: Path | None  # the watch's comparison across every release
 
-    def families(self) -> dict[str, list[Release]]:
-        grouped: dict[str, list[Release]] = {}
-        for release in sorted(self.releases, key=lambda r: (r.family, r.at)):
-            grouped.setdefault(release.family, []).append(release)
+    def families(self) -> dict[str, list[Series]]:
+        grouped: dict[str, list[Series]] = {}
+        for series in self.series:
+            grouped.setdefault(series.family, []).append(series)
         return grouped
 
 
-def _timestamp(text: str | None) -> float:
+def _timestamp(text: str | None) -> float | None:
     if not text:
-        return 0.0
+        return None
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
-        return 0.0
+        return None
 
 
 def run_names(root: Path) -> list[str]:
@@ -128,6 +154,7 @@ def read_run(folder: Path) -> SiteRun | None:
         run_id=folder.name,
         folder=folder,
         written_at=manifest.get("written_at"),
+        started_at=manifest.get("started_at"),
         config_hash=manifest.get("config_hash"),
         config=manifest.get("config") or {},
         identities={s: (models.get(s) or {}).get("identity") for s in sorted(pooled)},
@@ -174,22 +201,31 @@ def _paired(card: dict[str, Any] | None, spec: str) -> dict[str, Any]:
 
 def read_site(root: Path) -> Site:
     runs = [run for name in run_names(root) if (run := read_run(root / name)) is not None]
-    runs.sort(key=lambda r: (_timestamp(r.written_at), r.run_id))
+    runs.sort(key=lambda r: (_timestamp(r.started_at) or _timestamp(r.written_at) or 0, r.run_id))
     evaluated = {(Path(e.run_dir).name, e.spec): e.evaluated_at for e in registry_entries(root)}
     families = recorded_families(root)
     releases = []
     for run in runs:
         for spec, identity in run.identities.items():
             family = families.get((spec, identity)) or model_family(spec)
-            at = evaluated.get((run.run_id, spec), _timestamp(run.written_at))
+            known = {
+                RELEASED: name_date(spec, identity),
+                WATCHED: evaluated.get((run.run_id, spec)),
+                STARTED: _timestamp(run.started_at),
+                WRITTEN: _timestamp(run.written_at),
+            }
+            times = {basis: at for basis, at in known.items() if at is not None}
             releases.append(
-                Release(family, spec, identity, run.run_id, at, **_paired(run.card, spec))
+                Release(family, spec, identity, run.run_id, times, **_paired(run.card, spec))
             )
+    by_id = {run.run_id: run for run in runs}
+    series = group_series(releases, {r: run.folder for r, run in by_id.items()})
     page = root / LEADERBOARD_PAGE
     attached.ensure_local(page)
     return Site(
         root=root,
-        runs={run.run_id: run for run in runs},
-        releases=sorted(releases, key=lambda r: (r.at, r.run_id, r.spec)),
+        runs=by_id,
+        releases=[release for line in series for release in line.releases],
+        series=series,
         leaderboard_page=page if page.is_file() else None,
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from sago_core.site import paths
 from sago_core.site.collect import Release, Site, SiteRun
+from sago_core.site.series import Series
 from sago_core.site.trends import release_label, trend_figure
 from sago_core.vocabulary import AXES
 
@@ -29,6 +30,8 @@ th{background:#f0f0f0}
 .trend{width:100%;min-height:460px}
 pre{background:#f7f7f7;padding:.6em;overflow:auto;max-height:30em;font-size:.85em}
 section{margin-bottom:2em}
+.series{border-left:4px solid #1f3a5f;padding-left:.8em;margin:1em 0 2em}
+.apart{background:#fff4e5;border:1px solid #e69f00;padding:.4em .7em}
 """
 
 
@@ -87,7 +90,8 @@ def _verdict_cell(here: str, release: Release) -> str:
     return _e(release.note or "not compared")
 
 
-def _release_row(here: str, site: Site, index: int, release: Release) -> list[str]:
+def _release_row(here: str, site: Site, series: Series, index: int) -> list[str]:
+    release = series.releases[index]
     run = site.runs[release.run_id]
     card = _link(here, paths.run_card(run.run_id), "card") if run.has_card else "no card"
     against = release.against_run
@@ -95,7 +99,7 @@ def _release_row(here: str, site: Site, index: int, release: Release) -> list[st
         _link(here, paths.run_page(against), against) if against in site.runs else _e(against)
     )
     return [
-        _e(release_label(index, release)),
+        _e(release_label(index, release, series.basis)),
         _e(release.spec),
         _link(here, paths.run_page(run.run_id), run.run_id),
         card,
@@ -113,18 +117,32 @@ def _chart(element: str, figure: dict[str, Any]) -> str:
     )
 
 
+def _series_block(here: str, site: Site, series: Series, count: int) -> str:
+    anchor = paths.series_id(series.family, series.number)
+    head = ["release", "model", "run", "card", "against", "vs previous release"]
+    rows = [_release_row(here, site, series, i) for i in range(len(series.releases))]
+    title = f"Line {series.number} of {count}" if count > 1 else "One line"
+    plural = "s" if len(series.releases) > 1 else ""
+    apart = (
+        f'<p class="apart">Not joined to line 1: {_e(series.apart)}.</p>' if series.apart else ""
+    )
+    return (
+        f'<div class="series" id="{anchor}"><h3>{title}: {len(series.releases)} '
+        f"release{plural} of one design, {_e(series.legend)}</h3>{apart}"
+        + _chart(f"chart-{anchor}", trend_figure(series, site.runs))
+        + _table(head, rows, **{"class": "releases"})
+        + "</div>"
+    )
+
+
 def index_page(site: Site) -> str:
     here = paths.INDEX
     sections = []
-    for family, releases in site.families().items():
-        anchor = paths.family_id(family)
-        figure = trend_figure(releases, site.runs)
-        rows = [_release_row(here, site, i, r) for i, r in enumerate(releases)]
-        head = ["release", "model", "run", "card", "against", "vs previous release"]
+    for family, lines in site.families().items():
+        blocks = "".join(_series_block(here, site, line, len(lines)) for line in lines)
         sections.append(
-            f'<section id="{anchor}"><h2>Family {_e(family)}</h2>'
-            + _chart(f"chart-{anchor}", figure)
-            + _table(head, rows, **{"class": "releases"})
+            f'<section id="{paths.family_id(family)}"><h2>Family {_e(family)}</h2>'
+            + blocks
             + "</section>"
         )
     extra = (
@@ -135,9 +153,12 @@ def index_page(site: Site) -> str:
     intro = (
         f"<p>{len(site.runs)} runs, {len(site.releases)} releases in "
         f"{len(site.families())} families from <code>{_e(site.root)}</code>. Each chart is one "
-        "model family's pooled SGS per axis, release after release, with 95% bootstrap "
-        "intervals; a red ring marks a significant regression against the previous release "
-        "(paired t-test on the same prompts, Holm-adjusted, not equivalent).</p>"
+        "line: a model family's releases measured with one design (the same prompts, "
+        "variants, decoding, sampling and scorer: the runs <code>sago compare --paired</code> "
+        "would pair), pooled SGS per axis release after release with 95% bootstrap "
+        "intervals; runs of another design are a line of their own, with the reason. A red "
+        "ring marks a significant regression against the previous release (paired t-test on "
+        "the same prompts, Holm-adjusted, not equivalent).</p>"
     )
     return page(here, "Stability across releases", intro + extra + "".join(sections), True)
 
@@ -159,8 +180,9 @@ def _sgs_cell(row: dict[str, Any] | None) -> str:
 def leaderboard_page(site: Site) -> str:
     here = paths.LEADERBOARD
     rows = []
-    for family, releases in site.families().items():
-        for index, release in enumerate(releases):
+    for series in site.series:
+        family = series.family
+        for index, release in enumerate(series.releases):
             pooled = {r["axis"]: r for r in site.runs[release.run_id].pooled[release.spec]}
             cells = []
             for axis in AXES:
@@ -171,15 +193,21 @@ def leaderboard_page(site: Site) -> str:
             rows.append(
                 [
                     _link(here, paths.INDEX + "#" + paths.family_id(family), family),
-                    _e(release_label(index, release)),
+                    _link(
+                        here,
+                        paths.INDEX + "#" + paths.series_id(family, series.number),
+                        str(series.number),
+                    ),
+                    _e(release_label(index, release, series.basis)),
                     _link(here, paths.run_page(release.run_id), release.run_id),
                     *cells,
                     _verdict_cell(here, release),
                 ]
             )
-    head = ["family", "release", "run", *AXES, "vs previous release"]
+    head = ["family", "line", "release", "run", *AXES, "vs previous release"]
     intro = (
-        "<p>Pooled SGS per axis [95% CI] of every release (lower is more stable); ▲ in red: "
+        "<p>Pooled SGS per axis [95% CI] of every release (lower is more stable), by family "
+        "and line (one design per line: lines of one family are not comparable); ▲ in red: "
         "a significant regression against the previous release of the family.</p>"
     )
     return page(here, "Leaderboard", intro + _table(head, rows, id="leaderboard"))
@@ -193,7 +221,7 @@ def runs_page(site: Site) -> str:
         rows.append(
             [
                 _link(here, paths.run_page(run.run_id), run.run_id),
-                _e(run.written_at),
+                _e(run.started_at or run.written_at),
                 _e(config.get("preset")),
                 _e(", ".join(run.pooled)),
                 _e(", ".join(config.get("datasets") or [])),
@@ -203,7 +231,7 @@ def runs_page(site: Site) -> str:
                 _link(here, paths.run_card(run.run_id), "card") if run.has_card else "",
             ]
         )
-    head = ["run", "written", "preset", "models", "datasets", "n", "config", "report", "card"]
+    head = ["run", "started", "preset", "models", "datasets", "n", "config", "report", "card"]
     return page(here, "Runs", _table(head, rows, id="runs"))
 
 
@@ -238,8 +266,9 @@ def run_page(site: Site, run: SiteRun) -> str:
     body.append("<h2>Releases and comparisons</h2><ul>" + "".join(items) + "</ul>")
     config = json.dumps(run.config, indent=2, sort_keys=True, default=str)
     body.append(
-        f"<h2>Configuration</h2><p>config hash <code>{_e(run.config_hash)}</code>, written "
-        f"{_e(run.written_at)}</p><details open><summary>the run's configuration</summary>"
+        f"<h2>Configuration</h2><p>config hash <code>{_e(run.config_hash)}</code>, started "
+        f"{_e(run.started_at or 'NA (not recorded)')}, written {_e(run.written_at)}</p>"
+        "<details open><summary>the run's configuration</summary>"
         f"<pre>{html.escape(config, quote=False)}</pre></details>"
     )
     return page(here, f"Run {run.run_id}", "".join(body))

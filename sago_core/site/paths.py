@@ -54,6 +54,11 @@ def family_id(family: str) -> str:
     return f"family-{readable}-{hashlib.sha256(family.encode()).hexdigest()[:6]}"
 
 
+def series_id(family: str, number: int) -> str:
+    """An HTML id for a family's trend line (its number within the family)."""
+    return f"{family_id(family)}-line-{number}"
+
+
 def up(page: str) -> str:
     """The way from ``page`` back to the site's folder ('' at its top)."""
     return "../" * page.count("/")

@@ -1,5 +1,6 @@
-"""A model family's trend: pooled SGS per axis, release after release, as a Plotly figure
-(plain JSON, drawn in the browser by the vendored plotly.js).
+"""A trend line's chart: pooled SGS per axis, release after release of one family and one
+design (``series``), as a Plotly figure (plain JSON, drawn in the browser by the vendored
+plotly.js). The x axis says what orders the releases.
 
 Each axis is one line with its 95% bootstrap interval as error bars; an axis whose SGS is NA
 in a release leaves a gap (never 0). A release whose paired verdict on an axis against the
@@ -10,9 +11,11 @@ axis's line, in a trace of its own named in the legend.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sago_core.site.collect import Release, SiteRun
+from sago_core.site.series import Series
 from sago_core.vocabulary import AXES
 
 # One colour per axis, the same in every family's chart (Okabe-Ito, colour-blind safe).
@@ -21,12 +24,16 @@ REGRESSION_COLOUR = "#C00000"
 REGRESSION_NAME = "significant regression (paired, vs previous release)"
 
 
-def release_label(index: int, release: Release) -> str:
-    """The x tick of a release: its order in the family, the model's last name, the start
-    of its identity (two releases of one spec differ there)."""
+def release_label(index: int, release: Release, basis: str, sep: str = ", ") -> str:
+    """A release as a line shows it: its order on the line, the model's last name, the start
+    of its identity (the revision), then its run and the date it is ordered by (two runs of
+    one revision differ there). ``sep`` joins the two parts (a chart's tick breaks there)."""
     name = release.spec.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
     identity = (release.identity or "").removeprefix("sha256:")[:7]
-    return f"{index + 1}. {name}" + (f" @{identity}" if identity else "")
+    head = f"{index + 1}. {name}" + (f" @{identity}" if identity else "")
+    at = release.times.get(basis)
+    when = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M") if at is not None else ""
+    return head + sep + release.run_id + (f" · {when}" if when else "")
 
 
 def _point(run: SiteRun, spec: str, axis: str) -> dict[str, Any]:
@@ -39,9 +46,10 @@ def _error(value: Any, bound: Any, sign: int) -> float | None:
     return max(0.0, sign * (bound - value))
 
 
-def trend_figure(releases: list[Release], runs: dict[str, SiteRun]) -> dict[str, Any]:
-    """The Plotly figure (``data`` and ``layout``) of one family's releases, oldest first."""
-    labels = [release_label(i, r) for i, r in enumerate(releases)]
+def trend_figure(series: Series, runs: dict[str, SiteRun]) -> dict[str, Any]:
+    """The Plotly figure (``data`` and ``layout``) of one line's releases, in release order."""
+    releases = series.releases
+    labels = [release_label(i, r, series.basis, "<br>") for i, r in enumerate(releases)]
     measured = [
         axis
         for axis in AXES
@@ -123,7 +131,7 @@ def trend_figure(releases: list[Release], runs: dict[str, SiteRun]) -> dict[str,
     layout = {
         "annotations": notes,
         "xaxis": {
-            "title": {"text": "release (oldest first)"},
+            "title": {"text": f"release, {series.legend}"},
             "type": "category",
             "automargin": True,
         },

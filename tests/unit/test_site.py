@@ -57,19 +57,42 @@ def _summary(spec: str, sgs: dict[str, float | None]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SUMMARY)
 
 
-def _run(root: Path, run_id: str, models: dict[str, tuple[str, dict[str, float | None]]]) -> Path:
+CONFIG = {"preset": "demo", "datasets": ["toy"], "n": 40, "seed": 0}
+
+
+def _run(
+    root: Path,
+    run_id: str,
+    models: dict[str, tuple[str, dict[str, float | None]]],
+    config: dict[str, Any] | None = None,
+    prompts: int = 3,
+    started_at: str | None = None,
+) -> Path:
+    """A finished run's folder: manifest, summary, scores and prompts (what decides whether
+    two runs share a trend line), report and card."""
     folder = root / run_id
     folder.mkdir(parents=True)
     manifest = {
         "run_id": run_id,
         "written_at": "2026-11-01T10:00:00+00:00",
         "config_hash": "f" * 64,
-        "config": {"preset": "demo", "datasets": ["toy"], "n": 40, "seed": 0},
+        "config": config or CONFIG,
         "models": {spec: {"identity": identity} for spec, (identity, _) in models.items()},
     }
+    if started_at:
+        manifest["started_at"] = started_at
     (folder / "manifest.json").write_text(json.dumps(manifest))
     frames = [_summary(spec, sgs) for spec, (_, sgs) in models.items()]
     pl.concat(frames).write_parquet(folder / "summary.parquet")
+    keys = [("toy", f"p{i}") for i in range(prompts)]
+    scores = [
+        {"model": spec, "dataset": d, "prompt_id": p, "axis": "act", "s": 0.1}
+        for spec in models
+        for d, p in keys
+    ]
+    pl.DataFrame(scores).write_parquet(folder / "scores.parquet")
+    texts = [{"dataset": d, "prompt_id": p, "prompt": f"question {p}?"} for d, p in keys]
+    pl.DataFrame(texts).write_parquet(folder / "prompts.parquet")
     (folder / "report.html").write_text(f"<html><body><h1>report {run_id}</h1></body></html>")
     (folder / "card.html").write_text(f"<html><body><h1>card {run_id}</h1></body></html>")
     return folder
@@ -162,9 +185,11 @@ def test_the_trend_follows_release_order_with_the_runs_intervals_and_marks_the_r
     site = read_site(three_release_watch(tmp_path / "runs"))
     families = site.families()
     assert set(families) == {FAMILY, OTHER}  # the leaderboard's family; the other its spec
-    releases = families[FAMILY]
+    (line,) = families[FAMILY]  # one design: one line
+    releases = line.releases
     assert [r.run_id for r in releases] == ["watch-c", "watch-b", "watch-a"]
-    figure = trend_figure(releases, site.runs)
+    assert line.basis == "watched" and line.apart is None
+    figure = trend_figure(line, site.runs)
     traces = {t["name"]: t for t in figure["data"]}
     assert list(traces) == [*AXES, REGRESSION_NAME]
     prob = traces["prob"]
@@ -176,7 +201,7 @@ def test_the_trend_follows_release_order_with_the_runs_intervals_and_marks_the_r
     marked = traces[REGRESSION_NAME]
     assert marked["x"] == [prob["x"][2]] and marked["y"] == [0.40]
     assert "prob" in marked["text"][0]
-    assert prob["x"][0] == "1. family-a @aaaa111"
+    assert prob["x"][0] == "1. family-a @aaaa111<br>watch-c · 1970-01-01 00:16"
     assert [r.regressions for r in releases] == [[], [], ["prob"]]
     assert releases[2].against_run == "watch-b" and releases[0].note
 

@@ -91,13 +91,16 @@ def test_the_trend_chart_draws_the_marked_regression_and_the_links_resolve(
 
     seen = _probe(index, tmp_path)
     charts = {c["id"]: c for c in seen["charts"]}
-    family = charts[f"chart-{paths.family_id(FAMILY)}"]
+    family = charts[f"chart-{paths.series_id(FAMILY, 1)}"]
     assert family["svg"]
     # six axes over three releases (mr is NA in the first: a gap), then the one ring
     assert family["points"] == [3, 3, 3, 3, 3, 2, 1]
     assert family["errorbars"] == 3 * len(AXES) - 1  # the NA point has none
     assert family["legend"] == [*AXES, REGRESSION_NAME]
-    assert family["titles"] == ["release (oldest first)", "pooled SGS (95% CI)"]
+    assert family["titles"] == [
+        "release, ordered by when the watch first evaluated each release",
+        "pooled SGS (95% CI)",
+    ]
     assert family["ticks"][2].startswith("3. family-a")
     assert family["notes"] == ["regression: prob"]
     assert family["ring"] == "rgb(192, 0, 0)"
@@ -117,3 +120,25 @@ def test_the_trend_chart_draws_the_marked_regression_and_the_links_resolve(
         shot = screenshot(page, shots / f"site-{page.stem}.png", tmp_path)
         assert shot.stat().st_size > 10_000
     shutil.rmtree(tmp_path / "profile", ignore_errors=True)
+
+
+def test_a_site_over_a_demo_run_and_one_of_other_settings_draws_two_lines(
+    tmp_path: Path,
+) -> None:
+    from tests.unit.test_site_series import DEMO, SHORT, _one
+
+    root = tmp_path / "runs"
+    _one(root, "demo", "2026-11-01T09:00:00+00:00", DEMO)
+    _one(root, "demo-rerun", "2026-11-02T09:00:00+00:00", DEMO)
+    _one(root, "other-settings", "2026-11-03T09:00:00+00:00", SHORT, prompts=2)
+    index = build_site(root, tmp_path / "site")
+    seen = _probe(index, tmp_path)
+    drawn = [(c["points"], c["ticks"]) for c in seen["charts"]]
+    # one point an axis: the demo's two runs on the first line, the other settings apart
+    assert [points for points, _ in drawn] == [[2] * len(AXES), [1] * len(AXES)]
+    assert drawn[0][1][0].startswith("1. smollm2-135m @b179c95demo · 2026-11-01")
+    assert seen["width"] <= 1280
+    shots = Path(os.environ.get("SAGO_SITE_SCREENSHOTS") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    shot = screenshot(index, shots / "site-two-designs.png", tmp_path)
+    assert shot.stat().st_size > 10_000
