@@ -25,7 +25,13 @@ def add_parser(commands: Any) -> None:
         "Act, Prob and Ent are missing; with a local model its teacher-forced pass scores "
         "each base response under the base and variant prompts.",
     )
-    score.add_argument("--generations", type=Path, required=True, help="the file to score")
+    score.add_argument(
+        "--generations",
+        type=Path,
+        required=True,
+        help="the file to score, or a folder of the SAGO reference code's results (every "
+        "full_results_all_models.csv beneath it, pooled by model and dataset)",
+    )
     score.add_argument(
         "--model", help="BACKEND:ID of a local model for Act/Prob/Ent (e.g. hf:smollm2-135m)"
     )
@@ -74,13 +80,39 @@ def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
     return config, source
 
 
+def pool_reference_folder(config: RunConfig, source: ExternalSource) -> ExternalSource:
+    """A folder of the SAGO reference code's results, pooled into one CSV (in the runs
+    folder's cache) that is then scored as one file; says what it holds and which repeated
+    runs are left out, and why."""
+    from sago_core.artifacts.layout import CacheLayout
+    from sago_core.errors import ConfigError
+    from sago_core.external.reference_folder import pool_folder
+    from sago_core.external.reference_runs import describe
+
+    if source.format not in (None, "sago-reference"):
+        raise ConfigError(
+            f"--generations {source.path} is a folder: a folder is read as the SAGO reference "
+            f"code's results, not as --format {source.format}"
+        )
+    out_dir = CacheLayout.of(config.runs_dir).materialised / "reference"
+    pooled = pool_folder(source.path, out_dir, source)
+    print(f"Pooled {source.path}: {pooled.summary()}")
+    for duplicate in pooled.duplicates:
+        print(describe(duplicate))
+    return source.model_copy(update={"path": pooled.path, "format": "sago-reference"})
+
+
 def command(args: argparse.Namespace) -> int:
+    from sago_core.backends.hub_check import require_models
     from sago_core.backends.model_source import parse_model_spec, resolve_local_model
     from sago_core.errors import InputError
     from sago_core.external.read import read_external
     from sago_core.registry.backends import local_backends
 
     config, source = score_inputs(args)
+    require_models(config.bertscore.model, [source.model, config.judge.model])  # before any work
+    if source.path.is_dir():
+        source = pool_reference_folder(config, source)
     table = read_external(source)  # every problem of the file, before Prefect starts
     if args.format is not None and table.format != args.format:
         raise InputError(
