@@ -11,6 +11,7 @@ from prefect import task
 from prefect.cache_policies import CacheKeyFnPolicy
 
 from tasks.caching import stage_cache_key
+from tasks.progress import with_progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,7 +23,9 @@ def stage_policy(run_dir: Path | None = None) -> CacheKeyFnPolicy:
 
 
 def stage_task(name: str, run_name: str | None = None, retries: int = 0) -> Callable[[F], Any]:
-    return task(
+    """A stage's task: cached by its inputs, its result JSON, and the batches its core
+    function counts reported as progress (``tasks/progress.py``)."""
+    as_task = task(
         name=name,
         task_run_name=run_name or name,
         # A policy, not ``cache_key_fn``: the flow adds its lock manager to it per run.
@@ -32,3 +35,4 @@ def stage_task(name: str, run_name: str | None = None, retries: int = 0) -> Call
         retries=retries,
         retry_delay_seconds=2,
     )
+    return lambda fn: as_task(with_progress(name, fn))

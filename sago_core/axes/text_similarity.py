@@ -27,6 +27,7 @@ import polars as pl
 
 from sago_core.axes.reasoning import unanswered, with_answers
 from sago_core.backends.model_source import resolve_bertscore_model
+from sago_core.progress import counted
 from sago_core.vocabulary import BASE_VARIANT_ID, LANGUAGE_FAMILY
 
 CROSS_LANGUAGE_BLEU = "answers in different languages: BLEU is not comparable"
@@ -113,8 +114,10 @@ class BertScorer:
         texts = sorted({t for pair in pairs for t in pair}, key=lambda t: (-len(t.split(" ")), t))
         stats: dict[str, tuple[Any, Any]] = {}
         with torch.no_grad():
-            for start in range(0, len(texts), self.batch_size):
-                batch = texts[start : start + self.batch_size]
+            batches = [
+                texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)
+            ]
+            for batch in counted(batches, len(texts)):
                 emb, mask, padded_idf = get_bert_embedding(
                     batch, scorer._model, tokenizer, idf, device=scorer.device
                 )

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sago_core.backends.allocator import tune_heap
 from sago_core.backends.gguf_probe import probe_gguf
 from sago_core.backends.model_source import LocalModel
 from sago_core.backends.patching import PatchedScore, PatchRequest
@@ -49,6 +50,7 @@ from sago_core.backends.tensor_ops import (
     response_logprob_and_entropy,
 )
 from sago_core.errors import ConfigError, ModelLoadError
+from sago_core.progress import counted, each
 
 if TYPE_CHECKING:
     from sago_core.backends.factory import BackendPlaces
@@ -714,7 +716,8 @@ class HFBackend:
         config.max_new_tokens = max_new_tokens
         config.max_length = None
         with self._torch.inference_mode():
-            for batch in _length_sorted_batches([len(e) for e in encoded], batch_size):
+            batches = _length_sorted_batches([len(e) for e in encoded], batch_size)
+            for batch in counted(batches, len(prompts)):
                 ids, mask = self._pad([encoded[i] for i in batch], side="left")
                 sampler = {}
                 if sampling is not None:
@@ -912,6 +915,7 @@ class HFBackend:
         torch = self._torch
         if not requests:
             return []
+        tune_heap()
         encoded = [self._encode(r.prompt) for r in requests]
         rows = [e.ids + list(r.response_token_ids) for e, r in zip(encoded, requests, strict=True)]
         n_resp = [len(r.response_token_ids) for r in requests]
@@ -920,7 +924,7 @@ class HFBackend:
             scored = self._score_rows(
                 encoded, rows, n_resp, self.exact, batch_size, max_batch_tokens
             )
-            for index, hidden_t, user_t, logits, _ in scored:
+            for index, hidden_t, user_t, logits, _ in each(scored, len(requests)):
                 hidden = hidden_t.float().cpu().numpy().astype(np.float32)
                 user = user_t.float().cpu().numpy().astype(np.float32)
                 if logits is None:

@@ -1,0 +1,77 @@
+"""Progress of a long stage: a line when its batches start, then at least every few
+seconds with done/total and the time left, and one at the end; nothing for a stage that
+counted nothing, and nothing at all outside a reporter."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+import pytest
+
+from sago_core.backends.hf import HFBackend
+from sago_core.backends.model_source import resolve_local_model
+from sago_core.progress import Progress, counted, duration, each, reporting
+
+
+def test_a_line_says_done_of_total_the_rate_and_the_time_left() -> None:
+    line = Progress("rewrite-structural", done=120, total=576, elapsed=120.0)
+    assert line.seconds_left == pytest.approx(456.0)
+    assert line.text == ("rewrite-structural: 120/576 (21%), 1/s, about 8 min left, 2 min so far")
+    start = Progress("generate", done=0, total=40, elapsed=0.5)
+    assert start.seconds_left is None
+    assert start.text == "generate: 0/40 (0%), time left unknown yet, 1 s so far"
+    end = Progress("generate", done=40, total=40, elapsed=3725.0, final=True)
+    assert end.text == "generate: 40/40 (100%) done in 1 h 02 min"
+    expected = ["1 s", "89 s", "2 min", "1 h 00 min"]
+    assert [duration(s) for s in (0.2, 89.0, 91.0, 3599.0)] == expected
+
+
+def test_lines_come_at_the_start_while_a_slow_batch_runs_and_at_the_end() -> None:
+    lines: list[tuple[float, Progress]] = []
+    started = time.monotonic()
+    with reporting("score-pairs", lambda p: lines.append((time.monotonic() - started, p)), 0.1):
+        done: list[int] = []
+        for batch in counted([[1, 2], [3, 4], [5]], total=5):
+            time.sleep(0.35)  # one batch lasts several reporting periods
+            done += batch
+    assert done == [1, 2, 3, 4, 5]
+    first, last = lines[0][1], lines[-1][1]
+    assert (first.done, first.total, first.final) == (0, 5, False)
+    assert lines[0][0] < 0.05, "the first line must come when the work starts"
+    assert (last.done, last.total, last.final) == (5, 5, True)
+    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(lines)]
+    assert max(gaps[:-1]) < 0.3, f"a slow batch went quiet: gaps {gaps}"
+    dones = [p.done for _, p in lines]
+    assert dones == sorted(dones) and {2, 4} <= set(dones)
+
+
+def test_nothing_is_said_for_a_stage_that_counts_nothing_or_outside_a_reporter() -> None:
+    lines: list[Progress] = []
+    with reporting("compute-deltas", lines.append, 0.01):
+        time.sleep(0.05)
+    assert lines == []
+    assert list(counted([[1], [2]], total=2)) == [[1], [2]]
+    assert list(each(iter("ab"), total=2)) == ["a", "b"]
+
+
+def test_a_sink_that_fails_never_stops_the_work() -> None:
+    def broken(_: Progress) -> None:
+        raise OSError("log closed")
+
+    with reporting("generate", broken, 0.01):
+        assert sum(len(b) for b in counted([[1, 2], [3]], total=3)) == 3
+
+
+@pytest.mark.slow
+def test_the_transformers_backend_counts_its_generation_and_scoring_batches(
+    tiny_model_dir: Path,
+) -> None:
+    backend = HFBackend(resolve_local_model(str(tiny_model_dir)))
+    lines: list[Progress] = []
+    prompts = ["one", "two two", "three three three"]
+    with reporting("generate", lines.append, 60.0):
+        outputs = backend.generate(prompts, max_new_tokens=2, batch_size=2)
+    assert len(outputs) == 3
+    assert [(p.done, p.total, p.final) for p in lines] == [(0, 3, False), (3, 3, True)]
