@@ -29,7 +29,7 @@ OTHER = "mock:solo"
 FAMILY = "arch:model_type=llama/num_hidden_layers=3"
 # (run id, identity, evaluated_at, pooled SGS per axis, (ci_low, ci_high) half-width).
 # Run ids sort against time: the trend must follow evaluated_at, not the folder names.
-RELEASES = [
+RELEASES: list[tuple[str, str, float, dict[str, float | None]]] = [
     ("watch-c", "sha256:aaaa111", 1000.0, {"act": 0.10, "prob": 0.20, "mr": None}),
     ("watch-b", "sha256:bbbb222", 2000.0, {"act": 0.11, "prob": 0.21, "mr": 0.05}),
     ("watch-a", "sha256:cccc333", 3000.0, {"act": 0.12, "prob": 0.40, "mr": 0.06}),
