@@ -20,7 +20,9 @@ the binary ``.eval`` archive
 Logs are grouped by model first (``eval.model``): the same task run on two models is one
 template answered by two models, never two templates. A log's ``status`` other than
 ``success`` (``cancelled``, ``error``, ``started``: an unfinished ``.eval``) is read as it
-is, with a warning note naming the status (and the eval's error message).
+is, with a warning note naming the status (and the eval's error message); a sample that
+the unfinished eval left without its base template's answer or without any other template's
+is skipped and counted, where a finished model's would be refused.
 
 Templates: inspect runs one task per log, so each log is a template, named by its task
 (``eval.task``; where two logs of one model share a task, by the task and its
@@ -73,6 +75,10 @@ SAMPLES_DIR = "samples/"
 LOGPROBS = "inspect samples with log-probs (own response under own prompt: no SAGO axis)"
 LATER_EPOCHS = "inspect samples of a later epoch skipped (the first epoch is read)"
 UNFINISHED = "WARNING: inspect logs of an eval with status"
+INCOMPLETE = (
+    "inspect samples of a model whose eval did not finish, missing the base or every other "
+    "template (skipped)"
+)
 
 
 def is_log(value: Any) -> bool:
@@ -378,9 +384,11 @@ def to_input_schema(
     groups: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
     for p in parsed:
         groups.setdefault((p["model"], p["item"]), []).append(p)
+    cut_short = {_model_of(log) or None for log in logs if log.get("status") != "success"}
     out: list[Record] = []
     alone: list[int] = []
-    for (_, item), members in groups.items():
+    incomplete = 0
+    for (model, item), members in groups.items():
         rows = [p["row"] for p in members]
         datasets = {p["dataset"] for p in members if p["dataset"]}
         if len(datasets) > 1:
@@ -391,6 +399,10 @@ def to_input_schema(
                 row=members[0]["row"],
                 column="eval.dataset.name",
             )
+        has_base = any(p["template"] == base_template for p in members)
+        if (len(members) == 1 or not has_base) and model in cut_short:
+            incomplete += 1  # its other templates' answers never came: the eval stopped
+            continue
         base = base_of(members, base_template, f"sample {item!r}", file)
         if len(members) == 1:
             alone.append(base["row"])
@@ -410,5 +422,10 @@ def to_input_schema(
             template = None if p is base else p["template"]
             out.append(template_row(row_out, template, "inspect", source))
     refuse_base_only(alone, "sample(s)", "add the other templates' logs", file)
-    notes = {LATER_EPOCHS: later, LOGPROBS: steps_rows, **unfinished(logs)}
+    notes = {
+        LATER_EPOCHS: later,
+        LOGPROBS: steps_rows,
+        INCOMPLETE: incomplete,
+        **unfinished(logs),
+    }
     return out, {k: v for k, v in notes.items() if v}

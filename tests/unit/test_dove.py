@@ -25,6 +25,7 @@ from sago_core.external.dove import (
 )
 from sago_core.external.options import ExternalSource
 from sago_core.external.read import ExternalTable, read_external
+from sago_core.external.schema import VariantKey
 
 DOVE = Path(__file__).resolve().parents[1] / "fixtures" / "external" / "dove"
 SAMPLE = DOVE / "sample.json"
@@ -260,3 +261,31 @@ def test_an_empty_response_is_an_empty_answer_and_a_bad_logprob_an_error(
     with pytest.raises(InputError, match="not a number") as caught:
         _read(_write_jsonl(tmp_path / "bad.jsonl", records))
     assert (caught.value.row, caught.value.column) == (3, "output.cumulative_logprob")
+
+
+def test_without_family_dove_names_family_and_subtype_by_its_dimensions(tmp_path: Path) -> None:
+    """Issue 41: the published files score with no flags; sample.json (0 shots) joined with
+    demonstrations.jsonl (the same samples at 2 shots) gives both families."""
+    table = read_external(ExternalSource(path=SAMPLE))
+    variants = {r.variant_id: r.variant for r in table.rows if not r.is_base}
+    assert variants["dove:enumerator=capitals"] == VariantKey(
+        "template", "enumerator", 1.0, "global"
+    )
+    two = variants[f"dove:instruction_phrasing={TOPIC}|separator=\\n"]
+    assert two == VariantKey("template", "instruction_phrasing+separator", 2.0, "global")
+    demos = [json.loads(line) for line in (DOVE / "demonstrations.jsonl").open(encoding="utf-8")]
+    joined = _write_jsonl(tmp_path / "shots.jsonl", _sample_records() + demos)
+    rows = _by(read_external(ExternalSource(path=joined)))
+    base = rows[("31", "base")]
+    assert base.response_text == " 2. conjunction" and "Question:" in base.prompt_text
+    shots = [
+        r
+        for (pid, _), r in rows.items()
+        if pid == "31" and r.variant and r.variant.family == "fewshot"
+    ]
+    assert len(shots) == 1  # numbers, StateHere, "; " at 2 shots: only the demonstrations differ
+    assert shots[0].variant == VariantKey("fewshot", "shots", 2.0, "prefix")
+    assert shots[0].response_text == " 2. conjunction"
+    overridden = read_external(ExternalSource(path=SAMPLE, family="structural", subtype="format"))
+    assert {r.variant.family for r in overridden.rows if r.variant} == {"structural"}
+    assert {r.variant.subtype for r in overridden.rows if r.variant} == {"format"}

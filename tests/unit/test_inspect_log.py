@@ -5,6 +5,10 @@ tests/fixtures/external/inspect/ are this project's own logs built from inspect_
 log-probs, a second epoch and a failed sample; ``templates_in_metadata.json`` is one log whose
 samples name their template and item in ``metadata``. The ``.eval`` archives are written here
 in the layout of inspect's ``_recorders/eval.py`` (header.json + samples/<id>_epoch_<n>.json).
+Issue 41's fixtures: ``two_models.json``, two tasks (templates) run on two models, the second
+model's logs from an older inspect (no ``eval_id``) and its second task cancelled after one
+sample; ``capitals_templates.eval``, an archive as ``_recorders/eval.py`` finishes it
+(``_journal/``, ``samples/``, ``summaries.json``, ``reductions.json``, ``header.json``).
 Expected values are read off the fixtures by hand."""
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from sago_core.external.read import ExternalTable, read_external
 INSPECT = Path(__file__).resolve().parents[1] / "fixtures" / "external" / "inspect"
 TEMPLATES = INSPECT / "templates.json"
 IN_METADATA = INSPECT / "templates_in_metadata.json"
+TWO_MODELS = INSPECT / "two_models.json"
+ARCHIVE = INSPECT / "capitals_templates.eval"
+GPT, HAIKU = "openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"
 
 
 def _read(path: Path, **options: Any) -> ExternalTable:
@@ -226,3 +233,53 @@ def test_a_repeated_first_epoch_sample_is_an_error_not_a_later_epoch(tmp_path: P
     logs[1]["samples"].append(json.loads(json.dumps(first)))
     with pytest.raises(InputError, match=rf"sample {first['id']!r} \(epoch 1\).*read twice"):
         _read(_dump(tmp_path / "logs.json", logs))
+
+
+def test_logs_of_two_models_are_grouped_by_model_first() -> None:
+    from sago_core.external.inspect_log import INCOMPLETE
+
+    table = _read(TWO_MODELS)
+    rows = {(r.model, r.prompt_id, r.variant_id): r for r in table.rows}
+    assert set(rows) == {
+        (GPT, "1", "base"),
+        (GPT, "1", "inspect:capitals_terse"),
+        (GPT, "2", "base"),
+        (GPT, "2", "inspect:capitals_terse"),
+        (HAIKU, "1", "base"),
+        (HAIKU, "1", "inspect:capitals_terse"),
+    }
+    assert rows[(HAIKU, "1", "base")].response_text == "The capital of France is Paris."
+    assert rows[(GPT, "1", "inspect:capitals_terse")].response_text == "Paris."
+    warning = (
+        "WARNING: inspect logs of an eval with status 'cancelled' (its samples read as they are)"
+    )
+    assert table.notes[warning] == 1
+    assert table.notes[INCOMPLETE] == 1  # haiku's sample 2: its terse answer never came
+
+
+def test_an_errored_eval_is_read_with_a_warning_naming_its_status(tmp_path: Path) -> None:
+    logs = json.loads(TWO_MODELS.read_text(encoding="utf-8"))
+    logs[3]["status"] = "error"
+    logs[3]["error"] = {
+        "message": "RateLimitError('429 Too Many Requests')",
+        "traceback": "Traceback ...",
+        "traceback_ansi": "Traceback ...",
+    }
+    notes = _read(_dump(tmp_path / "error.json", logs)).notes
+    assert [n for n in notes if n.startswith("WARNING")] == [
+        "WARNING: inspect logs of an eval with status 'error': RateLimitError('429 Too Many "
+        "Requests') (its samples read as they are)"
+    ]
+
+
+def test_logs_without_an_eval_id_are_named_without_none(tmp_path: Path) -> None:
+    logs = [
+        log
+        for log in json.loads(TWO_MODELS.read_text(encoding="utf-8"))
+        if log["eval"]["model"] == HAIKU
+    ]
+    for log in logs:
+        log["eval"]["task"] = "capitals"
+    with pytest.raises(InputError, match=r"log 1 \(task_id 'capitals_plain-claude'") as caught:
+        _read(_dump(tmp_path / "older.json", logs))
+    assert "None" not in str(caught.value) and HAIKU in str(caught.value)

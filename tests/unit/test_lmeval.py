@@ -3,7 +3,12 @@ fixtures under tests/fixtures/external/lmeval/ are this project's own lines buil
 lm_eval/evaluator.py's sample dict and evaluation_tracker.py's writer: two documents, three
 templates (tasks) each, concatenated with a `task` field; a generate_until benchmark (with a
 second filter's line and an empty generation) and a multiple-choice one (log-likelihoods per
-choice). Expected values are read off the fixtures by hand."""
+choice). Issue 41's fixtures, built the same way: `capitals_3templates_chat.jsonl`, a
+chat-API model's run (`arguments` holding the chat messages as a JsonChatStr, a system turn,
+answers holding U+2028 and U+2029 written raw as `ensure_ascii=False` writes them) of three
+templates `capitals_prompt_<n>`; `capitals_plain_0shot_2shot.jsonl`, one template's 0-shot and
+2-shot runs joined, each with two filters' lines. Expected values are read off the fixtures
+by hand."""
 
 from __future__ import annotations
 
@@ -21,6 +26,9 @@ from sago_core.external.read import ExternalTable, read_external
 LMEVAL = Path(__file__).resolve().parents[1] / "fixtures" / "external" / "lmeval"
 GENERATE = LMEVAL / "generate.jsonl"
 CHOICE = LMEVAL / "multiple_choice.jsonl"
+CHAT = LMEVAL / "capitals_3templates_chat.jsonl"
+RUNS = LMEVAL / "capitals_plain_0shot_2shot.jsonl"
+SYSTEM = "You are a geography quiz assistant. Answer with the city only."
 
 
 def _read(path: Path, **options: Any) -> ExternalTable:
@@ -135,3 +143,102 @@ def test_a_certain_continuation_wins_over_less_likely_ones(tmp_path: Path) -> No
     first["filtered_resps"] = [[ll, "False"] for ll in lls]
     rows = _by(_read(_write(tmp_path / "certain.jsonl", lines)))
     assert rows[("0", "base")].response_text == " Nice"
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
+
+
+def test_a_chat_api_models_messages_give_the_user_turn_as_prompt(tmp_path: Path) -> None:
+    from sago_core.external.lmeval import CHAT_PROMPTS, SYSTEM_TURNS
+
+    # written with ensure_ascii (U+2028 escaped): only the chat messages are under test here
+    path = _write(tmp_path / "chat.jsonl", _json_lines(CHAT))
+    first = _json_lines(CHAT)[0]["arguments"]["gen_args_0"]["arg_0"]
+    assert isinstance(first, list) and len(first) == 1  # the JsonChatStr as lm-eval writes it
+    table = _read(path)
+    rows = _by(table)
+    assert len(table.rows) == 6
+    assert rows[("0", "base")].prompt_text == "Question: What is the capital of France?\nAnswer:"
+    polite = rows[("1", "lm-eval:capitals_prompt_2")].prompt_text
+    assert polite == "Please answer the following question.\nWhat is the capital of Japan?"
+    assert all(SYSTEM not in r.prompt_text for r in table.rows)  # the system turn is context
+    assert table.notes[CHAT_PROMPTS] == 6 and table.notes[SYSTEM_TURNS] == 6
+    assert rows[("1", "lm-eval:capitals_prompt_3")].references == ("Tokyo",)
+
+
+def test_json_lines_split_on_newlines_only() -> None:
+    from sago_core.external.jsonl import lines
+
+    table = _read(CHAT)  # the answers hold U+2028 and U+2029 as written, not escaped
+    rows = _by(table)
+    assert len(table.rows) == 6
+    answer = rows[("0", "lm-eval:capitals_prompt_2")].response_text
+    assert answer == "The capital of France is Paris.\u2028It has been since 987."
+    assert rows[("1", "lm-eval:capitals_prompt_3")].response_text == "T\u014dky\u014d\u2029"
+    text = "a\u2028b\u0085c\u2029d\x0be\x0cf\x1cg\r\nsecond\n\nthird"
+    assert list(lines(text)) == [
+        (1, "a\u2028b\u0085c\u2029d\x0be\x0cf\x1cg"),
+        (2, "second"),
+        (4, "third"),
+    ]
+
+
+def test_a_0shot_and_a_2shot_run_joined_are_a_base_and_its_fewshot_variant() -> None:
+    table = read_external(ExternalSource(path=RUNS))  # no --family: few-shot is its own family
+    rows = _by(table)
+    lines = _json_lines(RUNS)
+    assert len(lines) == 12  # 2 runs x 2 filters x 3 documents
+    assert len(table.rows) == 6  # every run's answer kept: 3 bases, 3 two-shot variants
+    assert table.notes[FURTHER_FILTERS] == 6  # the strict-match lines repeat the generations
+    fewshot = rows[("2", "lm-eval:capitals_plain|fewshot:2")]
+    assert fewshot.variant is not None
+    assert (fewshot.variant.family, fewshot.variant.subtype) == ("fewshot", "shots")
+    assert (fewshot.variant.strength, fewshot.variant.position) == (2.0, "prefix")
+    assert fewshot.response_text == " Nairobi"
+    assert rows[("2", "base")].response_text == " Nairobi, Kenya"
+    assert fewshot.prompt_text.startswith("Question: What is the capital of Italy?\nAnswer: Rome")
+    assert rows[("2", "base")].prompt_text == "Question: What is the capital of Kenya?\nAnswer:"
+
+
+def test_a_named_number_of_shots_wins_over_counting(tmp_path: Path) -> None:
+    lines = _json_lines(RUNS)
+    for line in lines:
+        line["num_fewshot"] = 0 if line["arguments"]["gen_args_0"]["arg_0"].count("Q") == 1 else 5
+    rows = _by(_read(_write(tmp_path / "named.jsonl", lines)))
+    assert rows[("0", "lm-eval:capitals_plain|fewshot:5")].variant.strength == 5.0  # type: ignore[union-attr]
+
+
+def test_lines_of_two_models_are_two_models(tmp_path: Path) -> None:
+    lines = _json_lines(RUNS)
+    other = [{**line, "resps": [["Somewhere"]]} for line in lines]
+    joined = [{**line, "model": "gemma-2b"} for line in lines] + [
+        {**line, "model": "qwen3-8b"} for line in other
+    ]
+    table = _read(_write(tmp_path / "models.jsonl", joined))
+    assert len(table.rows) == 12 and table.notes[FURTHER_FILTERS] == 12
+    assert {r.model for r in table.rows} == {"gemma-2b", "qwen3-8b"}
+    assert _by(table)[("0", "base")].model in {"gemma-2b", "qwen3-8b"}
+    qwen = [r for r in table.rows if r.model == "qwen3-8b"]
+    assert {r.response_text for r in qwen} == {"Somewhere"}
+
+
+def test_one_prompt_answered_twice_differently_is_an_error_not_a_filter(tmp_path: Path) -> None:
+    lines = _json_lines(RUNS)
+    lines[3]["resps"] = [[" Lyon"]]  # doc 0, strict-match: the same prompt, another answer
+    with pytest.raises(InputError, match=r"answered twice .* \(rows 1 and 4\)") as caught:
+        _read(_write(tmp_path / "twice.jsonl", lines))
+    assert caught.value.column == "resps" and "\n" not in str(caught.value)
+
+
+def test_a_joined_file_is_named_after_its_benchmark() -> None:
+    from sago_core.external.lmeval import benchmark_name
+
+    table = _read(CHAT)
+    assert {r.dataset for r in table.rows} == {"capitals"}  # not the file's name
+    assert all(r.source.startswith(f"{CHAT}:") for r in table.rows)  # the file is the source
+    names = [f"masakhaner_luo_prompt_{n}" for n in range(1, 6)]
+    assert benchmark_name(names, "masakhaner_luo_5templates_0shot") == "masakhaner_luo"
+    assert benchmark_name(["truthfulqa_gen"], "x") == "truthfulqa_gen"
+    assert benchmark_name(["arc_easy", "boolq"], "joined") == "joined"
