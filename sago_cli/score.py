@@ -4,6 +4,7 @@ after generation; the same artifacts as ``sago run``."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,9 @@ def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
     return config, source
 
 
-def pool_reference_folder(config: RunConfig, source: ExternalSource) -> ExternalSource:
+def pool_reference_folder(
+    config: RunConfig, source: ExternalSource, say: Callable[[str], object] = print
+) -> ExternalSource:
     """A folder of the SAGO reference code's results, pooled into one CSV (in the runs
     folder's cache) that is then scored as one file; says what it holds and which repeated
     runs are left out, and why."""
@@ -96,9 +99,9 @@ def pool_reference_folder(config: RunConfig, source: ExternalSource) -> External
         )
     out_dir = CacheLayout.of(config.runs_dir).materialised / "reference"
     pooled = pool_folder(source.path, out_dir, source)
-    print(f"Pooled {source.path}: {pooled.summary()}")
+    say(f"Pooled {source.path}: {pooled.summary()}")
     for duplicate in pooled.duplicates:
-        print(describe(duplicate))
+        say(describe(duplicate))
     return source.model_copy(update={"path": pooled.path, "format": "sago-reference"})
 
 

@@ -139,13 +139,14 @@ def test_reference_csv_scores_each_row_against_its_own_base(tmp_path: Path, harn
         (r["prompt_id"], r["variant_id"]): r["delta"]
         for r in deltas.filter(pl.col("axis") == "bleu").iter_rows(named=True)
     }
-    # the replay repeats its base answer word for word: BLEU 100, delta 0
-    assert bleu[("1", "replay:base:0:global")] == 0.0
-    # "They pass through." against each of prompt 0's two base answers: both far from 100
-    assert bleu[("0~1", "register:-2:prefix")] < -50 and bleu[("0~2", "register:-4:suffix")] < -50
-    assert set(pl.read_parquet(run_dir / "scores.parquet")["prompt_id"]) == {"0~1", "0~2", "1", "2"}
+    # the base asked again repeats its base answer word for word: BLEU 100, delta 0
+    assert bleu[("1", "replay:base:1:global")] == 0.0
+    # "They pass through." against prompt 0's base (sample 0, its first base answer)
+    assert bleu[("0", "register:-2:prefix")] < -50 and bleu[("0", "register:-4:suffix")] < -50
+    # one prompt, one unit (issue 39): its other base answers are base samples, not prompts
+    assert set(pl.read_parquet(run_dir / "scores.parquet")["prompt_id"]) == {"0", "1", "2"}
     report = (run_dir / "report.html").read_text(encoding="utf-8")
-    assert "prompts with several base answers: 1" in report
+    assert "prompts whose base answers differ: 1" in report
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ import pytest
 from sago_core.errors import InputError
 from sago_core.external.options import ExternalSource
 from sago_core.external.read import read_external
-from sago_core.external.reference import SEVERAL_BASES
+from sago_core.external.reference import BASE_ANSWERS, SEVERAL_BASES
 from sago_core.external.schema import VariantKey
-from sago_core.vocabulary import REPLAY_VARIANT_ID
+from sago_core.vocabulary import REPLAY_FAMILY
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "external"
 REFERENCE = FIXTURES / "politeness" / "results.csv"
@@ -25,16 +25,20 @@ def test_reference_rows_become_pairs_with_their_own_base() -> None:
     table = read_external(ExternalSource(path=REFERENCE))
     assert table.format == "sago-reference"
     rows = {(r.prompt_id, r.variant_id): r for r in table.rows}
-    # prompt 0 had two base answers (one per strength bucket): two prompts, counted once
-    assert table.notes == {SEVERAL_BASES: 1}
-    assert sorted({r.prompt_id for r in table.rows}) == ["0~1", "0~2", "1", "2"]
-    assert rows[("0~2", "base")].response_text == (
+    # one prompt, one unit (issue 39): prompt 0's two base answers are base samples of it,
+    # the first its base row, every other base answer (one per row) a replay of it
+    assert table.notes == {SEVERAL_BASES: 1, BASE_ANSWERS: 6}
+    assert sorted({r.prompt_id for r in table.rows}) == ["0", "1", "2"]
+    assert rows[("0", "base")].response_text == (
+        "Nothing happens; they pass through your digestive system."
+    )
+    assert rows[("0", "replay:base:4:global")].response_text == (
         "Watermelon seeds pass through your digestive system harmlessly."
     )
-    assert ("0~2", "register:+4:suffix") in rows and ("0~1", "register:+2:prefix") in rows
-    # strength 0 is the base asked again: the noise-floor replay, never a variant
-    replays = [r for r in table.rows if r.variant_id == REPLAY_VARIANT_ID]
-    assert [r.prompt_id for r in replays] == ["0~1", "1", "2"]
+    assert ("0", "register:+4:suffix") in rows and ("0", "register:+2:prefix") in rows
+    # strength 0 is the base asked again: base samples (replays), never a variant
+    replays = [r for r in table.rows if r.variant is not None and r.variant.family == REPLAY_FAMILY]
+    assert [r.prompt_id for r in replays] == ["0"] * 5 + ["1"] * 5 + ["2"] * 5
     assert all(r.variant is not None and r.variant.family == "replay" for r in replays)
     variant = rows[("1", "register:-4:suffix")].variant
     assert variant is not None
@@ -46,7 +50,7 @@ def test_reference_rows_become_pairs_with_their_own_base() -> None:
     )
     assert {r.dataset for r in table.rows} == {"truthfulqa"}  # the category column
     assert {r.model for r in table.rows} == {"llama-3.1-8b"}
-    assert len(table.rows) == 4 + 15  # four bases, every file row once
+    assert len(table.rows) == 3 + 15 + 12  # bases, their other base answers, variants
 
 
 def test_reference_family_comes_from_the_option_outside_a_family_folder(tmp_path: Path) -> None:
