@@ -12,10 +12,10 @@ text is resolved from the sample's ``attachments``.
 
 Files (told apart by content, ``sniff.py``): the JSON log (one ``EvalLog`` object), a JSON
 array or JSONL of such logs (several templates' logs, e.g. ``jq -s . a.json b.json``), and
-the binary ``.eval`` archive
-(``src/inspect_ai/log/_recorders/eval.py``: a zip of ``header.json``, or
-``_journal/start.json`` for an unfinished log, and ``samples/<id>_epoch_<n>.json``, one
-``EvalSample`` each; a name written twice is read from its last member, as inspect does).
+the binary ``.eval`` archive (``src/inspect_ai/log/_recorders/eval.py``: a zip of
+``header.json``, or ``_journal/start.json`` for an unfinished log, and
+``samples/<id>_epoch_<n>.json``, one ``EvalSample`` each; a name written twice is read from
+its last member, as inspect does).
 
 Logs are grouped by model first (``eval.model``): the same task run on two models is one
 template answered by two models, never two templates. A log's ``status`` other than
@@ -26,15 +26,15 @@ is skipped and counted, where a finished model's would be refused.
 
 Templates: inspect runs one task per log, so each log is a template, named by its task
 (``eval.task``; where two logs of one model share a task, by the task and its
-``task_args``). In one log
-a sample's ``metadata.template`` names its template instead, and ``metadata.item_id`` the
-item its templates share (else the sample ``id``). Samples are grouped by model and item;
-the base is the template ``--base-where task=NAME`` (or ``template=NAME``) names, else the
-first log's (the first template met); every other template is a variant
-(``inspect:<template>``, ``--family``, subtype ``--subtype`` or ``template``, strength 1,
-position ``global``). Only the first epoch of a (template, item) is read (later epochs
-counted); a second epoch-1 sample of one (template, item) is an error, and so are two logs
-of one model with the same task and ``task_args`` whose samples do not name their templates.
+``task_args``). In one log a sample's ``metadata.template`` names its template instead, and
+``metadata.item_id`` the item its templates share (else the sample ``id``). Samples are
+grouped by model and item; the base is the template ``--base-where task=NAME`` (or
+``template=NAME``) names, else the first log's (the first template met); every other
+template is a variant (``inspect:<template>``, ``--family``, subtype ``--subtype`` or
+``template``, strength 1, position ``global``). Only the first epoch of a (template, item)
+is read (later epochs counted); a second epoch-1 sample of one (template, item) is an
+error, and so are two logs of one model with the same task and ``task_args`` whose samples
+do not name their templates.
 
 The prompt: the texts of the messages before the model's first reply (system, then user
 turns), joined by a blank line, so a template's system message is part of it; without

@@ -53,6 +53,7 @@ from sago_core.errors import InputError
 from sago_core.external import lmeval_lines
 from sago_core.external.columns import Record
 from sago_core.external.options import ExternalSource
+from sago_core.external.schema import FEWSHOT_FAMILY
 from sago_core.external.templates import (
     base_of,
     choose_base_template,
@@ -67,7 +68,6 @@ LOGLIKELIHOODS = "lm-eval rows answered by log-likelihood (multiple choice; no s
 CHAT_PROMPTS = "lm-eval chat prompts read from their messages (the user turns are the prompt)"
 SYSTEM_TURNS = "lm-eval chat prompts with a system turn (context, not part of the prompt text)"
 RUNS = "lm-eval prompts of a task beyond its first (further runs, read as variants)"
-FEWSHOT_FAMILY = "fewshot"
 FEWSHOT_DELIMITER = "\n\n"  # lm-eval's default fewshot_delimiter
 _DATE = re.compile(r"_\d{4}-\d{2}-\d{2}T[\d\-.]+$")
 _SEPARATORS = re.compile(r"[_\-.]")
@@ -245,8 +245,8 @@ def to_input_schema(
         if len(rows) == 1:
             alone.append(base["row"])
             continue
+        runs += len(rows) - len({p["template"] for p in members})  # beyond each task's first
         for p, label, shots in rows:
-            runs += label is not None and (shots is not None or "#" in label)
             out.append(_row(p, label, shots, model or source.model, dataset, doc_id, source, file))
     refuse_base_only(alone, "document(s)", "add the other templates' lines (with their task)", file)
     notes = {

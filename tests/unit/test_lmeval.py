@@ -207,7 +207,7 @@ def test_a_named_number_of_shots_wins_over_counting(tmp_path: Path) -> None:
     for line in lines:
         line["num_fewshot"] = 0 if line["arguments"]["gen_args_0"]["arg_0"].count("Q") == 1 else 5
     rows = _by(_read(_write(tmp_path / "named.jsonl", lines)))
-    assert rows[("0", "lm-eval:capitals_plain|fewshot:5")].variant.strength == 5.0  # type: ignore[union-attr]
+    assert rows[("0", "lm-eval:capitals_plain|fewshot:5")].variant.strength == 5.0
 
 
 def test_lines_of_two_models_are_two_models(tmp_path: Path) -> None:
