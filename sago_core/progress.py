@@ -31,7 +31,7 @@ class Progress:
     """One line: ``stage``'s ``done`` of ``total`` items after ``elapsed`` seconds."""
 
     stage: str
-    done: int
+    done: float  # a batch under way counts by its decode steps
     total: int
     elapsed: float
     final: bool = False
@@ -49,7 +49,7 @@ class Progress:
 
     @property
     def text(self) -> str:
-        head = f"{self.stage}: {self.done}/{self.total} ({100 * self.share:.0f}%)"
+        head = f"{self.stage}: {math.floor(self.done)}/{self.total} ({100 * self.share:.0f}%)"
         if self.final:
             return f"{head} done in {duration(self.elapsed)}"
         rate = self.done / self.elapsed if self.elapsed > 0 and self.done else None
@@ -76,7 +76,7 @@ class _Tracker:
         self.sink = sink
         self.every = every
         self.total = 0
-        self.done = 0
+        self.done = 0.0
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -90,9 +90,13 @@ class _Tracker:
             self._timer = threading.Thread(target=self._tick, name="sago-progress", daemon=True)
             self._timer.start()
 
-    def advance(self, items: int) -> None:
+    def advance(self, items: float) -> None:
         with self._lock:
             self.done += items
+
+    def settle(self, done: float) -> None:
+        with self._lock:
+            self.done = done
 
     def _tick(self) -> None:
         while not self._stop.wait(self.every):
@@ -142,8 +146,28 @@ def counted(batches: Iterable[Sequence[T]], total: int) -> Iterator[Sequence[T]]
         return
     tracker.expect(total)
     for batch in batches:
+        before = tracker.done
         yield batch
-        tracker.advance(len(batch))
+        tracker.settle(before + len(batch))
+
+
+def stepper(items: int, steps: int) -> Callable[[], None] | None:
+    """For a batch of ``items`` that takes up to ``steps`` steps (a generation's decode
+    steps): a call per step moves the stage on by items/steps, so a batch that takes a
+    minute still moves its line; ``counted`` settles the batch's count when it ends. None
+    outside a reporter."""
+    tracker = _CURRENT.get()
+    if tracker is None or steps <= 0:
+        return None
+    share = items / steps
+    left = [steps]
+
+    def step() -> None:
+        if left[0] > 0:
+            left[0] -= 1
+            tracker.advance(share)
+
+    return step
 
 
 def each(items: Iterable[T], total: int) -> Iterator[T]:

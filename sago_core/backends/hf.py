@@ -50,7 +50,7 @@ from sago_core.backends.tensor_ops import (
     response_logprob_and_entropy,
 )
 from sago_core.errors import ConfigError, ModelLoadError
-from sago_core.progress import counted, each
+from sago_core.progress import counted, each, stepper
 
 if TYPE_CHECKING:
     from sago_core.backends.factory import BackendPlaces
@@ -169,6 +169,20 @@ class RowSampler:
         chosen = sample_rows(scores, self.sampling, self.generators)
         only = scores.new_full(scores.shape, float("-inf"))
         return only.scatter_(-1, chosen.unsqueeze(-1), 0.0)
+
+
+class _Steps:
+    """A stopping criterion that never stops: it only calls ``step`` at each decode step,
+    so the stage's progress moves inside a long batch."""
+
+    def __init__(self, step: Callable[[], None]) -> None:
+        self.step = step
+
+    def __call__(self, input_ids: Any, scores: Any, **_: Any) -> Any:
+        import torch
+
+        self.step()
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
 def placement_kwargs(
@@ -708,7 +722,7 @@ class HFBackend:
         batch_size: int,
         sampling: Sampling | None = None,
     ) -> list[Generation]:
-        from transformers import LogitsProcessorList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
 
         encoded = [self.render_prompt_ids(p) for p in prompts]
         results: list[Generation | None] = [None] * len(prompts)
@@ -719,10 +733,13 @@ class HFBackend:
             batches = _length_sorted_batches([len(e) for e in encoded], batch_size)
             for batch in counted(batches, len(prompts)):
                 ids, mask = self._pad([encoded[i] for i in batch], side="left")
-                sampler = {}
+                sampler: dict[str, Any] = {}
                 if sampling is not None:
                     row_sampler = RowSampler(sampling.rows(batch))
                     sampler["logits_processor"] = LogitsProcessorList([row_sampler])
+                step = stepper(len(batch), max_new_tokens)
+                if step is not None:
+                    sampler["stopping_criteria"] = StoppingCriteriaList([_Steps(step)])
                 out = self.model.generate(
                     input_ids=ids, attention_mask=mask, generation_config=config, **sampler
                 )

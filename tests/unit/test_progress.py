@@ -12,7 +12,7 @@ import pytest
 
 from sago_core.backends.hf import HFBackend
 from sago_core.backends.model_source import resolve_local_model
-from sago_core.progress import Progress, counted, duration, each, reporting
+from sago_core.progress import Progress, counted, duration, each, reporting, stepper
 
 
 def test_a_line_says_done_of_total_the_rate_and_the_time_left() -> None:
@@ -56,6 +56,25 @@ def test_nothing_is_said_for_a_stage_that_counts_nothing_or_outside_a_reporter()
     assert list(each(iter("ab"), total=2)) == ["a", "b"]
 
 
+def test_a_long_batch_moves_by_its_decode_steps_and_settles_when_it_ends() -> None:
+    lines: list[Progress] = []
+    with reporting("generate", lines.append, 0.02):
+        for batch in counted([[1, 2, 3, 4]], total=4):
+            step = stepper(len(batch), steps=8)
+            assert step is not None
+            for _ in range(4):  # half the steps: half the batch
+                step()
+            time.sleep(0.1)
+            assert lines[-1].done == pytest.approx(2.0)
+            assert lines[-1].text.startswith("generate: 2/4 (50%)")
+            for _ in range(10):  # more calls than steps never count past the batch
+                step()
+            time.sleep(0.1)
+            assert lines[-1].done == pytest.approx(4.0)
+    assert lines[-1].final and lines[-1].done == 4
+    assert stepper(4, 8) is None  # outside a reporter
+
+
 def test_a_sink_that_fails_never_stops_the_work() -> None:
     def broken(_: Progress) -> None:
         raise OSError("log closed")
@@ -73,5 +92,7 @@ def test_the_transformers_backend_counts_its_generation_and_scoring_batches(
     prompts = ["one", "two two", "three three three"]
     with reporting("generate", lines.append, 60.0):
         outputs = backend.generate(prompts, max_new_tokens=2, batch_size=2)
-    assert len(outputs) == 3
     assert [(p.done, p.total, p.final) for p in lines] == [(0, 3, False), (3, 3, True)]
+    # Counting the decode steps changes no answer.
+    quiet = backend.generate(prompts, max_new_tokens=2, batch_size=2)
+    assert [o.response_token_ids for o in outputs] == [o.response_token_ids for o in quiet]
