@@ -36,7 +36,7 @@ def _write(path: Path, rows: list[dict[str, str]]) -> Path:
 
 
 def test_mood_labels_are_read_as_the_mood_asked_for() -> None:
-    table = read_external(ExternalSource(path=MOOD / FILE))
+    table = read_external(ExternalSource(path=MOOD / FILE, family="structural", subtype="mood"))
     by_label = {(r["prompt_id"], r["strength"]): r["prompt_pert"] for r in _rows(MOOD / FILE)}
     texts = {(r.prompt_id, r.variant_id): r.prompt_text for r in table.rows}
     for prompt in ("0", "1", "2"):  # TriviaQA questions: the imperative changes the mood
@@ -51,7 +51,8 @@ def test_an_instruction_asked_as_a_question_is_the_mood_change(tmp_path: Path) -
         "strength": "interrogative",
     }
     file = _write(tmp_path / MOOD.name / FILE, rows)
-    (row,) = [r for r in read_external(ExternalSource(path=file)).rows if r.variant is not None]
+    source = ExternalSource(path=file, family="structural", subtype="mood")
+    (row,) = [r for r in read_external(source).rows if r.variant is not None]
     assert row.variant_id == "structural:mood:1:global"
 
 
@@ -60,14 +61,14 @@ def test_an_unknown_mood_label_names_row_column_and_the_labels(tmp_path: Path) -
     rows[2]["strength"] = "declarative"
     file = _write(tmp_path / MOOD.name / FILE, rows)
     with pytest.raises(InputError, match="'declarative' is not a number nor a mood label") as err:
-        read_external(ExternalSource(path=file))
+        read_external(ExternalSource(path=file, family="structural", subtype="mood"))
     assert (err.value.row, err.value.column) == (3, "strength")
     assert "interrogative, imperative" in str(err.value)
 
 
 def test_the_length_baseline_is_the_base_asked_again_not_a_variant() -> None:
     rows = _rows(LENGTH / FILE)
-    table = read_external(ExternalSource(path=LENGTH / FILE))
+    table = read_external(ExternalSource(path=LENGTH / FILE, family="structural", subtype="length"))
     lengths = {
         r.variant.strength for r in table.rows if r.variant and r.variant.subtype == "length"
     }
