@@ -21,6 +21,7 @@ from sago_core.axes.judge import JUDGE_CALL_FAILED
 from sago_core.backends.target import ModelTarget
 from sago_core.config import RunConfig
 from sago_core.errors import ConfigError
+from sago_core.scoring.encoder import settings_encoder
 from sago_core.stages.shards import Shard, read_shards
 from sago_core.sweep import is_sweep
 from tasks.insights import (
@@ -318,6 +319,7 @@ def finish_run(
         variants_path=variants,
         out_dir=out,
         generations_path=generations,
+        encoder=settings_encoder(config.bertscore).label,
     )
     instances, tails, axis_structure, axis_pca = beyond_the_mean(
         stage, deltas, generations, prompts, scores, out

@@ -52,6 +52,12 @@ def add_parser(commands: Any) -> None:
         "over the sampling noise of those settings)",
     )
     compare.add_argument(
+        "--allow-different-encoders",
+        action="store_true",
+        help="compare runs whose BERT numbers come from different BERTScore encoders (refused "
+        "by default: each encoder has its own scale; the page names each run's encoder)",
+    )
+    compare.add_argument(
         "--strict-identity",
         action="store_true",
         help="refuse runs whose answers for a model come from different served-model "
@@ -65,9 +71,27 @@ def command(args: argparse.Namespace) -> int:
         if args.out.suffix.lower() != wanted:
             mode = "--paired writes a Parquet table" if args.paired else "compare writes a page"
             raise ConfigError(f"--out {args.out}: {mode}; give a {wanted} file name")
+    for run_dir in args.runs:
+        check_finished_run(run_dir)
+    check_encoders(args.runs, args.allow_different_encoders)
     if args.paired:
         return paired_command(args)
     return compare_command(args.runs, args.out or COMPARISON_PAGE, args.strict_identity)
+
+
+def check_encoders(run_dirs: list[Path], allow: bool) -> None:
+    """Refuse runs scored by different BERTScore encoders unless ``allow``; one line why."""
+    from sago_core.scoring.encoder import differing, run_encoder
+
+    found = differing([(run.name, run_encoder(run)) for run in run_dirs])
+    if found is None:
+        return
+    if not allow:
+        raise ConfigError(
+            f"{found}: their BERT numbers are on different scales "
+            "(pass --allow-different-encoders to compare anyway)"
+        )
+    print(f"WARNING: {found}")
 
 
 def compare_command(run_dirs: list[Path], out: Path, strict_identity: bool = False) -> int:

@@ -324,14 +324,31 @@ class BertScoreSettings(StrictModel):
     # name (``sago_core/axes/text_similarity.py``, ``multilingual_encoder``); an English-only
     # encoder leaves BERTScore of other-language pairs missing with a reason, never a number.
     multilingual: bool | None = None
+    # Rescale the answers' F1 with the encoder's baseline (bert-score's method: the mean F1 of
+    # unrelated sentence pairs; sago_core/scoring/bert_baseline.py), so 0 means "as alike as
+    # two unrelated sentences". Only encoders with a shipped baseline (issue 39).
+    rescale_with_baseline: bool = False
 
     @model_serializer(mode="wrap")
     def _unset_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Without ``multilingual`` set, serialised exactly as before it existed."""
+        """Without ``multilingual`` or ``rescale_with_baseline`` set, serialised exactly as
+        before they existed."""
         data = handler(self)
-        if self.multilingual is None and isinstance(data, dict):
-            data.pop("multilingual", None)
+        if isinstance(data, dict):
+            if self.multilingual is None:
+                data.pop("multilingual", None)
+            if not self.rescale_with_baseline:
+                data.pop("rescale_with_baseline", None)
         return data
+
+    @model_validator(mode="after")
+    def _baseline_shipped(self) -> BertScoreSettings:
+        if self.rescale_with_baseline:
+            from sago_core.scoring.bert_baseline import baseline_f1, no_baseline
+
+            if baseline_f1(self.model, self.num_layers) is None:
+                raise ValueError(no_baseline(self.model, self.num_layers))
+        return self
 
 
 TemplateValue = bool | int | float | str

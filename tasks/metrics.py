@@ -25,6 +25,7 @@ from sago_core.axes.text_similarity import (
 from sago_core.backends.api_served import describe_drift, drifted
 from sago_core.config import BertScoreSettings
 from sago_core.report.summary_md import kept_counts, render_summary
+from sago_core.scoring.bert_baseline import rescaled, run_baseline
 from sago_core.scoring.deltas import compute_deltas
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
@@ -39,7 +40,8 @@ def score_pairs_task(
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
     generations = read_parquet(generations_path)
     multilingual = multilingual_encoder(bertscore.model, bertscore.multilingual)
-    f1 = skip_cross_language(scorer.f1, generations, multilingual)
+    baseline = run_baseline(bertscore.model, bertscore.num_layers, bertscore.rescale_with_baseline)
+    f1 = skip_cross_language(rescaled(scorer.f1, baseline), generations, multilingual)
     frame = without_cross_language(score_pairs(generations, f1), generations, multilingual)
     return str(write_parquet(frame, Path(out_dir) / PAIRS_FILE, PAIRS))
 
@@ -86,10 +88,14 @@ def summarize_task(scores_path: str, test_against: str, out_dir: str) -> str:
 
 @stage_task("render-summary")
 def render_summary_task(
-    summary_path: str, variants_path: str, out_dir: str, generations_path: str | None = None
+    summary_path: str,
+    variants_path: str,
+    out_dir: str,
+    generations_path: str | None = None,
+    encoder: str | None = None,
 ) -> str:
     drift = describe_drift(drifted(read_parquet(generations_path))) if generations_path else None
     text = render_summary(
-        read_parquet(summary_path), kept_counts(read_parquet(variants_path)), drift
+        read_parquet(summary_path), kept_counts(read_parquet(variants_path)), drift, encoder
     )
     return str(write_text(text, Path(out_dir) / SUMMARY_MD_FILE))

@@ -24,6 +24,7 @@ from sago_core.config import BertScoreSettings
 from sago_core.sampling.axis_tests import sampling_tests
 from sago_core.sampling.components import variance_components
 from sago_core.sampling.excess_deltas import excess_deltas
+from sago_core.scoring.bert_baseline import rescale, rescaled, run_baseline
 from tasks.stage import stage_task
 
 
@@ -45,18 +46,21 @@ def sampling_tests_task(
     ``judged_families``: families whose mirroring the run's LLM judge decides."""
     multilingual = multilingual_encoder(bertscore.model, bertscore.multilingual)
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
+    baseline = run_baseline(bertscore.model, bertscore.num_layers, bertscore.rescale_with_baseline)
     frame = sampling_tests(
         read_parquet(samples_path),
         read_parquet(sample_analysis_path),
         read_parquet(prompts_path),
         _bleu,
-        scorer.f1,
+        rescaled(scorer.f1, baseline),
         cross_language={
             "bleu": CROSS_LANGUAGE_BLEU,
             "bert": None if multilingual else ENGLISH_ONLY_ENCODER,
         },
         judged_families=frozenset(judged_families),
-        spread_threshold=bertscore.semantic_threshold,
+        spread_threshold=bertscore.semantic_threshold
+        if baseline is None
+        else rescale(bertscore.semantic_threshold, baseline),
     )
     return str(write_parquet(frame, Path(out_dir) / SAMPLING_TESTS_FILE, SAMPLING_TESTS))
 

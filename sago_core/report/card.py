@@ -48,10 +48,11 @@ from sago_core.artifacts.layout import (
     RunLayout,
 )
 from sago_core.artifacts.store import write_json, write_text
-from sago_core.peer_metrics.sources import current_names
+from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE, current_names
 from sago_core.report.language_section import language_blocks, language_card
 from sago_core.report.paired_runs import compare_paired, describe_sampling, sampling_settings
 from sago_core.report.served_identity import check_runs
+from sago_core.scoring.encoder import BERT_AXIS, encoder_of, label_of
 from sago_core.statistics.axis_structure import REDUNDANT_RHO
 from sago_core.statistics.paired import ALPHA, DEFAULT_MARGIN
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -302,6 +303,7 @@ def build_card(
         "n": config.get("n"),
         "seed": manifest.get("seed"),
         "decoding": sampling_settings(config),
+        "bert_encoder": label_of(encoder_of(config)),
         "packages": {k: packages[k] for k in PACKAGES if k in packages},
         "models": models,
         "paired": paired,
@@ -341,8 +343,8 @@ def _sections(card: dict[str, Any]) -> list[Block]:
         peer = model.get("peer_indices") or {}
         blocks += [
             _identity_block(card, model),
-            _sgs_block(model),
-            *([_peer_block(model)] if peer.get("available") else []),
+            _sgs_block(model, card.get("bert_encoder")),
+            *([_peer_block(model, card.get("bert_encoder"))] if peer.get("available") else []),
             _tails_block(model),
             *language_blocks(model.get("languages") or {}),
             _worst_block(model),
@@ -373,10 +375,16 @@ def _identity_block(card: dict[str, Any], model: dict[str, Any]) -> Block:
     return (f"Model {name}", [], [], identity)
 
 
-def _sgs_block(model: dict[str, Any]) -> Block:
+def _bert_named(name: str, encoder: str | None) -> str:
+    """A BERT number's row label with the encoder that made it (issue 39; a card written
+    before says nothing of its encoder)."""
+    return f"{name} ({encoder})" if encoder else name
+
+
+def _sgs_block(model: dict[str, Any], encoder: str | None = None) -> Block:
     sgs_rows = [
         [
-            r["axis"],
+            _bert_named(r["axis"], encoder) if r["axis"] == BERT_AXIS else r["axis"],
             _num(r["sgs"]),
             _ci(r),
             str(r["n"]),
@@ -409,11 +417,11 @@ def _peer_indices(run_dir: Path, model: str) -> dict[str, Any]:
     return {"available": True, "note": None, "rows": rows.select(keep).to_dicts()}
 
 
-def _peer_block(model: dict[str, Any]) -> Block:
+def _peer_block(model: dict[str, Any], encoder: str | None = None) -> Block:
     peer = model.get("peer_indices") or {"available": False, "note": None, "rows": []}
     rows = [
         [
-            r["index"],
+            _bert_named(r["index"], encoder) if r["index"] == PSS_BERT_TO_BASE else r["index"],
             _num(r["value"]),
             str(r["n"]),
             r["source"],

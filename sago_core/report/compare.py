@@ -3,7 +3,9 @@
 Models keep their spec as label unless the same spec appears in more than one run; then the
 run id is appended so results of different runs are never merged. Answers of one model
 name from different served-model identities (``report/served_identity.py``) are marked at
-the top of the page.
+the top of the page, and so is each run's BERTScore encoder (``scoring/encoder.py``): BERT
+numbers from two encoders are on two scales (``sago compare`` refuses such runs unless
+asked).
 """
 
 from __future__ import annotations
@@ -19,8 +21,15 @@ import polars as pl
 from sago_core.artifacts.layout import MANIFEST_FILE, artifact_file
 from sago_core.report.html import provenance_of, render_report
 from sago_core.report.served_identity import IdentityCheck, check_runs
+from sago_core.scoring.encoder import differing, label_of, run_encoder, saved_config
 
 FRAMES = ("summary", "scores", "deltas", "variants", "prompts", "generations")
+
+
+def _shared_bertscore(run_dirs: list[Path]) -> dict[str, Any]:
+    """The runs' ``bertscore`` settings when they all share one (the page's provenance)."""
+    found = [(saved_config(run) or {}).get("bertscore") for run in run_dirs]
+    return {"bertscore": found[0]} if found[0] and all(f == found[0] for f in found) else {}
 
 
 def _labelled(run_dir: Path, frames: dict[str, pl.DataFrame], clash: set[str]) -> dict:
@@ -54,6 +63,26 @@ def identity_banner(check: IdentityCheck) -> str:
     )
 
 
+def encoder_banner(run_dirs: list[Path]) -> str:
+    """Each run's BERTScore encoder, at the top of the page; a warning when they differ."""
+    encoders = [(run.name, run_encoder(run)) for run in run_dirs]
+    items = "".join(
+        f"<li>{html.escape(name)}: {html.escape(label_of(encoder))}</li>"
+        for name, encoder in encoders
+    )
+    clash = differing(encoders)
+    style = "border:2px solid #b00;background:#fff4f4" if clash else "border:1px solid #cdd"
+    head = (
+        "Warning: BERT numbers from different encoders, not comparable"
+        if clash
+        else "BERT numbers (SGS bert, the PSS form on BERTScore) are BERTScore F1 by"
+    )
+    return (
+        f"<div class='encoder-note' style='{style};padding:0.5rem 1rem;margin:1rem 0'>"
+        f"<strong>{head}</strong><ul>{items}</ul></div>"
+    )
+
+
 def compare_runs(
     run_dirs: list[Path], preamble: str = "", identity: IdentityCheck | None = None
 ) -> str:
@@ -82,7 +111,7 @@ def compare_runs(
         "run_id": ", ".join(run.name for run in run_dirs),
         "models": models,
         "packages": packages,
-        "config": {"preset": "comparison"},
+        "config": {"preset": "comparison", **_shared_bertscore(run_dirs)},
     }
     page = render_report(
         combined["summary"],
@@ -94,5 +123,5 @@ def compare_runs(
         provenance,
     )
     banner = identity_banner(identity if identity is not None else identity_check(run_dirs))
-    opening = banner + preamble
+    opening = banner + encoder_banner(run_dirs) + preamble
     return page.replace("<body>", f"<body>{opening}", 1) if opening else page

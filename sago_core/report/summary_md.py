@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from sago_core.scoring.encoder import BERT_AXIS
 from sago_core.vocabulary import AXES, POOLED
 
 
@@ -52,9 +53,11 @@ def render_summary(
     summary: pl.DataFrame,
     kept_counts: pl.DataFrame | None = None,
     identity_drift: list[str] | None = None,
+    encoder: str | None = None,
 ) -> str:
     """``identity_drift``: one line per API model whose answers came from more than one
-    served identity (``api_served.describe_drift``), flagged above the tables."""
+    served identity (``api_served.describe_drift``), flagged above the tables; ``encoder``:
+    the BERTScore encoder behind the ``bert`` row (``scoring/encoder.py``), named in it."""
     lines = ["# SAGO summary", ""]
     if identity_drift:
         lines += [
@@ -69,6 +72,8 @@ def render_summary(
         f"SGS per axis (RMS of normalised deltas, mean over prompts); {marks_legend(reference)}."
         " Lower is more stable."
     )
+    if encoder:
+        lines.append(f"BERT: BERTScore F1 by {encoder} (another encoder gives other numbers).")
     for model in sorted(summary["model"].unique().to_list()):
         rows = summary.filter(pl.col("model") == model)
         datasets = sorted(d for d in rows["dataset"].unique().to_list() if d != POOLED)
@@ -80,7 +85,8 @@ def render_summary(
         names = [*AXES, *sorted(set(rows["axis"].drop_nulls().to_list()) - set(AXES))]
         for axis in names:
             cells = [_cell(index.get((d, axis))) for d in columns]
-            lines.append(f"| {axis} | " + " | ".join(cells) + " |")
+            label = f"{axis} ({encoder})" if encoder and axis == BERT_AXIS else axis
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
         pooled_n = {r["axis"]: r["n"] for r in rows.iter_rows(named=True) if r["dataset"] == POOLED}
         lines.append("")
         lines.append(
