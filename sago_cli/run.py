@@ -170,6 +170,9 @@ def dry_run_command(config: RunConfig) -> int:
 def run_command(config: RunConfig) -> int:
     """Preflight, then the evaluation flow; ``sago resume`` runs a saved config through it
     (a temperature sweep's too)."""
+    from sago_core.backends.hub_check import require_bertscore_encoder
+
+    require_bertscore_encoder(config.bertscore.model)  # named, with how to point at a copy
     if is_sweep(config):
         return sweep_command(config)
     preflight(config)

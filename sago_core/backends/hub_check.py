@@ -6,16 +6,28 @@ network); a cached id is fine. Otherwise, with the hub switched off (``HF_HUB_OF
 id is refused at once; with the hub on, one metadata request (short timeout) says whether the
 repository exists, is gated, or cannot be reached. Every refusal names the id and the cached
 ids nearest to it.
+
+The BERTScore encoder (``bertscore.model``) is checked the same way, and its refusal says how
+to point at a local copy: the paper preset's roberta-large would otherwise fail offline a
+minute into ``score-pairs`` with a transformers traceback.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable
+from pathlib import Path
 
 from sago_core.errors import ModelNotFoundError
 
 HUB_TIMEOUT_S = 10.0
+ENCODER_HINT = (
+    "point bertscore.model at a local copy (a folder with its config.json, tokenizer and "
+    "weights) in a --config YAML, e.g. 'bertscore: {model: /models/roberta-large}', or use "
+    "the embedded encoder: 'bertscore: {model: minilm-l6, num_layers: 6, "
+    "semantic_threshold: 0.78}'"
+)
 
 
 def hub_is_off() -> bool:
@@ -90,3 +102,54 @@ def require_hub_model(model_id: str) -> None:
             f"reached ({type(exc).__name__}){hint}; set HF_HUB_OFFLINE=1 to use cached "
             "models only"
         ) from exc
+
+
+def _looks_like_path(name: str) -> bool:
+    """A hub id is ``name`` or ``organisation/name``; anything else names a folder."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1
+
+
+def require_bertscore_encoder(model: str) -> None:
+    """Refuse the BERTScore encoder ``model`` (``bertscore.model``: the embedded alias, a
+    local folder or a hub id) unless it can be loaded, naming it as the encoder and how to
+    point at a local copy."""
+    from sago_core.backends.model_source import resolve_bertscore_model
+
+    location = resolve_bertscore_model(model)
+    if Path(location).expanduser().is_dir():
+        return
+    if _looks_like_path(location):
+        raise ModelNotFoundError(
+            f"BERTScore encoder (bertscore.model) folder {location!r} does not exist; "
+            f"{ENCODER_HINT}"
+        )
+    try:
+        require_hub_model(location)
+    except ModelNotFoundError as exc:
+        raise ModelNotFoundError(
+            f"BERTScore encoder (bertscore.model): {exc}; {ENCODER_HINT}"
+        ) from exc
+
+
+def require_models(encoder: str, specs: Iterable[str | None]) -> None:
+    """The BERTScore encoder, then the hub weights of each ``BACKEND:ID`` spec in ``specs``
+    (None: not used), before any work: a local-weights backend's hub id must be cached or
+    confirmed by the hub; an API model or a local folder needs no hub."""
+    from sago_core.backends.model_source import (
+        EMBEDDED_ALIASES,
+        parse_model_spec,
+        resolve_local_model,
+    )
+    from sago_core.registry.backends import backend_spec
+
+    require_bertscore_encoder(encoder)
+    for text in specs:
+        if text is None:
+            continue
+        spec = parse_model_spec(text)
+        on_disk = spec.model_id in EMBEDDED_ALIASES or Path(spec.model_id).expanduser().exists()
+        if backend_spec(spec.backend).weights != "local" or on_disk:
+            continue
+        local = resolve_local_model(spec.model_id)  # a missing path is refused here
+        if local.kind == "hub":
+            require_hub_model(local.location)

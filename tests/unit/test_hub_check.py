@@ -4,7 +4,11 @@ metadata request; every refusal names the id and the nearest cached ids."""
 from __future__ import annotations
 
 import hashlib
+import os
+import resource
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -12,7 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from sago_core.backends.hub_check import require_hub_model, uncached_warning
+from sago_core.backends.hub_check import (
+    require_bertscore_encoder,
+    require_hub_model,
+    require_models,
+    uncached_warning,
+)
 from sago_core.errors import ModelNotFoundError
 
 CACHED = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -129,3 +138,57 @@ def test_the_run_preflight_refuses_a_typo_before_any_work(hub_cache: Path, tmp_p
     with pytest.raises(ModelNotFoundError, match=CACHED):
         preflight(config)
     assert not (tmp_path / "runs").exists()
+
+
+GENERATIONS = Path(__file__).parents[1] / "fixtures" / "external" / "generations.csv"
+
+
+@pytest.mark.parametrize("command", ["score", "run"])
+def test_the_paper_preset_offline_refuses_its_encoder_in_one_line_before_any_work(
+    tmp_path: Path, command: str
+) -> None:
+    """Issue 39 item 7: offline, with an empty hub cache, the paper preset's roberta-large
+    is refused at once (exit 2, one line naming the encoder and how to point at a local
+    copy), not a minute later inside score-pairs with a transformers traceback. The time
+    is the child's CPU seconds (the wall clock of a shared CI machine says little): the
+    late failure spent about 30 of them loading Prefect and the flow."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE"))}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    args = [sys.executable, "-m", "sago_cli", command, "--preset", "paper"]
+    args += ["--runs-dir", str(tmp_path / "runs")]
+    if command == "score":
+        args += ["--generations", str(GENERATIONS)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        args, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(lines) == 1, done.stderr[-2000:]
+    line = lines[0]
+    assert line.startswith("sago: error: BERTScore encoder (bertscore.model)")
+    assert "'roberta-large'" in line and "HF_HUB_OFFLINE" in line
+    assert "point bertscore.model at a local copy" in line and "minilm-l6" in line
+    assert cpu_s < 12, f"{cpu_s:.1f} CPU s before the refusal"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_encoder_folder_that_does_not_exist_is_named_as_a_folder(tmp_path: Path) -> None:
+    missing = str(tmp_path / "encoders" / "roberta-large")
+    with pytest.raises(ModelNotFoundError) as refused:
+        require_bertscore_encoder(missing)
+    assert f"folder {missing!r} does not exist" in str(refused.value)
+    assert "point bertscore.model at a local copy" in str(refused.value)
+
+
+def test_the_embedded_encoder_and_a_local_folder_pass_with_the_hub_off(
+    hub_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    require_bertscore_encoder("minilm-l6")
+    require_bertscore_encoder(str(tmp_path))
+    require_models("minilm-l6", [f"hf:{CACHED}", "hf:smollm2-135m", None])
+    with pytest.raises(ModelNotFoundError, match=f"nearest cached: {CACHED}"):
+        require_models("minilm-l6", [f"hf:{TYPO}"])
