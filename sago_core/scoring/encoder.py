@@ -8,8 +8,8 @@ encoder's units, so every page that prints one names the encoder beside it (``la
 
 The run's saved configuration is the one record of its encoder (``bertscore.model``,
 ``bertscore.num_layers`` and ``bertscore.rescale_with_baseline`` of run_config.json, or of
-the manifest's copy for a run folder without it); a key the saved config leaves out is at
-the configuration's default, as the run used it.
+the manifest's copy for a run folder without it). A saved configuration holds every key but
+``rescale_with_baseline``, which it leaves out at its default (off).
 """
 
 from __future__ import annotations
@@ -18,15 +18,25 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sago_core.artifacts.layout import RunLayout
-from sago_core.config import BertScoreSettings
 
 # The embedded encoder's alias and the model it is (sago_core/backends/model_source.py).
 EMBEDDED = {"minilm-l6": "all-MiniLM-L6-v2 (embedded)"}
 UNKNOWN = "encoder unknown (the run folder has no saved configuration)"
 BERT_AXIS = "bert"  # the axis whose numbers are BERTScore F1
+
+
+class ScorerSettings(Protocol):
+    """``config.BertScoreSettings`` as read here (this module is below the config)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def num_layers(self) -> int: ...
+    @property
+    def rescale_with_baseline(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -47,21 +57,20 @@ class Encoder:
         )
 
 
-def settings_encoder(settings: BertScoreSettings) -> Encoder:
+def settings_encoder(settings: ScorerSettings) -> Encoder:
     """The encoder a run configured (``RunConfig.bertscore``)."""
     return Encoder(settings.model, settings.num_layers, settings.rescale_with_baseline)
 
 
 def encoder_of(config: Mapping[str, Any] | None) -> Encoder | None:
-    """The encoder of a saved run configuration (None: none, or a configuration without
-    ``bertscore``, which every saved run configuration holds)."""
+    """The encoder of a saved run configuration (None: none, or one without the
+    ``bertscore`` model and layer, which every saved run configuration holds)."""
     saved = config.get("bertscore") if isinstance(config, Mapping) else None
-    if not isinstance(saved, Mapping):
+    if not isinstance(saved, Mapping) or "model" not in saved or "num_layers" not in saved:
         return None
-    defaults = BertScoreSettings()
     return Encoder(
-        model=str(saved.get("model", defaults.model)),
-        num_layers=int(saved.get("num_layers", defaults.num_layers)),
+        model=str(saved["model"]),
+        num_layers=int(saved["num_layers"]),
         rescaled=bool(saved.get("rescale_with_baseline", False)),
     )
 

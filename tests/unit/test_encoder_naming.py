@@ -44,8 +44,8 @@ def test_the_encoder_label_reads_the_saved_configuration(tmp_path: Path) -> None
         "roberta-large, layer 17, rescaled with baseline"
     )
     assert Encoder("/models/my-encoder/", 4).label == "my-encoder, layer 4"
-    # a key the saved config leaves out is at its default, as the run used it
-    assert encoder_of({"bertscore": {"model": "minilm-l6"}}) == Encoder("minilm-l6", 17)
+    # a saved config leaves out only rescale_with_baseline at its default (off)
+    assert encoder_of({"bertscore": {"model": "minilm-l6"}}) is None
     assert encoder_of({"preset": "comparison"}) is None and encoder_of(None) is None
     run = _with_encoder(compare_run(tmp_path / "r", "hf:m", flip=False), MINILM)
     (run / "run_config.json").unlink()  # the manifest's copy is read then
