@@ -97,6 +97,11 @@ def pool_reference_folder(
             f"--generations {source.path} is a folder: a folder is read as the SAGO reference "
             f"code's results, not as --format {source.format}"
         )
+    if source.family or source.subtype:
+        raise ConfigError(
+            f"--generations {source.path} is a folder: its run folders name their families "
+            "(run_<model>_<dataset>_<family>_<stamp>); --family and --subtype are for one file"
+        )
     out_dir = CacheLayout.of(config.runs_dir).materialised / "reference"
     pooled = pool_folder(source.path, out_dir, source)
     say(f"Pooled {source.path}: {pooled.summary()}")

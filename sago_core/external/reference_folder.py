@@ -88,7 +88,7 @@ def pooled_records(folder: Path) -> tuple[list[Record], int]:
     files = results_files(folder)
     for file in files:
         style, dataset = _style(file)
-        run_path = file.parent.relative_to(folder.parent).as_posix()
+        run_path = file.resolve().parent.relative_to(folder.resolve().parent).as_posix()
         for record in read_records(file):
             rest = {k: v for k, v in record.items() if k not in LEADING}
             records.append({"style": style, "dataset": dataset or "", "run_path": run_path, **rest})

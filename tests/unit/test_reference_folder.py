@@ -132,6 +132,17 @@ def test_a_run_folder_naming_no_family_is_refused(
     assert code == 2 and "names no variation family" in err and "letter_case" in err
 
 
+def test_a_folder_with_family_options_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sago_cli.main import main
+
+    argv = ["score", "--generations", str(RESULTS), "--family", "noise", "--subtype", "spacing"]
+    code = main([*argv, "--runs-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "its run folders name their families" in err
+
+
 @pytest.mark.slow
 def test_a_folder_of_two_models_and_six_families_scores_in_one_command(
     tmp_path: Path, harness: None
