@@ -84,6 +84,8 @@ def prompt(value: Any, file: str, row: int) -> tuple[str, str | None, bool]:
     """(prompt text, system turn, is chat) of a request's first argument."""
     chat = messages(value)
     if chat is None:
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]  # a one-field named tuple holding the text
         if isinstance(value, str) and value.strip():
             return value, None, False
         raise InputError("holds no prompt text", file=file, row=row, column="arguments")
