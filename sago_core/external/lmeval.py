@@ -6,7 +6,10 @@ logged sample and ``lm_eval/loggers/evaluation_tracker.py`` writes it to
 document and filter with ``doc_id``, ``doc``, ``target`` (as text), ``arguments``, ``resps``
 and ``filtered_resps`` (every leaf turned into text by ``sanitize_list``), ``filter``,
 ``metrics``, ``doc_hash``, ``prompt_hash``, ``target_hash`` and the metric values; a line is
-read by ``lmeval_lines.py`` (text and chat prompts, responses, references).
+read by ``lmeval_lines.py`` (text and chat prompts, responses, references). A chat prompt's
+system turn is context, left out of the prompt text, except in a document whose prompts
+differ in it (a template that is a system instruction): there each prompt is its system turn
+and its other turns, so the variant shows what changed.
 
 A template is one lm-eval task (each prompt template of a benchmark is a task of its own):
 the line's ``task`` (or ``template``) field, else the file's task name (``samples_`` and the
@@ -67,6 +70,9 @@ FURTHER_FILTERS = "lm-eval lines of a further filter (same generation) skipped"
 LOGLIKELIHOODS = "lm-eval rows answered by log-likelihood (multiple choice; no sago axis)"
 CHAT_PROMPTS = "lm-eval chat prompts read from their messages (the user turns are the prompt)"
 SYSTEM_TURNS = "lm-eval chat prompts with a system turn (context, not part of the prompt text)"
+SYSTEMS_DIFFER = (
+    "lm-eval documents whose prompts differ in their system turn (kept in the prompt text)"
+)
 RUNS = "lm-eval prompts of a task beyond its first (further runs, read as variants)"
 FEWSHOT_DELIMITER = "\n\n"  # lm-eval's default fewshot_delimiter
 _DATE = re.compile(r"_\d{4}-\d{2}-\d{2}T[\d\-.]+$")
@@ -237,7 +243,7 @@ def to_input_schema(
     marks = {key: _marks(prompts) for key, prompts in firsts.items()}
     out: list[Record] = []
     alone: list[int] = []
-    runs = 0
+    runs = apart = 0
     for (model, doc_id), members in groups.items():
         _check_document(members, doc_id, file)
         rows = _rows_of(members, base_template, marks)
@@ -246,8 +252,15 @@ def to_input_schema(
             alone.append(base["row"])
             continue
         runs += len(rows) - len({p["template"] for p in members})  # beyond each task's first
-        for p, label, shots in rows:
-            out.append(_row(p, label, shots, model or source.model, dataset, doc_id, source, file))
+        systems = len({p["system"] for p in members}) > 1  # the system turn is what varies
+        apart += systems
+        for line, label, shots in rows:
+            # each prompt as asked where the system turn varies: system, a blank line, turns
+            text = "\n\n".join(filter(None, (line["system"], line["prompt_text"])))
+            asked = {**line, "prompt_text": text} if systems else line
+            out.append(
+                _row(asked, label, shots, model or source.model, dataset, doc_id, source, file)
+            )
     refuse_base_only(alone, "document(s)", "add the other templates' lines (with their task)", file)
     notes = {
         FURTHER_FILTERS: further,
@@ -255,6 +268,7 @@ def to_input_schema(
         LOGLIKELIHOODS: sum(p["by_loglikelihood"] for p in lines),
         CHAT_PROMPTS: sum(p["chat"] for p in lines),
         SYSTEM_TURNS: sum(p["system"] is not None for p in lines),
+        SYSTEMS_DIFFER: apart,
     }
     return out, {k: v for k, v in notes.items() if v}
 

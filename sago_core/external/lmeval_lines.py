@@ -10,7 +10,8 @@ as a one-element list (``["[{\\"role\\": \\"system\\", ...}, {\\"role\\": \\"use
 a ``remote`` tokenizer backend passes the message list itself. A chat prompt's text is its
 turns after the system turn (the user turns, with the assistant turns between them where the
 demonstrations are written as turns, ``--fewshot_as_multiturn``), joined by a blank line; the
-system turn is context, kept apart (``system``) and counted, not scored as prompt text.
+system turn is context, kept apart (``system``) and counted, not part of the prompt text
+(``lmeval.py`` puts it back where a document's templates differ in it).
 """
 
 from __future__ import annotations

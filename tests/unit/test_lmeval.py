@@ -242,3 +242,21 @@ def test_a_joined_file_is_named_after_its_benchmark() -> None:
     assert benchmark_name(names, "masakhaner_luo_5templates_0shot") == "masakhaner_luo"
     assert benchmark_name(["truthfulqa_gen"], "x") == "truthfulqa_gen"
     assert benchmark_name(["arc_easy", "boolq"], "joined") == "joined"
+
+
+def test_a_system_turn_that_differs_between_templates_stays_in_the_prompt(
+    tmp_path: Path,
+) -> None:
+    from sago_core.external.lmeval import SYSTEMS_DIFFER
+
+    lines = _json_lines(CHAT)
+    for line in lines:
+        if line["task"] == "capitals_prompt_3":  # a template that is a system instruction
+            args = line["arguments"]["gen_args_0"]
+            args["arg_0"] = [args["arg_0"][0].replace(SYSTEM, "Answer in French.")]
+    table = _read(_write(tmp_path / "systems.jsonl", lines))
+    rows = _by(table)
+    terse = rows[("0", "lm-eval:capitals_prompt_3")].prompt_text
+    assert terse == "Answer in French.\n\nWhat is the capital of France? Reply in one word."
+    assert rows[("0", "base")].prompt_text.startswith(SYSTEM + "\n\nQuestion:")
+    assert table.notes[SYSTEMS_DIFFER] == 2
