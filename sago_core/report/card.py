@@ -52,7 +52,7 @@ from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE, current_names
 from sago_core.report.language_section import language_blocks, language_card
 from sago_core.report.paired_runs import compare_paired, describe_sampling, sampling_settings
 from sago_core.report.served_identity import check_runs
-from sago_core.scoring.encoder import BERT_AXIS, encoder_of, label_of
+from sago_core.scoring.encoder import axis_label, bert_label, encoder_of, label_of
 from sago_core.statistics.axis_structure import REDUNDANT_RHO
 from sago_core.statistics.paired import ALPHA, DEFAULT_MARGIN
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -375,16 +375,10 @@ def _identity_block(card: dict[str, Any], model: dict[str, Any]) -> Block:
     return (f"Model {name}", [], [], identity)
 
 
-def _bert_named(name: str, encoder: str | None) -> str:
-    """A BERT number's row label with the encoder that made it (issue 39; a card written
-    before says nothing of its encoder)."""
-    return f"{name} ({encoder})" if encoder else name
-
-
 def _sgs_block(model: dict[str, Any], encoder: str | None = None) -> Block:
     sgs_rows = [
         [
-            _bert_named(r["axis"], encoder) if r["axis"] == BERT_AXIS else r["axis"],
+            axis_label(r["axis"], encoder),
             _num(r["sgs"]),
             _ci(r),
             str(r["n"]),
@@ -421,7 +415,7 @@ def _peer_block(model: dict[str, Any], encoder: str | None = None) -> Block:
     peer = model.get("peer_indices") or {"available": False, "note": None, "rows": []}
     rows = [
         [
-            _bert_named(r["index"], encoder) if r["index"] == PSS_BERT_TO_BASE else r["index"],
+            bert_label(r["index"], encoder) if r["index"] == PSS_BERT_TO_BASE else r["index"],
             _num(r["value"]),
             str(r["n"]),
             r["source"],

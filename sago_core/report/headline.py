@@ -360,8 +360,9 @@ def _paired_html(paired: dict[str, Any] | None, note: str | None) -> str:
     )
 
 
-def headline_html(items: list[Glance]) -> str:
-    """The block's body: one short list per model."""
+def headline_html(items: list[Glance], encoder: str | None = None) -> str:
+    """The block's body: one short list per model; ``encoder``: the BERTScore encoder
+    behind every BERT number of the page, said under the block's note."""
     if not items:
         return "<p>No model in the summary.</p>"
     parts = [
@@ -371,6 +372,12 @@ def headline_html(items: list[Glance]) -> str:
         "mean square of one variant's |normalised delta| over its axes. Details follow "
         "below.</p>"
     ]
+    if encoder:
+        parts.append(
+            f"<p class='glance-note'>BERT numbers (the bert axis, the PSS form on BERTScore) "
+            f"are BERTScore F1 by {html.escape(encoder)}: another encoder gives other "
+            "numbers.</p>"
+        )
     for g in items:
         facts = [
             ("Unstable axes", _unstable_html(g)),

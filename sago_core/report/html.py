@@ -68,6 +68,7 @@ from sago_core.report.markup import table as _table
 from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
 from sago_core.report.sampling_section import sampling_from_run, sampling_sections
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
+from sago_core.scoring.encoder import axis_label, provenance_encoder
 from sago_core.statistics.correctness import is_correct
 from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.rankings import rank_agreement, rank_reversals
@@ -173,7 +174,7 @@ def _axes_in(frame: pl.DataFrame) -> list[str]:
     return [*AXES, *sorted(present - set(AXES))]
 
 
-def _pooled_table(summary: pl.DataFrame) -> str:
+def _pooled_table(summary: pl.DataFrame, encoder: str | None = None) -> str:
     rows = []
     pooled = summary.filter(pl.col("dataset") == POOLED)
     ordered = pooled.with_columns(
@@ -194,7 +195,7 @@ def _pooled_table(summary: pl.DataFrame) -> str:
         rows.append(
             [
                 html.escape(r["model"]),
-                r["axis"],
+                html.escape(axis_label(r["axis"], encoder)),
                 sgs,
                 ci,
                 str(r["n"]),
@@ -622,6 +623,7 @@ def render_report(
     and ``variance_components`` (a run at K > 1 samples) the stability-under-sampling
     section."""
     kept = kept_counts(variants)
+    encoder = provenance_encoder(provenance)  # named beside every BERT number (issue 39)
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     at_a_glance = glances(
         summary,
@@ -633,11 +635,11 @@ def render_report(
     )
     parts: list[Section | str] = [
         "<h1>SAGO report</h1>",
-        Section(HEADLINE, "At a glance", headline_html(at_a_glance)),
+        Section(HEADLINE, "At a glance", headline_html(at_a_glance, encoder)),
         _identity_drift(generations),
         Section("method", "How to read it", _method_note(summary)),
-        Section("pooled", "Pooled SGS per model and axis", _pooled_table(summary)),
-        *peer_sections(peer_metrics, summary),
+        Section("pooled", "Pooled SGS per model and axis", _pooled_table(summary, encoder)),
+        *peer_sections(peer_metrics, summary, encoder),
         *sampling_sections(sampling_tests, variance_components),
         *tail_sections(insights, summary),
         *language_sections(

@@ -24,6 +24,7 @@ from sago_core.peer_metrics.sources import (
     current_names,
 )
 from sago_core.report.markup import table as _table
+from sago_core.scoring.encoder import bert_label
 from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import POOLED
 
@@ -92,7 +93,8 @@ def _notes(pooled: pl.DataFrame) -> str:
     )
 
 
-def peer_section(peer: pl.DataFrame, summary: pl.DataFrame) -> str:
+def peer_section(peer: pl.DataFrame, summary: pl.DataFrame, encoder: str | None = None) -> str:
+    """``encoder``: the BERTScore encoder's label, named beside the BERT columns."""
     pooled = current_names(peer).filter(pl.col("dataset") == POOLED)
     models = sorted(pooled["model"].unique().to_list())
     overall, by_family = [], []
@@ -109,7 +111,9 @@ def peer_section(peer: pl.DataFrame, summary: pl.DataFrame) -> str:
             for family in families
         ]
     labels = [LABELS[name] for name in INDICES]
-    headers = ["model", labels[0], labels[1], "SGS bert", labels[2], "SGS prob", *labels[3:]]
+    labels[1] = bert_label(labels[1], encoder)
+    sgs_bert = bert_label("SGS bert", encoder)
+    headers = ["model", labels[0], labels[1], sgs_bert, labels[2], "SGS prob", *labels[3:]]
     return (
         "<p>The prompt-sensitivity indices other papers report, from this run's own answers, "
         "verdicts and teacher-forced log-probabilities (datasets pooled). The sago base "
@@ -122,8 +126,10 @@ def peer_section(peer: pl.DataFrame, summary: pl.DataFrame) -> str:
     )
 
 
-def peer_sections(peer: pl.DataFrame | None, summary: pl.DataFrame) -> list[str]:
+def peer_sections(
+    peer: pl.DataFrame | None, summary: pl.DataFrame, encoder: str | None = None
+) -> list[str]:
     """Placed right after the pooled SGS table; nothing when the run has no peer indices."""
     if peer is None or peer.height == 0:
         return []
-    return ["<h2>Peer indices beside SGS</h2>", peer_section(peer, summary)]
+    return ["<h2>Peer indices beside SGS</h2>", peer_section(peer, summary, encoder)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sago_core.scoring.encoder import BERT_AXIS
+from sago_core.scoring.encoder import axis_label
 from sago_core.vocabulary import AXES, POOLED
 
 
@@ -85,8 +85,7 @@ def render_summary(
         names = [*AXES, *sorted(set(rows["axis"].drop_nulls().to_list()) - set(AXES))]
         for axis in names:
             cells = [_cell(index.get((d, axis))) for d in columns]
-            label = f"{axis} ({encoder})" if encoder and axis == BERT_AXIS else axis
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+            lines.append(f"| {axis_label(axis, encoder)} | " + " | ".join(cells) + " |")
         pooled_n = {r["axis"]: r["n"] for r in rows.iter_rows(named=True) if r["dataset"] == POOLED}
         lines.append("")
         lines.append(

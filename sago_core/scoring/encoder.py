@@ -92,6 +92,24 @@ def run_encoder(run_dir: Path) -> Encoder | None:
     return encoder_of(saved_config(run_dir))
 
 
+def provenance_encoder(provenance: Mapping[str, Any] | None) -> str | None:
+    """The encoder's label from a report's provenance (its saved ``config``); None when the
+    provenance does not say (a page built from frames alone)."""
+    encoder = encoder_of((provenance or {}).get("config"))
+    return encoder.label if encoder is not None else None
+
+
+def bert_label(name: str, encoder: str | None) -> str:
+    """A BERT number's row or column name with its encoder: ``bert (all-MiniLM-L6-v2
+    (embedded), layer 6)``; the name alone when the encoder is not known."""
+    return f"{name} ({encoder})" if encoder else name
+
+
+def axis_label(axis: str, encoder: str | None) -> str:
+    """An axis' name in a table: the ``bert`` axis with its encoder, the others as they are."""
+    return bert_label(axis, encoder) if axis == BERT_AXIS else axis
+
+
 def label_of(encoder: Encoder | None) -> str:
     return encoder.label if encoder is not None else UNKNOWN
 

@@ -118,3 +118,28 @@ def test_the_card_names_the_encoder_beside_its_bert_numbers(tmp_path: Path) -> N
     assert "| bert (all-MiniLM-L6-v2 (embedded), layer 6) | " in md
     assert "| pss_bert_to_base (all-MiniLM-L6-v2 (embedded), layer 6) | 0.1250 |" in md
     assert "| bleu | " in md
+
+
+def test_the_report_names_the_encoder_in_its_pooled_table_peer_section_and_headline() -> None:
+    from sago_core.report.headline import glances, headline_html
+    from sago_core.report.html import _pooled_table
+    from sago_core.report.peer_section import peer_sections
+    from sago_core.scoring.encoder import provenance_encoder
+    from sago_core.scoring.prompt_scores import score_prompts
+    from tests.unit.test_peer_metrics import _analysis, _instances, peer_metrics_on_few
+
+    summary = summarize(score_prompts(_deltas()))
+    label = provenance_encoder({"config": {"bertscore": MINILM}})
+    assert label == "all-MiniLM-L6-v2 (embedded), layer 6"
+    assert provenance_encoder({}) is None and provenance_encoder({"config": {"n": 3}}) is None
+    pooled = _pooled_table(summary, label)
+    assert ">bert (all-MiniLM-L6-v2 (embedded), layer 6)<" in pooled
+    assert ">bleu</td>" in pooled
+    from tests.unit.test_peer_metrics import _deltas as peer_deltas
+
+    peer = peer_metrics_on_few(_instances(), peer_deltas(), _analysis())
+    section = "".join(peer_sections(peer, summary, label))
+    assert f"SGS bert ({label})" in section and f"PSS form, BERT to base ({label})" in section
+    glance = glances(summary, _deltas(), None, None, None, None)
+    assert f"are BERTScore F1 by {label}" in headline_html(glance, label)
+    assert "BERTScore F1 by" not in headline_html(glance)
