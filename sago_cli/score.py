@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
         "--model", help="BACKEND:ID of a local model for Act/Prob/Ent (e.g. hf:smollm2-135m)"
     )
     score.add_argument(
-        "--format", choices=FORMATS, help="the file's format (default: from its columns)"
+        "--format", choices=FORMATS, help="the file's format (default: from its content)"
     )
     score.add_argument(
         "--columns", help="schema=file column pairs, e.g. prompt_text=question,response_text=out"
