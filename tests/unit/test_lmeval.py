@@ -260,3 +260,9 @@ def test_a_system_turn_that_differs_between_templates_stays_in_the_prompt(
     assert terse == "Answer in French.\n\nWhat is the capital of France? Reply in one word."
     assert rows[("0", "base")].prompt_text.startswith(SYSTEM + "\n\nQuestion:")
     assert table.notes[SYSTEMS_DIFFER] == 2
+
+
+def test_templates_still_need_a_family_but_a_fewshot_run_does_not() -> None:
+    with pytest.raises(InputError, match=r"task 'capitals_polite'\): give --family"):
+        read_external(ExternalSource(path=GENERATE))
+    assert read_external(ExternalSource(path=RUNS)).format == "lm-eval"
