@@ -191,8 +191,8 @@ def explorer_section(instances: pl.DataFrame) -> str:
         "normalised deltas; mr_intensity is the graded mirroring in [0, 1]; every variant is "
         "in <code>instances.parquet</code>.</p>"
         f'<div id="explorer">{_controls(data)}'
-        '<table id="explorer-table"><thead id="explorer-head"></thead>'
-        '<tbody id="explorer-rows"></tbody></table></div>'
+        '<div id="explorer-box"><table id="explorer-table"><thead id="explorer-head"></thead>'
+        '<tbody id="explorer-rows"></tbody></table></div></div>'
         f'<script type="text/plain" id="explorer-data">{pack(data)}</script>'
         f"<script>{script}</script>"
     )

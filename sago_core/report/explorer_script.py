@@ -11,14 +11,20 @@ navigation start).
 
 from __future__ import annotations
 
-# table-layout:fixed with wrapping (anywhere) and clipped cells: the table is exactly as wide
-# as the page, whatever its texts hold; a long answer scrolls inside its own cell.
+# table-layout:fixed, as wide as the page but never narrower than its columns need (the
+# script sets each header's width from its name and, for a category, its longest word, and
+# the table's min-width from their sum): a narrower window scrolls the table in its own box.
+# Headers and numbers never wrap; ids (model, dataset, ...) wrap only after a separator
+# (the script puts a <wbr> there), never inside a word; a long answer scrolls in its cell.
 STYLE = (
+    "#explorer-box{overflow-x:auto;max-width:100%}"
     "#explorer table{table-layout:fixed;width:100%;margin:0.5rem 0 1.5rem}"
     "#explorer th,#explorer td{font-size:0.75rem;padding:0.15rem 0.25rem;vertical-align:top;"
-    "overflow:hidden;overflow-wrap:anywhere}"
+    "overflow:hidden;overflow-wrap:normal;word-break:normal}"
+    "#explorer th,#explorer td.n{white-space:nowrap}"
     "#explorer th{cursor:pointer;user-select:none}"
-    "#explorer td.txt div{max-height:10em;overflow-y:auto;white-space:pre-wrap}"
+    "#explorer td.txt div{max-height:10em;overflow-y:auto;white-space:pre-wrap;"
+    "overflow-wrap:anywhere}"
     "#explorer td.n{font-size:0.7rem;font-variant-numeric:tabular-nums}"
     "#explorer td.sel{background:#fff3c4}"
     "#explorer label{margin-right:0.75rem;white-space:nowrap}"
@@ -29,7 +35,8 @@ STYLE = (
 
 SCRIPT = """
 (function(){
-const axes=%(axes)s, weights={cat:1.1,txt:3,num:1.5};
+const axes=%(axes)s, least={cat:4.5,txt:14,num:4.2};
+const SEP=/(?<=[\\/\\-_:.@])/;
 const pick=id=>document.getElementById('explorer-'+id);
 const fmt=v=>v===null?'NA':(Math.abs(v)<1e-3&&v!==0?v.toExponential(2):v.toFixed(4));
 const api=window.sagoExplorer={openedMs:null};
@@ -72,10 +79,17 @@ function order(rows){
     return (x<y?-1:x>y?1:0)*dir;});
 }
 function shown(){return D.columns.filter(([c])=>pick('show-'+c).checked);}
+function words(text){return text.split(SEP).reduce((m,w)=>Math.max(m,w.length),0);}
+function rem(c,k){const name=0.5*c.length+1.5;
+  const cells=k==='cat'?0.45*D.cats[c].reduce((m,t)=>Math.max(m,words(t)),0)+0.8:0;
+  return Math.max(least[k],name,cells);}
+function breakable(td,text){text.split(SEP).forEach((w,i)=>{
+  if(i)td.appendChild(document.createElement('wbr'));td.appendChild(document.createTextNode(w));});}
 function head(cols){
-  const total=cols.reduce((s,[,k])=>s+weights[k],0), tr=document.createElement('tr');
+  const tr=document.createElement('tr');
+  pick('table').style.minWidth=cols.reduce((s,[c,k])=>s+rem(c,k),0).toFixed(2)+'rem';
   for(const [c,k] of cols){const th=document.createElement('th');th.className='l';
-    th.dataset.col=c;th.style.width=(100*weights[k]/total).toFixed(3)+'%%';
+    th.dataset.col=c;th.style.width=k==='txt'?'':rem(c,k).toFixed(2)+'rem';
     th.textContent=c+(state.sort===c?(state.desc?' \\u25bc':' \\u25b2'):'');
     th.title='sort by '+c;th.addEventListener('click',()=>{
       if(state.sort===c)state.desc=!state.desc;else{state.sort=c;state.desc=false;}
@@ -94,7 +108,8 @@ function draw(){
     for(const [c,k] of cols){const td=document.createElement('td');const text=label(c,i);
       if(k==='txt'){td.className='l txt';const div=document.createElement('div');
         div.textContent=text;td.appendChild(div);}
-      else{td.textContent=text;td.className=k==='cat'?'l':c==='d_'+state.axis?'n sel':'n';}
+      else if(k==='cat'){td.className='l';breakable(td,text);}
+      else{td.textContent=text;td.className=c==='d_'+state.axis?'n sel':'n';}
       tr.appendChild(td);}
     body.appendChild(tr);}
   pick('count').textContent=rows.length+' matching variant(s) with a measured '+state.axis+

@@ -1,15 +1,19 @@
 """``report.html``: a self-contained page (figures inlined as PNG data) built from a run's
 artifacts alone, so it opens offline and ``sago report <run>`` needs no model.
 
-Sections (``markup.Section``, in one list in ``render_report``: a new part is one more item):
-first the headline block (report/headline.py: per model the unstable axes at each eps, the worst
-family/subtype and instance, the flip rates, the verdicts against the previous release when the
-run holds them); then pooled SGS per model and axis with p-values at the three tolerances and
-marks; per dataset; variants kept and rejected per family; missing axes with their reasons (and
-how many measurements were non-finite); figures; where Act is read (per-layer cosine curves at
-the answer start and at the end of the user's text, from analysis.parquet, when the caller
-passes it); beyond the mean (report/insights.py: tail risk beside SGS, axis structure, graded
-mirroring, the instance explorer), when their artifacts exist; provenance from the manifest.
+Sections (``markup.Section``, in one list in ``render_report``: a new part is one more item),
+the story first, then the tables: the headline block (report/headline.py: per model the
+unstable axes at each eps, the worst family/subtype and instance, the flip rates, the verdicts
+against the previous release when the run holds them); the figures that answer how stable,
+where and how bad (report/story.py: pooled SGS per axis with intervals, the dose-response by
+family and strength, SGS per dataset, the worst variants); then pooled SGS per model and axis
+with p-values at the three tolerances and marks; per dataset; variants kept and rejected per
+family; missing axes with their reasons (and how many measurements were non-finite); beyond
+the mean (report/insights.py: tail risk beside SGS, axis structure, graded mirroring, the
+instance explorer), when their artifacts exist; more figures; where Act is read (per-layer
+cosine curves at the answer start and at the end of the user's text, from analysis.parquet,
+when the caller passes it); provenance from the manifest. Every p-value is written by
+``markup.p_value``; every table scrolls in its own box with its first column fixed.
 
 Size and speed at scale (issue 29; measured by ``python -m bench.report_scale``). No figure
 draws a point per instance: each aggregates first, so the figures and tables are a part of
@@ -27,7 +31,6 @@ takes about the same time at 1,000 and 8,000 instances: its cost is matplotlib's
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 from datetime import UTC, datetime
@@ -63,10 +66,12 @@ from sago_core.report.insights import (
 )
 from sago_core.report.language_section import language_sections
 from sago_core.report.locate import Located, locate_sections, located_from_run
-from sago_core.report.markup import Section, page
+from sago_core.report.markup import Section, p_value, page
+from sago_core.report.markup import image as _image
 from sago_core.report.markup import table as _table
 from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
 from sago_core.report.sampling_section import sampling_from_run, sampling_sections
+from sago_core.report.story import more_figures, story_section
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
 from sago_core.scoring.encoder import axis_label, provenance_encoder
 from sago_core.statistics.correctness import is_correct
@@ -90,6 +95,8 @@ padding:0.25rem 0.5rem;text-align:right;font-size:0.9rem;overflow-wrap:normal}
 .scroll td div.w{white-space:normal;min-width:16rem;text-align:left}
 th{background:#f3f3f3}td.l,th.l{text-align:left}
 .scroll{overflow-x:auto;max-width:100%}.scroll table{margin-bottom:0.75rem}
+.scroll tr>:first-child{position:sticky;left:0;z-index:1;background:#fff;
+box-shadow:inset -1px 0 0 #ccc}.scroll tr>th:first-child{background:#f3f3f3}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:0.5rem 0}
 .na{color:#a00}code{background:#f6f6f6;padding:0 0.2rem}
 #headline{border:1px solid #cdd;background:#f7fafa;padding:0.25rem 1rem 0.5rem;margin:1rem 0}
@@ -106,13 +113,6 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return html.escape(str(value))
 
 
-def _image(name: str, png: bytes, alt: str | None = None) -> str:
-    """An inlined PNG; ``alt`` says what it shows (the figure's name when not given)."""
-    data = base64.b64encode(png).decode()
-    text = html.escape(alt or name, quote=True)
-    return f'<img id="fig-{name}" alt="{text}" src="data:image/png;base64,{data}">'
-
-
 HTML_FIXED_BYTES = 1_500_000  # figures (PNG), tables, style and the explorer's script
 HTML_BYTES_PER_VARIANT = 400  # one explorer row: codes, numbers, its texts gzipped
 
@@ -126,28 +126,6 @@ def html_size_bound(variants: int) -> int:
 MAX_HTML_BYTES = html_size_bound(MAX_ROWS)
 
 HEADLINE = "headline"  # the id of the block that opens the page
-
-FIGURE_ALTS = {
-    "radar": "Radar: mean |normalised delta| per axis, one polygon per model",
-    "heatmap": "Heatmap: SGS per dataset and axis, one panel per model",
-    "dose-response": "Dose-response: mean |normalised delta| by strength, per axis and subtype",
-    "distributions": "Box plots: per-prompt scores s per axis, one box per model",
-}
-
-
-def _figures(summary: pl.DataFrame, scores: pl.DataFrame, variant_deltas: pl.DataFrame) -> str:
-    return "".join(
-        [
-            _image("radar", figures.radar(variant_deltas), FIGURE_ALTS["radar"]),
-            _image("heatmap", figures.heatmap(summary), FIGURE_ALTS["heatmap"]),
-            _image(
-                "dose-response",
-                figures.dose_response(variant_deltas),
-                FIGURE_ALTS["dose-response"],
-            ),
-            _image("distributions", figures.distributions(scores), FIGURE_ALTS["distributions"]),
-        ]
-    )
 
 
 def _method_note(summary: pl.DataFrame) -> str:
@@ -199,13 +177,13 @@ def _pooled_table(summary: pl.DataFrame, encoder: str | None = None) -> str:
                 sgs,
                 ci,
                 str(r["n"]),
-                _fmt(r["p_eps_0_01"]),
-                _fmt(r["p_eps_0_05"]),
-                _fmt(r["p_eps_0_10"]),
+                p_value(r["p_eps_0_01"]),
+                p_value(r["p_eps_0_05"]),
+                p_value(r["p_eps_0_10"]),
                 _fmt(r.get("floor")),
-                _fmt(r.get("p_floor")),
-                _fmt(r.get("p_holm")),
-                _fmt(r.get("p_bh")),
+                p_value(r.get("p_floor")),
+                p_value(r.get("p_holm")),
+                p_value(r.get("p_bh")),
                 _fmt(r.get("mde")),
             ]
         )
@@ -515,7 +493,7 @@ def _rankings_section(summary: pl.DataFrame) -> str:
                 html.escape(a.dataset_a),
                 html.escape(a.dataset_b),
                 _fmt(a.tau),
-                _fmt(a.p_value),
+                p_value(a.p_value),
                 str(a.n_models),
             ]
             for a in rank_agreement(scores)
@@ -637,6 +615,9 @@ def render_report(
         "<h1>SAGO report</h1>",
         Section(HEADLINE, "At a glance", headline_html(at_a_glance, encoder)),
         _identity_drift(generations),
+        story_section(
+            summary, variant_deltas, insights.instances if insights is not None else None
+        ),
         Section("method", "How to read it", _method_note(summary)),
         Section("pooled", "Pooled SGS per model and axis", _pooled_table(summary, encoder)),
         *peer_sections(peer_metrics, summary, encoder),
@@ -667,7 +648,7 @@ def render_report(
         Section("noise-floor", "Noise floor", _noise_floor(deltas, summary)),
         Section("missing", "Missing measurements", _missing(variant_deltas)),
         *detail_sections(insights),
-        Section("figures", "Figures", _figures(summary, scores, variant_deltas)),
+        more_figures(scores, variant_deltas),
         *(
             [
                 Section(

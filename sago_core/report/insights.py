@@ -18,7 +18,7 @@ from sago_core.artifacts.layout import (
     TAILS_FILE,
 )
 from sago_core.report.explorer import explorer_section
-from sago_core.report.markup import Section
+from sago_core.report.markup import Section, p_value
 from sago_core.report.markup import table as _table
 from sago_core.statistics.axis_structure import REDUNDANT_P, REDUNDANT_RHO, redundancy_note
 from sago_core.statistics.intervals import MIN_PROMPTS
@@ -136,7 +136,7 @@ def structure_section(structure: pl.DataFrame, pca: pl.DataFrame | None) -> str:
                 r["axis_a"],
                 r["axis_b"],
                 _num(r["spearman_rho"]),
-                _num(r["p_value"]),
+                p_value(r["p_value"]),
                 str(r["n"]),
                 html.escape(r["missing_reason"] or ("redundant" if r["redundant"] else "")),
             ]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 from dataclasses import dataclass
+from typing import Any
 
 TAG = re.compile(r"<[^>]*>")
 LONG_TEXT = 40  # characters: a longer cell (a note, a reason) wraps (a ``div.w`` inside
@@ -28,6 +30,26 @@ def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     body = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in rows)
     head = cells([html.escape(h) for h in headers], "th")
     return f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div>'
+
+
+P_FLOOR = 1e-4  # p-values below it are written "< 1e-4"
+
+
+def p_value(value: Any) -> str:
+    """A p-value as every table of the report writes it: "< 1e-4" below P_FLOOR, else
+    three significant digits ("0.0312", "0.500", "1.00"); NA when missing."""
+    if value is None or value != value:
+        return '<span class="na">NA</span>'
+    if value < P_FLOOR:
+        return "&lt; 1e-4"
+    return f"{value:#.3g}"
+
+
+def image(name: str, png: bytes, alt: str | None = None) -> str:
+    """An inlined PNG; ``alt`` says what it shows (the figure's name when not given)."""
+    data = base64.b64encode(png).decode()
+    text = html.escape(alt or name, quote=True)
+    return f'<img id="fig-{name}" alt="{text}" src="data:image/png;base64,{data}">'
 
 
 @dataclass(frozen=True)

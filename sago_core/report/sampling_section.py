@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.layout import SAMPLING_TESTS_FILE, VARIANCE_COMPONENTS_FILE
-from sago_core.report.markup import Section
+from sago_core.report.markup import Section, p_value
 from sago_core.report.markup import table as _table
 from sago_core.sampling.pooled import ALPHA, excess_table, replay_calibration
 from sago_core.vocabulary import MAIN_EPSILON, REPLAY_FAMILY
@@ -35,6 +35,10 @@ def sampling_from_run(run_dir: Path) -> dict[str, Any]:
 
 def _na(reason: str | None) -> str:
     return f'<span class="na" title="{html.escape(reason or "", quote=True)}">NA</span>'
+
+
+def _p(value: Any, reason: str | None) -> str:
+    return _na(reason) if value is None else p_value(value)
 
 
 def _num(value: Any, digits: int = 4, reason: str | None = None) -> str:
@@ -60,8 +64,8 @@ def _excess(tests: pl.DataFrame) -> str:
             html.escape(r["axis"]),
             str(r["n_prompts"]),
             _num(r["mean_excess"]),
-            _num(r["p_zero"], reason=r["missing_reason"]),
-            _num(r["p_eps"], reason=r["missing_reason"]),
+            _p(r["p_zero"], r["missing_reason"]),
+            _p(r["p_eps"], r["missing_reason"]),
             _num(r["share_p_below"], 3, "no pair could be tested"),
             str(r["n_tested"]),
         ]
@@ -155,7 +159,7 @@ def _replay(tests: pl.DataFrame) -> str:
             _num(r["bound"], 3, "no replay row could be tested"),
             _num(r["holds"]),
             _num(r["mean_excess"]),
-            _num(r["p_excess"], reason="fewer than two replay excesses"),
+            _p(r["p_excess"], "fewer than two replay excesses"),
         ]
         for r in found
     ]

@@ -241,3 +241,60 @@ def test_every_public_figure_is_a_png() -> None:
     ]
     for png in outputs:
         assert png.startswith(PNG_SIGNATURE)
+
+
+def test_the_sgs_figure_draws_each_axis_interval_as_the_summary_holds_it_and_na_as_text() -> None:
+    from sago_core.report.story import draw_sgs_intervals
+
+    rows: list[dict[str, Any]] = [
+        {"model": m, "dataset": POOLED, "axis": a, "sgs": None, "ci_low": None, "ci_high": None}
+        for m in ("hf:org/a", "hf:org/b")
+        for a in AXES
+    ]
+    rows[1].update(sgs=0.2, ci_low=0.15, ci_high=0.3)  # model a, second axis
+    rows[len(AXES)].update(sgs=0.1, ci_low=0.05, ci_high=0.12)  # model b, first axis
+    figure = draw_sgs_intervals(pl.DataFrame(rows))
+    ax = figure.axes[0]
+    bars = {}
+    for container in ax.containers:
+        (x,), (y,) = container.lines[0].get_data()
+        segments = container.lines[2][0].get_segments()
+        bars[round(float(y))] = (float(x), segments[0][0][0], segments[0][1][0])
+    assert bars[1] == pytest.approx((0.2, 0.15, 0.3))
+    assert bars[0] == pytest.approx((0.1, 0.05, 0.12))
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(AXES)
+    na = [t for t in ax.texts if t.get_text() == "NA"]
+    assert len(na) == 2 * len(AXES) - 2
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["a", "b"]
+
+
+def test_the_worst_variants_figure_ranks_by_rms_over_the_axes_and_names_the_worst_axis() -> None:
+    from sago_core.report.story import draw_worst_instances
+
+    def variant(i: int, act: float | None, prob: float | None) -> dict[str, Any]:
+        deltas = {f"d_{a}": None for a in AXES} | {"d_act": act, "d_prob": prob}
+        return {
+            "model": "hf:org/m",
+            "dataset": "toy",
+            "prompt_id": f"p{i}",
+            "variant_id": f"v{i}",
+            "family": "register",
+            "subtype": "polite",
+            "strength": 2.0,
+        } | deltas
+
+    rows = [variant(0, 0.3, 0.4), variant(1, -0.6, None), variant(2, 0.1, 0.1)]
+    rows += [variant(9, None, None)]  # nothing measured: not ranked
+    floats = {f"d_{a}": pl.Float64 for a in AXES}
+    figure = draw_worst_instances(pl.DataFrame(rows, schema_overrides=floats))
+    ax = figure.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [
+        "toy/p1 · register/polite +2",
+        "toy/p0 · register/polite +2",
+        "toy/p2 · register/polite +2",
+    ]
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == pytest.approx([0.6, (0.3**2 / 2 + 0.4**2 / 2) ** 0.5, 0.1])
+    notes = [t.get_text() for t in ax.texts]
+    assert notes[0] == " 0.6 (worst: act 0.6)" and "worst: prob 0.4" in notes[1]

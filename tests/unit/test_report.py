@@ -1,4 +1,4 @@
-"""report.html: self-contained, four real figures, tables equal to values from the deltas."""
+"""report.html: self-contained, five real figures, tables equal to values from the deltas."""
 
 from __future__ import annotations
 
@@ -97,7 +97,8 @@ def test_report_tables_equal_values_recomputed_from_deltas() -> None:
     )
 
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 4
+    assert len(images) == 5  # no instances.parquet: no worst-instances figure
+    assert page.index('id="fig-sgs-intervals"') < page.index("<table")  # figures first
     assert all(base64.b64decode(i).startswith(PNG_SIGNATURE) for i in images)
     assert "http://" not in page and "https://" not in page  # opens offline
 
@@ -169,7 +170,7 @@ def test_report_draws_both_layer_curves_from_analysis() -> None:
         summary, scores, deltas, variants, prompts, generations, {}, analysis=analysis
     )
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 5 and 'id="fig-layer-curves"' in page
+    assert len(images) == 6 and 'id="fig-layer-curves"' in page
     assert "answer start (axis)" in page and "end of user text" in page
     register = analysis.filter(~pl.col("variant_id").str.starts_with("replay"))
     axis_curve = _mean_curve(register["layer_cosines"])
@@ -342,3 +343,13 @@ def test_the_peer_indices_stand_beside_sgs_with_na_reasons() -> None:
     assert "PSS (correct) NA in 2 row(s): NO_GOLD_ALPACA" in page  # all, register
     plain = render_report(summary, scores, deltas, variants, prompts, generations, {})
     assert "Peer indices beside SGS" not in plain
+
+
+def test_every_p_value_is_written_one_way() -> None:
+    from sago_core.report.markup import p_value
+
+    assert p_value(8.025e-16) == "&lt; 1e-4" and p_value(9.99e-5) == "&lt; 1e-4"
+    assert p_value(1e-4) == "0.000100"
+    assert p_value(0.012345) == "0.0123"
+    assert p_value(0.5) == "0.500" and p_value(1.0) == "1.00"
+    assert "NA" in p_value(None) and "NA" in p_value(float("nan"))

@@ -1,4 +1,6 @@
-"""report.html and consistency.html in headless Chromium at 1280 px (issue 31, items 3 and 5):
+"""report.html and consistency.html in headless Chromium at 1280 px (issue 31, items 3 and 5);
+the report at 1,400 and 1,000 px too (issue 42, item 4: its story figures above its first
+table, no header or explorer id broken inside a word, a scrolled table's first column kept):
 no horizontal overflow (``document.documentElement.scrollWidth <= 1280``), every figure
 decoded and labelled (an img's alt, an svg's aria-label or title), the headline block the
 first section of the report, and the consistency page's wide checkpoint table scrolling
@@ -189,12 +191,12 @@ def _save(page: Path, work: Path, name: str) -> None:
 
 
 def test_the_report_fits_1280_px_labels_its_figures_and_opens_with_the_headline(
-    tmp_path: Path,
+    story_report: Path, tmp_path: Path
 ) -> None:
-    page = _report(tmp_path)
+    page = story_report
     seen = _probe(page, tmp_path)
-    _fits_and_labels(seen, figures=4)
-    assert seen["sections"][0] == "headline"
+    _fits_and_labels(seen, figures=6)
+    assert seen["sections"][:2] == ["headline", "story"]
     assert seen["firstH2"] == ["At a glance", "headline"]
     assert seen["sections"].index("pooled") < seen["sections"].index("figures")
     text = page.read_text(encoding="utf-8")
@@ -219,3 +221,93 @@ def test_the_consistency_page_fits_and_its_checkpoint_table_scrolls_in_its_box(
     (box,) = [b for b in seen["boxes"] if b[0] == "scores"]
     assert box[1] > box[2], "the 24-column checkpoint table should be wider than its box"
     _save(page, tmp_path, "sago-consistency-1280.png")
+
+
+# After load and the explorer's first page: where the first figure and the first table sit,
+# every word of a header or an explorer id cell that wraps onto two lines, every clipped
+# header, and whether a scrolled wide table keeps its first column in place.
+STORY_PROBE = """<script>window.addEventListener('load',()=>{const ready=window.sagoExplorer?
+window.sagoExplorer.ready:Promise.resolve();ready.then(()=>setTimeout(()=>{const out={};try{
+const root=document.documentElement;out.width=[window.innerWidth,root.scrollWidth];
+const top=e=>Math.round(e.getBoundingClientRect().top+window.scrollY);
+const fig=document.querySelector('section img, section svg'),tab=document.querySelector('table');
+out.firstFigure=[fig.id,top(fig)];out.firstTable=[tab.closest('section').id,top(tab)];
+out.broken=[];out.checked=0;
+for(const el of document.querySelectorAll('th, #explorer td.l:not(.txt)')){
+  const walk=document.createTreeWalker(el,NodeFilter.SHOW_TEXT);let n;
+  while((n=walk.nextNode())){const words=/\\S+/g;let m;while((m=words.exec(n.data))){
+    const r=document.createRange();r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);
+    out.checked++;const lines=new Set([...r.getClientRects()].map(x=>Math.round(x.top)));
+    if(lines.size>1)out.broken.push(el.tagName+' '+m[0]);}}}
+out.clipped=[...document.querySelectorAll('th')].filter(t=>t.scrollWidth>t.clientWidth+1)
+  .map(t=>t.textContent);
+out.explorerHead=[...document.querySelectorAll('#explorer th')].map(t=>t.textContent);
+const box=document.querySelector('#tails .scroll');const cell=box.querySelector('tr>td');
+const before=Math.round(cell.getBoundingClientRect().left);box.scrollLeft=200;
+out.sticky=[box.scrollWidth>box.clientWidth,box.scrollLeft,before,
+  Math.round(cell.getBoundingClientRect().left)];
+}catch(e){out.error=String(e)+' '+e.stack;}
+document.body.setAttribute('data-probe',JSON.stringify(out));},100));});</script>"""
+
+
+@pytest.fixture(scope="module")
+def story_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _report(tmp_path_factory.mktemp("story"))
+
+
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_the_story_figures_come_before_the_tables_and_no_header_breaks_mid_word(
+    story_report: Path, tmp_path: Path, width: int
+) -> None:
+    probed = tmp_path / "probe-report.html"
+    text = story_report.read_text(encoding="utf-8")
+    probed.write_text(text.replace("</body>", STORY_PROBE + "</body>"))
+    done = subprocess.run(
+        [
+            chromium(),
+            *FLAGS,
+            f"--window-size={width},900",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            probed.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found = re.search(r'data-probe="([^"]*)"', done.stdout)
+    assert found, f"the page never finished loading in Chromium: {done.stderr[-2000:]}"
+    seen = json.loads(unescape(found.group(1)))
+    assert "error" not in seen, seen.get("error")
+    assert seen["width"][1] <= width, seen["width"]
+    assert seen["firstFigure"][0] == "fig-sgs-intervals"
+    assert seen["firstFigure"][1] < seen["firstTable"][1], (seen["firstFigure"], seen["firstTable"])
+    assert seen["firstTable"][0] == "story" or seen["firstTable"][0] != "headline"
+    assert seen["explorerHead"][:2] == ["model", "dataset"]
+    assert seen["checked"] > 100 and seen["broken"] == [], seen["broken"][:10]
+    assert seen["clipped"] == []
+    wide, scrolled, before, after = seen["sticky"]
+    assert wide and scrolled > 0 and abs(after - before) <= 2  # the first column stays put
+    section_order = re.findall(r'<section id="([^"]+)"', text)
+    assert section_order[:2] == ["headline", "story"]
+    assert text.index('id="fig-worst-instances"') < text.index('<section id="pooled"')
+    assert re.search(r"<td>&lt; 1e-4</td>|<td>\d\.\d{2}|<td>0\.\d{3}", text)
+    shots = Path(os.environ.get("SAGO_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    shot = shots / f"sago-report-{width}.png"
+    subprocess.run(
+        [
+            chromium(),
+            *FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            f"--window-size={width},4000",
+            "--hide-scrollbars",
+            story_report.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert shot.read_bytes().startswith(b"\x89PNG")
