@@ -1,6 +1,7 @@
 """``sago site``: the static results site over a runs folder (local or on a store): the
 runs with their configurations, each model family's SGS per axis across releases with its
-intervals and regressions marked, the leaderboard, and each run's report, card and
+intervals and regressions marked (one chart per design: runs of other settings are drawn
+apart, with the reason), the leaderboard, and each run's report, card and
 comparisons, linked both ways. Offline: plotly.js is vendored into the site."""
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from sago_core.errors import InputError
 def add_parser(commands: Any) -> None:
     site = commands.add_parser(
         "site",
-        help="build the static results site over a runs folder: trends across releases, "
-        "leaderboard, runs, reports, cards (offline)",
+        help="build the static results site over a runs folder: trends across releases "
+        "(one chart per design), leaderboard, runs, reports, cards (offline)",
     )
     site.add_argument("runs", help="the runs folder: a path, or its store URL (s3://...)")
     site.add_argument(

@@ -11,6 +11,7 @@ axis's line, in a trace of its own named in the legend.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +30,8 @@ def release_label(index: int, release: Release, basis: str, sep: str = ", ") -> 
     of its identity (the revision), then its run and the date it is ordered by (two runs of
     one revision differ there). ``sep`` joins the two parts (a chart's tick breaks there)."""
     name = release.spec.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-    identity = (release.identity or "").removeprefix("sha256:")[:7]
+    digest = (release.identity or "").removeprefix("sha256:")
+    identity = digest[:7] if re.fullmatch(r"[0-9a-f]{7,}", digest) else ""  # a hash, revision
     head = f"{index + 1}. {name}" + (f" @{identity}" if identity else "")
     at = release.times.get(basis)
     when = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M") if at is not None else ""

@@ -92,6 +92,9 @@ def test_a_date_in_the_releases_names_orders_their_line(tmp_path: Path) -> None:
     (line,) = read_site(root).series
     assert [r.spec for r in line.releases] == [older, newer]
     assert line.basis == "released" and "name" in line.legend
+    # an API model's identity is its name, not a revision: no "@..." in its label
+    label = release_label(0, line.releases[0], line.basis)
+    assert label == "1. gpt-4o-2024-05-13, y · 2024-05-13 00:00"
 
 
 def test_the_site_over_two_designs_draws_two_lines_and_says_why(tmp_path: Path) -> None:
