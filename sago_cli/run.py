@@ -6,19 +6,23 @@ temperature sweep: one plain run per temperature (``sago_core/sweep.py``), then 
 page and card in ``<runs-dir>/<sweep id>/``. Inputs are checked before Prefect starts or any model
 loads. Prefect runs ephemeral (no server) unless PREFECT_API_URL points at one; its home
 defaults to ``<runs-dir>/.prefect`` (``RunLayout``'s ``default_prefect_home``), never the
-user's home by surprise.
+user's home by surprise. Without a server, sago's temporary Prefect server runs in a session
+of its own (``flows.runtime.temporary_server``). SIGTERM or SIGINT stops a run within
+seconds and prints how to resume it (``flows.runtime.stopping``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from flows.runtime.stopping import Server, Stopper, stop_on_signals
 from sago_cli.common import configure_environment, csv_list, hub_models, preflight
-from sago_core.artifacts.layout import REPORT_FILE, SUMMARY_MD_FILE
+from sago_core.artifacts.layout import REPORT_FILE, SUMMARY_MD_FILE, RunLayout
 from sago_core.config import (
     BUILTIN_DATASET,
     DATASET_NAMES,
@@ -147,7 +151,6 @@ def dry_run_command(config: RunConfig) -> int:
             print(f"\nArm T {arm.temperature:g} (K {arm.samples}):")
             dry_run_command(arm.config)
         return 0
-    from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.api import token_prices
     from sago_core.backends.hub_check import uncached_warning
     from sago_core.backends.target import run_targets
@@ -175,9 +178,11 @@ def run_command(config: RunConfig) -> int:
     require_bertscore_encoder(config.bertscore.model)  # named, with how to point at a copy
     if is_sweep(config):
         return sweep_command(config)
-    preflight(config)
-    configure_environment(config)
-    run_dir = evaluate_run(config)
+    with stoppable(config) as stopper:
+        preflight(config)
+        configure_environment(config)
+        stopper.server = temporary_server()
+        run_dir = evaluate_run(config)
     print((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))
     print(f"Artifacts: {run_dir}")
     report = run_dir / REPORT_FILE
@@ -187,6 +192,38 @@ def run_command(config: RunConfig) -> int:
     if site.is_file():  # a watch built one over this runs folder
         print(f"Site: {site} (add this run: sago site {run_dir.parent})")
     return 0
+
+
+@contextlib.contextmanager
+def stoppable(config: RunConfig) -> Iterator[Stopper]:
+    """SIGTERM or SIGINT stops the run within seconds: its flow run marked Crashed, its
+    workers then its temporary server stopped, one line saying how to resume it, exit 130
+    (SIGINT) or 143 (SIGTERM); a second signal exits at once (``flows.runtime.stopping``)."""
+    with stop_on_signals(lambda: stop_line(config)) as stopper:
+        yield stopper
+
+
+def stop_line(config: RunConfig) -> str:
+    """The one line a stopped run prints: how to resume it (a sweep: its own folder), as the
+    user named its runs folder (relative, or the store's URL)."""
+    run_id = sweep_id(config, sweep_arms(config)) if is_sweep(config) else config.resolved_run_id()
+    if not RunLayout.of(config.runs_dir, run_id).run_config.is_file():
+        return "stopped before the run saved anything; run the same command again"
+    place = f"{config.runs_store.rstrip('/')}/{run_id}" if config.runs_store else None
+    return f"stopped; resume with: sago resume {place or config.runs_dir / run_id}"
+
+
+def temporary_server() -> Server | None:
+    """sago's temporary Prefect server (in a session of its own), registered before Prefect
+    first needs one; None with a server of the user's (PREFECT_API_URL), for which Prefect's
+    server application is not even imported."""
+    from flows.runtime.server_outage import api_url
+
+    if api_url() is not None:
+        return None
+    from flows.runtime.temporary_server import own_temporary_server
+
+    return own_temporary_server()
 
 
 def evaluate_run(config: RunConfig) -> Path:
@@ -201,9 +238,11 @@ def evaluate_run(config: RunConfig) -> Path:
 def sweep_command(config: RunConfig) -> int:
     """A temperature sweep, after the preflight its arms share (models, data and store;
     only decoding differs): ``run_sweep`` through the evaluation flow."""
-    preflight(sweep_arms(config)[0].config)
-    configure_environment(config)
-    run_sweep(config, evaluate_run)
+    with stoppable(config) as stopper:
+        preflight(sweep_arms(config)[0].config)
+        configure_environment(config)
+        stopper.server = temporary_server()
+        run_sweep(config, evaluate_run)
     return 0
 
 
@@ -212,7 +251,6 @@ def run_sweep(config: RunConfig, evaluate_arm: Callable[[RunConfig], Path]) -> l
     a cache hit, stage by stage), in rising temperature, then the sweep's page and card in
     its own folder; returns their paths. The sweep's configuration is saved there first, so
     ``sago resume`` on the sweep folder continues the sweep."""
-    from sago_core.artifacts.layout import RunLayout
     from sago_core.artifacts.store import write_json
     from sago_core.report.sweep import ArmRun, write_sweep
     from sago_core.report.sweep_card import write_sweep_card
