@@ -238,6 +238,7 @@ class VllmBackend:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,  # forwarded to the sago.vllm logger
                 text=True,
+                start_new_session=True,  # a terminal's Ctrl-C is the run's to handle
             )
             self.log_tail = deque(maxlen=50)
             self._forwarder = threading.Thread(
