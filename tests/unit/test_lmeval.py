@@ -151,8 +151,6 @@ def _json_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def test_a_chat_api_models_messages_give_the_user_turn_as_prompt(tmp_path: Path) -> None:
-    from sago_core.external.lmeval import CHAT_PROMPTS, SYSTEM_TURNS
-
     # written with ensure_ascii (U+2028 escaped): only the chat messages are under test here
     path = _write(tmp_path / "chat.jsonl", _json_lines(CHAT))
     first = _json_lines(CHAT)[0]["arguments"]["gen_args_0"]["arg_0"]
@@ -164,19 +162,21 @@ def test_a_chat_api_models_messages_give_the_user_turn_as_prompt(tmp_path: Path)
     polite = rows[("1", "lm-eval:capitals_prompt_2")].prompt_text
     assert polite == "Please answer the following question.\nWhat is the capital of Japan?"
     assert all(SYSTEM not in r.prompt_text for r in table.rows)  # the system turn is context
+    from sago_core.external.lmeval import CHAT_PROMPTS, SYSTEM_TURNS
+
     assert table.notes[CHAT_PROMPTS] == 6 and table.notes[SYSTEM_TURNS] == 6
     assert rows[("1", "lm-eval:capitals_prompt_3")].references == ("Tokyo",)
 
 
 def test_json_lines_split_on_newlines_only() -> None:
-    from sago_core.external.jsonl import lines
-
     table = _read(CHAT)  # the answers hold U+2028 and U+2029 as written, not escaped
     rows = _by(table)
     assert len(table.rows) == 6
     answer = rows[("0", "lm-eval:capitals_prompt_2")].response_text
     assert answer == "The capital of France is Paris.\u2028It has been since 987."
     assert rows[("1", "lm-eval:capitals_prompt_3")].response_text == "T\u014dky\u014d\u2029"
+    from sago_core.external.jsonl import lines
+
     text = "a\u2028b\u0085c\u2029d\x0be\x0cf\x1cg\r\nsecond\n\nthird"
     assert list(lines(text)) == [
         (1, "a\u2028b\u0085c\u2029d\x0be\x0cf\x1cg"),
@@ -233,11 +233,12 @@ def test_one_prompt_answered_twice_differently_is_an_error_not_a_filter(tmp_path
 
 
 def test_a_joined_file_is_named_after_its_benchmark() -> None:
+    table = _read(GENERATE)  # tasks capitals_plain, capitals_polite, capitals_terse
+    assert {r.dataset for r in table.rows} == {"capitals"}  # not the file's name
+    assert all(r.source.startswith(f"{GENERATE}:") for r in table.rows)  # the file: the source
+    assert {r.dataset for r in _read(CHAT).rows} == {"capitals"}  # capitals_prompt_<n>
     from sago_core.external.lmeval import benchmark_name
 
-    table = _read(CHAT)
-    assert {r.dataset for r in table.rows} == {"capitals"}  # not the file's name
-    assert all(r.source.startswith(f"{CHAT}:") for r in table.rows)  # the file is the source
     names = [f"masakhaner_luo_prompt_{n}" for n in range(1, 6)]
     assert benchmark_name(names, "masakhaner_luo_5templates_0shot") == "masakhaner_luo"
     assert benchmark_name(["truthfulqa_gen"], "x") == "truthfulqa_gen"
@@ -247,8 +248,6 @@ def test_a_joined_file_is_named_after_its_benchmark() -> None:
 def test_a_system_turn_that_differs_between_templates_stays_in_the_prompt(
     tmp_path: Path,
 ) -> None:
-    from sago_core.external.lmeval import SYSTEMS_DIFFER
-
     lines = _json_lines(CHAT)
     for line in lines:
         if line["task"] == "capitals_prompt_3":  # a template that is a system instruction
@@ -259,6 +258,8 @@ def test_a_system_turn_that_differs_between_templates_stays_in_the_prompt(
     terse = rows[("0", "lm-eval:capitals_prompt_3")].prompt_text
     assert terse == "Answer in French.\n\nWhat is the capital of France? Reply in one word."
     assert rows[("0", "base")].prompt_text.startswith(SYSTEM + "\n\nQuestion:")
+    from sago_core.external.lmeval import SYSTEMS_DIFFER
+
     assert table.notes[SYSTEMS_DIFFER] == 2
 
 
