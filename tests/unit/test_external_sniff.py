@@ -20,6 +20,7 @@ from sago_core.external.read import read_external
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "external"
 ARCHIVE = FIXTURES / "inspect" / "capitals_templates.eval"
 RUNS = FIXTURES / "lmeval" / "capitals_plain_0shot_2shot.jsonl"
+GENERATE = FIXTURES / "lmeval" / "generate.jsonl"
 DOVE = FIXTURES / "dove" / "sample.json"
 
 
@@ -45,7 +46,7 @@ def test_a_wrong_format_is_refused_naming_the_right_one(
 
 def test_without_format_the_content_picks_it() -> None:
     assert read_external(_source(ARCHIVE)).format == "inspect"
-    assert read_external(_source(RUNS)).format == "lm-eval"
+    assert read_external(_source(GENERATE)).format == "lm-eval"
     assert read_external(_source(DOVE)).format == "dove"
 
 

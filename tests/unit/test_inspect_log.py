@@ -236,8 +236,6 @@ def test_a_repeated_first_epoch_sample_is_an_error_not_a_later_epoch(tmp_path: P
 
 
 def test_logs_of_two_models_are_grouped_by_model_first() -> None:
-    from sago_core.external.inspect_log import INCOMPLETE
-
     table = _read(TWO_MODELS)
     rows = {(r.model, r.prompt_id, r.variant_id): r for r in table.rows}
     assert set(rows) == {
@@ -254,6 +252,8 @@ def test_logs_of_two_models_are_grouped_by_model_first() -> None:
         "WARNING: inspect logs of an eval with status 'cancelled' (its samples read as they are)"
     )
     assert table.notes[warning] == 1
+    from sago_core.external.inspect_log import INCOMPLETE
+
     assert table.notes[INCOMPLETE] == 1  # haiku's sample 2: its terse answer never came
 
 
