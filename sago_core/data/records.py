@@ -53,7 +53,7 @@ def read_records(path: Path) -> list[Record]:
 
 def _read_jsonl(text: str, path: Path) -> list[Record]:
     records: list[Record] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # U+2028 may sit in a record
         if not line.strip():
             continue
         try:

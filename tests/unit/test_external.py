@@ -216,3 +216,15 @@ def test_token_ids_are_read_from_a_json_array(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="not a token id"):
         _read(bad)
+
+
+def test_a_prompt_file_in_json_lines_splits_on_newlines_only(tmp_path: Path) -> None:
+    from sago_core.data.records import read_records
+
+    path = tmp_path / "prompts.jsonl"
+    path.write_text(
+        '{"question": "Line\u2028separator\u0085next\u2029para"}\r\n{"question": "two"}\n',
+        encoding="utf-8",
+    )
+    records = read_records(path)
+    assert [r["question"] for r in records] == ["Line\u2028separator\u0085next\u2029para", "two"]
