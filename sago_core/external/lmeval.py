@@ -136,41 +136,49 @@ def _distinct(parsed: list[dict[str, Any]], file: str) -> tuple[list[dict[str, A
     return list(seen.values()), further
 
 
-def _insertion(shorter: str, longer: str) -> str | None:
-    """The text ``longer`` inserts into ``shorter`` (kept whole at its end where it can be),
-    else None."""
+def _insertion(shorter: str, longer: str) -> tuple[int, str] | None:
+    """(where, what): the text ``longer`` inserts into ``shorter`` and the place, with
+    ``shorter``'s end kept whole where it can be; None where ``longer`` is no such insertion
+    or adds only after ``shorter``'s end."""
     if len(longer) <= len(shorter):
         return None
     tail = len(_common_prefix([shorter[::-1], longer[::-1]]))
     tail = min(tail, len(shorter))
     head = len(shorter) - tail
-    if not longer.startswith(shorter[:head]):
+    if tail == 0 or not longer.startswith(shorter[:head]):
         return None
-    return longer[head : len(longer) - tail]
+    return head, longer[head : len(longer) - tail]
 
 
-def _marks(first_prompts: list[str]) -> tuple[str, ...]:
+def _marks(first_prompts: list[str]) -> tuple[str, str]:
     """The fixed opening and closing of a template's prompts (from two or more distinct
-    ones), which every demonstration repeats."""
+    ones; else empty), which every demonstration repeats."""
     distinct = list(dict.fromkeys(first_prompts))
     if len(distinct) < 2:
-        return ()
+        return "", ""
     opening = _common_prefix(distinct)
     closing = _common_prefix([t[::-1] for t in distinct])[::-1]
-    return tuple(m for m in (opening, closing) if m.strip())
+    return opening, closing
 
 
-def _shots(p: dict[str, Any], first: dict[str, Any], marks: tuple[str, ...]) -> int | None:
-    """How many demonstrations ``p``'s prompt holds beyond the template's first prompt."""
+def _shots(p: dict[str, Any], first: dict[str, Any], marks: tuple[str, str]) -> int | None:
+    """How many demonstrations ``p``'s prompt holds beyond the template's first prompt:
+    inserted before the question (no later than the end of the template's fixed opening),
+    counted by the template's opening or closing, which each repeats; where the template's
+    prompts show neither, by lm-eval's delimiter, which follows each."""
     if p["shots"] is not None and first["shots"] is not None:
         return p["shots"] if p["shots"] > first["shots"] else None
-    inserted = _insertion(first["prompt_text"], p["prompt_text"])
-    if inserted is None:
+    found = _insertion(first["prompt_text"], p["prompt_text"])
+    if found is None:
         return None
-    for mark in marks:
-        if count := inserted.count(mark):
-            return count + (first["shots"] or 0)
-    count = inserted.count(FEWSHOT_DELIMITER)
+    head, inserted = found
+    opening, closing = marks
+    if opening.strip() or closing.strip():
+        if head > len(opening):
+            return None  # added inside or after the question: no demonstration
+        count = next((n for m in (opening, closing) if m.strip() and (n := inserted.count(m))), 0)
+    else:
+        count = inserted.count(FEWSHOT_DELIMITER) if inserted.endswith(FEWSHOT_DELIMITER) else 0
     return count + (first["shots"] or 0) if count else None
 
 
@@ -185,7 +193,7 @@ def _first_of(members: list[dict[str, Any]]) -> dict[str, Any]:
 def _rows_of(
     members: list[dict[str, Any]],
     base_template: str,
-    marks: dict[tuple[Any, str], tuple[str, ...]],
+    marks: dict[tuple[Any, str], tuple[str, str]],
 ) -> list[tuple[dict[str, Any], str | None, int | None]]:
     """(line, its variant's template label or None for the base, its demonstrations where
     it is a few-shot run of the base template) of one (model, document)."""

@@ -267,3 +267,25 @@ def test_templates_still_need_a_family_but_a_fewshot_run_does_not() -> None:
     with pytest.raises(InputError, match=r"task 'capitals_polite'\): give --family"):
         read_external(ExternalSource(path=GENERATE))
     assert read_external(ExternalSource(path=RUNS)).format == "lm-eval"
+
+
+def test_another_prompt_of_a_task_that_adds_no_demonstrations_is_a_run_of_its_own(
+    tmp_path: Path,
+) -> None:
+    lines = _json_lines(RUNS)[:6]  # the 0-shot run
+    again = []
+    for line in lines[:3]:  # the same task asked with an instruction after the question
+        args = line["arguments"]["gen_args_0"]
+        args = {**args, "arg_0": args["arg_0"] + " Think step by step.\n\nFinal answer:"}
+        again.append({**line, "arguments": {"gen_args_0": args}, "resps": [[" Paris?"]]})
+    rows = _by(_read(_write(tmp_path / "cot.jsonl", lines + again)))
+    variant = rows[("0", "lm-eval:capitals_plain#2")].variant
+    assert variant is not None and (variant.family, variant.subtype) == ("structural", "template")
+    with pytest.raises(InputError, match="give --family"):
+        read_external(ExternalSource(path=tmp_path / "cot.jsonl"))
+
+
+def test_one_documents_demonstrations_are_counted_by_lm_evals_delimiter(tmp_path: Path) -> None:
+    lines = [line for line in _json_lines(RUNS) if line["doc_id"] == 0]  # no template to compare
+    rows = _by(read_external(ExternalSource(path=_write(tmp_path / "one.jsonl", lines))))
+    assert set(rows) == {("0", "base"), ("0", "lm-eval:capitals_plain|fewshot:2")}
