@@ -252,3 +252,41 @@ def test_the_share_is_zero_in_expectation_when_the_wording_does_nothing(k: int) 
         foil_raw, foil_shares, foil_excluded = _null_shares(k, _leave_one_out)
         assert foil_raw.mean() > 4 * foil_raw.std(ddof=1) / np.sqrt(NULL_REPETITIONS)
         assert foil_excluded > 0.05 and foil_shares.mean() > shares.mean()
+
+
+def test_the_held_out_scores_keep_the_share_and_its_coverage_when_the_wording_matters() -> None:
+    """A non-null design with a known share: answers are numbers, variant effects of
+    variance 0.5 beside unit sampling noise (share 1/3), and a signed "distance" d(x, r) =
+    x - r, so a score held out against the base's reference half is the answer minus a
+    prompt constant and the nested model holds exactly. The share stays unbiased (mean
+    within 4 standard errors of 1/3) and its 95% band's coverage is the interval's own
+    (variance.py): 0.93 over 2,000 runs of this design (0.925 at K = 8; the score-level
+    calibration above: 0.9275 over 2,000). These 200 runs: 0.895; asserted >= 0.88, three
+    standard errors (0.018) below 0.93."""
+    rng = np.random.default_rng(3939)
+    k, truth, covered, shares = 4, 0.5 / 1.5, 0, []
+    for rep in range(NULL_REPETITIONS):
+        prompts, cells, scores = [], [], []
+        answers = (
+            rng.normal(size=(NULL_PROMPTS, 1, 1))
+            + rng.normal(0, np.sqrt(0.5), (NULL_PROMPTS, NULL_VARIANTS + 1, 1))
+            + rng.normal(size=(NULL_PROMPTS, NULL_VARIANTS + 1, k))
+        )
+        for p in range(NULL_PROMPTS):
+            base = answers[p, 0]
+            for v in range(1, NULL_VARIANTS + 1):
+                cross = answers[p, v][:, None] - base[None, :]
+                variant, held = cell_scores(cross, base[:, None] - base[None, :])
+                found = [(v, variant)] + ([(0, held)] if v == 1 and held else [])
+                for cell, values in found:
+                    prompts += [p] * len(values)
+                    cells += [cell] * len(values)
+                    scores += values
+        got = decompose(prompts, cells, scores, seed=rep, resamples=NULL_RESAMPLES)
+        assert got.share is not None and got.share_ci_low is not None
+        assert got.share_ci_high is not None
+        covered += got.share_ci_low <= truth <= got.share_ci_high
+        shares.append(got.share)
+    values = np.asarray(shares)
+    assert abs(values.mean() - truth) < 4 * values.std(ddof=1) / np.sqrt(NULL_REPETITIONS)
+    assert covered / NULL_REPETITIONS >= 0.88
