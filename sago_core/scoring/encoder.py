@@ -51,7 +51,9 @@ class Encoder:
     def label(self) -> str:
         """What a page prints beside a BERT number, e.g. "all-MiniLM-L6-v2 (embedded),
         layer 6"."""
-        name = EMBEDDED.get(self.model, Path(self.model.rstrip("/")).name or self.model)
+        local = self.model.startswith(("/", ".", "~"))
+        name = Path(self.model.rstrip("/")).name if local else self.model
+        name = EMBEDDED.get(self.model, name or self.model)
         return f"{name}, layer {self.num_layers}" + (
             ", rescaled with baseline" if self.rescaled else ""
         )
@@ -117,8 +119,8 @@ def label_of(encoder: Encoder | None) -> str:
 def differing(encoders: Sequence[tuple[str, Encoder | None]]) -> str | None:
     """One line naming the runs' encoders when they differ (None when all agree): BERT
     numbers from two encoders are on two scales and must not be ranked together."""
-    labels = {name: label_of(encoder) for name, encoder in encoders}
-    if len(set(labels.values())) < 2:
+    if len({encoder for _, encoder in encoders}) < 2:
         return None
+    labels = {name: label_of(encoder) for name, encoder in encoders}
     named = "; ".join(f"{name}: {label}" for name, label in labels.items())
     return f"the runs' BERT numbers come from different BERTScore encoders ({named})"
