@@ -19,6 +19,7 @@ from flows.runtime.devices import worker_devices
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import GENERATIONS_FILE, SHARD_WORKER_FILE, RunLayout
 from sago_core.artifacts.store import read_text, write_json
+from sago_core.backends.allocator import worker_env
 from sago_core.backends.target import ModelTarget
 from sago_core.config import RunConfig
 from sago_core.errors import SagoError
@@ -193,7 +194,9 @@ def local_device(worker_flow: str, device: str, parameters: dict) -> str | None:
     layout = RunLayout(Path(parameters["run_dir"]))
     payload = layout.device_payload(parameters["device_queue"], parameters["model"])
     write_json(parameters, payload)
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": device, "PREFECT_API_URL": api_url.rstrip("/")}
+    env = worker_env(
+        {**os.environ, "CUDA_VISIBLE_DEVICES": device, "PREFECT_API_URL": api_url.rstrip("/")}
+    )
     done = subprocess.run(
         [sys.executable, "-m", "flows.runtime.device_worker", worker_flow, str(payload)],
         env=env,

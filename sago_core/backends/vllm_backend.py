@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sago_core.backends.allocator import worker_env
 from sago_core.backends.materialise import materialised_folder
 from sago_core.backends.model_source import LocalModel
 from sago_core.backends.protocol import Generation, Sampling, ScoringRequest, TeacherForced
@@ -216,7 +217,7 @@ class VllmBackend:
         }
         if os.environ.get("CUDA_VISIBLE_DEVICES", "") not in ("", "-1"):
             options["gpu_memory_utilization"] = settings.gpu_memory_utilization
-        env = dict(os.environ)
+        env = worker_env(os.environ)  # glibc's mmap threshold fixed (allocator.py)
         # vLLM's CPU build serves on one thread unless told otherwise: 212 vs 147 tok/s here.
         env.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
         python = vllm_python(settings)

@@ -164,7 +164,8 @@ decoding = {"temperature": 0.0, "generation_config": "vllm", "stop_token_ids": [
 print(json.dumps({"ready": True, "vllm": "scripted", "device": "cpu",
                   "determinism": "scripted", "decoding": decoding}), flush=True)
 with open(log, "a") as out:
-    out.write(json.dumps({"options": options, "pid": os.getpid()}) + "\\n")
+    out.write(json.dumps({"options": options, "pid": os.getpid(),
+                          "malloc": os.environ.get("MALLOC_MMAP_THRESHOLD_")}) + "\\n")
 for line in sys.stdin:
     job = json.loads(line)
     if "release" in job:
@@ -254,6 +255,10 @@ def test_a_reused_worker_serves_the_next_model_without_a_new_process(
 def test_the_worker_gets_rendered_prompt_ids_and_the_stop_ids(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sago_core.backends import allocator
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("SAGO_MALLOC_TUNING", raising=False)
     backend, log = scripted_backend(
         tmp_path, monkeypatch, chat_template_kwargs=(("enable_thinking", True),)
     )
@@ -265,6 +270,8 @@ def test_the_worker_gets_rendered_prompt_ids_and_the_stop_ids(
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     options, job = lines[0]["options"], lines[1]
     assert options["use_model_defaults"] is False and options["tensor_parallel_size"] == 1
+    # glibc's mmap threshold fixed in the worker's environment (no-op off glibc)
+    assert lines[0]["malloc"] == ("131072" if allocator._glibc() is not None else None)
     assert [r["prompt_token_ids"] for r in job["requests"]] == [[1, 3, 5], [1, 1, 2, 3]]
     assert [r["prompt"] for r in job["requests"]] == ["one three", "a bb ccc"]
     assert job["job"]["stop_token_ids"] == [3, 7] and job["job"]["max_new_tokens"] == 5
