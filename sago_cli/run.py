@@ -23,6 +23,7 @@ from typing import Any
 from flows.runtime.stopping import Server, Stopper, stop_on_signals
 from sago_cli.common import configure_environment, csv_list, hub_models, preflight
 from sago_core.artifacts.layout import REPORT_FILE, SUMMARY_MD_FILE, RunLayout
+from sago_core.budget import BUDGET_NOT_WIRED
 from sago_core.config import (
     BUILTIN_DATASET,
     DATASET_NAMES,
@@ -32,6 +33,7 @@ from sago_core.config import (
     read_config_file,
 )
 from sago_core.data.user_files import join_mapped_entries
+from sago_core.errors import ConfigError
 from sago_core.registry.backends import backend_names
 from sago_core.site.paths import INDEX, SITE_DIR
 from sago_core.sweep import is_sweep, sweep_arms, sweep_id, sweep_record
@@ -96,6 +98,12 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--run-id", help="run folder name (default: preset + config hash)")
     run.add_argument("--prefect-home", type=Path, help="Prefect home (default <runs-dir>/.prefect)")
     run.add_argument(
+        "--budget",
+        type=float,
+        metavar="FRACTION",
+        help="budgeted run (issue 40): ask for this share of the grid's cells, in (0, 1]",
+    )
+    run.add_argument(
         "--dry-run",
         action="store_true",
         help="print the plan (prompts, variants, generations, API requests, tokens, cost "
@@ -116,6 +124,8 @@ def preset_defaults(key: str) -> str:
 
 def command(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    if config.budget is not None and not args.dry_run:
+        raise ConfigError(BUDGET_NOT_WIRED)
     return dry_run_command(config) if args.dry_run else run_command(config)
 
 
@@ -133,6 +143,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "run_id": args.run_id,
         "prefect_home": args.prefect_home,
     }
+    if args.budget is not None:
+        budget = {k: v for k, v in (file_values.get("budget") or {}).items() if k != "generations"}
+        overrides["budget"] = {**budget, "fraction": args.budget}
     if args.max_new_tokens is not None:
         generation = dict(file_values.get("generation") or {})
         generation["max_new_tokens"] = args.max_new_tokens

@@ -574,6 +574,67 @@ class StatisticsSettings(StrictModel):
     test_against: Literal["eps", "floor"] = "eps"
 
 
+class BudgetSettings(StrictModel):
+    """A budgeted run (issue 40, sago_core/budget/): ask for a stratified sample of the grid's
+    (prompt, variant) cells in at most ``rounds`` rounds instead of every cell. Exactly one of
+    ``fraction`` (of the grid's cells, in (0, 1]) or ``generations`` (cells); ``target``: a
+    half-width per axis at which the run may stop early; ``seed``: the design's (null: the
+    run's seed). Absent (null) = the full grid, the run id and caches exactly as before."""
+
+    fraction: float | None = None
+    generations: int | None = None
+    # Axis -> half-width, stored as sorted pairs so the settings stay hashable.
+    target: tuple[tuple[str, float], ...] = ()
+    rounds: int = Field(default=3, ge=1)
+    seed: int | None = None
+
+    @field_validator("fraction")
+    @classmethod
+    def _share(cls, value: float | None) -> float | None:
+        if value is not None and not 0 < value <= 1:
+            raise ValueError(f"must be in (0, 1], got {value}")
+        return value
+
+    @field_validator("generations")
+    @classmethod
+    def _cells(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(f"must be >= 1, got {value}")
+        return value
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_pairs(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return tuple(sorted(value.items()))
+        return value
+
+    @field_validator("target")
+    @classmethod
+    def _known_axes(cls, value: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+        from sago_core.registry.axes import axis_names, axis_spec
+
+        for axis, half_width in value:
+            try:
+                axis_spec(axis)
+            except KeyError:
+                known = list(axis_names())
+                raise ValueError(f"unknown axis {axis!r}; choose from {known}") from None
+            if not half_width > 0:
+                raise ValueError(f"half-width of {axis!r} must be > 0, got {half_width}")
+        return value
+
+    @field_serializer("target")
+    def _target_mapping(self, value: tuple[tuple[str, float], ...]) -> dict[str, float]:
+        return dict(value)
+
+    @model_validator(mode="after")
+    def _one_size(self) -> BudgetSettings:
+        if (self.fraction is None) == (self.generations is None):
+            raise ValueError("give exactly one of fraction or generations")
+        return self
+
+
 class OrchestrationSettings(StrictModel):
     """Model work is cut into shards of at most ``shard_size`` prompts of one dataset; each
     shard is cached on its own inputs, so a rerun recomputes only unfinished shards."""
@@ -650,14 +711,18 @@ class RunConfig(StrictModel):
     # Languages each question of a parallel dataset (``mkqa:PATH``, ``parallel:PATH``) is
     # also asked in, as ``language`` variants of its English base (issue 28). Null: none.
     languages: tuple[str, ...] | None = None
+    # A budgeted run (issue 40); null: the full grid.
+    budget: BudgetSettings | None = None
 
     @model_serializer(mode="wrap")
     def _no_languages_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A run without ``languages`` serialises exactly as it did before the field existed
-        (its run id, result hash and cache keys stay the same)."""
+        """A run without ``languages`` (or ``budget``) serialises exactly as it did before
+        the field existed (its run id, result hash and cache keys stay the same)."""
         data = handler(self)
         if self.languages is None and isinstance(data, dict):
             data.pop("languages", None)
+        if self.budget is None and isinstance(data, dict):
+            data.pop("budget", None)
         return data
 
     @field_validator("languages")

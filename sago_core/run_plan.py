@@ -38,6 +38,8 @@ from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.judge import JUDGE_MAX_TOKENS, JudgeRequest, judge_prompt
 from sago_core.backends.patching import declared_layers
 from sago_core.backends.target import ModelTarget, RunTargets, behaviour_key, model_target
+from sago_core.budget.design import Grid
+from sago_core.budget.dry_run import BudgetPlan, budget_lines, candidate_grid, plan_budget
 from sago_core.config import RunConfig, TranslationSettings, parallel_entry
 from sago_core.data.references import PARALLEL_REFERENCES, reference_lines
 from sago_core.registry.axes import axes
@@ -125,6 +127,8 @@ class RunPlan:
     translation: TranslationPlan | None = None
     # why a bounded family may keep fewer than its candidates (default: the semantic filter)
     bounds: dict[str, str] = field(default_factory=dict)
+    # a budgeted run's schedule (issue 40; None without ``budget``)
+    budgeted: BudgetPlan | None = None
 
 
 def measured_axes(target: ModelTarget) -> tuple[str, ...]:
@@ -312,9 +316,21 @@ def plan_run(
             )
         )
     plan.patching = _patching(config, targets, sum(families.values()) - families[REPLAY_FAMILY])
+    if config.budget is not None:
+        plan.budgeted = plan_budget(_budget_grid(candidates, prompts, config), config.budget)
     _price(plan, prices)
     _budget(plan, config)
     return plan
+
+
+def _budget_grid(candidates: pl.DataFrame, prompts: pl.DataFrame, config: RunConfig) -> Grid:
+    structural = config.variants.structural
+    rewrites = {
+        pid: [("structural", t.subtype, float(t.strength), "global") for t in tasks]
+        for pid, text in zip(prompts["prompt_id"], prompts["prompt"], strict=True)
+        if structural is not None and (tasks := rewrite_tasks(text, structural))
+    }
+    return candidate_grid(candidates, rewrites)
 
 
 def _patching(config: RunConfig, targets: RunTargets, variants: int) -> dict[str, PatchingCost]:
@@ -488,6 +504,8 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
             lines.append(f"  cost ceiling: ${plan.cost_usd:.4f}")
         for spec in plan.cost_unknown:
             lines.append(f"  cost of {spec}: unknown (no price; set api.prices)")
+    if plan.budgeted is not None:
+        lines.extend(budget_lines(plan.budgeted, config.generation.samples))
     lines.extend(f"Budget: {hit}" for hit in plan.budget_hits)
     lines.extend(f"Warning: {w}" for w in plan.warnings)
     return "\n".join(lines)
@@ -531,6 +549,14 @@ def plan_summary(plan: RunPlan) -> dict[str, Any]:
         },
         "cost_usd": plan.cost_usd,
         "budget_hits": plan.budget_hits,
+        "budgeted": None
+        if plan.budgeted is None
+        else {
+            "totals": list(plan.budgeted.schedule.totals),
+            "full": plan.budgeted.schedule.full,
+            "level": plan.budgeted.schedule.layout.level,
+            "prompts": list(plan.budgeted.schedule.prompts),
+        },
         "translation": None
         if plan.translation is None
         else {

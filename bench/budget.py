@@ -1,0 +1,227 @@
+"""``python -m bench.budget``: replay budgeted runs on a finished full grid (issue 40).
+
+Given a run folder (its ``deltas.parquet``, one model) or, without one, a synthetic paper
+grid with realistic variance components (bench/budget_synthetic.py), replay seeded
+budgeted runs at each budget with no new generation (the grid answers every cell asked
+for) and print, per budget and axis:
+
+- ``cover``: share of runs whose final interval holds the full grid's pooled SGS;
+- ``|err|/hw``: mean |estimate - full| over the full run's own 95% half-width (its
+  stratified prompt bootstrap, statistics/intervals.py);
+- ``agree@eps``: share of runs whose one-sided verdict (H0 E[s] <= eps, significant at
+  alpha = 0.05 under the alpha-spending rule) equals the full grid's t-test verdict;
+- ``stop``: mean share of the budget used, and mean rounds run;
+- ``pred/real``: the planner's predicted half-width (planner.py, from the full grid's
+  variance components at the realised cells per prompt) over the mean realised one.
+
+Then the false-positive rate of the sequential rule on a null family: grids whose prompts
+are drawn with replacement from the full grid's prompts (per dataset), so the population
+mean of s is exactly the full grid's pooled SGS; testing at eps = that value, any
+"exceeds eps" verdict is false. Beside it: the same grids tested at the full alpha after
+every round (the looking the spending rule guards against) and the full grid's single test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from bench.budget_synthetic import synthetic_grid
+from sago_core.artifacts.layout import DELTAS_FILE
+from sago_core.budget.cells import GridValues, grid_from_deltas
+from sago_core.budget.design import Grid, draw_design
+from sago_core.budget.estimate import full_scores
+from sago_core.budget.planner import predicted_half_width, variance_components
+from sago_core.budget.schedule import budget_cells, make_schedule
+from sago_core.budget.sequential import BudgetResult, run_budgeted
+from sago_core.scoring.significance import one_sided_t_test
+from sago_core.statistics.intervals import bootstrap_pooled_ci
+from sago_core.vocabulary import EPSILONS
+
+ALPHA = 0.05
+
+
+def load_grid(run: Path | None, model: str | None, prompts: int, seed: int) -> GridValues:
+    if run is None:
+        return synthetic_grid(prompts, seed)
+    return grid_from_deltas(pl.read_parquet(run / DELTAS_FILE), model)
+
+
+def full_truth(gv: GridValues) -> dict[str, dict]:
+    """Per axis: pooled SGS, the full run's half-width and its verdict at each eps."""
+    layout = make_schedule(gv.grid, gv.grid.cells, 1).layout
+    truth = {}
+    for a, axis in enumerate(gv.axes):
+        s = full_scores(layout, gv.values[:, a])
+        groups = [s[layout.prompt_dataset == j] for j in range(len(layout.datasets))]
+        sgs = float(np.mean([np.nanmean(g) for g in groups if np.isfinite(g).any()]))
+        low, high = bootstrap_pooled_ci(groups, seed=0)
+        half = None if low is None or high is None else (high - low) / 2
+        verdicts = {}
+        for eps in EPSILONS:
+            p = one_sided_t_test(s[np.isfinite(s)], eps).p_value
+            verdicts[eps] = p is not None and p < ALPHA
+        truth[axis] = {"sgs": sgs, "half": half, "verdicts": verdicts}
+    return truth
+
+
+def replay(gv: GridValues, fraction: float, rounds: int, replays: int) -> list[BudgetResult]:
+    schedule = make_schedule(gv.grid, budget_cells(gv.grid.cells, fraction, None), rounds)
+    results = []
+    for seed in range(replays):
+        design = draw_design(schedule.layout, seed, schedule.prompts)
+        results.append(
+            run_budgeted(design, schedule.totals, lambda m: gv.values[m], gv.axes, alpha=ALPHA)
+        )
+    return results
+
+
+def budget_rows(
+    gv: GridValues, truth: dict, fraction: float, rounds: int, results: list
+) -> list[str]:
+    schedule = make_schedule(gv.grid, budget_cells(gv.grid.cells, fraction, None), rounds)
+    layout = schedule.layout
+    rows = []
+    cells = np.mean([r.cells for r in results])
+    sampled = min(schedule.prompts)
+    per_prompt = cells / sum(schedule.prompts)
+    for a, axis in enumerate(gv.axes):
+        t = truth[axis]
+        est = np.array([r.axes[axis].estimate.value for r in results])
+        hw = np.array([r.axes[axis].estimate.half_width() for r in results])
+        cover = np.mean(np.abs(est - t["sgs"]) <= hw)
+        err = "NA" if not t["half"] else f"{np.mean(np.abs(est - t['sgs'])) / t['half']:.3f}"
+        agree = []
+        for eps in EPSILONS:
+            said = [r.axes[axis].verdicts[eps].decision == "above" for r in results]
+            agree.append(np.mean([v == t["verdicts"][eps] for v in said]))
+        parts = variance_components(layout, gv.values[:, a])
+        predicted = predicted_half_width(parts, sampled, per_prompt)
+        stop = np.mean([r.cells / r.budget_cells for r in results])
+        runs = np.mean([len(r.rounds) for r in results])
+        ratio = predicted / np.mean(hw) if np.mean(hw) > 0 else float("nan")
+        rows.append(
+            f"{fraction:>6.0%} {axis:<5} {cover:>6.3f} {err:>8} "
+            + " ".join(f"{x:>9.3f}" for x in agree)
+            + f" {stop:>6.2f} {runs:>6.2f} {ratio:>9.2f}"
+        )
+    return rows
+
+
+def resampled(gv: GridValues, rng: np.random.Generator) -> GridValues:
+    """A null grid: each dataset's prompts drawn with replacement from its own."""
+    layout = make_schedule(gv.grid, gv.grid.cells, 1).layout
+    picks: list[tuple[int, int]] = []
+    for j in range(len(layout.datasets)):
+        members = np.flatnonzero(layout.prompt_dataset == j)
+        picks.extend((int(p), slot) for slot, p in enumerate(rng.choice(members, len(members))))
+    cells_of = [np.flatnonzero(layout.prompt_code == p) for p in range(len(layout.prompts))]
+    index = np.concatenate([cells_of[p] for p, _ in picks])
+    names = [f"{layout.prompts[p][1]}#{slot}" for p, slot in picks for _ in cells_of[p]]
+    grid = Grid(
+        tuple(gv.grid.dataset[i] for i in index),
+        tuple(names),
+        tuple(gv.grid.kind[i] for i in index),
+    )
+    return GridValues(grid, gv.axes, gv.values[index])
+
+
+def false_positives(
+    gv: GridValues, truth: dict, fraction: float, rounds: int, replays: int
+) -> list[str]:
+    rng = np.random.default_rng(12345)
+    hits = {a: [0, 0, 0] for a in gv.axes}
+    null_eps = {axis: (truth[axis]["sgs"],) for axis in gv.axes}
+    for seed in range(replays):
+        null = resampled(gv, rng)
+        schedule = make_schedule(null.grid, budget_cells(null.grid.cells, fraction, None), rounds)
+        design = draw_design(schedule.layout, seed, schedule.prompts)
+
+        def oracle(mask: np.ndarray, null: GridValues = null) -> np.ndarray:
+            return null.values[mask]
+
+        runs = [
+            run_budgeted(
+                design,
+                schedule.totals,
+                oracle,
+                gv.axes,
+                epsilons=null_eps,
+                alpha=ALPHA,
+                levels=levels,
+            )
+            for levels in (None, (ALPHA,) * schedule.rounds)
+        ]
+        for a, axis in enumerate(gv.axes):
+            eps = null_eps[axis][0]
+            for slot, result in enumerate(runs):
+                hits[axis][slot] += result.axes[axis].verdicts[eps].decision == "above"
+            s = full_scores(schedule.layout, null.values[:, a])
+            p = one_sided_t_test(s[np.isfinite(s)], eps).p_value
+            hits[axis][2] += p is not None and p < ALPHA
+    rows = [f"{'axis':<5} {'spending':>9} {'naive':>9} {'full':>9}   (null: eps = full SGS)"]
+    for axis, (seq, naive_hits, full) in hits.items():
+        rows.append(
+            f"{axis:<5} {seq / replays:>9.3f} {naive_hits / replays:>9.3f} {full / replays:>9.3f}"
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.budget", description=__doc__)
+    parser.add_argument("--run", type=Path, help="a finished full-grid run folder")
+    parser.add_argument("--model", help="the model to replay (when the run holds several)")
+    parser.add_argument("--prompts", type=int, default=8, help="synthetic: prompts per dataset")
+    parser.add_argument("--grid-seed", type=int, default=1, help="synthetic grid's seed")
+    parser.add_argument("--budgets", default="0.05,0.1,0.2,0.4")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--replays", type=int, default=200)
+    parser.add_argument("--null-replays", type=int, default=200)
+    parser.add_argument("--null-budget", type=float, default=0.2)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    gv = load_grid(args.run, args.model, args.prompts, args.grid_seed)
+    source = str(args.run) if args.run else f"synthetic paper grid, {args.prompts} prompts/dataset"
+    truth = full_truth(gv)
+    print(
+        f"budget replay: {source}, {gv.grid.cells} cells, {args.replays} runs per budget, "
+        f"at most {args.rounds} rounds, alpha {ALPHA}"
+    )
+    print(
+        "full grid: "
+        + ", ".join(
+            f"{a} {t['sgs']:.4f}" + ("" if t["half"] is None else f" +-{t['half']:.4f}")
+            for a, t in truth.items()
+        )
+    )
+    eps_head = " ".join(f"{'agree@' + str(e):>9}" for e in EPSILONS)
+    print(
+        f"{'budget':>6} {'axis':<5} {'cover':>6} {'|err|/hw':>8} {eps_head} "
+        f"{'stop':>6} {'rounds':>6} {'pred/real':>9}"
+    )
+    for fraction in (float(f) for f in args.budgets.split(",")):
+        schedule = make_schedule(gv.grid, budget_cells(gv.grid.cells, fraction, None), args.rounds)
+        results = replay(gv, fraction, args.rounds, args.replays)
+        print("\n".join(budget_rows(gv, truth, fraction, args.rounds, results)))
+        print(
+            f"{'':>6} level {schedule.layout.level}, prompts {list(schedule.prompts)}, "
+            f"rounds at {list(schedule.totals)} cells"
+        )
+    if args.null_replays:
+        print(
+            f"\nfalse-positive rate, {args.null_replays} null grids at "
+            f"{args.null_budget:.0%}, one-sided at alpha {ALPHA}:"
+        )
+        print(
+            "\n".join(false_positives(gv, truth, args.null_budget, args.rounds, args.null_replays))
+        )
+    print(f"\n({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,256 @@
+"""Design-based estimates of the full grid's scores from a budgeted sample of its cells.
+
+Per prompt i and axis: the mean square MS_i = (1/V_i) sum_v d(i, v)^2 (d the normalised
+delta) is estimated by the stratified mean of the sampled cells,
+``MS^_i = sum_h W_ih mean_{sampled v in h} d^2``, W_ih = V_ih / V_i: unbiased for MS_i under
+the design (design.py: a simple random sample within each stratum of each sampled prompt;
+written as Horvitz-Thompson, it is sum over sampled cells of d^2 / (V_i pi_v|i)). Its
+variance is the stratified formula ``sum_h W_ih^2 (1 - m_ih/V_ih) S_ih^2 / m_ih``, S_ih^2
+the sample variance of d^2 in (i, h) (design.py asks for two cells per stratum and prompt),
+shrunk towards the stratum's relative variance pooled over the prompts: S^2 = (df S_ih^2 +
+k R_h mean_ih^2) / (df + k), R_h = sum df S^2 / sum df mean^2, k = ``SHRINK``. A cell whose
+axis is missing (a failed measurement) is left out of that axis as unsampled; a stratum
+with none left is dropped from the prompt's weights (renormalised).
+
+The root: s_i = sqrt(MS_i) and E[sqrt(MS^)] < sqrt(MS) (Jensen). Its bias and variance come
+from a bootstrap of the second stage: the cells of each (prompt, stratum) resampled with
+replacement, m - 1 draws rescaled by sqrt(1 - m/V) (Rao and Wu 1988, JASA 83:231, which
+makes the bootstrap variance of a stratified mean equal the design formula above). The
+corrected root is 2 sqrt(MS^) - mean_b sqrt(MS*_b) (the bootstrap bias correction, Efron
+and Tibshirani 1993 section 10.4; the correction is capped at ``MAX_CORRECTION`` of the
+root), its variance the larger of the bootstrap variance of sqrt(MS*) and the delta
+method's Var(MS^)/(4 MS^) from the shrunk stratum variances above (capped at MS^, since
+Var(sqrt X) <= E[X]): with two or three cells of a stratum whose deltas have heavy tails
+(Prob, Ent, Act: a scale that grows with strength), the bootstrap alone missed 15-30% of the
+root's variance, the pooled part of the shrunk variance sees the whole dataset's tails. At
+20% of the synthetic paper grid the larger of the two covered 0.93-0.965 on every axis
+(family x subtype strata), either alone 0.89-0.97. The analytic routes, the second-
+order delta method (sqrt(MS^) (1 + CV^2/8), variance Var(MS^)/(4 MS^)) and a Satterthwaite
+chi-square reading of MS^, were measured first on the synthetic paper grid at 20%: they left
+a relative bias of -0.5% to -1.7% on the 0/1-like axes (BLEU, MR) and underestimated the
+root's variance by 10-30%; the bootstrap left -0.2% to -0.7% and matched the variance on
+those axes (bench/budget.py; the numbers in docs/guide/budget.md).
+
+Dataset SGS^ = mean of the corrected roots over the sampled prompts (a simple random sample
+of the dataset's prompts); its design variance is the two-stage formula (Cochran 1977, eq.
+10.21 with the first stage's finite-population correction) ``(1 - n/N) s_b^2 / n + (1 / (n
+N)) sum_i v_i``, s_b^2 the sample variance of the roots, v_i each root's bootstrap variance:
+prompts analytically, then cells within a prompt by the bootstrap. With every prompt sampled
+(n = N) the first term is zero: the interval is then for the full grid's value over these
+prompts, and its width is what the budget costs. Pooled = equal-weight mean over datasets,
+variance sum_j v_j / D^2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sago_core.budget.design import Layout
+
+RESAMPLES = 200
+# The bias correction moves a root by at most this share of it (a prompt with a handful of
+# cells and a huge spread is corrected no further than the c4 constant of two observations).
+MAX_CORRECTION = 0.25
+# Weight (in degrees of freedom) of the pooled relative variance in each prompt's stratum
+# variance: a prompt's own S^2 from two or three cells is too noisy to set an interval.
+SHRINK = 4.0
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class PromptEstimates:
+    """Per prompt (NaN where the prompt is not sampled or holds no measured cell)."""
+
+    ms: np.ndarray
+    ms_var: np.ndarray
+    root: np.ndarray  # sqrt(MS^), uncorrected
+    s: np.ndarray  # corrected root
+    s_var: np.ndarray
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A score and the design variance of its estimate of the full grid's value."""
+
+    value: float
+    variance: float
+    prompts: int
+
+    def half_width(self, z: float = Z95) -> float:
+        return float(z * np.sqrt(max(self.variance, 0.0)))
+
+
+def _stratum_sums(layout: Layout, values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per (prompt, stratum): count, mean of d^2 and sample variance of d^2 (NaN below 2)."""
+    shape = layout.sizes.shape
+    seen = np.isfinite(values)
+    sq = np.where(seen, values, 0.0) ** 2
+    p, h = layout.prompt_code, layout.stratum
+    count = np.zeros(shape)
+    total = np.zeros(shape)
+    total2 = np.zeros(shape)
+    np.add.at(count, (p, h), seen)
+    np.add.at(total, (p, h), sq)
+    np.add.at(total2, (p, h), sq**2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / count
+        var = (total2 - count * mean**2) / (count - 1)
+    var = np.where(count >= 2, np.maximum(var, 0.0), np.nan)
+    return count, mean, var
+
+
+def _pooled_relative(count: np.ndarray, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """Per stratum: the within-prompt relative variance of d^2 pooled over prompts,
+    sum df S^2 / sum df mean^2 (NaN where no prompt holds two cells)."""
+    df = np.where(count >= 2, count - 1, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        num = (df * np.nan_to_num(var)).sum(axis=0)
+        den = (df * np.nan_to_num(mean) ** 2).sum(axis=0)
+        return np.where(den > 0, num / den, np.where(df.sum(axis=0) > 0, 0.0, np.nan))
+
+
+def estimate_prompts(
+    layout: Layout,
+    values: np.ndarray,
+    correct: bool = True,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+) -> PromptEstimates:
+    """``values``: one axis' normalised delta per grid cell, NaN where not sampled or
+    missing. ``correct``: remove the root's bias (bootstrap); False keeps sqrt(MS^)."""
+    count, mean, var = _stratum_sums(layout, values)
+    relative = _pooled_relative(count, mean, var)
+    prior = relative[None, :] * np.nan_to_num(mean) ** 2
+    df = np.where(count >= 2, count - 1, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shrunk = (df * np.nan_to_num(var) + SHRINK * prior) / (df + SHRINK)
+    var = np.where(np.isfinite(shrunk), shrunk, np.nan_to_num(var))
+    size = layout.sizes.astype(np.float64)
+    present = count > 0
+    weight_total = np.where(present, size, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weight = np.where(present, size, 0.0) / weight_total[:, None]
+        ms = np.where(present, weight * np.nan_to_num(mean), 0.0).sum(axis=1)
+        fpc = np.where(present, 1.0 - count / size, 0.0)
+        term = np.where(present, weight**2 * fpc * var / np.maximum(count, 1), 0.0)
+        ms_var = term.sum(axis=1)
+    measured = weight_total > 0
+    ms = np.where(measured, ms, np.nan)
+    ms_var = np.where(measured, ms_var, np.nan)
+    root = np.sqrt(ms)
+    boot_mean, boot_var = bootstrap_roots(layout, values, resamples, seed)
+    bias = np.clip(boot_mean - root, -MAX_CORRECTION * root, MAX_CORRECTION * root)
+    s = root - bias if correct else root
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delta_var = np.where(ms > 0, np.minimum(ms_var / (4 * ms), ms), 0.0)
+    s_var = np.where(measured, np.maximum(boot_var, delta_var), np.nan)
+    return PromptEstimates(ms, ms_var, root, s, s_var)
+
+
+def dataset_estimate(
+    s: np.ndarray, s_var: np.ndarray, sampled: int, population: int
+) -> Estimate | None:
+    """SGS of one dataset from its sampled prompts' corrected roots (NaN: no measurement).
+    None when no prompt holds a value."""
+    keep = np.isfinite(s)
+    n = int(keep.sum())
+    if n == 0:
+        return None
+    values = s[keep]
+    between = float(np.var(values, ddof=1)) if n >= 2 else 0.0
+    first = (1 - sampled / population) * between / n
+    second = float(s_var[keep].sum()) / (n * population)
+    return Estimate(float(values.mean()), first + second, n)
+
+
+def pooled_estimate(estimates: list[Estimate | None]) -> Estimate | None:
+    """Equal-weight mean over the datasets holding a value."""
+    held = [e for e in estimates if e is not None]
+    if not held:
+        return None
+    d = len(held)
+    return Estimate(
+        sum(e.value for e in held) / d,
+        sum(e.variance for e in held) / d**2,
+        sum(e.prompts for e in held),
+    )
+
+
+def axis_estimates(
+    layout: Layout,
+    values: np.ndarray,
+    sampled_prompts: np.ndarray,
+    correct: bool = True,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+) -> tuple[PromptEstimates, list[Estimate | None], Estimate | None]:
+    """Per-prompt, per-dataset and pooled estimates of one axis."""
+    prompts = estimate_prompts(layout, values, correct, seed, resamples)
+    population = layout.prompts_per_dataset
+    per_dataset = [
+        dataset_estimate(
+            prompts.s[layout.prompt_dataset == j],
+            prompts.s_var[layout.prompt_dataset == j],
+            int(sampled_prompts[j]),
+            int(population[j]),
+        )
+        for j in range(len(layout.datasets))
+    ]
+    return prompts, per_dataset, pooled_estimate(per_dataset)
+
+
+def full_scores(layout: Layout, values: np.ndarray) -> np.ndarray:
+    """The full grid's per-prompt scores s_i = sqrt(mean d^2) (spec section 6), NaN where a
+    prompt has no measured cell: the values a budgeted estimate is compared with."""
+    seen = np.isfinite(values)
+    total = np.zeros(len(layout.prompts))
+    count = np.zeros(len(layout.prompts))
+    np.add.at(total, layout.prompt_code, np.where(seen, values, 0.0) ** 2)
+    np.add.at(count, layout.prompt_code, seen)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, np.sqrt(total / count), np.nan)
+
+
+def bootstrap_roots(
+    layout: Layout, values: np.ndarray, resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per prompt: mean and variance of sqrt(MS*) over second-stage resamples (cells drawn
+    with replacement within each (prompt, stratum), m - 1 draws, Rao-Wu rescaled). NaN for
+    a prompt without a measured cell."""
+    rng = np.random.default_rng(seed)
+    strata = len(layout.strata)
+    seen = np.flatnonzero(np.isfinite(values))
+    group = layout.prompt_code[seen] * strata + layout.stratum[seen]
+    order = np.argsort(group, kind="stable")
+    cells, group = seen[order], group[order]
+    ms_star = np.zeros((resamples, len(layout.prompts)))
+    measured = np.zeros(len(layout.prompts), dtype=bool)
+    if len(group) == 0:
+        return np.full(len(layout.prompts), np.nan), np.full(len(layout.prompts), np.nan)
+    starts = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
+    sizes = np.diff(np.r_[starts, len(group)])
+    g_prompt, g_stratum = group[starts] // strata, group[starts] % strata
+    measured[g_prompt] = True
+    population = layout.sizes[g_prompt, g_stratum].astype(np.float64)
+    weight = population / np.bincount(g_prompt, weights=population)[g_prompt]
+    sq = values[cells] ** 2
+    mean = np.add.reduceat(sq, starts) / sizes
+    scale = np.sqrt(np.clip(1 - sizes / population, 0.0, 1.0))
+    rows = np.arange(resamples)[:, None]
+    # groups of one size are resampled together: (resamples, groups, draws) at once; a
+    # prompt may own several groups of one size, so the sums go through np.add.at
+    for size in np.unique(sizes):
+        which = np.flatnonzero(sizes == size)
+        if size == 1:  # one cell: nothing to resample (a one-kind stratum, or one measured)
+            rescaled = np.broadcast_to(mean[which], (resamples, len(which)))
+        else:
+            picks = rng.integers(0, size, size=(resamples, len(which), size - 1))
+            boot = sq[starts[which][None, :, None] + picks].mean(axis=2)
+            rescaled = mean[which] + scale[which] * (boot - mean[which])
+        np.add.at(ms_star, (rows, g_prompt[which][None, :]), weight[which] * rescaled)
+    roots = np.sqrt(np.maximum(ms_star, 0.0))
+    boot_mean = np.where(measured, roots.mean(axis=0), np.nan)
+    boot_var = np.where(measured, roots.var(axis=0, ddof=1), np.nan)
+    return boot_mean, boot_var

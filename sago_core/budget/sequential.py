@@ -1,0 +1,298 @@
+"""Rounds: allocate each round's cells, estimate, test, and stop when the answer is known.
+
+Allocation. After a round, every (dataset, stratum) h gets a weight a_h = sum over axes of
+w_axis W_h^2 S_h^2 / N_j: W_h the stratum's share of a prompt's variants, S_h the observed
+within-prompt spread of the linearised score z = d^2 / (2 s_i) (the root's first-order
+term, so the allocation is for SGS, not for the mean square). The variance of the pooled
+estimate is then, up to a constant, sum_h a_h (1/M_h - 1/V_h), and a cell of stratum h costs
+n_j (it is asked for every sampled prompt of its dataset). Adding cells one stratum step at
+a time to the stratum with the largest variance drop per cost, a_h (1/M - 1/(M+1)) / n_j, is
+the integer Neyman allocation (Cochran 1977 section 5.5; greedy steps are optimal because the
+objective is convex and separable). ``w_axis`` is 1/target^2 for an axis whose interval is
+still wider than its target (0 once it is met), or 1/SGS^2 (relative precision) for every
+axis when no target is set. The first round, with nothing observed, is proportional
+(S_h = 1). Prompts vs variants per prompt is decided once, by the planner
+(``planner.best_design``), from the two-stage variance components.
+
+Stopping. An axis is done when its design half-width meets its target, or when each
+one-sided test (spec section 6: H0 E[s] <= eps, t-test over the per-prompt scores) is decided
+at the look's level: rejected (the axis exceeds eps) or its mirror rejected (the axis is below
+eps). The watched axes are the target's axes, or every axis without a target. The run stops
+when every watched axis is done, or the budget is spent.
+
+Looking between rounds: a Haybittle-Peto alpha-spending rule (Haybittle 1971, Br J Radiol
+44:793; Peto et al. 1976, Br J Cancer 34:585): every interim look tests at the fixed small
+level ``INTERIM_ALPHA`` (one-sided z = 3, 0.00135) and the last planned look at alpha minus
+what the interim looks spent. By the Bonferroni inequality the chance of any false rejection
+over all looks is at most the sum of the looks' levels, alpha, whatever the correlation
+between looks and whenever the run stops; the final look keeps nearly the whole alpha, so
+verdicts at the end are nearly as powerful as a single test. A run stopped early by its
+targets reports an undecided test as not significant at the level of the look it stopped at.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sago_core.budget.design import Design, Layout, minimum_counts, select_cells
+from sago_core.budget.estimate import RESAMPLES, Estimate, PromptEstimates, axis_estimates
+
+INTERIM_ALPHA = 0.0013498980316301  # one-sided P(Z > 3)
+
+
+def look_levels(rounds: int, alpha: float) -> tuple[float, ...]:
+    """Each look's one-sided level: interim looks at z = 3, the last at what is left."""
+    if rounds < 1:
+        raise ValueError("rounds must be >= 1")
+    interim = min(INTERIM_ALPHA, alpha / (2 * rounds))
+    return (interim,) * (rounds - 1) + (alpha - interim * (rounds - 1),)
+
+
+def allocate(
+    layout: Layout,
+    counts: np.ndarray,
+    weight: np.ndarray,
+    sampled_prompts: np.ndarray,
+    cells: int,
+) -> np.ndarray:
+    """Raise per-stratum counts (cells per sampled prompt) by greedy Neyman steps until
+    ``cells`` more would be exceeded. ``weight``: a_h per stratum."""
+    counts = counts.copy()
+    cost = sampled_prompts[layout.stratum_dataset]
+    ceiling = layout.sizes.max(axis=0)
+    heap: list[tuple[float, int]] = []
+
+    def gain(h: int) -> float:
+        m = counts[h]
+        return weight[h] * (1 / m - 1 / (m + 1)) / cost[h] if m > 0 else np.inf
+
+    for h in range(len(counts)):
+        if counts[h] < ceiling[h]:
+            heapq.heappush(heap, (-gain(h), h))
+    left = cells
+    while heap:
+        _, h = heapq.heappop(heap)
+        if cost[h] > left:
+            continue
+        counts[h] += 1
+        left -= int(cost[h])
+        if counts[h] < ceiling[h]:
+            heapq.heappush(heap, (-gain(h), h))
+    return counts
+
+
+def cells_of(design: Design, counts: np.ndarray) -> int:
+    """Cells asked for at these counts (each capped by what each prompt kept)."""
+    return int(select_cells(design, counts).sum())
+
+
+def stratum_spread(layout: Layout, values: np.ndarray, prompts: PromptEstimates) -> np.ndarray:
+    """Per stratum: the within-prompt SD of z = d^2 / (2 s_i), pooled over prompts; where
+    no prompt holds two cells of the stratum, the SD over all its cells."""
+    s = prompts.root[layout.prompt_code]
+    seen = np.isfinite(values) & np.isfinite(s) & (s > 0)
+    z = np.where(seen, np.where(seen, values, 0.0) ** 2 / (2 * np.where(seen, s, 1.0)), 0.0)
+    shape = layout.sizes.shape
+    n = np.zeros(shape)
+    t1 = np.zeros(shape)
+    t2 = np.zeros(shape)
+    np.add.at(n, (layout.prompt_code, layout.stratum), seen)
+    np.add.at(t1, (layout.prompt_code, layout.stratum), z)
+    np.add.at(t2, (layout.prompt_code, layout.stratum), z**2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        within = (t2 - t1**2 / n).sum(axis=0, where=n >= 2)
+        dof = (n - 1).sum(axis=0, where=n >= 2)
+        spread = np.sqrt(np.where(dof > 0, within / dof, np.nan))
+    for h in np.flatnonzero(~np.isfinite(spread)):
+        zh = z[seen & (layout.stratum == h)]
+        spread[h] = float(np.std(zh, ddof=1)) if len(zh) >= 2 else 0.0
+    return spread
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One test at one eps: 'above' (H0 rejected), 'below' (the mirror rejected) or None
+    (undecided), with the look that decided it (1-based)."""
+
+    decision: str | None
+    look: int | None
+
+
+@dataclass
+class AxisState:
+    estimate: Estimate | None = None
+    verdicts: dict[float, Verdict] = field(default_factory=dict)
+    met: bool = False
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    round: int
+    cells: int
+    counts: np.ndarray
+    half_widths: dict[str, float | None]
+    estimates: dict[str, float | None]
+
+
+@dataclass
+class BudgetResult:
+    rounds: list[RoundRecord]
+    axes: dict[str, AxisState]
+    prompts: dict[str, PromptEstimates]
+    observed: np.ndarray  # mask over the grid's cells
+    stop_reason: str
+    budget_cells: int
+
+    @property
+    def cells(self) -> int:
+        return int(self.observed.sum())
+
+
+def _t_pvalues(scores: np.ndarray, eps: float) -> tuple[float, float] | None:
+    """(p of H0 E[s] <= eps, p of its mirror E[s] >= eps), one-sided t-tests."""
+    values = scores[np.isfinite(scores)]
+    n = len(values)
+    if n < 2:
+        return None
+    sd = float(np.std(values, ddof=1))
+    mean = float(values.mean())
+    if sd == 0:
+        return (0.0, 1.0) if mean > eps else (1.0, 0.0 if mean < eps else 1.0)
+    from scipy import stats
+
+    t = (mean - eps) / (sd / np.sqrt(n))
+    return float(stats.t.sf(t, n - 1)), float(stats.t.cdf(t, n - 1))
+
+
+def _decide(
+    state: AxisState, scores: np.ndarray, epsilons: Sequence[float], level: float, look: int
+) -> None:
+    for eps in epsilons:
+        if state.verdicts.get(eps, Verdict(None, None)).decision is not None:
+            continue
+        p = _t_pvalues(scores, eps)
+        decision = None
+        if p is not None and p[0] < level:
+            decision = "above"
+        elif p is not None and p[1] < level:
+            decision = "below"
+        state.verdicts[eps] = Verdict(decision, look if decision else None)
+
+
+Oracle = Callable[[np.ndarray], np.ndarray]
+
+
+def run_budgeted(
+    design: Design,
+    totals: Sequence[int],
+    oracle: Oracle,
+    axes: Sequence[str],
+    *,
+    target: Mapping[str, float] | None = None,
+    epsilons: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.05, 0.10),
+    alpha: float = 0.05,
+    correct: bool = True,
+    levels: Sequence[float] | None = None,
+    resamples: int = RESAMPLES,
+) -> BudgetResult:
+    """Run the rounds (``totals``: cumulative cells after each, schedule.py).
+    ``oracle(mask)`` returns the normalised deltas (cells x axes, NaN
+    where missing) of the newly asked cells in ``mask``: a replay reads a finished grid, a
+    run generates them. ``epsilons``: the tolerances tested, for every axis or per axis.
+    ``levels``: each look's level instead of the spending rule's (a test of the rule)."""
+    layout = design.layout
+    n = design.sampled_prompts
+    target = dict(target or {})
+    watched = [a for a in axes if a in target] or list(axes)
+    values = np.full((len(layout.stratum), len(axes)), np.nan)
+    observed = np.zeros(len(layout.stratum), dtype=bool)
+    counts = np.zeros(len(layout.strata), dtype=np.int64)
+    rounds = len(totals)
+    levels = tuple(levels) if levels is not None else look_levels(rounds, alpha)
+    tolerances = {
+        a: tuple(epsilons[a]) if isinstance(epsilons, Mapping) else tuple(epsilons) for a in axes
+    }
+    states = {a: AxisState() for a in axes}
+    records: list[RoundRecord] = []
+    weight = _shares(layout) ** 2 / layout.prompts_per_dataset[layout.stratum_dataset]
+    prompts: dict[str, PromptEstimates] = {}
+    reason = "budget spent"
+    for k, total in enumerate(totals, start=1):
+        base = np.maximum(counts, minimum_counts(layout))
+        extra = total - cells_of(design, base)
+        counts = allocate(layout, base, weight, n, max(extra, 0))
+        mask = select_cells(design, counts)
+        new = mask & ~observed
+        if new.any():
+            values[new] = oracle(new)
+        observed |= mask
+        widths: dict[str, float | None] = {}
+        estimates: dict[str, float | None] = {}
+        for a_index, axis in enumerate(axes):
+            column = np.where(observed, values[:, a_index], np.nan)
+            seed = design.seed * 1_000_003 + k * 101 + a_index
+            per_prompt, _, pooled = axis_estimates(layout, column, n, correct, seed, resamples)
+            prompts[axis] = per_prompt
+            state = states[axis]
+            state.estimate = pooled
+            width = None if pooled is None else pooled.half_width()
+            widths[axis] = width
+            estimates[axis] = None if pooled is None else pooled.value
+            state.met = axis in target and width is not None and width <= target[axis]
+            _decide(state, per_prompt.s, tolerances[axis], levels[k - 1], k)
+        records.append(RoundRecord(k, int(observed.sum()), counts.copy(), widths, estimates))
+        done = all(
+            states[a].met or all(v.decision is not None for v in states[a].verdicts.values())
+            for a in watched
+        )
+        if done:
+            reason = "every target met or verdict decided"
+            break
+        if k == rounds:
+            break
+        weight = _weights(layout, values, observed, axes, states, target, prompts)
+    return BudgetResult(records, states, prompts, observed, reason, int(totals[-1]))
+
+
+def _shares(layout: Layout) -> np.ndarray:
+    """W_h: a stratum's share of a prompt's variants (the dataset's typical prompt)."""
+    per_prompt = layout.sizes / np.maximum(layout.sizes.sum(axis=1, keepdims=True), 1)
+    share = np.zeros(len(layout.strata))
+    for h in range(len(share)):
+        members = layout.prompt_dataset == layout.stratum_dataset[h]
+        share[h] = per_prompt[members, h].mean()
+    return share
+
+
+def _weights(
+    layout: Layout,
+    values: np.ndarray,
+    observed: np.ndarray,
+    axes: Sequence[str],
+    states: Mapping[str, AxisState],
+    target: Mapping[str, float],
+    prompts: Mapping[str, PromptEstimates],
+) -> np.ndarray:
+    share = _shares(layout)
+    population = layout.prompts_per_dataset[layout.stratum_dataset]
+    weight = np.zeros(len(layout.strata))
+    for a_index, axis in enumerate(axes):
+        state = states[axis]
+        if state.estimate is None:
+            continue
+        if target:
+            if axis not in target or state.met:
+                continue
+            w = 1.0 / target[axis] ** 2
+        else:
+            w = 1.0 / max(state.estimate.value, 1e-6) ** 2
+        column = np.where(observed, values[:, a_index], np.nan)
+        spread = stratum_spread(layout, column, prompts[axis])
+        weight += w * share**2 * spread**2 / population
+    if not weight.any():
+        weight = share**2 / population
+    return weight
