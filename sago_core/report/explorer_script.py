@@ -18,6 +18,8 @@ from __future__ import annotations
 # (the script puts a <wbr> there), never inside a word; a long answer scrolls in its cell.
 STYLE = (
     "#explorer-box{overflow-x:auto;max-width:100%}"
+    "#explorer-box tr>:first-child{position:sticky;left:0;z-index:1;background:#fff;"
+    "box-shadow:inset -1px 0 0 #ccc}#explorer-box tr>th:first-child{background:#f3f3f3}"
     "#explorer table{table-layout:fixed;width:100%;margin:0.5rem 0 1.5rem}"
     "#explorer th,#explorer td{font-size:0.75rem;padding:0.15rem 0.25rem;vertical-align:top;"
     "overflow:hidden;overflow-wrap:normal;word-break:normal}"
