@@ -63,8 +63,8 @@ def exit_code(signum: int) -> int:
 
 
 def child_processes(parent: int | None = None) -> list[int]:
-    """The live child processes of ``parent`` (this process), read from ``/proc`` (empty
-    where there is none)."""
+    """The live child processes of ``parent`` (this process), read from ``/proc``. Where
+    there is none (macOS) none are found: they end when their pipes to the run close."""
     parent = os.getpid() if parent is None else parent
     children = []
     for stat in Path("/proc").glob("[0-9]*/stat"):

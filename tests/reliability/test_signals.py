@@ -52,8 +52,21 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(server_env: dict[str, str]) -> TargetProcesses:
-    return target_processes(server_env)
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], str, Path]]:
+    """A bucket on a local S3 server: (the environment that reaches it, the runs folder's
+    URL there, this machine's scratch folder for it)."""
+    folder = tmp_path_factory.mktemp("store")
+    with s3_server(folder / "moto.log") as endpoint:
+        create_bucket(endpoint, "sago-signals")
+        scratch = folder / "scratch"
+        env = {**store_environment(endpoint), "SAGO_SCRATCH": str(scratch)}
+        yield env, "s3://sago-signals/team/runs", scratch
+
+
+@pytest.fixture(scope="module")
+def runs(server_env: dict[str, str], store: tuple[dict[str, str], str, Path]) -> TargetProcesses:
+    """Forked runs (``harness.TargetProcesses``) that reach the Prefect server and the store."""
+    return target_processes({**server_env, **store[0]})
 
 
 @pytest.fixture(scope="module")
@@ -142,24 +155,14 @@ def test_a_signal_stops_the_run_in_seconds_and_resume_finishes_it(
     check_resumed(runs, str(run_dir), run_dir, tmp_path / "calls.jsonl", golden)
 
 
-@pytest.fixture(scope="module")
-def store_runs(
-    server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[TargetProcesses, str, Path]]:
-    """Runs (forked, as ``runs``) on a bucket of a local S3 server: (the runs, the runs
-    folder's URL, this machine's scratch folder)."""
-    folder = tmp_path_factory.mktemp("store")
-    with s3_server(folder / "moto.log") as endpoint:
-        create_bucket(endpoint, "sago-signals")
-        scratch = folder / "scratch"
-        env = {**server_env, **store_environment(endpoint), "SAGO_SCRATCH": str(scratch)}
-        yield target_processes(env), "s3://sago-signals/team/runs", scratch
-
-
 def test_a_signal_during_a_store_upload_stops_the_run_and_resume_finishes_it(
-    store_runs: tuple[TargetProcesses, str, Path], shared: Path, golden: dict, tmp_path: Path
+    runs: TargetProcesses,
+    store: tuple[dict[str, str], str, Path],
+    shared: Path,
+    golden: dict,
+    tmp_path: Path,
 ) -> None:
-    runs, url, scratch = store_runs
+    _, url, scratch = store
     config = write_inputs(shared, tmp_path)
     values = yaml.safe_load(config.read_text())
     config.write_text(yaml.safe_dump({**values, "runs_dir": url}))
