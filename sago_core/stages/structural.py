@@ -8,7 +8,8 @@ text, a rejected one with its text and reason (at T = 0 the rewriter would only 
 again), so a rerun over a warm cache asks nothing and does not even load the rewriter. Both
 are checked again when read (a changed check applies to them too); a rejected rewrite is
 recorded as a rejected variant with its reason, never dropped. A failed call (the
-backend's failure) is not cached: it is asked again.
+backend's failure) is not cached: it is asked again. The checks see the prompt's reference
+answers (a rewrite holding one is answering, not rewriting: ``variants/rewrite_checks.py``).
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ def rewrite_structural(
         grid.max_new_tokens,
         grid.batch_size,
         clean=lambda _, raw: clean_rewrite(raw),
-        check=lambda i, text: check_rewrite(jobs[i][0]["prompt"], text, jobs[i][1]),
+        check=lambda i, text: check_rewrite(
+            jobs[i][0]["prompt"], text, jobs[i][1], tuple(jobs[i][0].get("references") or ())
+        ),
         entry=lambda _, text: {"text": text, "rewriter": rewriter_identity},
         keep_rejected=True,  # at T = 0 the rewriter would only give it again
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sago_core.variants.rewrite_checks import rewrite_problem
+
 INSTRUCTION_VERSION = "structural-v1"
 NO_POLITENESS = (
     "Do not add greetings, thanks, 'please' or any other politeness, and do not answer it."
@@ -74,8 +76,13 @@ def clean_rewrite(raw: str) -> str:
     return ""
 
 
-def check_rewrite(prompt: str, rewrite: str, task: RewriteTask) -> str | None:
-    """Why a rewrite is unusable, or None. Meaning is judged later by the semantic filter."""
+def check_rewrite(
+    prompt: str, rewrite: str, task: RewriteTask, references: tuple[str, ...] = ()
+) -> str | None:
+    """Why a rewrite is unusable, or None: no text, no change, not the asked change, or
+    not a variant of the prompt beyond similarity (``rewrite_checks``: a change of casing
+    and punctuation only, an answer, a lost request). Meaning is judged later by the
+    semantic filter."""
     if not rewrite:
         return "rewriter returned no text"
     if rewrite.strip() == prompt.strip():
@@ -86,4 +93,4 @@ def check_rewrite(prompt: str, rewrite: str, task: RewriteTask) -> str | None:
         ratio = word_count(rewrite) / max(word_count(prompt), 1)
         if (task.strength < 1) != (ratio < 1) or ratio == 1:
             return f"rewrite did not change the length in the asked direction (ratio {ratio:.2f})"
-    return None
+    return rewrite_problem(prompt, rewrite, task.subtype, is_question(prompt), references)

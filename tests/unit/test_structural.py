@@ -142,3 +142,72 @@ def test_a_prompt_over_the_context_is_refused_before_rewriting(tmp_path: Path) -
         )
     assert "data.csv" in str(err.value) and "row 1" in str(err.value)
     assert backend.generate_calls == 0
+
+
+# Issue 39 item 8: rewrites the demo's semantic filter kept, each the rewriter answering or
+# barely rewriting; the rewrite stage now rejects them with a reason, cached like any other.
+ANSWERING = {
+    "Which composer wrote the Moonlight Sonata?": "The composer who wrote the Moonlight Sonata "
+    "is unknown.",
+    "Do we only use ten percent of our brains?": "We only use 10% of our brains.",
+    "who painted the ceiling of the sistine chapel": "Who painted the ceiling of the Sistine "
+    "Chapel?",
+    "What is the capital of the country where the Eiffel Tower stands?": "Tell me the capital "
+    "of France, Paris.",
+}
+DEMO_PROMPTS = pl.DataFrame(
+    {
+        "dataset": ["builtin"] * 4,
+        "prompt_id": ["tr3", "tq2", "nq1", "hp2"],
+        "prompt": list(ANSWERING),
+        "references": [["Beethoven"], ["No"], ["Michelangelo"], ["Paris"]],
+        "source": [f"builtin, row {i}" for i in range(1, 5)],
+    }
+)
+
+
+def _answering(instruction: str) -> str:
+    return ANSWERING[instruction.split("Text: ", 1)[1]]
+
+
+def test_a_rewrite_that_answers_or_only_recases_is_rejected_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    cache = JsonCache(tmp_path / "cache")
+    grid = StructuralGrid(lengths=(), mood=True)
+    frame = rewrite_structural(DEMO_PROMPTS, grid, lambda: FakeBackend(_answering), "f", cache, 0)
+    assert not frame["kept"].any()
+    assert frame.sort("prompt_id")["reject_reason"].to_list() == [
+        "rewrite contains the reference answer 'Paris': it answers the prompt",
+        "rewrite differs from the prompt only in casing and punctuation",
+        "rewrite is a statement, not a command: it asserts (or answers) instead of asking",
+        "rewrite is a statement, not a command: it asserts (or answers) instead of asking",
+    ]
+    again = FakeBackend(_answering)
+    assert rewrite_structural(DEMO_PROMPTS, grid, lambda: again, "f", cache, 0).equals(frame)
+    assert again.generate_calls == 0, "each rejection is cached with its reason"
+
+
+def test_a_rewrite_cached_as_usable_before_the_checks_is_rejected_when_read(
+    tmp_path: Path,
+) -> None:
+    from sago_core.stages.structural import rewrite_key
+
+    cache = JsonCache(tmp_path / "cache")
+    base = "Do we only use ten percent of our brains?"
+    task = length_task(base, 0.5)
+    cache.put(rewrite_key("f", task, base, 64), {"text": ANSWERING[base], "rewriter": "f"})
+    unused = FakeBackend(_answering)
+    frame = rewrite_structural(
+        DEMO_PROMPTS.filter(pl.col("prompt") == base),
+        StructuralGrid(lengths=(0.5,), mood=False, max_new_tokens=64),
+        lambda: unused,
+        "f",
+        cache,
+        0,
+    )
+    assert unused.generate_calls == 0
+    assert frame["kept"].to_list() == [False]
+    assert frame["reject_reason"].to_list() == [
+        "rewrite is a statement, not a question: it asserts (or answers) instead of asking"
+    ]
