@@ -11,6 +11,7 @@ import html
 import json
 from typing import Any
 
+from sago_core.report.markup import p_value
 from sago_core.site import paths
 from sago_core.site.collect import Release, Site, SiteRun
 from sago_core.site.series import Series
@@ -152,7 +153,8 @@ def index_page(site: Site) -> str:
     )
     intro = (
         f"<p>{len(site.runs)} runs, {len(site.releases)} releases in "
-        f"{len(site.families())} families from <code>{_e(site.root)}</code>. Each chart is one "
+        f"{len(site.families())} {'family' if len(site.families()) == 1 else 'families'} from "
+        f"<code>{_e(site.root)}</code>. Each chart is one "
         "line: a model family's releases measured with one design (the same prompts, "
         "variants, decoding, sampling and scorer: the runs <code>sago compare --paired</code> "
         "would pair), pooled SGS per axis release after release with 95% bootstrap "
@@ -243,7 +245,7 @@ def run_page(site: Site, run: SiteRun) -> str:
     ]
     body = [f"<p>{' · '.join(links)}</p>"]
     for spec, pooled in run.pooled.items():
-        rows = [[_e(r["axis"]), _sgs_cell(r), _e(r["n"]), _num(r["p_holm"])] for r in pooled]
+        rows = [[_e(r["axis"]), _sgs_cell(r), _e(r["n"]), p_value(r["p_holm"])] for r in pooled]
         body.append(
             f"<h2>{_e(spec)}</h2><p>identity {_e(run.identities.get(spec))}</p>"
             + _table(["axis", "SGS [95% CI]", "n", "p (Holm)"], rows)
@@ -293,8 +295,8 @@ def compare_page(site: Site, release: Release) -> str:
                 _e(row.get("n")),
                 _num(row.get("mean_diff")),
                 interval,
-                _num(row.get("p_holm")),
-                _num(row.get("p_tost_holm")),
+                p_value(row.get("p_holm")),
+                p_value(row.get("p_tost_holm")),
                 verdict,
             ]
         )
