@@ -12,7 +12,7 @@ come from the run's ``card.json`` (rows whose ``model_b`` is this model).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from sago_core.artifacts.layout import (
     SCORES_FILE,
     SUMMARY_FILE,
 )
+from sago_core.site.release import Release
 from sago_core.site.series import (
     RELEASED,
     STARTED,
@@ -80,25 +81,6 @@ class SiteRun:
     @property
     def has_card(self) -> bool:
         return (self.folder / CARD_HTML_FILE).is_file()
-
-
-@dataclass(frozen=True)
-class Release:
-    """One model of one run, in its family's trend."""
-
-    family: str
-    spec: str
-    identity: str | None
-    run_id: str
-    times: dict[str, float]  # RELEASED/WATCHED/STARTED/WRITTEN -> seconds since the epoch
-    against_run: str | None = None  # the run of the release its card compares with
-    against_spec: str | None = None
-    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # axis -> paired row
-    note: str | None = None  # why there is no paired verdict, as the card says
-
-    @property
-    def regressions(self) -> list[str]:
-        return [axis for axis, row in self.verdicts.items() if row.get("verdict") == "b_worse"]
 
 
 @dataclass(frozen=True)

@@ -21,18 +21,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE
 from sago_core.errors import SagoError
 from sago_core.report.paired_runs import check_designs, check_prompts, read_run_config
+from sago_core.site.release import RELEASED, STARTED, WATCHED, WRITTEN, Release
 
-if TYPE_CHECKING:
-    from sago_core.site.collect import Release
-
-RELEASED, WATCHED, STARTED, WRITTEN = "released", "watched", "started", "written"
 # The order's bases, the release's own first, with what a line's legend says of each.
 BASES = {
     RELEASED: "the release date in each model's name",
