@@ -16,8 +16,10 @@ it. Three checks catch what similarity cannot:
   declarative sentence: "We only use 10% of our brains.") has lost the ask, and is most often
   the rewriter's answer. The form is read from the first word of each sentence, a closed list
   of English question words, auxiliaries and imperative verbs, so these checks apply only to
-  a prompt py3langid reads as English whose form the list recognises; every other prompt
-  (another language, an English prompt that opens with its input text) passes them untouched.
+  a prompt that reads as English (``reads_as_english``) whose form the list recognises; every
+  other prompt (another language, an English prompt that ends in its input text, a cloze
+  query such as NQ-open's "joined mexico and the united states to form nafta") passes them
+  untouched.
 """
 
 from __future__ import annotations

@@ -146,6 +146,24 @@ def test_other_languages_and_unrecognised_forms_pass_the_form_checks_untouched()
     )
 
 
+def test_no_question_of_a_real_multilingual_dataset_gets_the_english_form_checks(
+    shared_data: Path,
+) -> None:
+    """MKQA's sample: 150 questions in 25 languages besides English, none judged by the
+    English word lists (the form checks pass them untouched)."""
+    from sago_core.variants.rewrite_checks import english_form
+
+    lines = (shared_data / "mkqa" / "mkqa_sample6.jsonl").read_text(encoding="utf-8")
+    queries = [
+        query
+        for line in lines.splitlines()
+        for language, query in json.loads(line)["queries"].items()
+        if language != "en"
+    ]
+    assert len(queries) == 150
+    assert [q for q in queries if english_form(q) is not None] == []
+
+
 def test_the_labelled_set_is_large_enough_and_well_formed() -> None:
     labelled = rows()
     assert len(labelled) >= 60
