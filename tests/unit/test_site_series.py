@@ -107,3 +107,17 @@ def test_the_site_over_two_designs_draws_two_lines_and_says_why(tmp_path: Path) 
     assert "Line 2 of 2: 1 release of one design" in index
     assert index.count("Not joined to line 1:") == 1
     assert "generation.max_new_tokens (decoding): 40 vs 8" in index
+
+
+def test_a_rerun_of_the_same_config_keeps_the_manifests_start_time(tmp_path: Path) -> None:
+    from sago_core.config import RunConfig
+    from tasks.provenance import first_started
+
+    config, other = RunConfig(), RunConfig(n=3)
+    manifest = tmp_path / "manifest.json"
+    now = {"started_at": "2026-12-05T09:00:00+00:00"}
+    assert first_started(config, manifest, now) == now["started_at"]  # no manifest yet
+    kept = {"config_hash": config.result_hash(), "started_at": "2026-11-01T09:00:00+00:00"}
+    manifest.write_text(json.dumps(kept | {"written_at": "2026-11-01T09:05:00+00:00"}))
+    assert first_started(config, manifest, now) == kept["started_at"]  # a rerun
+    assert first_started(other, manifest, now) == now["started_at"]  # another config
