@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sago_core.variants.rewrite_checks import rewrite_problem
+from sago_core.variants.rewrite_checks import only_surface_change, rewrite_problem, sentence_form
 
-INSTRUCTION_VERSION = "structural-v1"
+INSTRUCTION_VERSION = "structural-v2"  # v2: a question without "?" is a question
 NO_POLITENESS = (
     "Do not add greetings, thanks, 'please' or any other politeness, and do not answer it."
 )
@@ -41,7 +41,10 @@ def target_words(prompt: str, multiplier: float) -> int:
 
 
 def is_question(prompt: str) -> bool:
-    return prompt.rstrip().endswith("?")
+    """Ends with "?", or opens like an English question ("who wrote hamlet", as NQ-open
+    asks): such a prompt's mood variant is a command, and a rewrite that only adds the "?"
+    is no change of mood."""
+    return prompt.rstrip().endswith("?") or sentence_form(prompt) == "question"
 
 
 def length_task(prompt: str, multiplier: float) -> RewriteTask:
@@ -87,6 +90,8 @@ def check_rewrite(
         return "rewriter returned no text"
     if rewrite.strip() == prompt.strip():
         return "rewriter returned the prompt unchanged"
+    if only_surface_change(prompt, rewrite):  # the most telling reason first
+        return rewrite_problem(prompt, rewrite, task.subtype, is_question(prompt), references)
     if task.subtype == "mood" and is_question(rewrite) == is_question(prompt):
         return "rewrite did not change the mood"
     if task.subtype == "length":

@@ -181,7 +181,10 @@ def test_the_filter_on_the_labelled_set_before_and_after() -> None:
     """Before: the old checks, then BERTScore > 0.78 (the demo's filter). After: the checks
     of today (``check_rewrite``), then the same BERTScore. Measured: precision 0.451 -> 0.889,
     recall 0.865 -> 0.865 on all 167; on the embedded model's 108 rewrites, 28 kept (1 valid)
-    -> 4 kept (the same 1 valid). The new checks alone reject no valid rewrite."""
+    -> 4 kept (the same 1 valid). The new checks alone reject no valid rewrite. Since a
+    question without "?" counts as a question (three NQ rows relabelled: a question asked
+    again as a question is no change of mood): precision 0.408 -> 0.879 (29/33), recall
+    0.853 -> 0.853 (29/34)."""
     labelled = rows()
     valid = [r["label"] == "valid" for r in labelled]
     similar = [r["semantic_f1"] > DEMO_THRESHOLD for r in labelled]
@@ -200,8 +203,8 @@ def test_the_filter_on_the_labelled_set_before_and_after() -> None:
     after = [reason is None and s for reason, s in zip(reasons, similar, strict=True)]
     precision_before, recall_before = _precision_recall(before, valid)
     precision_after, recall_after = _precision_recall(after, valid)
-    assert precision_after >= 32 / 36 and precision_after > precision_before + 0.4
-    assert recall_after >= 32 / 37 and recall_after == recall_before
+    assert precision_after >= 29 / 33 and precision_after > precision_before + 0.4
+    assert recall_after >= 29 / 34 and recall_after == recall_before
     assert not any(v and reason is not None for v, reason in zip(valid, reasons, strict=True))
     embedded = [r["source"].startswith("smollm2-135m") for r in labelled]
     assert sum(k for k, e in zip(after, embedded, strict=True) if e) <= 4

@@ -47,6 +47,23 @@ def test_mood_instruction_goes_both_ways() -> None:
     assert "as a direct question" in mood_task("List three colours.").instruction
 
 
+def test_a_question_without_a_question_mark_is_asked_as_a_command() -> None:
+    """NQ-open asks "when did the united states enter world war i" with no "?": its mood
+    variant is a command; a rewrite that only adds the capitals and the "?" is no variant."""
+    nq = "when did the united states enter world war i"
+    assert "as a command" in mood_task(nq).instruction
+    assert check_rewrite(nq, "When did the United States enter World War I?", mood_task(nq)) == (
+        "rewrite differs from the prompt only in casing and punctuation"
+    )
+    assert (
+        check_rewrite(nq, "Name the year the United States entered World War I.", mood_task(nq))
+        is None
+    )
+    assert (
+        "as a direct question" in mood_task("qui a écrit hamlet").instruction
+    )  # English rules only
+
+
 def test_clean_rewrite_strips_labels_quotes_and_extra_lines() -> None:
     assert (
         clean_rewrite('Rewritten question: "Tell me the capital."\nExtra') == "Tell me the capital."
