@@ -215,9 +215,16 @@ def draw_design(layout: Layout, seed: int, prompts: Sequence[int] | None = None)
     return Design(layout, tuple(prompt_order), n, tuple(kind_order), offset, seed)
 
 
+def _per_cell(layout: Layout, counts: np.ndarray) -> np.ndarray:
+    """Each cell's count: ``counts[h]`` (the same for every prompt) or ``counts[i, h]``."""
+    if counts.ndim == 2:
+        return counts[layout.prompt_code, layout.stratum]
+    return counts[layout.stratum]
+
+
 def select_cells(design: Design, counts: np.ndarray) -> np.ndarray:
-    """Mask over the grid's cells asked for when stratum h holds ``counts[h]`` cells per
-    sampled prompt (capped by what the prompt kept)."""
+    """Mask over the grid's cells asked for when stratum h holds ``counts[h]`` (or, per
+    prompt, ``counts[i, h]``) cells of each sampled prompt (capped by what it kept)."""
     layout = design.layout
     sampled = design.prompt_sampled()
     # each cell's place in its prompt's reading of the stratum's kind order
@@ -235,7 +242,7 @@ def select_cells(design: Design, counts: np.ndarray) -> np.ndarray:
     starts = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
     run = np.arange(len(key)) - np.repeat(starts, np.diff(np.r_[starts, len(key)]))
     rank[key] = run
-    return sampled[layout.prompt_code] & (rank < counts[layout.stratum])
+    return sampled[layout.prompt_code] & (rank < _per_cell(layout, counts))
 
 
 def inclusion_probability(design: Design, counts: np.ndarray) -> np.ndarray:
@@ -243,5 +250,5 @@ def inclusion_probability(design: Design, counts: np.ndarray) -> np.ndarray:
     layout = design.layout
     first = design.sampled_prompts / layout.prompts_per_dataset
     size = layout.sizes[layout.prompt_code, layout.stratum]
-    taken = np.minimum(counts[layout.stratum], size)
+    taken = np.minimum(_per_cell(layout, counts), size)
     return first[layout.prompt_dataset[layout.prompt_code]] * taken / size

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from sago_core.budget.design import Grid, draw_design, index_grid
+from sago_core.budget.design import Grid, draw_design
 from sago_core.budget.planner import Components, best_designs, predicted_half_width
 from sago_core.budget.schedule import BudgetTooSmall, make_schedule
 from sago_core.budget.sequential import INTERIM_ALPHA, allocate, look_levels, run_budgeted
@@ -44,10 +44,10 @@ def test_greedy_neyman_by_hand() -> None:
     """a = (4, 1), each step costs 1, from (1, 1) with 3 more cells: gains a/(m(m+1)) are
     2 vs 0.5, then 0.67 vs 0.5, then 0.33 vs 0.5, so (3, 2); continuous Neyman says
     sqrt(a) = 2:1 of 5 cells, 3.3:1.7."""
-    grid = Grid(("d",) * 14, ("p",) * 14, tuple(KINDS))
-    layout = index_grid(grid, "family")
-    counts = allocate(layout, np.array([1, 1]), np.array([4.0, 1.0]), np.array([1]), 3)
+    counts = allocate(np.array([1, 1]), np.array([4.0, 1.0]), np.array([10, 10]), 3)
     assert counts.tolist() == [3, 2]
+    # a stratum at its ceiling takes no more
+    assert allocate(np.array([1, 1]), np.array([4.0, 1.0]), np.array([2, 10]), 3).tolist() == [2, 3]
 
 
 def test_budget_below_one_round_is_refused_naming_the_key() -> None:
