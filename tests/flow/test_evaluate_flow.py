@@ -133,7 +133,7 @@ def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
     assert not any(_stages(run_dir).values())
     assert (run_dir / "summary.md").read_text().startswith("# SAGO summary")
     report = (run_dir / "report.html").read_text()
-    assert report.count("data:image/png;base64,") == 5
+    assert report.count("data:image/png;base64,") == 7
     summary = pl.read_parquet(run_dir / "summary.parquet")
     pooled = summary.filter(pl.col("dataset") == "__pooled__")
     assert pooled["ci_low"].null_count() == 0 and pooled["p_holm"].null_count() == 0
@@ -201,10 +201,12 @@ def test_report_opens_in_headless_chromium_with_every_figure_and_true_tables(
     _, run_dir = first_run
     page = run_dir / "report.html"
     figures = figures_as_loaded(page, tmp_path)
-    assert [f[0] for f in figures] == [
-        "fig-radar",
-        "fig-heatmap",
+    assert [f[0] for f in figures] == [  # the story's figures first (issue 42)
+        "fig-sgs-intervals",
         "fig-dose-response",
+        "fig-heatmap",
+        "fig-worst-instances",
+        "fig-radar",
         "fig-distributions",
         "fig-layer-curves",
     ]
