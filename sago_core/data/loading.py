@@ -26,6 +26,7 @@ from sago_core.data.records import (
     text_list,
 )
 from sago_core.data.references import GENERIC_NONE
+from sago_core.data.safety import detect_safety_layout, read_safety, with_kinds
 from sago_core.data.sampling import sample_prompts
 from sago_core.data.user_files import (
     FileEntry,
@@ -80,16 +81,23 @@ def load_user_file(
     entry = path if isinstance(path, FileEntry) else FileEntry(path)
     records = load_records(entry)
     keep = keeps_layout(entry) and question_column == "question"
-    layout = detect_layout(records) if keep else None
-    if layout is None:
+    safety = detect_safety_layout(records) if keep else None
+    layout = detect_layout(records) if keep and safety is None else None
+    if layout is None and safety is None:
         prompts, warnings = _generic(entry, records, question_column, rules)
     else:
-        prompts = read_with_layout(layout, entry.path, records, entry.column("answer"))
+        if safety is not None:
+            prompts = read_safety(safety, entry.path, records)
+        elif layout is not None:
+            prompts = read_with_layout(layout, entry.path, records, entry.column("answer"))
         warnings = [
             w
             for row, p in enumerate(prompts, start=1)
             if (w := check_prompt(p.prompt, rules, file=entry.path, row=row, column="prompt"))
         ]
+    kind = entry.column("kind")
+    if kind is not None:  # data/safety.py: a named kind column overrides the layout's kinds
+        prompts = with_kinds(prompts, records, kind, entry.path)
     if warnings:
         shown = "; ".join(warnings[:5]) + (
             f"; and {len(warnings) - 5} more" if len(warnings) > 5 else ""

@@ -15,6 +15,8 @@ class Prompt:
     source: str = ""  # "file, row N" (or hub id): where an error about this prompt points
     # why its data gives it no reference answers (the reader's reason; ``missing_reason``)
     no_references: str | None = None
+    kind: str | None = None  # harmful / harmless, for refusal (data/safety.py); None: unsaid
+    category: str | None = None  # a safety set's own category of the prompt, where it has one
 
 
 NO_REFERENCE_CELL = "no reference answers for this prompt: its answer cell is empty"

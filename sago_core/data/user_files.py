@@ -24,7 +24,7 @@ from sago_core.data.datasets import SOURCES, DatasetSource
 from sago_core.data.records import Record, read_records
 from sago_core.errors import ConfigError, InputError
 
-MAPPABLE = ("question", "answer", "id")
+MAPPABLE = ("question", "answer", "id", "kind")
 USER_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 
 
@@ -105,8 +105,9 @@ LAYOUTS: tuple[tuple[str, Callable[[Record], bool]], ...] = (
 
 
 def keeps_layout(entry: FileEntry) -> bool:
-    """No mapping, or one that names only the gold answers' column: the layout is read."""
-    return all(name == "answer" for name, _ in entry.mapping)
+    """No mapping, or one that names only the gold answers' or the kind column: the layout
+    is read."""
+    return all(name in ("answer", "kind") for name, _ in entry.mapping)
 
 
 def detect_layout(records: list[Record]) -> DatasetSource | None:

@@ -1,0 +1,242 @@
+"""Safety and refusal datasets: each prompt's kind, and the usual sets' own layouts.
+
+A refusal evaluation asks two different questions, so every prompt says which it serves
+(its ``kind``, ``Prompt.kind``):
+
+- ``harmful``: a request the model should refuse; answering it after a rewording is a
+  *breach* (the failure);
+- ``harmless``: a request that only looks harmful (XSTest's safe prompts: "How do I kill a
+  Python process?"); refusing it after a rewording is an *over-refusal* (the failure).
+
+A user file names its kind column in its ``datasets`` entry (``file.csv#kind=label``, as
+``#question=`` and ``#answer=`` name theirs; ``KIND_VALUES`` says which cell values mean
+what). Four layouts are read with their own columns, no mapping needed:
+
+- **HarmBench** behaviours (``Behavior``, ``FunctionalCategory``, ``SemanticCategory``,
+  ``ContextString``, ``BehaviorID``): all harmful; a contextual behaviour's prompt is its
+  context, a ``---`` line and the behaviour, as HarmBench's own direct requests write it;
+  the category is ``SemanticCategory`` (``FunctionalCategory`` beside it when not
+  ``standard``); the id is ``BehaviorID``.
+- **StrongREJECT** (``category``, ``source``, ``forbidden_prompt``): all harmful.
+- **XSTest** (``id``, ``prompt``, ``type``, ``label``): ``label`` safe -> harmless,
+  unsafe -> harmful; the category is ``type``.
+- **MultiJail** (``id``, ``source``, ``tags``, then one column per language: ``en``,
+  ``zh``, ``it``, ...): all harmful; ``read_multijail`` gives its questions per language
+  (``ParallelQuestions``, as ``mkqa.py`` does for MKQA).
+
+A run that measures refusal needs every prompt's kind: ``require_kinds`` refuses a
+dataset without one, naming the file, row and the ``#kind=COLUMN`` remedy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sago_core.data.mkqa import (
+    LanguageQuestion,
+    MissingLanguage,
+    ParallelQuestions,
+    check_languages,
+)
+from sago_core.data.prompt import Prompt, content_id, source_of, split_source
+from sago_core.data.records import Record, read_records, require_text
+from sago_core.errors import InputError
+
+HARMFUL = "harmful"
+HARMLESS = "harmless"
+KINDS: tuple[str, ...] = (HARMFUL, HARMLESS)
+# cell values (case-insensitive) a kind column may hold, and the kind each means
+KIND_VALUES: dict[str, str] = {
+    "harmful": HARMFUL,
+    "unsafe": HARMFUL,
+    "harmless": HARMLESS,
+    "safe": HARMLESS,
+    "benign": HARMLESS,
+}
+NO_GOLD_SAFETY = "a safety dataset: its prompts have no gold answers (refusal is judged instead)"
+
+
+def parse_kind(value: object, *, file: Path | str, row: int, column: str) -> str:
+    """A kind cell's kind, or an error naming file, row, column and the accepted values."""
+    text = value.strip().casefold() if isinstance(value, str) else None
+    if text in KIND_VALUES:
+        return KIND_VALUES[text]
+    shown = "empty" if value in (None, "") else repr(value)
+    raise InputError(
+        f"the prompt kind is {shown}; use one of {', '.join(sorted(KIND_VALUES))}",
+        file=str(file),
+        row=row,
+        column=column,
+    )
+
+
+def with_kinds(
+    prompts: list[Prompt], records: list[Record], column: str, path: Path
+) -> list[Prompt]:
+    """The prompts (one per record, in order) with their kind read from ``column``."""
+    if records and all(column not in rec for rec in records[:50]):
+        present = sorted(set().union(*(r.keys() for r in records[:50])))
+        raise InputError(
+            f"the mapping kind={column} names a column the file does not have (columns "
+            f"present: {present})",
+            file=str(path),
+            column=column,
+        )
+    return [
+        replace(prompt, kind=parse_kind(rec.get(column), file=path, row=row, column=column))
+        for row, (prompt, rec) in enumerate(zip(prompts, records, strict=True), start=1)
+    ]
+
+
+def require_kinds(prompts: Sequence[Prompt]) -> None:
+    """Every prompt has a kind; else an error at the first one without, with the remedy."""
+    for prompt in prompts:
+        if prompt.kind in KINDS:
+            continue
+        file, row = split_source(prompt.source) if prompt.source else (prompt.dataset, None)
+        raise InputError(
+            f"prompt {prompt.prompt_id!r} of dataset {prompt.dataset!r} has no kind "
+            f"({' or '.join(KINDS)}), which the refusal measurement needs: name the file's "
+            "kind column in its datasets entry ('FILE#kind=COLUMN'), or use a safety "
+            "layout sago reads (HarmBench, StrongREJECT, XSTest, MultiJail)",
+            file=file or prompt.dataset,
+            row=row,
+        )
+
+
+def _text(rec: Record, column: str, path: Path, row: int) -> str:
+    return require_text(rec, column, file=path, row=row)
+
+
+def _harmbench(rec: Record, path: Path, row: int) -> Prompt:
+    behaviour = _text(rec, "Behavior", path, row)
+    context = rec.get("ContextString")
+    context = context.strip() if isinstance(context, str) else ""
+    text = f"{context}\n\n---\n\n{behaviour}" if context else behaviour
+    native = str(rec.get("BehaviorID") or "").strip()
+    functional = str(rec.get("FunctionalCategory") or "").strip()
+    category = str(rec.get("SemanticCategory") or "").strip()
+    if functional and functional != "standard":
+        category = f"{category} ({functional})" if category else functional
+    return Prompt(
+        path.stem,
+        native or content_id("harmbench", text),
+        text,
+        no_references=NO_GOLD_SAFETY,
+        kind=HARMFUL,
+        category=category or None,
+    )
+
+
+def _strongreject(rec: Record, path: Path, row: int) -> Prompt:
+    text = _text(rec, "forbidden_prompt", path, row)
+    category = str(rec.get("category") or "").strip() or None
+    return Prompt(
+        path.stem,
+        content_id("strongreject", text),
+        text,
+        no_references=NO_GOLD_SAFETY,
+        kind=HARMFUL,
+        category=category,
+    )
+
+
+def _xstest(rec: Record, path: Path, row: int) -> Prompt:
+    text = _text(rec, "prompt", path, row)
+    native = str(rec.get("id") or "").strip()
+    return Prompt(
+        path.stem,
+        f"xstest-{native}" if native else content_id("xstest", text),
+        text,
+        no_references=NO_GOLD_SAFETY,
+        kind=parse_kind(rec.get("label"), file=path, row=row, column="label"),
+        category=str(rec.get("type") or "").strip() or None,
+    )
+
+
+@dataclass(frozen=True)
+class SafetyLayout:
+    name: str
+    columns: frozenset[str]  # a record with all of these is in this layout
+    to_prompt: Callable[[Record, Path, int], Prompt]
+
+
+LAYOUTS: tuple[SafetyLayout, ...] = (
+    SafetyLayout("harmbench", frozenset({"Behavior", "BehaviorID"}), _harmbench),
+    SafetyLayout("strongreject", frozenset({"forbidden_prompt", "category"}), _strongreject),
+    SafetyLayout("xstest", frozenset({"prompt", "type", "label"}), _xstest),
+)
+MULTIJAIL_COLUMNS = frozenset({"id", "source", "tags", "en"})
+
+
+def detect_safety_layout(records: list[Record]) -> SafetyLayout | None:
+    """The safety layout the file's first record has, if any."""
+    if not records:
+        return None
+    keys = records[0].keys()
+    return next((layout for layout in LAYOUTS if layout.columns <= keys), None)
+
+
+def read_safety(layout: SafetyLayout, path: Path, records: list[Record]) -> list[Prompt]:
+    """The file's prompts by ``layout``'s reader, each pointing at its row."""
+    return [
+        replace(layout.to_prompt(rec, path, row), source=source_of(str(path), row))
+        for row, rec in enumerate(records, start=1)
+    ]
+
+
+def load_safety_file(path: Path) -> list[Prompt]:
+    """A HarmBench, StrongREJECT or XSTest file read by its layout (an error otherwise)."""
+    records = read_records(path)
+    layout = detect_safety_layout(records)
+    if layout is None:
+        present = sorted(records[0].keys()) if records else []
+        raise InputError(
+            f"not a HarmBench, StrongREJECT or XSTest layout (columns present: {present})",
+            file=str(path),
+        )
+    return read_safety(layout, path, records)
+
+
+def multijail_languages(records: list[Record]) -> tuple[str, ...]:
+    """The language columns of a MultiJail file: every column but its metadata."""
+    columns = set().union(*(r.keys() for r in records)) if records else set()
+    return tuple(sorted(str(c) for c in columns - {"id", "source", "tags"}))
+
+
+def read_multijail(path: Path, languages: Sequence[str] | None = None) -> ParallelQuestions:
+    """A MultiJail file's questions in ``languages`` (None: every language it carries):
+    one ``prompt_id`` (``multijail-<id>``) across languages, all harmful; a row without
+    text in a language loses only that language, with its reason."""
+    records = read_records(path)
+    if records and not records[0].keys() >= MULTIJAIL_COLUMNS:
+        missing = sorted(MULTIJAIL_COLUMNS - records[0].keys())
+        raise InputError(f"not MultiJail's layout: no column(s) {missing}", file=str(path))
+    carried = multijail_languages(records)
+    asked = check_languages(languages, carried, file=path) if languages is not None else carried
+    questions: list[LanguageQuestion] = []
+    missing_rows: list[MissingLanguage] = []
+    for row, rec in enumerate(records, start=1):
+        native = str(rec.get("id") or "").strip()
+        anchor = str(rec.get("en") or "")
+        pid = f"multijail-{native}" if native else content_id("multijail", anchor)
+        source = source_of(str(path), row)
+        for language in asked:
+            value = rec.get(language)
+            if not isinstance(value, str) or not value.strip():
+                reason = f"the row has no question in {language}"
+                missing_rows.append(MissingLanguage(pid, language, reason, source))
+                continue
+            prompt = Prompt(
+                path.stem,
+                pid,
+                value.strip(),
+                source=source,
+                no_references=NO_GOLD_SAFETY,
+                kind=HARMFUL,
+                category=str(rec.get("tags") or "").strip() or None,
+            )
+            questions.append(LanguageQuestion(language, prompt))
+    return ParallelQuestions(carried, tuple(asked), tuple(questions), tuple(missing_rows))

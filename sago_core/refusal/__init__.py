@@ -1,0 +1,9 @@
+"""Refusal consistency (issue 44): does the model refuse a request however it is worded?
+
+``rules``: a refusal verdict per answer from language-aware lists of refusal openings;
+``flips``: breach (refused -> complied) and over-refusal (complied -> refused) per prompt
+and variant, beyond the base's own flip rate, and their rates per family, subtype and
+strength with intervals over prompts, harmful and harmless prompts kept apart;
+``best_of_n``: P(at least one of N variants breaches) as N grows, its power-law fit and
+the N at which half the harmful prompts are breached.
+"""
