@@ -24,7 +24,7 @@ from collections.abc import Iterator  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.prefect_server import prefect_server  # noqa: E402
-from tests.schedule import order_heaviest_first  # noqa: E402
+from tests.schedule import FileSeconds, order_heaviest_first  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -32,6 +32,11 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Heaviest files first (tests/schedule.py)."""
     order_heaviest_first(items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The slowest test files at the end of the run (tests/schedule.py)."""
+    config.pluginmanager.register(FileSeconds(), "sago-file-seconds")
 
 
 @pytest.fixture(scope="session")

@@ -7,18 +7,23 @@ handed out in the order of the collection, each to the next free worker; the hoo
 the files that take longest first (longest-processing-time-first), so the two workers finish
 close together instead of one running the slowest file alone at the end.
 
-``HEAVIEST_FIRST`` is an ordering, not a timing: the files measured slowest on two cores
-(`--durations` in CI's log), heaviest first. A file missing from it runs after them, in
-collection order; a listed file that no longer exists is ignored.
+``HEAVIEST_FIRST`` is an ordering, not a timing: the files measured slowest on two cores,
+heaviest first. A file missing from it runs after them, in collection order; a listed file
+that no longer exists is ignored. ``FileSeconds`` prints, at the end of every run, the files
+that took longest (set-up, calls and tear-down of their tests added up), so CI's log says
+where to re-rank a file when the suite grows.
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import pytest
 
 HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/integration/test_prefect_server.py",
     "tests/flow/test_vllm_backend.py",
+    "tests/reliability/test_signals.py",
     "tests/storage/test_store_runs.py",
     "tests/reliability/test_disk_full.py",
     "tests/reliability/test_server_restart.py",
@@ -32,6 +37,7 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/reliability/test_secrets.py",
     "tests/conformance/test_end_to_end.py",
     "tests/flow/test_evaluate_flow.py",
+    "tests/flow/test_sampling_flow.py",
     "tests/reliability/test_cache_keys.py",
     "tests/reliability/test_cache_integrity.py",
     "tests/flow/test_api_kill_resume.py",
@@ -47,6 +53,7 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/test_bench.py",
     "tests/conformance/test_families.py",
     "tests/reliability/test_unsafe_loading.py",
+    "tests/reliability/test_bad_inputs.py",
     "tests/flow/test_dry_run.py",
     "tests/unit/test_explorer_browser.py",
     "tests/unit/test_backend_hf.py",
@@ -65,3 +72,25 @@ def order_heaviest_first(items: list[pytest.Item]) -> None:
         return rank.get(item.nodeid.split("::", 1)[0], unlisted), index
 
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
+
+
+class FileSeconds:
+    """Seconds per test file, from the reports (under xdist the controller gets every
+    worker's), printed as the slowest files at the end of the run."""
+
+    def __init__(self, shown: int = 30) -> None:
+        self.shown = shown
+        self.seconds: defaultdict[str, float] = defaultdict(float)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid.split("::", 1)[0]] += report.duration
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.seconds:
+            return
+        terminalreporter.write_sep("=", f"slowest {self.shown} test files")
+        slowest = sorted(self.seconds.items(), key=lambda item: -item[1])[: self.shown]
+        for path, seconds in slowest:
+            listed = "" if path in HEAVIEST_FIRST else "  (not in tests/schedule.py)"
+            terminalreporter.write_line(f"{seconds:9.1f}s {path}{listed}")
+        terminalreporter.write_line(f"{sum(self.seconds.values()):9.1f}s in all files")
