@@ -82,7 +82,7 @@ def test_patching_added_to_a_finished_run(
     report = (run_dir / "report.html").read_text()
     for figure in ("fig-layer-profiles", "fig-layer-profiles-strength", "fig-patching-recovery"):
         assert f'id="{figure}"' in report
-    assert report.count("data:image/png;base64,") == 5 + 3
+    assert report.count("data:image/png;base64,") == 7 + 3
 
     from sago_core.report.html import report_from_run
 
