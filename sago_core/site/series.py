@@ -1,11 +1,11 @@
 """Which releases one trend line of the results site may join, and in what order.
 
 A line joins releases of one model family whose runs ``sago compare --paired`` would pair:
-the same design (variant grid, decoding, sampling, scorer and its encoder, seed:
-``report.paired_runs.check_designs``) and the same prompts with the same texts
-(``check_prompts``). A release the first line of its family refuses starts or joins another
-line, shown apart with the reason the comparison gives. Drawing two designs on one line
-would show a change of settings as a change of the model.
+the same BERTScore encoder (``scoring.encoder.differing``), the same design (variant grid,
+decoding, sampling, scorer, seed: ``report.paired_runs.check_designs``) and the same prompts
+with the same texts (``check_prompts``). A release the first line of its family refuses
+starts or joins another line, shown apart with the reason the comparison gives. Drawing two
+designs on one line would show a change of settings as a change of the model.
 
 A line is ordered by the releases themselves where they say when they were made: a date in
 the model's name or identity (``gpt-4o-mini-2024-07-18``); else when the watch first
@@ -27,6 +27,7 @@ import polars as pl
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE
 from sago_core.errors import SagoError
 from sago_core.report.paired_runs import check_designs, check_prompts, read_run_config
+from sago_core.scoring.encoder import differing, run_encoder
 from sago_core.site.release import RELEASED, STARTED, WATCHED, WRITTEN, Release
 
 # The order's bases, the release's own first, with what a line's legend says of each.
@@ -84,6 +85,9 @@ class DesignCheck:
             for name in (SCORES_FILE, PROMPTS_FILE):
                 if not (run / name).is_file():
                     return f"run {run.name} has no {name}: its prompts cannot be matched"
+        encoders = differing([(run.name, run_encoder(run)) for run in (run_a, run_b)])
+        if encoders:  # as `sago compare` refuses them (sago_cli/compare.py)
+            return encoders
         try:
             check_designs(read_run_config(run_a), read_run_config(run_b))
             scores_a, scores_b = self._scores_of(a.run_id), self._scores_of(b.run_id)

@@ -18,9 +18,12 @@ from tests.unit.test_site import CONFIG, _run
 
 SPEC = "hf:smollm2-135m"
 IDENTITY = "sha256:b179c95d0e"
-DEMO = {**CONFIG, "generation": {"max_new_tokens": 40}}
-SHORT = {**CONFIG, "generation": {"max_new_tokens": 8}}
-SAMPLED = {**CONFIG, "generation": {"max_new_tokens": 40, "temperature": 0.7, "samples": 4}}
+ENCODER = {"model": "minilm-l6", "num_layers": 6}
+BASE = {**CONFIG, "bertscore": ENCODER}
+DEMO = {**BASE, "generation": {"max_new_tokens": 40}}
+SHORT = {**BASE, "generation": {"max_new_tokens": 8}}
+SAMPLED = {**BASE, "generation": {"max_new_tokens": 40, "temperature": 0.7, "samples": 4}}
+RESCALED = {**DEMO, "bertscore": {**ENCODER, "rescale_with_baseline": True}}
 
 
 def _one(root: Path, run_id: str, started: str, config: dict, prompts: int = 3) -> Path:
@@ -34,6 +37,7 @@ def mixed_designs(root: Path) -> Path:
     _one(root, "c-short", "2026-11-03T09:00:00+00:00", SHORT, prompts=2)
     _one(root, "b-fewer", "2026-11-04T09:00:00+00:00", DEMO, prompts=2)
     _one(root, "a-sampled", "2026-11-05T09:00:00+00:00", SAMPLED)
+    _one(root, "0-rescaled", "2026-11-06T09:00:00+00:00", RESCALED)
     return root
 
 
@@ -50,6 +54,7 @@ def test_a_line_joins_only_runs_of_one_design_in_the_order_they_started(tmp_path
         ["c-short"],
         ["b-fewer"],
         ["a-sampled"],
+        ["0-rescaled"],
     ]
     assert {basis for _, basis, _ in lines} == {"started"}
     reasons = [apart for _, _, apart in lines]
@@ -58,6 +63,7 @@ def test_a_line_joins_only_runs_of_one_design_in_the_order_they_started(tmp_path
     assert "not measured on the same prompts" in str(reasons[2])
     assert "toy/p2" in str(reasons[2])
     assert "sampled differently" in str(reasons[3]) and "temperature" in str(reasons[3])
+    assert "different BERTScore encoders" in str(reasons[4])
     assert all("--allow" not in str(reason) for reason in reasons)
     site = read_site(root)
     first = site.series[0]
