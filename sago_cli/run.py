@@ -35,6 +35,8 @@ from sago_core.config import (
 from sago_core.data.user_files import join_mapped_entries
 from sago_core.errors import ConfigError
 from sago_core.registry.backends import backend_names
+from sago_core.run_plan import RunPlan
+from sago_core.run_start import start_line
 from sago_core.site.paths import INDEX, SITE_DIR
 from sago_core.sweep import is_sweep, sweep_arms, sweep_id, sweep_record
 
@@ -164,23 +166,31 @@ def dry_run_command(config: RunConfig) -> int:
             print(f"\nArm T {arm.temperature:g} (K {arm.samples}):")
             dry_run_command(arm.config)
         return 0
-    from sago_core.backends.api import token_prices
     from sago_core.backends.hub_check import uncached_warning
+    from sago_core.run_plan import render_plan
+
+    plan = plan_of(config)
+    if plan.api and config.api.key_env and not os.environ.get(config.api.key_env):
+        plan.warnings.append(f"api.key_env {config.api.key_env!r} is not set: a real run stops")
+    uncached = (uncached_warning(model_id) for model_id in hub_models(config))
+    plan.warnings.extend(line for line in uncached if line)
+    print(render_plan(plan, config))
+    return 0
+
+
+def plan_of(config: RunConfig) -> RunPlan:
+    """What ``config`` will do (prompts, variants, generations, API traffic and its price),
+    loading no model and calling no API: the dry run's plan and a run's first line."""
+    from sago_core.backends.api import token_prices
     from sago_core.backends.target import run_targets
-    from sago_core.run_plan import plan_run, render_plan
+    from sago_core.run_plan import plan_run
     from sago_core.stages.prompts import prepare_prompts
 
     targets = run_targets(config)  # resolves local weights (hashes), loads nothing
     every = [*targets.models.values(), *targets.tools()]
     prices = {t.spec: token_prices(t.model_id, config.api) for t in every if t.is_api}
     layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
-    plan = plan_run(config, prepare_prompts(config), targets, layout, prices)
-    if prices and config.api.key_env and not os.environ.get(config.api.key_env):
-        plan.warnings.append(f"api.key_env {config.api.key_env!r} is not set: a real run stops")
-    uncached = (uncached_warning(model_id) for model_id in hub_models(config))
-    plan.warnings.extend(line for line in uncached if line)
-    print(render_plan(plan, config))
-    return 0
+    return plan_run(config, prepare_prompts(config), targets, layout, prices)
 
 
 def run_command(config: RunConfig) -> int:
@@ -193,6 +203,7 @@ def run_command(config: RunConfig) -> int:
         return sweep_command(config)
     with stoppable(config) as stopper:
         preflight(config)
+        print(start_line(plan_of(config), config), flush=True)  # before anything starts
         configure_environment(config)
         stopper.server = temporary_server()
         run_dir = evaluate_run(config)

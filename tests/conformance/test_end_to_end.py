@@ -46,7 +46,9 @@ def test_every_family_runs_end_to_end_from_the_command_line(
     file = tmp_path / "families.yaml"
     file.write_text(yaml.safe_dump(config))
     assert main(["run", "--config", str(file), "--run-id", "families"]) == 0
-    capsys.readouterr()
+    first = capsys.readouterr().out.splitlines()[0]  # said before anything starts
+    said = f"Run families: {len(QUESTIONS)} prompts, {len(models)} models, "
+    assert first.startswith(said), first
     run_dir = tmp_path / "runs" / "families"
 
     summary = pl.read_parquet(run_dir / "summary.parquet").filter(pl.col("dataset") == "__pooled__")
