@@ -8,7 +8,7 @@ this script computes one on ``bench/data/baseline_sentences.txt`` (119 unrelated
 sentences written for sago, CC0): every unordered pair of distinct sentences (7,021), scored
 in both orders (candidate and reference swapped), at every layer of the encoder (0: the
 embeddings), without idf weighting (as sago scores answers). It writes
-``sago_core/scoring/bert_baselines.py``; run it again only when the encoder or the corpus
+``sago_core/baselines/bertscore_table.py``; run it again only when the encoder or the corpus
 changes:
 
     python -m bench.bert_baseline            # about a minute on 2 CPU cores
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "bench" / "data" / "baseline_sentences.txt"
-OUT = ROOT / "sago_core" / "scoring" / "bert_baselines.py"
+OUT = ROOT / "sago_core" / "baselines" / "bertscore_table.py"
 ALIAS = "minilm-l6"
 LAYERS = range(0, 7)  # all-MiniLM-L6-v2: the embeddings and six transformer layers
 

@@ -22,7 +22,7 @@ import polars as pl
 from sago_core.artifacts.layout import DELTAS_FILE, GENERATIONS_FILE
 from sago_core.axes.reasoning import with_answers
 from sago_core.axes.text_similarity import get_bert_scorer
-from sago_core.scoring.bert_baseline import rescaled, run_baseline
+from sago_core.baselines.bertscore import rescaled, run_baseline
 from sago_core.scoring.encoder import Encoder, label_of, run_encoder, saved_config
 from sago_core.scoring.scorer_sensitivity import render_sensitivity, scorer_sensitivity
 

@@ -325,7 +325,7 @@ class BertScoreSettings(StrictModel):
     # encoder leaves BERTScore of other-language pairs missing with a reason, never a number.
     multilingual: bool | None = None
     # Rescale the answers' F1 with the encoder's baseline (bert-score's method: the mean F1 of
-    # unrelated sentence pairs; sago_core/scoring/bert_baseline.py), so 0 means "as alike as
+    # unrelated sentence pairs; sago_core/baselines/bertscore.py), so 0 means "as alike as
     # two unrelated sentences". Only encoders with a shipped baseline (issue 39).
     rescale_with_baseline: bool = False
 
@@ -344,7 +344,7 @@ class BertScoreSettings(StrictModel):
     @model_validator(mode="after")
     def _baseline_shipped(self) -> BertScoreSettings:
         if self.rescale_with_baseline:
-            from sago_core.scoring.bert_baseline import baseline_f1, no_baseline
+            from sago_core.baselines.bertscore import baseline_f1, no_baseline
 
             if baseline_f1(self.model, self.num_layers) is None:
                 raise ValueError(no_baseline(self.model, self.num_layers))

@@ -23,9 +23,9 @@ from sago_core.axes.text_similarity import (
     without_cross_language,
 )
 from sago_core.backends.api_served import describe_drift, drifted
+from sago_core.baselines.bertscore import rescaled, run_baseline
 from sago_core.config import BertScoreSettings
 from sago_core.report.summary_md import kept_counts, render_summary
-from sago_core.scoring.bert_baseline import rescaled, run_baseline
 from sago_core.scoring.deltas import compute_deltas
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize

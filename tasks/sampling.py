@@ -20,11 +20,11 @@ from sago_core.axes.text_similarity import (
     multilingual_encoder,
     sentence_bleu,
 )
+from sago_core.baselines.bertscore import rescale, rescaled, run_baseline
 from sago_core.config import BertScoreSettings
 from sago_core.sampling.axis_tests import sampling_tests
 from sago_core.sampling.components import variance_components
 from sago_core.sampling.excess_deltas import excess_deltas
-from sago_core.scoring.bert_baseline import rescale, rescaled, run_baseline
 from tasks.stage import stage_task
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from sago_core.scoring.bert_baseline import F1Fn
+from sago_core.baselines.bertscore import F1Fn
 from sago_core.scoring.encoder import BERT_AXIS
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize

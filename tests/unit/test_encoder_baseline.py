@@ -7,10 +7,10 @@ import math
 
 import pytest
 
+from sago_core.baselines.bertscore import baseline_f1, rescale, rescaled, run_baseline
+from sago_core.baselines.bertscore_table import BASELINES
 from sago_core.config import BertScoreSettings, build_config
 from sago_core.errors import ConfigError
-from sago_core.scoring.bert_baseline import baseline_f1, rescale, rescaled, run_baseline
-from sago_core.scoring.bert_baselines import BASELINES
 
 
 def test_rescaling_is_bert_scores_formula() -> None:

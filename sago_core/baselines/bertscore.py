@@ -12,7 +12,7 @@ by that factor and every ranking stays; what moves is the number against a fixed
 (the t-test of E[s] > 0.05). The semantic spread's threshold is rescaled with the scores,
 so the clusters stay the same.
 
-Baselines: the embedded encoder's from ``bert_baselines.py`` (computed by
+Baselines: the embedded encoder's from ``bertscore_table.py`` (computed by
 ``bench/bert_baseline.py``); a hub encoder's from bert-score's own files
 (``bert_score/rescale_baseline/en/<model>.tsv``), read without importing bert-score. A local
 folder or an encoder with neither has none, and asking to rescale it is an error.
@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sago_core.scoring.bert_baselines import BASELINES
+from sago_core.baselines.bertscore_table import BASELINES
 
 F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
 
