@@ -7,7 +7,8 @@ at T > 0, K = 1 vs K = 4 (``bench/sampling.py``), and vLLM's speed-up from shari
 prefix across its K samples (``bench/sampling_vllm.py``; one line saying why it is skipped
 without the vLLM environment); (6) the post-scoring stages on a synthetic paper-grid run at
 1,000-8,000 instances (``bench/report_scale.py``: seconds, exponent, report.html bytes);
-(7) the main job (``sago run --preset demo``) twice: rerun time over first-run time.
+(7) the main job (``sago run --preset demo``) twice: rerun time over first-run time; (8) the
+budgeted design's validation replay (``bench/budget.py``, issue 40) on a synthetic paper grid.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.budget import main as budget_replay
 from bench.pipelines import agree, compare, run_pipeline, tolerances
 from bench.report_scale import main as report_scale
 from bench.sampling import sampling_costs
@@ -209,6 +211,7 @@ def main() -> int:
         print(flush=True)
     if not args.skip_rerun:
         print("\n".join(cached_rerun(workdir)))
+    budget_replay([])
     return 0
 
 

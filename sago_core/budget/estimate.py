@@ -12,24 +12,23 @@ k R_h mean_ih^2) / (df + k), R_h = sum df S^2 / sum df mean^2, k = ``SHRINK``. A
 axis is missing (a failed measurement) is left out of that axis as unsampled; a stratum
 with none left is dropped from the prompt's weights (renormalised).
 
-The root: s_i = sqrt(MS_i) and E[sqrt(MS^)] < sqrt(MS) (Jensen). Its bias and variance come
-from a bootstrap of the second stage: the cells of each (prompt, stratum) resampled with
-replacement, m - 1 draws rescaled by sqrt(1 - m/V) (Rao and Wu 1988, JASA 83:231, which
-makes the bootstrap variance of a stratified mean equal the design formula above). The
-corrected root is 2 sqrt(MS^) - mean_b sqrt(MS*_b) (the bootstrap bias correction, Efron
-and Tibshirani 1993 section 10.4; the correction is capped at ``MAX_CORRECTION`` of the
-root), its variance the larger of the bootstrap variance of sqrt(MS*) and the delta
-method's Var(MS^)/(4 MS^) from the shrunk stratum variances above (capped at MS^, since
-Var(sqrt X) <= E[X]): with two or three cells of a stratum whose deltas have heavy tails
-(Prob, Ent, Act: a scale that grows with strength), the bootstrap alone missed 15-30% of the
-root's variance, the pooled part of the shrunk variance sees the whole dataset's tails. At
-20% of the synthetic paper grid the larger of the two covered 0.93-0.965 on every axis
-(family x subtype strata), either alone 0.89-0.97. The analytic routes, the second-
-order delta method (sqrt(MS^) (1 + CV^2/8), variance Var(MS^)/(4 MS^)) and a Satterthwaite
-chi-square reading of MS^, were measured first on the synthetic paper grid at 20%: they left
-a relative bias of -0.5% to -1.7% on the 0/1-like axes (BLEU, MR) and underestimated the
-root's variance by 10-30%; the bootstrap left -0.2% to -0.7% and matched the variance on
-those axes (bench/budget.py; the numbers in docs/guide/budget.md).
+The root: s_i = sqrt(MS_i) and E[sqrt(MS^)] < sqrt(MS) (Jensen). Two estimates of that bias:
+a bootstrap of the second stage (the cells of each (prompt, stratum) resampled with
+replacement, m - 1 draws rescaled by sqrt(1 - m/V): Rao and Wu 1988, JASA 83:231, which
+makes the bootstrap variance of a stratified mean equal the design formula above; bias =
+mean_b sqrt(MS*_b) - sqrt(MS^), Efron and Tibshirani 1993 section 10.4), and the second-order
+delta method (bias = -sqrt(MS^) CV^2 / 8, CV^2 = Var(MS^)/MS^2 from the shrunk variances,
+capped at 1). The corrected root removes the larger of the two (capped at
+``MAX_CORRECTION`` of the root): with two or three cells of a stratum the bootstrap cannot
+see a heavy tail it did not draw (Prob, Ent, Act: a delta scale that grows with strength),
+while the shrunk variance borrows the dataset's tails; on 0/1-like axes (BLEU, MR) the
+bootstrap's is the larger. Its variance is, likewise, the larger of the bootstrap variance
+of sqrt(MS*) and the delta method's Var(MS^)/(4 MS^) (capped at MS^: Var(sqrt X) <= E[X]).
+Measured on the synthetic paper grid at 20% (200 replays, bench/budget.py): the bootstrap
+alone left SGS biased by -0.3 of its standard error on Act and Ent and covered 0.88-0.91
+there; the larger of the two left -0.1 to +0.1 and covered 0.91-0.97 on every axis. The
+delta method alone, or a Satterthwaite chi-square reading of MS^, underestimated the root's
+variance by 10-30%.
 
 Dataset SGS^ = mean of the corrected roots over the sampled prompts (a simple random sample
 of the dataset's prompts); its design variance is the two-stage formula (Cochran 1977, eq.
@@ -141,7 +140,10 @@ def estimate_prompts(
     ms_var = np.where(measured, ms_var, np.nan)
     root = np.sqrt(ms)
     boot_mean, boot_var = bootstrap_roots(layout, values, resamples, seed)
-    bias = np.clip(boot_mean - root, -MAX_CORRECTION * root, MAX_CORRECTION * root)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delta_bias = -root * np.minimum(np.where(ms > 0, ms_var / ms**2, 0.0), 1.0) / 8
+    bias = np.minimum(boot_mean - root, delta_bias)
+    bias = np.clip(bias, -MAX_CORRECTION * root, MAX_CORRECTION * root)
     s = root - bias if correct else root
     with np.errstate(invalid="ignore", divide="ignore"):
         delta_var = np.where(ms > 0, np.minimum(ms_var / (4 * ms), ms), 0.0)
