@@ -19,11 +19,13 @@ Every fact the run cannot give is said (NA and why), never invented.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
+from sago_core.backends.model_source import EMBEDDED_ALIASES
 from sago_core.report.summary_md import significance_mark
 from sago_core.statistics.multiple_testing import holm
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -360,9 +362,31 @@ def _paired_html(paired: dict[str, Any] | None, note: str | None) -> str:
     )
 
 
-def headline_html(items: list[Glance], encoder: str | None = None) -> str:
+def weak_rewriter_note(provenance: Mapping[str, Any] | None, variants: pl.DataFrame) -> str | None:
+    """When the structural variants were rewritten by the embedded model: it is small, and
+    most of what it writes answers the question instead of rewording it (rejected with the
+    reason in variants.parquet), so its kept rewrites are worth reading. None otherwise."""
+    config = (provenance or {}).get("config") or {}
+    structural = (config.get("variants") or {}).get("structural")
+    rewriter = structural.get("rewriter") if isinstance(structural, Mapping) else None
+    if not isinstance(rewriter, str) or rewriter.partition(":")[2] not in EMBEDDED_ALIASES:
+        return None
+    rows = variants.filter(pl.col("family") == "structural")
+    kept = int(rows["kept"].sum()) if len(rows) else 0
+    return (
+        f"Structural variants by the embedded {html.escape(rewriter)}: a weak rewriter: read "
+        f"the kept rewrites ({kept} kept of {len(rows)} asked; the rest were rejected with "
+        "their reason, in the table of variants kept and rejected below and in "
+        "variants.parquet)."
+    )
+
+
+def headline_html(
+    items: list[Glance], encoder: str | None = None, rewriter_note: str | None = None
+) -> str:
     """The block's body: one short list per model; ``encoder``: the BERTScore encoder
-    behind every BERT number of the page, said under the block's note."""
+    behind every BERT number of the page, said under the block's note; ``rewriter_note``:
+    a warning on the structural rewriter (``weak_rewriter_note``)."""
     if not items:
         return "<p>No model in the summary.</p>"
     parts = [
@@ -378,6 +402,8 @@ def headline_html(items: list[Glance], encoder: str | None = None) -> str:
             f"are BERTScore F1 by {html.escape(encoder)}: another encoder gives other "
             "numbers.</p>"
         )
+    if rewriter_note:
+        parts.append(f"<p class='glance-note'><b>{rewriter_note}</b></p>")
     for g in items:
         facts = [
             ("Unstable axes", _unstable_html(g)),

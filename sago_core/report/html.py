@@ -57,7 +57,7 @@ from sago_core.data.placeholders import find_placeholders
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.report import figures
 from sago_core.report.explorer import MAX_ROWS
-from sago_core.report.headline import glances, headline_html
+from sago_core.report.headline import glances, headline_html, weak_rewriter_note
 from sago_core.report.insights import (
     Insights,
     detail_sections,
@@ -613,7 +613,11 @@ def render_report(
     )
     parts: list[Section | str] = [
         "<h1>SAGO report</h1>",
-        Section(HEADLINE, "At a glance", headline_html(at_a_glance, encoder)),
+        Section(
+            HEADLINE,
+            "At a glance",
+            headline_html(at_a_glance, encoder, weak_rewriter_note(provenance, variants)),
+        ),
         _identity_drift(generations),
         story_section(
             summary, variant_deltas, insights.instances if insights is not None else None

@@ -18,6 +18,7 @@ from sago_core.report.headline import (
     glances,
     headline_html,
     unstable_axes,
+    weak_rewriter_note,
     worst_instance,
     worst_subtype,
 )
@@ -180,3 +181,22 @@ def test_verdicts_against_the_previous_release_come_from_the_card(tmp_path: Path
     assert paired_from_card(tmp_path / "none") == {}
     note = "first release of family f evaluated by this watch"
     assert note in headline_html(glances(_summary(), _deltas(), paired_note=note))
+
+
+def test_the_embedded_rewriter_is_named_a_weak_rewriter_with_its_counts() -> None:
+    variants = pl.DataFrame(
+        {
+            "family": ["structural"] * 5 + ["noise"],
+            "kept": [True, False, False, True, False, True],
+        }
+    )
+    embedded = {"config": {"variants": {"structural": {"rewriter": "hf:smollm2-135m"}}}}
+    note = weak_rewriter_note(embedded, variants)
+    assert note is not None
+    assert note.startswith("Structural variants by the embedded hf:smollm2-135m: a weak rewriter")
+    assert "(2 kept of 5 asked;" in note
+    assert f"<b>{note}</b>" in headline_html(glances(_summary(), _deltas()), None, note)
+    api = {"config": {"variants": {"structural": {"rewriter": "litellm:openai/gpt-4o"}}}}
+    assert weak_rewriter_note(api, variants) is None
+    assert weak_rewriter_note({"config": {"variants": {"structural": None}}}, variants) is None
+    assert weak_rewriter_note(None, variants) is None
