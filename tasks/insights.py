@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from sago_core.artifacts.layout import (
     AXIS_PCA_FILE,
     AXIS_STRUCTURE_FILE,
@@ -12,20 +14,36 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.schemas import AXIS_PCA, AXIS_STRUCTURE, TAILS, instances_schema
 from sago_core.artifacts.store import read_parquet, write_parquet
-from sago_core.stages.instances import build_instances
+from sago_core.stages.instances import build_instances, sampled_instances_schema
 from sago_core.statistics.axis_structure import pca_table, spearman_table
 from sago_core.statistics.tails import tail_statistics
 from tasks.stage import stage_task
 
 
+def read_sampling_tests(paths: list[str] | None) -> pl.DataFrame | None:
+    """The models' sampling_tests.parquet together (K > 1); None at K = 1 (none given)."""
+    parts = [read_parquet(p) for p in paths or []]
+    return pl.concat(parts, how="diagonal_relaxed") if parts else None
+
+
 @stage_task("build-instances")
 def build_instances_task(
-    deltas_path: str, generations_path: str, prompts_path: str, out_dir: str
+    deltas_path: str,
+    generations_path: str,
+    prompts_path: str,
+    out_dir: str,
+    sampling_tests_paths: list[str] | None = None,
 ) -> str:
+    """``sampling_tests_paths``: at K > 1 every model's sampling_tests.parquet."""
+    tests = read_sampling_tests(sampling_tests_paths)
     frame = build_instances(
-        read_parquet(deltas_path), read_parquet(generations_path), read_parquet(prompts_path)
+        read_parquet(deltas_path),
+        read_parquet(generations_path),
+        read_parquet(prompts_path),
+        tests,
     )
-    return str(write_parquet(frame, Path(out_dir) / INSTANCES_FILE, instances_schema()))
+    schema = instances_schema() if tests is None else sampled_instances_schema()
+    return str(write_parquet(frame, Path(out_dir) / INSTANCES_FILE, schema))
 
 
 @stage_task("tail-statistics")

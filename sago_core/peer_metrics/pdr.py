@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def pdr(base_correct: Sequence[bool], variant_correct: Sequence[bool]) -> float | None:
-    """Over paired verdicts (one per instance); None when the base is never right (the rate
-    divides by the base's performance)."""
+def pdr(base_correct: Sequence[float], variant_correct: Sequence[float]) -> float | None:
+    """Over paired verdicts (one per instance: right or not, or at K > 1 the share of its
+    samples that are right); None when the base is never right (the rate divides by the
+    base's performance)."""
     if len(base_correct) != len(variant_correct):
         raise ValueError("pdr needs one variant verdict per base verdict")
     base = sum(base_correct)

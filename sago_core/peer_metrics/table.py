@@ -10,6 +10,14 @@ One row per (model, dataset, family, index): dataset ``__pooled__`` takes every 
 instances together; family ``__all__`` every variant, a family name the base prompt and that
 family's variants. The replay (the base asked again, sago's noise floor) is no prompt variant
 and is left out everywhere. A value that cannot be computed is null with ``missing_reason``.
+
+At K > 1 samples per prompt text (instances with ``stages/instances.SAMPLED_COLUMNS``) sample
+0's verdicts are not read: a prompt's Y is the share of its K samples that are right, so
+PSS, PDR and MaxP/AvgP/CPS are over every sample; ``coverage`` says so and gives the
+sampling noise on the same instances, the index computed between the base and the replay
+(the base asked again, whose true effect is 0): for PSS the mean |Y_base - Y_replay|, for
+PDR the replay's PDR. ``pss_bert_to_base`` is NA (``BERT_AT_K``: the bert delta is then the
+excess over resampling, not a BERTScore) and ``posix`` too (``POSIX_AT_K``).
 """
 
 from __future__ import annotations
@@ -54,6 +62,18 @@ FEW_TEMPLATES = "fewer than two prompt templates with a verdict"
 NO_SHARED_INSTANCE = "no instance answered under every template"
 
 
+BERT_AT_K = (
+    "not defined at K > 1: the bert axis holds the excess E = D - (W_base + W_variant) / 2 "
+    "over resampling, not the BERTScore F1 of one answer to one base answer"
+)
+POSIX_AT_K = (
+    "not computed at K > 1: analysis.parquet teacher-forces sample 0's base answer only, one "
+    "of the K; POSIX over samples would read sample_analysis.parquet"
+)
+NO_REPLAY_SHARE = "the replay has no verdicts on these instances: noise not measured"
+SAMPLED = "share_right_base"  # instances' column at K > 1 (stages/instances.SAMPLED_COLUMNS)
+
+
 def few_shared(count: int, needed: int) -> str:
     """The reason when templates share too few instances to be compared."""
     return (
@@ -89,15 +109,22 @@ def _most_common(reasons: list[str | None], default: str) -> str:
 
 def _verdicts(instances: pl.DataFrame) -> pl.DataFrame:
     """One verdict per (instance, prompt): the base prompt's (family ``base``) and each
-    variant's, as ``y`` in {0, 1} (null: unknown, ``reason`` says why)."""
+    variant's, as ``y`` in {0, 1} (null: unknown, ``reason`` says why); at K > 1 ``y`` is
+    the prompt's share of right samples."""
     rows = instances.filter(pl.col("family") != REPLAY_FAMILY)
+    sampled = SAMPLED in rows.columns
+    base_y, variant_y, why = (
+        ("share_right_base", "share_right_variant", "flip_missing_reason")
+        if sampled
+        else ("base_correct", "variant_correct", "correct_missing_reason")
+    )
+    # at K > 1 a variant without verdicts (a language variant) leaves its row's base share
+    # null: the base's share is the first one known
+    first = pl.col(base_y).drop_nulls().first() if sampled else pl.col(base_y).first()
     base = (
         rows.sort(ROW)
         .group_by(INSTANCE, maintain_order=True)
-        .agg(
-            pl.col("base_correct").first().alias("correct"),
-            pl.col("correct_missing_reason").first().alias("reason"),
-        )
+        .agg(first.alias("correct"), pl.col(why).first().alias("reason"))
         .with_columns(
             pl.lit(BASE_VARIANT_ID).alias("variant_id"), pl.lit(BASE_FAMILY).alias("family")
         )
@@ -105,8 +132,8 @@ def _verdicts(instances: pl.DataFrame) -> pl.DataFrame:
     variants = rows.select(
         *ROW,
         "family",
-        pl.col("variant_correct").alias("correct"),
-        pl.col("correct_missing_reason").alias("reason"),
+        pl.col(variant_y).alias("correct"),
+        pl.col(why).alias("reason"),
     )
     columns = [*ROW, "family", "correct", "reason"]
     both = pl.concat([base.select(columns), variants.select(columns)])
@@ -207,7 +234,7 @@ def _instances_in(rows: pl.DataFrame) -> int:
     return rows.select(INSTANCE).unique().height
 
 
-def _pdr(verdicts: pl.DataFrame, min_shared: int) -> Measure:
+def _pdr(verdicts: pl.DataFrame, min_shared: int, sampled: bool = False) -> Measure:
     base = verdicts.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
         *INSTANCE, pl.col("y").alias("y_base")
     )
@@ -225,9 +252,13 @@ def _pdr(verdicts: pl.DataFrame, min_shared: int) -> Measure:
         return None, 0, few_shared(_instances_in(pairs), min_shared)
     rates = []
     for template in pairs.partition_by("variant_id", maintain_order=True):
-        rate = pdr(
-            [y == 1.0 for y in template["y_base"].to_list()],
-            [y == 1.0 for y in template["y"].to_list()],
+        rate = (
+            pdr(template["y_base"].to_list(), template["y"].to_list())  # shares of samples
+            if sampled
+            else pdr(
+                [y == 1.0 for y in template["y_base"].to_list()],
+                [y == 1.0 for y in template["y"].to_list()],
+            )
         )
         if rate is not None:
             rates.append(rate)
@@ -262,14 +293,65 @@ def _measures(
     bertscores: pl.DataFrame,
     logprobs: pl.DataFrame | None,
     min_shared: int,
+    sampled: bool = False,
 ) -> dict[str, Measure]:
     scoped = scope.of(verdicts)
+    if sampled:  # K > 1: neither has a meaning over samples here (module docstring)
+        return {
+            PSS_CORRECT: _pss(scoped, FEW_VERDICTS),
+            PSS_BERT_TO_BASE: (None, 0, BERT_AT_K),
+            POSIX: (None, 0, POSIX_AT_K),
+            PDR: _pdr(scoped, min_shared, sampled=True),
+            **_multi_prompt(scoped, min_shared),
+        }
     return {
         PSS_CORRECT: _pss(scoped, FEW_VERDICTS),
         PSS_BERT_TO_BASE: _pss(scope.of(bertscores), FEW_BERTSCORES),
         POSIX: _posix(scope.of(logprobs) if logprobs is not None else None),
         PDR: _pdr(scoped, min_shared),
         **_multi_prompt(scoped, min_shared),
+    }
+
+
+def replay_noise(instances: pl.DataFrame) -> tuple[float | None, float | None]:
+    """K > 1: PSS and PDR between the base and the replay (the base asked again, true effect
+    0) on the instances with both shares of right samples: the mean |Y_base - Y_replay| and
+    1 - sum Y_replay / sum Y_base (None: no such instance, or the base never right)."""
+    pairs = (
+        instances.group_by(INSTANCE)
+        .agg(
+            pl.col("share_right_base").drop_nulls().first().alias("b"),
+            pl.col("share_right_replay").drop_nulls().first().alias("r"),
+        )
+        .drop_nulls(["b", "r"])
+    )
+    if pairs.height == 0:
+        return None, None
+    gap = float((pairs["b"] - pairs["r"]).abs().mean())  # type: ignore[arg-type]
+    return gap, pdr(pairs["b"].to_list(), pairs["r"].to_list())
+
+
+def _said(value: float | None, what: str) -> str:
+    return f"{what} = {value:.3f}" if value is not None else NO_REPLAY_SHARE
+
+
+def _coverage(instances: pl.DataFrame) -> dict[str, str | None]:
+    """K > 1: what each index is over, with the sampling noise on these instances."""
+    k = [int(v) for v in instances["k_base"].drop_nulls().unique().sort()]
+    over = f"over K = {'/'.join(map(str, k)) or '?'} samples per prompt"
+    gap, drop = replay_noise(instances)
+    pss_noise, pdr_noise = _said(gap, "mean |Y_base - Y_replay|"), _said(drop, "the replay's PDR")
+    return {
+        **COVERAGE,
+        PSS_CORRECT: f"{over}: Y = the share of a prompt's samples that are right; sampling "
+        f"noise on these instances: {pss_noise}",
+        PDR: f"{over}: the templates' shares of right samples; sampling noise on these "
+        f"instances: {pdr_noise}",
+        **{
+            name: f"{over}: a template's accuracy is the mean share of its samples that are "
+            "right (MaxP, the largest of noisy accuracies, is biased up by sampling noise)"
+            for name in (MAX_P, AVG_P, CPS)
+        },
     }
 
 
@@ -297,9 +379,11 @@ def peer_metrics(
     verdicts = _verdicts(instances)
     bertscores = _bertscores(deltas)
     logprobs = _logprobs(analysis, deltas) if analysis is not None else None
+    sampled = SAMPLED in instances.columns  # K > 1 (module docstring)
     rows = []
     for scope in _scopes(deltas):
-        measures = _measures(scope, verdicts, bertscores, logprobs, min_shared)
+        measures = _measures(scope, verdicts, bertscores, logprobs, min_shared, sampled)
+        coverage = _coverage(scope.of(instances)) if sampled else COVERAGE
         for index, (value, n, reason) in measures.items():
             rows.append(
                 {
@@ -309,7 +393,7 @@ def peer_metrics(
                     "index": index,
                     "value": value,
                     "n": n,
-                    "coverage": COVERAGE[index],
+                    "coverage": coverage[index],
                     "source": SOURCES[index],
                     "missing_reason": reason,
                 }

@@ -14,13 +14,22 @@ variant, and for a machine translation into German, ``mt:de``, too), its base an
 against the base prompt's (English) references; a language with no gold answer for the
 question, or a prompt whose dataset carries no translations, leaves ``variant_correct``
 null with the reason.
+
+At K > 1 samples per prompt text (``build_instances(..., sampling_tests=...)``) the texts and
+``base_correct``/``variant_correct`` are sample 0's (one readable example), and every sample
+enters through ``SAMPLED_COLUMNS``, copied from sampling_tests.parquet (sampling/flips.py):
+each side's share of right samples, the variant's flip rates beyond the base's self-flip
+rate (``flip_*_excess``, null with ``flip_missing_reason``) and the replay's share of right
+samples (the base asked again: what resampling alone moves). ``mr_intensity`` is null with
+``MR_INTENSITY_AT_K``: it grades one answer, and the mirroring excess ``d_mr`` is over all
+samples. At K = 1 (no sampling_tests) the frame is unchanged.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from sago_core.artifacts.schemas import conform, instances_schema
+from sago_core.artifacts.schemas import Schema, conform, instances_schema
 from sago_core.axes.language_fidelity import prompt_language
 from sago_core.axes.mirroring_intensity import mirroring_intensity
 from sago_core.axes.reasoning import with_answers
@@ -40,6 +49,28 @@ PROMPT_KEY = ["model", "dataset", "prompt_id"]
 NO_ANSWER = "no answer to judge (a failed request, or a reasoning block that never closed)"
 NO_REFERENCE_WORDS = "the reference answers hold no words once normalised"
 VARIANT_COLUMNS = ["family", "subtype", "strength", "position"]
+MR_INTENSITY_AT_K = (
+    "not defined at K > 1: graded on one sampled answer; d_mr is the mirroring excess over "
+    "all samples"
+)
+NO_SAMPLING_ROW = "no sampling_tests row for this variant"
+# at K > 1: per variant, from sampling_tests.parquet (every sample, sampling/flips.py)
+SAMPLED_COLUMNS: Schema = {
+    "k_base": pl.Int32,
+    "k_variant": pl.Int32,
+    "share_right_base": pl.Float64,  # share of the base samples right per the references
+    "share_right_variant": pl.Float64,
+    "share_right_replay": pl.Float64,  # the replay's (the base asked again): noise alone
+    "self_flip": pl.Float64,  # base sample i right, base sample j != i wrong
+    "flip_right_to_wrong_excess": pl.Float64,  # variant flip rate minus the self-flip rate
+    "flip_wrong_to_right_excess": pl.Float64,
+    "flip_missing_reason": pl.String,  # why the shares and flip excesses are null
+}
+
+
+def sampled_instances_schema() -> Schema:
+    """instances.parquet at K > 1: ``instances_schema()`` and ``SAMPLED_COLUMNS``."""
+    return {**instances_schema(), **SAMPLED_COLUMNS}
 
 
 def _wide_deltas(deltas: pl.DataFrame) -> pl.DataFrame:
@@ -224,13 +255,42 @@ def _with_correctness(rows: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame
     )
 
 
+def _with_samples(rows: pl.DataFrame, tests: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` with ``SAMPLED_COLUMNS`` from sampling_tests (one value per variant, the
+    same on each of its axis rows) and mr_intensity null with its K > 1 reason."""
+    per_variant = [c for c in SAMPLED_COLUMNS if c != "share_right_replay"]
+    tests = tests.unique(KEY, keep="first", maintain_order=True)
+    variants = tests.filter(pl.col("family") != REPLAY_FAMILY).select(*KEY, *per_variant)
+    replay = tests.filter(pl.col("family") == REPLAY_FAMILY).select(
+        *PROMPT_KEY, pl.col("share_right_variant").alias("share_right_replay")
+    )
+    joined = rows.join(variants, on=KEY, how="left").join(
+        replay.unique(PROMPT_KEY, keep="first"), on=PROMPT_KEY, how="left"
+    )
+    return joined.with_columns(
+        pl.lit(None, pl.Float64).alias("mr_intensity"),
+        pl.lit(MR_INTENSITY_AT_K).alias("mr_intensity_reason"),
+        pl.when(pl.col("k_base").is_null())
+        .then(pl.lit(NO_SAMPLING_ROW))
+        .otherwise(pl.col("flip_missing_reason"))
+        .alias("flip_missing_reason"),
+    )
+
+
 def build_instances(
-    deltas: pl.DataFrame, generations: pl.DataFrame, prompts: pl.DataFrame
+    deltas: pl.DataFrame,
+    generations: pl.DataFrame,
+    prompts: pl.DataFrame,
+    sampling_tests: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """One row per scored variant: ids, texts, the six delta_norm, mr_intensity, verdicts."""
+    """One row per scored variant: ids, texts, the six delta_norm, mr_intensity, verdicts;
+    with ``sampling_tests`` (K > 1) also ``SAMPLED_COLUMNS`` over every sample."""
     base, variant = _texts(generations)
     rows = (
         _wide_deltas(deltas).join(variant, on=KEY, how="left").join(base, on=PROMPT_KEY, how="left")
     )
-    rows = _with_correctness(_with_intensity(rows), prompts)
-    return conform(rows, instances_schema()).sort(KEY)
+    if sampling_tests is None:
+        rows = _with_correctness(_with_intensity(rows), prompts)
+        return conform(rows, instances_schema()).sort(KEY)
+    rows = _with_samples(_with_correctness(rows, prompts), sampling_tests)
+    return conform(rows, sampled_instances_schema()).sort(KEY)

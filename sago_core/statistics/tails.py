@@ -31,6 +31,15 @@ every prompt of the model, family ``__all__`` every family. The replay never ent
   measured delta on the axis; for the flips, prompts with a judged variant (a prompt of the
   subset without one does not count). Below that the interval is null and
   ``ci_missing_reason`` says which and why.
+
+At K > 1 samples per prompt text the run's deltas are the excesses (sampling/excess_deltas.py),
+so the quantiles are tails of |excess| per variant, and instances carry every sample's flips
+(``stages/instances.SAMPLED_COLUMNS``): ``flip_right_to_wrong`` is then the mean over the
+judged variants of the variant's flip rate beyond the base's self-flip rate
+(``flip_right_to_wrong_excess``; 0 in expectation when the wording leaves the share of right
+answers unchanged, and it can be negative), ``n_judged`` the variants with an excess, and
+the intervals resample prompts as a ratio of the sums as at K = 1. Sample 0's verdicts are
+not read.
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 LEVEL = 0.95
 NO_VERDICT = "no variant judged against reference answers (no references, or no answers)"
 FLIP_SEED = "flips"  # stands in for the axis in the flip intervals' seed
+# instances' columns at K > 1 (stages/instances.SAMPLED_COLUMNS), in FLIPS' order
+SAMPLED_FLIPS: tuple[str, ...] = ("flip_right_to_wrong_excess", "flip_wrong_to_right_excess")
 _CHUNK = 256  # resamples per block of the weighted quantile (bounds memory)
 _BLOCK_CELLS = 1 << 21  # at most this many (resample, value) cells per block
 
@@ -202,6 +213,8 @@ def _ordered(rows: pl.DataFrame) -> _Ordered:
     prompt = keys.select(pl.struct("dataset", "prompt_id").rle_id())[:, 0].to_numpy()
     count = int(prompt.max()) + 1 if len(prompt) else 0
     strata = keys.unique(maintain_order=True).group_by("dataset", maintain_order=True).len()
+    if SAMPLED_FLIPS[0] in ordered.columns:  # K > 1: every sample, beyond self-flips
+        return _Ordered(ordered, prompt, strata["len"].to_list(), *_sampled_flips(ordered, prompt))
     base = ordered["base_correct"].to_numpy()
     variant = ordered["variant_correct"].to_numpy()
     judged = ordered["base_correct"].is_not_null() & ordered["variant_correct"].is_not_null()
@@ -224,6 +237,24 @@ def _ordered(rows: pl.DataFrame) -> _Ordered:
     )
 
 
+def _sampled_flips(
+    ordered: pl.DataFrame, prompt: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """K > 1: per prompt, the variants with both flip excesses and the sum of each excess."""
+    count = int(prompt.max()) + 1 if len(prompt) else 0
+    excess = {
+        name: ordered[column].to_numpy().astype(np.float64)
+        for name, column in zip(FLIPS, SAMPLED_FLIPS, strict=True)
+    }
+    known = np.logical_and.reduce([np.isfinite(v) for v in excess.values()])
+    judged = np.bincount(prompt[known], minlength=count).astype(np.float64)
+    sums = {
+        name: np.bincount(prompt[known], weights=values[known], minlength=count)
+        for name, values in excess.items()
+    }
+    return judged, sums
+
+
 def _prompts(ordered: _Ordered, axis: str) -> Prompts:
     d = ordered.rows[f"d_{axis}"].to_numpy().astype(np.float64)  # null -> NaN, dropped below
     measured = np.isfinite(d)
@@ -240,9 +271,10 @@ def _axis_reason(rows: pl.DataFrame, axis: str) -> str:
 def _flip_reason(rows: pl.DataFrame) -> str:
     """Why no variant was judged: the instances' most common ``correct_missing_reason``
     (e.g. Alpaca's: its ``output`` is no gold answer), else the generic ``NO_VERDICT``."""
-    if "correct_missing_reason" not in rows.columns:
+    column = "flip_missing_reason" if SAMPLED_FLIPS[0] in rows.columns else "correct_missing_reason"
+    if column not in rows.columns:
         return NO_VERDICT
-    reasons = rows["correct_missing_reason"].drop_nulls()
+    reasons = rows[column].drop_nulls()
     return str(reasons.mode().sort()[0]) if len(reasons) else NO_VERDICT
 
 
