@@ -48,7 +48,10 @@ ALPHA = 0.05
 def load_grid(run: Path | None, model: str | None, prompts: int, seed: int) -> GridValues:
     if run is None:
         return synthetic_grid(prompts, seed)
-    return grid_from_deltas(pl.read_parquet(run / DELTAS_FILE), model)
+    path = run / DELTAS_FILE
+    if not path.is_file():
+        raise SystemExit(f"bench.budget: {path} does not exist (a finished run folder holds it)")
+    return grid_from_deltas(pl.read_parquet(path), model)
 
 
 def full_truth(gv: GridValues) -> dict[str, dict]:
