@@ -126,17 +126,23 @@ class TargetProcesses:
             return self._replies[key][name]
 
     def spawn(
-        self, module: str, argv: list[str], stderr_apart: bool = False
+        self,
+        module: str,
+        argv: list[str],
+        stderr_apart: bool = False,
+        env: dict[str, str] | None = None,
     ) -> tuple[int, str, Path, Path]:
         """Start one run of ``tests.reliability.<module>`` with ``argv``: (pid, request id,
-        the file of its stdout, that of its stderr, the same file unless ``stderr_apart``)."""
+        the file of its stdout, that of its stderr, the same file unless ``stderr_apart``).
+        ``env``: variables set in the run's process over the server's (another machine's
+        scratch folder, a store's credentials); none that Prefect or the imports read."""
         key = str(next(self._ids))
         output = Path(self._outputs.name) / f"{key}.out"
         errors = output.with_suffix(".err") if stderr_apart else output
         output.write_bytes(b"")
         errors.write_bytes(b"")
-        request = {"id": key, "module": f"tests.reliability.{module}", "argv": argv}
-        request |= {"output": str(output), "stderr": str(errors)}
+        request: dict[str, object] = {"id": key, "module": f"tests.reliability.{module}"}
+        request |= {"argv": argv, "output": str(output), "stderr": str(errors), "env": env or {}}
         assert self._server.stdin is not None
         with self._lock:
             self._server.stdin.write((json.dumps(request) + "\n").encode())
@@ -147,14 +153,26 @@ class TargetProcesses:
         """The return code of a spawned run (negative: killed by that signal)."""
         return self._wait(key, "returncode")
 
-    def run(self, config: Path, calls: Path, kill: tuple[str, int] | None = None) -> Outcome:
-        """As ``run_target(config, calls, env, kill)``, forked."""
+    def run(
+        self,
+        config: Path,
+        calls: Path,
+        kill: tuple[str, int] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Outcome:
+        """As ``run_target(config, calls, env, kill)``, forked (``env``: as ``spawn``'s)."""
         runs_dir = Path(yaml.safe_load(config.read_text())["runs_dir"])
         committed = committed_results(runs_dir)
         argv = [str(config), str(calls), *([kill[0], str(kill[1])] if kill else [])]
-        pid, key, output, _ = self.spawn("target", argv)
+        return self.outcome(self.spawn("target", argv, env=env), committed)
+
+    def outcome(
+        self, spawned: tuple[int, str, Path, Path], committed: set[str] | None = None
+    ) -> Outcome:
+        """The outcome of a run ``spawn`` started, once it ended."""
+        pid, key, output, _ = spawned
         code = self.wait(key)
-        return Outcome(pid, code, output.read_text(errors="replace"), committed)
+        return Outcome(pid, code, output.read_text(errors="replace"), committed or set())
 
     def close(self) -> None:
         assert self._server.stdin is not None

@@ -22,7 +22,8 @@ digests the stage code once, then forks one new process per run it is asked for 
 this module or of ``disk_target.py``). Each run is its own process, with its own pid, that
 may be SIGKILLed like any other; it only skips the seconds of imports every fresh
 interpreter pays. Protocol, one JSON line each way: ``{"id", "module", "argv", "output"}`` (and
-optionally ``"stderr"``, else both streams go to ``output``) in; ``{"id", "pid"}`` once
+optionally ``"stderr"``, else both streams go to ``output``, and ``"env"``, variables set in
+the run's process) in; ``{"id", "pid"}`` once
 forked, ``{"id", "returncode"}`` once reaped (negative: killed by that signal).
 """
 
@@ -185,6 +186,7 @@ def _child(request: dict[str, Any], wakeup: tuple[int, int]) -> None:
         opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(opened, fd)
         os.close(opened)
+    os.environ.update(request.get("env") or {})
     module = importlib.import_module(request["module"])
     sys.argv = [str(module.__file__), *request["argv"]]
     sys.exit(module.main(request["argv"]))

@@ -2,14 +2,13 @@
 each "machine" a process with its own scratch folder (``SAGO_SCRATCH``), sharing nothing but
 the bucket: a run, a rerun from a fresh machine (all cache hits) and, once an object of that
 run is corrupted, a rerun from a third machine that detects it and recomputes its stage; a
-run killed mid-shard and resumed from the store alone; two concurrent runs on one bucket."""
+run killed mid-shard and resumed from the store alone; two concurrent runs on one bucket.
+Every run is forked from one process that already imported sago (``harness.TargetProcesses``,
+the machine's own variables set in it) and reports to the test process's Prefect server."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -17,14 +16,13 @@ import pytest
 import yaml
 
 from sago_core.artifacts.layout import FINISHED_RUN_FILES
-from tests.prefect_server import prefect_server
 from tests.reliability.harness import (
-    ROOT,
+    TargetProcesses,
     calls_by_process,
     final_tables,
     manifest_problems,
     run_dirs,
-    run_target,
+    target_processes,
     write_inputs,
 )
 from tests.storage.s3_server import s3_client
@@ -34,9 +32,8 @@ KILLED = -9
 
 
 @pytest.fixture(scope="module")
-def server_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    with prefect_server(tmp_path_factory.mktemp("store-prefect")) as env:
-        yield {**env, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+def runs(server_env: dict[str, str]) -> TargetProcesses:
+    return target_processes(server_env)
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +43,11 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def golden(
-    server_env: dict[str, str], shared: Path, tmp_path_factory: pytest.TempPathFactory
-) -> dict:
+def golden(runs: TargetProcesses, shared: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The same run on local disk: what every store run must equal, and its call count."""
     root = tmp_path_factory.mktemp("golden")
     config = write_inputs(shared, root)
-    outcome = run_target(config, root / "calls.jsonl", server_env)
+    outcome = runs.run(config, root / "calls.jsonl")
     assert outcome.returncode == 0, outcome.output[-3000:]
     (run_dir,) = run_dirs(root / "runs")
     calls = sum(len(c) for c in calls_by_process(root / "calls.jsonl").values())
@@ -71,8 +66,9 @@ def _store_config(tmp: Path, bucket: str, shared: Path) -> Path:
     return config
 
 
-def _machine(env: dict[str, str], s3_env: dict[str, str], scratch: Path) -> dict[str, str]:
-    return {**env, **s3_env, "SAGO_SCRATCH": str(scratch)}
+def _machine(s3_env: dict[str, str], scratch: Path) -> dict[str, str]:
+    """Another machine: the store's credentials and a scratch folder of its own."""
+    return {**s3_env, "SAGO_SCRATCH": str(scratch)}
 
 
 def _keys(endpoint: str, bucket: str) -> list[str]:
@@ -94,7 +90,7 @@ def _check_equal(run_dir: Path, golden: dict) -> None:
 
 
 def test_a_run_lives_on_the_store_a_fresh_machine_reruns_it_and_a_corrupt_object_is_redone(
-    server_env: dict[str, str],
+    runs: TargetProcesses,
     s3_env: dict[str, str],
     s3_endpoint: str,
     bucket: str,
@@ -103,7 +99,7 @@ def test_a_run_lives_on_the_store_a_fresh_machine_reruns_it_and_a_corrupt_object
     tmp_path: Path,
 ) -> None:
     config, calls = _store_config(tmp_path, bucket, shared), tmp_path / "calls.jsonl"
-    first = run_target(config, calls, _machine(server_env, s3_env, tmp_path / "machine-a"))
+    first = runs.run(config, calls, env=_machine(s3_env, tmp_path / "machine-a"))
     assert first.returncode == 0, first.output[-3000:]
     run_a = _run_folder(tmp_path / "machine-a")
     _check_equal(run_a, golden)
@@ -116,7 +112,7 @@ def test_a_run_lives_on_the_store_a_fresh_machine_reruns_it_and_a_corrupt_object
     store = json.loads((run_a / "manifest.json").read_text())["store"]
     assert store["url"] == f"s3://{bucket}/team/runs" and store["requests"]["put"] > 0
 
-    second = run_target(config, calls, _machine(server_env, s3_env, tmp_path / "machine-b"))
+    second = runs.run(config, calls, env=_machine(s3_env, tmp_path / "machine-b"))
     assert second.returncode == 0, second.output[-3000:]
     assert calls_by_process(calls).get(second.pid, []) == []  # nothing asked again
     run_b = _run_folder(tmp_path / "machine-b")
@@ -137,7 +133,7 @@ def test_a_run_lives_on_the_store_a_fresh_machine_reruns_it_and_a_corrupt_object
     client.put_object(
         Bucket=bucket, Key=victim, Body=body[: len(body) // 2], Metadata=head["Metadata"]
     )  # truncated, its old sha256 kept
-    third = run_target(config, calls, _machine(server_env, s3_env, tmp_path / "machine-c"))
+    third = runs.run(config, calls, env=_machine(s3_env, tmp_path / "machine-c"))
     assert third.returncode == 0, third.output[-3000:]
     run_c = _run_folder(tmp_path / "machine-c")
     _check_equal(run_c, golden)
@@ -157,7 +153,7 @@ def test_a_run_lives_on_the_store_a_fresh_machine_reruns_it_and_a_corrupt_object
 
 
 def test_a_run_killed_mid_shard_resumes_from_the_store_alone(
-    server_env: dict[str, str],
+    runs: TargetProcesses,
     s3_env: dict[str, str],
     s3_endpoint: str,
     bucket: str,
@@ -166,9 +162,7 @@ def test_a_run_killed_mid_shard_resumes_from_the_store_alone(
     tmp_path: Path,
 ) -> None:
     config, calls = _store_config(tmp_path, bucket, shared), tmp_path / "calls.jsonl"
-    killed = run_target(
-        config, calls, _machine(server_env, s3_env, tmp_path / "a"), kill=("generation", 15)
-    )
+    killed = runs.run(config, calls, ("generation", 15), _machine(s3_env, tmp_path / "a"))
     assert killed.returncode == KILLED, killed.output[-3000:]
     done_before = {
         k.split("/shards/")[1].split("/")[0]
@@ -177,16 +171,9 @@ def test_a_run_killed_mid_shard_resumes_from_the_store_alone(
     }
     assert done_before  # some shards had finished and were pushed
     url = f"s3://{bucket}/team/runs/{golden['run_id']}"
-    env = _machine(server_env, s3_env, tmp_path / "b")  # another machine: empty scratch
-    resumed = subprocess.run(
-        [sys.executable, "-m", "tests.reliability.target", "resume", url, str(calls)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-3000:]
+    env = _machine(s3_env, tmp_path / "b")  # another machine: empty scratch
+    resumed = runs.outcome(runs.spawn("target", ["resume", url, str(calls)], env=env))
+    assert resumed.returncode == 0, resumed.output[-3000:]
     run_b = _run_folder(tmp_path / "b")
     _check_equal(run_b, golden)
     stages = json.loads((run_b / "manifest.json").read_text())["stages"]
@@ -200,7 +187,7 @@ def test_a_run_killed_mid_shard_resumes_from_the_store_alone(
 
 
 def test_two_concurrent_runs_on_one_bucket_compute_each_shard_once(
-    server_env: dict[str, str],
+    runs: TargetProcesses,
     s3_env: dict[str, str],
     bucket: str,
     golden: dict,
@@ -208,21 +195,13 @@ def test_two_concurrent_runs_on_one_bucket_compute_each_shard_once(
     tmp_path: Path,
 ) -> None:
     config, calls = _store_config(tmp_path, bucket, shared), tmp_path / "calls.jsonl"
-    command = [sys.executable, "-m", "tests.reliability.target", str(config), str(calls)]
-    runs = [
-        subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=_machine(server_env, s3_env, tmp_path / name),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for name in ("a", "b")
+    argv = [str(config), str(calls)]
+    started = [
+        runs.spawn("target", argv, env=_machine(s3_env, tmp_path / name)) for name in ("a", "b")
     ]
-    for run in runs:
-        output, _ = run.communicate(timeout=600)
-        assert run.returncode == 0, output[-3000:]
+    for spawned in started:
+        outcome = runs.outcome(spawned)
+        assert outcome.returncode == 0, outcome.output[-3000:]
     asked = sum(len(c) for c in calls_by_process(calls).values())
     assert asked == golden["calls"]  # every prompt asked once over both machines
     for name in ("a", "b"):
