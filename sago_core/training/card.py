@@ -6,17 +6,15 @@ filters removed how many instances, and the examples per family and per dataset.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 import yaml
 
 from sago_core.artifacts.layout import MANIFEST
-from sago_core.training.split import SPLIT_FILE
-
-if TYPE_CHECKING:
-    from sago_core.training.export import TrainingExport
+from sago_core.training.split import SPLIT_FILE, Split
 
 CARD_FILE = "README.md"
 FORMATS = {
@@ -25,6 +23,10 @@ FORMATS = {
     "pairs": "prompt-completion (conversational) plus `base_prompt` and the ids "
     "`dataset`, `prompt_id`, `variant_id`, `family`",
 }
+
+
+def data_file(kind: str) -> str:
+    return f"{kind}.jsonl"
 
 
 def _manifest(run_dir: Path) -> dict[str, Any]:
@@ -36,8 +38,6 @@ def _manifest(run_dir: Path) -> dict[str, Any]:
 
 
 def front_matter(kinds: list[str]) -> dict[str, Any]:
-    from sago_core.training.export import data_file
-
     return {
         "configs": [
             {"config_name": kind, "data_files": [{"split": "train", "path": data_file(kind)}]}
@@ -48,51 +48,44 @@ def front_matter(kinds: list[str]) -> dict[str, Any]:
     }
 
 
-def _counts(selected: TrainingExport, column: str) -> list[str]:
-    from sago_core.training.export import DPO
-
-    kinds = list(selected.rows)
+def _counts(sources: Mapping[str, pl.DataFrame], column: str) -> list[str]:
+    kinds = list(sources)
     lines = [f"| {column} | " + " | ".join(kinds) + " |", "|---" * (len(kinds) + 1) + "|"]
-    values = sorted(selected.kept[column].unique().to_list())
+    values = sorted({v for frame in sources.values() for v in frame[column].to_list()})
     for value in values:
-        cells = []
-        for kind in kinds:
-            if kind == DPO:
-                n = sum(1 for r in _dpo_ids(selected) if r[column] == value)
-            else:
-                n = selected.kept.filter(pl.col(column) == value).height
-            cells.append(str(n))
+        cells = [str(sources[k].filter(pl.col(column) == value).height) for k in kinds]
         lines.append(f"| {value} | " + " | ".join(cells) + " |")
     return lines
 
 
-def _dpo_ids(selected: TrainingExport) -> list[dict[str, Any]]:
-    from sago_core.training.export import same_answer
-
-    return [r for r in selected.kept.iter_rows(named=True) if not same_answer(r)]
-
-
-def training_card(selected: TrainingExport, run_dir: Path) -> str:
-    from sago_core.training.export import data_file
-
-    manifest = _manifest(run_dir)
-    version = (manifest.get("packages") or {}).get("sago", "unknown")
-    split = selected.split
-    kinds = list(selected.rows)
+def training_card(
+    *,
+    run_dir: Path,
+    model: str,
+    split: Split,
+    thresholds: Mapping[str, float],
+    dropped: Mapping[str, int],
+    n_no_references: int,
+    sources: Mapping[str, pl.DataFrame],
+) -> str:
+    """The card; ``sources``: each kind's instances behind its examples, in kind order."""
+    run_id = run_dir.name
+    version = (_manifest(run_dir).get("packages") or {}).get("sago", "unknown")
+    kinds = list(sources)
     head = yaml.safe_dump(front_matter(kinds), sort_keys=False)
     lines = [
         "---",
         head.rstrip(),
         "---",
-        f"# sago training data: {selected.run_id}",
+        f"# sago training data: {run_id}",
         "",
-        f"Consistency-training examples from the sago run `{selected.run_id}` of model "
-        f"`{selected.model}` (sago {version}): a prompt rewritten without changing what it "
+        f"Consistency-training examples from the sago run `{run_id}` of model "
+        f"`{model}` (sago {version}): a prompt rewritten without changing what it "
         "asks should get the answer the original prompt got.",
         "",
         "## Files (TRL dataset formats, JSON Lines)",
         "",
-        *[f"- `{data_file(k)}`: {len(selected.rows[k])} examples, {FORMATS[k]}" for k in kinds],
+        *[f"- `{data_file(k)}`: {sources[k].height} examples, {FORMATS[k]}" for k in kinds],
         f"- `{SPLIT_FILE}`: the split, fixed before training",
         "",
         "## Split",
@@ -112,19 +105,18 @@ def training_card(selected: TrainingExport, run_dir: Path) -> str:
         "## Filters (instances removed, in order)",
         "",
         "- divergence: an instance is kept when any axis reaches its threshold on "
-        "|normalised delta|: "
-        + ", ".join(f"{a} >= {t}" for a, t in selected.filters.thresholds.items()),
+        "|normalised delta|: " + ", ".join(f"{a} >= {t}" for a, t in thresholds.items()),
         "- a base answer judged wrong against the prompt's references is not a target; "
-        f"kept without a verdict (no references): {selected.n_no_references}",
-        *[f"- {reason}: {n}" for reason, n in selected.dropped.items()],
+        f"kept without a verdict (no references): {n_no_references}",
+        *[f"- {reason}: {n}" for reason, n in dropped.items()],
         "",
         "## Examples per family",
         "",
-        *_counts(selected, "family"),
+        *_counts(sources, "family"),
         "",
         "## Examples per dataset",
         "",
-        *_counts(selected, "dataset"),
+        *_counts(sources, "dataset"),
         "",
     ]
     return "\n".join(lines)

@@ -34,6 +34,7 @@ import polars as pl
 from sago_core.artifacts.store import write_json, write_text
 from sago_core.errors import ConfigError
 from sago_core.external.hf_dataset import instances_frame
+from sago_core.training.card import CARD_FILE, data_file, training_card
 from sago_core.training.split import SPLIT_FILE, Split, SplitSpec, draw_split
 from sago_core.vocabulary import AXES, MAIN_EPSILON
 
@@ -46,10 +47,6 @@ NO_BASE_ANSWER = "no base answer"
 BASE_WRONG = "base answer wrong per the references"
 NOT_DIVERGING = "no axis over its threshold"
 SAME_ANSWER = "variant answer missing or equal to the base answer (dpo only)"
-
-
-def data_file(kind: str) -> str:
-    return f"{kind}.jsonl"
 
 
 @dataclass(frozen=True)
@@ -81,6 +78,7 @@ class TrainingExport:
     split: Split
     filters: Filters
     kept: pl.DataFrame  # instances that pass every filter (before the dpo-only one)
+    sources: Mapping[str, pl.DataFrame]  # kind -> the instances behind its examples
     dropped: Mapping[str, int]
     n_no_references: int  # kept instances whose base answer could not be judged
     rows: Mapping[str, list[dict[str, Any]]]  # kind -> examples
@@ -191,6 +189,14 @@ def select_training(
         dropped[reason] = before - kept.height
     kept = kept.drop(flags)
     rows = {kind: examples(kind, kept) for kind in kinds}
+    sources = {
+        kind: kept.filter(
+            pl.Series([not same_answer(r) for r in kept.iter_rows(named=True)], dtype=pl.Boolean)
+        )
+        if kind == DPO
+        else kept
+        for kind in kinds
+    }
     if DPO in rows:
         dropped[SAME_ANSWER] = kept.height - len(rows[DPO])
     empty = [kind for kind in kinds if not rows[kind]]
@@ -205,6 +211,7 @@ def select_training(
         split,
         filters,
         kept,
+        sources,
         dict(dropped),
         kept.filter(pl.col("base_correct").is_null()).height,
         rows,
@@ -228,13 +235,20 @@ def export_training(
     model: str | None = None,
 ) -> Path:
     """Write ``<kind>.jsonl`` for each kind, ``split.json`` and the card ``README.md``."""
-    from sago_core.training.card import CARD_FILE, training_card
-
     if out.suffix or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
         raise ConfigError(f"--out {out}: --training writes a new or empty folder (no suffix)")
     selected = select_training(run_dir, kinds, spec or SplitSpec(), filters or Filters(), model)
     for kind, rows in selected.rows.items():
         write_text(_jsonl(rows), out / data_file(kind))
     write_json(selected.split.records(), out / SPLIT_FILE)
-    write_text(training_card(selected, run_dir), out / CARD_FILE)
+    card = training_card(
+        run_dir=run_dir,
+        model=selected.model,
+        split=selected.split,
+        thresholds=selected.filters.thresholds,
+        dropped=selected.dropped,
+        n_no_references=selected.n_no_references,
+        sources=selected.sources,
+    )
+    write_text(card, out / CARD_FILE)
     return out
