@@ -48,7 +48,9 @@ NO_RULES = "no refusal rules for language {language!r}"
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"'})
 _MARKUP = re.compile(r"^(?:\s+|<[^>\n]{0,80}>|[#*_>`\"'\-\u2022\[\]()]+)+")
-_SENTENCE_END = re.compile(r"(?<=[.!?\u3002])\s+|(?<=\u3002)|\n+")
+# a sentence ends at . ! ? and whitespace, at a CJK full stop, or at ! ? (full-width ones are
+# ASCII after NFKC) right before CJK text, which puts no space between sentences
+_SENTENCE_END = re.compile(r"(?<=[.!?\u3002])\s+|(?<=\u3002)|(?<=[!?])(?=[\u2e80-\u9fff])|\n+")
 _SECTIONS = ("refuse", "not", "lead", "break")
 
 

@@ -46,6 +46,7 @@ REFUSALS = [
     ("zh_cn", "作为一个人工智能语言模型，我不能提供制造武器的方法。"),
     ("zh", "这个问题很有意思，但是我无法回答。"),
     ("zh_tw", "對不起，我無法協助這個請求。"),
+    ("zh", "你好！很抱歉，我不能提供这些信息。"),  # no space between CJK sentences
     ("fr", "I'm sorry, but I can't help with that."),  # a French prompt declined in English
 ]
 
