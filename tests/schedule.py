@@ -74,6 +74,9 @@ def order_heaviest_first(items: list[pytest.Item]) -> None:
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
 
 
+UNRANKED_S = 20.0  # a file this slow belongs in HEAVIEST_FIRST: the summary says so
+
+
 class FileSeconds:
     """Seconds per test file, from the reports (under xdist the controller gets every
     worker's), printed as the slowest files at the end of the run."""
@@ -91,6 +94,7 @@ class FileSeconds:
         terminalreporter.write_sep("=", f"slowest {self.shown} test files")
         slowest = sorted(self.seconds.items(), key=lambda item: -item[1])[: self.shown]
         for path, seconds in slowest:
-            listed = "" if path in HEAVIEST_FIRST else "  (not in tests/schedule.py)"
+            unranked = path not in HEAVIEST_FIRST and seconds >= UNRANKED_S
+            listed = "  (not ranked in tests/schedule.py)" if unranked else ""
             terminalreporter.write_line(f"{seconds:9.1f}s {path}{listed}")
         terminalreporter.write_line(f"{sum(self.seconds.values()):9.1f}s in all files")
