@@ -341,6 +341,8 @@ def _coverage(instances: pl.DataFrame) -> dict[str, str | None]:
     over = f"over K = {'/'.join(map(str, k)) or '?'} samples per prompt"
     gap, drop = replay_noise(instances)
     pss_noise, pdr_noise = _said(gap, "mean |Y_base - Y_replay|"), _said(drop, "the replay's PDR")
+    if gap is not None and drop is None:
+        pdr_noise = "the replay's PDR is undefined (the base is never right)"
     return {
         **COVERAGE,
         PSS_CORRECT: f"{over}: Y = the share of a prompt's samples that are right; sampling "

@@ -186,3 +186,18 @@ def test_peer_indices_over_samples_with_the_replay_as_the_noise() -> None:
         assert rows[index]["value"] is None
     assert rows[PSS_BERT_TO_BASE]["missing_reason"].startswith("not defined at K > 1: ")
     assert rows[POSIX]["missing_reason"].startswith("not computed at K > 1: ")
+
+
+def test_the_noise_says_why_it_is_missing() -> None:
+    instances, deltas = _peer_inputs()
+    # no replay verdicts: the noise is not measured, and the row says so
+    no_replay = instances.with_columns(pl.lit(None, pl.Float64).alias("share_right_replay"))
+    table = peer_metrics(no_replay, deltas, None, min_shared=1)
+    pss_row = table.filter((pl.col("index") == PSS_CORRECT) & (pl.col("dataset") == "d"))
+    assert "noise not measured" in pss_row["coverage"][0]
+    # a base never right: the replay's PDR divides by 0
+    never = instances.with_columns(pl.lit(0.0).alias("share_right_base"))
+    table = peer_metrics(never, deltas, None, min_shared=1)
+    pdr_row = table.filter((pl.col("index") == PDR) & (pl.col("dataset") == "d")).row(0, named=True)
+    assert pdr_row["value"] is None and "never right" in pdr_row["missing_reason"]
+    assert "the replay's PDR is undefined" in pdr_row["coverage"]
