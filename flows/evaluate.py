@@ -60,15 +60,24 @@ def all_judged(mirroring_path: str) -> bool:
 
 
 def beyond_the_mean(
-    stage: StageRunner, deltas: str, generations: str, prompts: str, scores: str, out: str
+    stage: StageRunner,
+    deltas: str,
+    generations: str,
+    prompts: str,
+    scores: str,
+    out: str,
+    sampling_tests: list[str] | None = None,
 ) -> tuple[str, str, str, str]:
-    """Instances, tail statistics, axis structure and its PCA (issue 16): their paths."""
+    """Instances, tail statistics, axis structure and its PCA (issue 16): their paths; at
+    K > 1 the instances read every sample from the models' ``sampling_tests`` (issue 39)."""
+    sampled: dict[str, Any] = {"sampling_tests_paths": sampling_tests} if sampling_tests else {}
     instances = stage(
         build_instances_task,
         deltas_path=deltas,
         generations_path=generations,
         prompts_path=prompts,
         out_dir=out,
+        **sampled,
     )
     return (
         instances,
@@ -322,7 +331,13 @@ def finish_run(
         encoder=settings_encoder(config.bertscore).label,
     )
     instances, tails, axis_structure, axis_pca = beyond_the_mean(
-        stage, deltas, generations, prompts, scores, out
+        stage,
+        deltas,
+        generations,
+        prompts,
+        scores,
+        out,
+        [m["sampling_tests"] for m in per_model if "sampling_tests" in m],
     )
     peer = stage(
         peer_metrics_task,
