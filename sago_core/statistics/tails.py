@@ -361,8 +361,11 @@ def subtype_flips(instances: pl.DataFrame, family: str) -> pl.DataFrame:
     """Flip rates and correctness per (model, subtype) of one family: for the language
     family, right in English and wrong in German (and the reverse) per language. Flips have
     the judged variants as denominator (as ``tail_statistics``); each accuracy the answers
-    with a verdict on its side. Null, with ``flip_missing_reason``, without a judged one."""
+    with a verdict on its side. Null, with ``flip_missing_reason``, without a judged one. At
+    K > 1 (instances with ``SAMPLED_FLIPS``) every sample: ``_sampled_subtype_flips``."""
     rows = instances.filter(pl.col("family") == family)
+    if SAMPLED_FLIPS[0] in rows.columns:
+        return _sampled_subtype_flips(rows)
     out = []
     for (model, subtype), part in rows.group_by(["model", "subtype"], maintain_order=True):
         judged = part.filter(
@@ -394,3 +397,28 @@ def subtype_flips(instances: pl.DataFrame, family: str) -> pl.DataFrame:
         )
     frame = pl.DataFrame(out, schema=SUBTYPE_FLIPS) if out else pl.DataFrame(schema=SUBTYPE_FLIPS)
     return frame.sort("model", "subtype")
+
+
+def _sampled_subtype_flips(rows: pl.DataFrame) -> pl.DataFrame:
+    """K > 1: per (model, subtype) the mean flip excess beyond the base's self-flip rate over
+    the variants with one (a language variant has none: sampling_tests does not grade it in
+    its own language, and the row says so) and the mean shares of right samples."""
+    known = pl.all_horizontal(pl.col(c).is_not_null() for c in SAMPLED_FLIPS)
+
+    def mean(column: str, over: pl.Expr) -> pl.Expr:
+        return pl.col(column).filter(over).mean()
+
+    out = rows.group_by(["model", "subtype"]).agg(
+        pl.len().alias("n"),
+        known.sum().alias("n_judged"),
+        *(mean(c, known).alias(name) for name, c in zip(FLIPS, SAMPLED_FLIPS, strict=True)),
+        pl.col("share_right_base").mean().alias("base_correct"),
+        pl.col("share_right_variant").mean().alias("variant_correct"),
+        pl.col("flip_missing_reason").drop_nulls().mode().sort().first().alias("_why"),
+    )
+    out = out.with_columns(
+        pl.when(pl.col("n_judged") == 0)
+        .then(pl.coalesce(pl.col("_why"), pl.lit(NO_VERDICT)))
+        .alias("flip_missing_reason")
+    )
+    return out.select(pl.col(c).cast(t) for c, t in SUBTYPE_FLIPS.items()).sort("model", "subtype")

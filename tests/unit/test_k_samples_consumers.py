@@ -25,7 +25,7 @@ from sago_core.stages.instances import (
     build_instances,
     sampled_instances_schema,
 )
-from sago_core.statistics.tails import ALL_FAMILIES, tail_statistics
+from sago_core.statistics.tails import ALL_FAMILIES, subtype_flips, tail_statistics
 from sago_core.vocabulary import REPLAY_FAMILY, REPLAY_VARIANT_ID
 from tests.unit.test_tails import raw_run
 
@@ -124,6 +124,20 @@ def test_tails_flips_are_the_mean_excess_over_samples_not_sample_0(sampled: pl.D
     no_refs = row("d2", ALL_FAMILIES)
     assert no_refs["flip_right_to_wrong"] is None and no_refs["n_judged"] == 0
     assert no_refs["flip_missing_reason"] == NO_REFS
+
+
+def test_per_subtype_flips_are_over_samples_too(sampled: pl.DataFrame) -> None:
+    (noise,) = subtype_flips(sampled, "noise").iter_rows(named=True)
+    # noise:0 on d1 (judged) and d2 (no references): excesses 1/9 and -2/9 of d1 alone,
+    # shares of right samples 2/3 (base) and 1/3 (variant)
+    assert (noise["n"], noise["n_judged"]) == (2, 1)
+    assert noise["flip_right_to_wrong"] == pytest.approx(1 / 9)
+    assert noise["flip_wrong_to_right"] == pytest.approx(-2 / 9)
+    assert noise["base_correct"] == pytest.approx(2 / 3)
+    assert noise["variant_correct"] == pytest.approx(1 / 3)
+    assert noise["flip_missing_reason"] is None
+    d2 = subtype_flips(sampled.filter(pl.col("dataset") == "d2"), "noise").row(0, named=True)
+    assert d2["flip_right_to_wrong"] is None and d2["flip_missing_reason"] == NO_REFS
 
 
 # Two instances at K = 3, the share of right samples per prompt (base, v1, v2; replay):
