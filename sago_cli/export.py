@@ -18,6 +18,7 @@ from sago_core.training.split import (
     DEFAULT_PROMPT_SHARE,
     DEFAULT_SEED,
 )
+from sago_core.vocabulary import MAIN_EPSILON
 
 
 def output_path(text: str) -> Path:
@@ -69,7 +70,7 @@ def add_parser(commands: Any) -> None:
         action="append",
         metavar="AXIS=VALUE",
         help="keep instances with |d_AXIS| >= VALUE on any axis given (repeatable; default: "
-        "every axis at 0.05)",
+        f"every axis at {MAIN_EPSILON})",
     )
     training.add_argument("--model", help="the run's model to take answers from (if several)")
     training.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the split's seed")
