@@ -19,8 +19,9 @@ round, with nothing observed, is proportional (S = 1). Prompts vs variants per p
 decided once, by the planner (``planner.best_designs``), from the two-stage variance
 components.
 
-Stopping. An axis is done when its design half-width meets its target, or when each
-one-sided test (spec section 6: H0 E[s] <= eps, t-test over the per-prompt scores) is decided
+Stopping. An axis is done when its design half-width meets its target, or when its pooled
+one-sided test at each eps (spec section 6: H0 E[s] <= eps, t-test over every sampled
+prompt's corrected score; the per-dataset tests are not part of the rule) is decided
 at the look's level: rejected (the axis exceeds eps) or its mirror rejected (the axis is below
 eps). The watched axes are the target's axes, or every axis without a target. The run stops
 when every watched axis is done, or the budget is spent.
