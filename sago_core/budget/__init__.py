@@ -7,6 +7,6 @@ from a pilot's variance components. Pure numpy: no model, no Prefect."""
 # budgeted configuration is a plan (``--dry-run``) and a replay (``python -m bench.budget``),
 # never a run that would quietly generate the full grid under a budgeted run id.
 BUDGET_NOT_WIRED = (
-    "budget: the evaluate flow does not yet generate only the sampled cells (issue 40); "
+    "budget: the evaluate flow does not yet generate only the sampled cells; "
     "use --dry-run to see the budgeted plan, or python -m bench.budget to replay a finished run"
 )

@@ -74,7 +74,7 @@ def budget_lines(plan: BudgetPlan, samples: int) -> list[str]:
     sampled = plan.sampled_prompts
     which = "all" if sampled == plan.prompts else f"{sampled} of {plan.prompts}"
     lines = [
-        f"Budgeted design (issue 40): up to {s.budget:,} of {s.full:,} variant cells "
+        f"Budgeted design: up to {s.budget:,} of {s.full:,} variant cells "
         f"({share:.0%}) in at most {s.rounds} round(s); strata per dataset at level "
         f"{s.layout.level!r}; prompts sampled: {which}"
     ]
