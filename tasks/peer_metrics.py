@@ -15,10 +15,15 @@ from tasks.stage import stage_task
 
 @stage_task("peer-metrics")
 def peer_metrics_task(
-    instances_path: str, deltas_path: str, analysis_paths: list[str], out_dir: str
+    instances_path: str,
+    deltas_path: str,
+    analysis_paths: list[str],
+    out_dir: str,
+    sample_analysis_paths: list[str] | None = None,
 ) -> str:
-    """``analysis_paths``: every model's analysis.parquet (POSIX reads its log-probs)."""
-    parts = [read_parquet(p) for p in analysis_paths]
+    """``analysis_paths``: every model's analysis.parquet (POSIX reads its log-probs); at
+    K > 1 ``sample_analysis_paths``, every model's sample_analysis.parquet, replace them."""
+    parts = [read_parquet(p) for p in sample_analysis_paths or analysis_paths]
     analysis = pl.concat(parts, how="diagonal_relaxed") if parts else None
     frame = peer_metrics(read_parquet(instances_path), read_parquet(deltas_path), analysis)
     return str(write_parquet(frame, Path(out_dir) / PEER_METRICS_FILE, PEER_METRICS))

@@ -17,7 +17,9 @@ PSS, PDR and MaxP/AvgP/CPS are over every sample; ``coverage`` says so and gives
 sampling noise on the same instances, the index computed between the base and the replay
 (the base asked again, whose true effect is 0): for PSS the mean |Y_base - Y_replay|, for
 PDR the replay's PDR. ``pss_bert_to_base`` is NA (``BERT_AT_K``: the bert delta is then the
-excess over resampling, not a BERTScore) and ``posix`` too (``POSIX_AT_K``).
+excess over resampling, not a BERTScore). ``posix`` reads the models' sample_analysis.parquet
+(each base sample's answer teacher-forced under every prompt, ``sample`` column) in place of
+analysis.parquet and averages psi over the K base answers; without it, NA (``POSIX_AT_K``).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ BERT_AT_K = (
 )
 POSIX_AT_K = (
     "not computed at K > 1: analysis.parquet teacher-forces sample 0's base answer only, one "
-    "of the K; POSIX over samples would read sample_analysis.parquet"
+    "of the K; POSIX over samples reads sample_analysis.parquet, not given"
 )
 NO_REPLAY_SHARE = "the replay has no verdicts on these instances: noise not measured"
 SAMPLED = "share_right_base"  # instances' column at K > 1 (stages/instances.SAMPLED_COLUMNS)
@@ -175,8 +177,10 @@ def _logprobs(analysis: pl.DataFrame, deltas: pl.DataFrame) -> pl.DataFrame:
         .alias("family")
     )
     finite = pl.col("logprob").is_not_null() & pl.col("logprob").is_finite()
+    sample = ["sample"] if "sample" in rows.columns else []  # sample_analysis at K > 1
     return rows.filter(pl.col("family").is_not_null() & (pl.col("family") != REPLAY_FAMILY)).select(
         *ROW,
+        *sample,
         "family",
         pl.when(finite).then(pl.col("logprob")).alias("logprob"),
         "n_response_tokens",
@@ -194,24 +198,39 @@ def _pss(scored: pl.DataFrame, default: str) -> Measure:
     return sum(values) / len(values), len(values), None
 
 
+def _psi(rows: pl.DataFrame) -> tuple[float | None, str | None]:
+    """psi of one instance's base answer (one base sample's at K > 1), or why not."""
+    base = rows.filter(pl.col("variant_id") == BASE_VARIANT_ID)
+    variants = rows.filter(pl.col("variant_id") != BASE_VARIANT_ID)
+    if base.height == 0 or base["logprob"][0] is None:
+        return None, base["reason"][0] if base.height else NO_LOGPROB
+    under_variants = variants["logprob"].drop_nulls().to_list()
+    tokens = int(base["n_response_tokens"][0] or 0)
+    psi = posix_psi(under_variants, base["logprob"][0], tokens)
+    if psi is None:
+        return None, NO_TOKENS if tokens <= 0 else NO_VARIANT_LOGPROB
+    return psi, None
+
+
 def _posix(rows: pl.DataFrame | None) -> Measure:
+    """Mean psi over instances; at K > 1 (``rows`` from sample_analysis, with ``sample``) an
+    instance's psi is the mean over its base samples' answers of each one's psi."""
     if rows is None or rows.height == 0:
         return None, 0, NO_ANALYSIS
     values: list[float] = []
     reasons: list[str | None] = []
     for instance in rows.partition_by(INSTANCE, maintain_order=True):
-        base = instance.filter(pl.col("variant_id") == BASE_VARIANT_ID)
-        variants = instance.filter(pl.col("variant_id") != BASE_VARIANT_ID)
-        if base.height == 0 or base["logprob"][0] is None:
-            reasons.append(base["reason"][0] if base.height else NO_LOGPROB)
+        parts = (
+            instance.sort("sample").partition_by("sample", maintain_order=True)
+            if "sample" in instance.columns
+            else [instance]
+        )
+        measured = [_psi(part) for part in parts]
+        psis = [psi for psi, _ in measured if psi is not None]
+        if not psis:
+            reasons += [why for _, why in measured]
             continue
-        under_variants = variants["logprob"].drop_nulls().to_list()
-        tokens = int(base["n_response_tokens"][0] or 0)
-        psi = posix_psi(under_variants, base["logprob"][0], tokens)
-        if psi is None:
-            reasons.append(NO_TOKENS if tokens <= 0 else NO_VARIANT_LOGPROB)
-            continue
-        values.append(psi)
+        values.append(sum(psis) / len(psis))
     if not values:
         return None, 0, _most_common(reasons, NO_VARIANT_LOGPROB)
     return sum(values) / len(values), len(values), None
@@ -300,7 +319,9 @@ def _measures(
         return {
             PSS_CORRECT: _pss(scoped, FEW_VERDICTS),
             PSS_BERT_TO_BASE: (None, 0, BERT_AT_K),
-            POSIX: (None, 0, POSIX_AT_K),
+            POSIX: _posix(scope.of(logprobs))
+            if logprobs is not None and "sample" in logprobs.columns
+            else (None, 0, POSIX_AT_K),
             PDR: _pdr(scoped, min_shared, sampled=True),
             **_multi_prompt(scoped, min_shared),
         }
@@ -349,6 +370,9 @@ def _coverage(instances: pl.DataFrame) -> dict[str, str | None]:
         f"noise on these instances: {pss_noise}",
         PDR: f"{over}: the templates' shares of right samples; sampling noise on these "
         f"instances: {pdr_noise}",
+        POSIX: f"{over}: an instance's psi is the mean over its K base answers of each "
+        f"one's psi (each answer teacher-forced under every prompt: no sampling noise to "
+        f"subtract, the answers' spread is part of the index); {COVERAGE[POSIX]}",
         **{
             name: f"{over}: a template's accuracy is the mean share of its samples that are "
             "right (MaxP, the largest of noisy accuracies, is biased up by sampling noise)"

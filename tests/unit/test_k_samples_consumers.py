@@ -215,3 +215,43 @@ def test_the_noise_says_why_it_is_missing() -> None:
     pdr_row = table.filter((pl.col("index") == PDR) & (pl.col("dataset") == "d")).row(0, named=True)
     assert pdr_row["value"] is None and "never right" in pdr_row["missing_reason"]
     assert "the replay's PDR is undefined" in pdr_row["coverage"]
+
+
+# POSIX over the K base answers (sample_analysis: each base sample's answer teacher-forced
+# under every prompt; L its tokens), psi = mean over variants of |lp_v - lp_base| / L:
+#   p1 sample 0: base -12 (L 4), v1 -10, v2 -15: (2/4 + 3/4) / 2 = 0.625
+#      sample 1: base -8 (L 2), v1 -8, v2 -9: (0 + 1/2) / 2 = 0.25
+#      sample 2: base -6 (L 3), v1 -9, v2 -6: (1 + 0) / 2 = 0.5   -> p1: 1.375 / 3 = 11/24
+#   p2 samples 0 and 2: base -4 (L 2), v1 -4, v2 -4: 0
+#      sample 1: base -4 (L 2), v1 -6, v2 -2: (1 + 1) / 2 = 1      -> p2: 1/3
+# POSIX = (11/24 + 8/24) / 2 = 19/48 (sample 0 alone would give (0.625 + 0) / 2 = 0.3125)
+FORCED = {
+    ("p1", 0): (4, -12.0, -10.0, -15.0),
+    ("p1", 1): (2, -8.0, -8.0, -9.0),
+    ("p1", 2): (3, -6.0, -9.0, -6.0),
+    ("p2", 0): (2, -4.0, -4.0, -4.0),
+    ("p2", 1): (2, -4.0, -6.0, -2.0),
+    ("p2", 2): (2, -4.0, -4.0, -4.0),
+}
+
+
+def test_posix_averages_psi_over_the_base_samples() -> None:
+    instances, deltas = _peer_inputs()
+    rows = [
+        {
+            "model": "m",
+            "dataset": "d",
+            "prompt_id": pid,
+            "variant_id": vid,
+            "sample": sample,
+            "logprob": lp,
+            "n_response_tokens": tokens,
+            "missing_reason": None,
+        }
+        for (pid, sample), (tokens, *lps) in FORCED.items()
+        for vid, lp in zip(("base", "v1", "v2"), lps, strict=True)
+    ]
+    table = peer_metrics(instances, deltas, pl.DataFrame(rows), min_shared=1)
+    posix = table.filter((pl.col("index") == POSIX) & (pl.col("dataset") == "d")).row(0, named=True)
+    assert posix["value"] == pytest.approx(19 / 48)
+    assert posix["n"] == 2 and "K = 3" in posix["coverage"]
