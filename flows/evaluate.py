@@ -270,6 +270,13 @@ def evaluate(config: RunConfig) -> str:
     return out
 
 
+def sample_analysis(per_model: list[dict[str, str]]) -> dict[str, Any]:
+    """K > 1: the peer indices' argument naming every model's sample_analysis.parquet
+    (POSIX over the K base answers, issue 39); none at K = 1, so its cache keys stay."""
+    paths = [m["sample_analysis"] for m in per_model if "sample_analysis" in m]
+    return {"sample_analysis_paths": paths} if paths else {}
+
+
 def sample_run(stage: StageRunner, per_model: list[dict[str, str]]) -> dict[str, Any]:
     """K > 1: the models' sampling tests in one run-level file and the variance components
     (issue 27). Their paths by the report's argument names; none at K = 1."""
@@ -345,6 +352,7 @@ def finish_run(
         deltas_path=deltas,
         analysis_paths=[m["analysis"] for m in per_model],
         out_dir=out,
+        **sample_analysis(per_model),
     )
     located = locate_run(stage, config, generations, per_model)
     sampled = sample_run(stage, per_model)
