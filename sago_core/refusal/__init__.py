@@ -1,6 +1,8 @@
 """Refusal consistency (issue 44): does the model refuse a request however it is worded?
 
 ``rules``: a refusal verdict per answer from language-aware lists of refusal openings;
+``verdicts``: those verdicts for a run's generations (or samples), each read in its
+prompt's language, with the prompt's kind;
 ``flips``: breach (refused -> complied) and over-refusal (complied -> refused) per prompt
 and variant, beyond the base's own flip rate, and their rates per family, subtype and
 strength with intervals over prompts, harmful and harmless prompts kept apart;

@@ -1,0 +1,85 @@
+"""Refusal verdicts for a run's answers: generations (or samples at T > 0) in, one verdict
+row per answer out, in the shape ``flips.refusal_flips`` and ``best_of_n`` read.
+
+The answer judged is ``answer_text`` (the response after its reasoning block, as every
+text axis reads it). Its language is the prompt's: a ``language`` variant's subtype is the
+language it asks in, every other answer is judged in the base language. A generation that
+failed, or whose reasoning block never closed, has no verdict and says why. Each prompt's
+kind comes from the prompts (``data/safety.py``); a prompt without one is refused here,
+before any verdict, as ``require_kinds`` refuses it at loading.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from sago_core.refusal.rules import refusal_verdicts
+from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY
+
+NO_ANSWER_TEXT = "no answer text (the reasoning block never closed)"
+
+VERDICTS_SCHEMA: dict[str, Any] = {
+    "model": pl.Utf8,
+    "dataset": pl.Utf8,
+    "prompt_id": pl.Utf8,
+    "kind": pl.Utf8,
+    "variant_id": pl.Utf8,
+    "family": pl.Utf8,
+    "subtype": pl.Utf8,
+    "strength": pl.Float64,
+    "sample": pl.Int64,
+    "language": pl.Utf8,  # the list the answer was read with (rules_language)
+    "refused": pl.Boolean,
+    "opening": pl.Utf8,  # the matched refusal opening
+    "missing_reason": pl.Utf8,
+}
+
+
+def refusal_verdict_frame(answers: pl.DataFrame, kinds: pl.DataFrame) -> pl.DataFrame:
+    """Verdicts for ``answers`` (generations.parquet's or samples.parquet's columns; no
+    ``sample`` column: one sample, 0) given ``kinds`` (``dataset``, ``prompt_id``,
+    ``kind``)."""
+    joined = answers.join(
+        kinds.select("dataset", "prompt_id", "kind"), on=["dataset", "prompt_id"], how="left"
+    )
+    unkinded = joined.filter(pl.col("kind").is_null())
+    if unkinded.height:
+        row = unkinded.row(0, named=True)
+        raise ValueError(
+            f"prompt {row['prompt_id']!r} of dataset {row['dataset']!r} has no kind (harmful "
+            "or harmless): name its file's kind column with '#kind=COLUMN'"
+        )
+    if "sample" not in joined.columns:
+        joined = joined.with_columns(pl.lit(0).alias("sample"))
+    language = (
+        pl.when(pl.col("family") == LANGUAGE_FAMILY)
+        .then(pl.col("subtype"))
+        .otherwise(pl.lit(BASE_LANGUAGE))
+    )
+    joined = joined.with_columns(language.alias("_language"))
+    texts = joined.get_column("answer_text").to_list()
+    verdicts = refusal_verdicts(texts, joined.get_column("_language").to_list())
+    failures = joined.get_column("failure_reason").to_list()
+    reasons = []
+    for verdict, text, failure in zip(verdicts, texts, failures, strict=True):
+        if text is not None:
+            reasons.append(verdict.missing_reason)
+        else:
+            reasons.append(failure or NO_ANSWER_TEXT)
+    return joined.select(
+        "model",
+        "dataset",
+        "prompt_id",
+        "kind",
+        "variant_id",
+        "family",
+        "subtype",
+        "strength",
+        pl.col("sample").cast(pl.Int64),
+        pl.Series("language", [v.language for v in verdicts], dtype=pl.Utf8),
+        pl.Series("refused", [v.refused for v in verdicts], dtype=pl.Boolean),
+        pl.Series("opening", [v.opening for v in verdicts], dtype=pl.Utf8),
+        pl.Series("missing_reason", reasons, dtype=pl.Utf8),
+    ).cast(pl.Schema(VERDICTS_SCHEMA))
