@@ -2,9 +2,9 @@
 database), a `gpu` process work pool with two workers pinned to fake devices
 (CUDA_VISIBLE_DEVICES=0 and 1, CPU backend), `prefect deploy` from deployments/prefect.yaml,
 and evaluations whose shards go through the `sago-shard` deployment. One server, one
-deployment and one pair of workers serve the first two tests (each worker on its own scratch
-folder, ``SAGO_SCRATCH``, used only when the run's folder is on an object store); the kill
-test has a server and workers of its own.
+deployment and one pair of workers serve the module (each worker on its own scratch folder,
+``SAGO_SCRATCH``, used only when the run's folder is on an object store); the kill test runs
+last and kills and restarts device 1's worker.
 
 - Shared disk: shards are spread over both workers, and results equal an in-process run.
 - No shared disk: the run's folder is on a real S3-compatible server (moto) on 127.0.0.1;
@@ -249,27 +249,17 @@ def _kill_tree(root: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A server of its own for the kill test: its workers are killed and restarted, so it
-    shares no worker with the tests above."""
-    with prefect_server(tmp_path_factory.mktemp("prefect-server")) as env:
-        setup = _sago(env, "server-setup", "--devices", "2", "--silence", str(SILENCE_S))
-        assert setup.returncode == 0, setup.stderr[-3000:]
-        _prefect(env, "deploy", "--all", "--prefect-file", "deployments/prefect.yaml")
-        yield env
-
-
 def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shards(
-    server: dict[str, str], tiny_model_dir: Path, tmp_path: Path
+    cluster: Cluster, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    env = server
+    """The module's server, deployment and workers (the tests above are done with them)."""
+    env = cluster.env
     settings = _config(tiny_model_dir, Path(), tmp_path / "runs", "deployments", n=2)
     del settings["datasets"]  # the built-in prompts: 12 shards, 6 per device
     settings["generation"]["max_new_tokens"] = 24
     config = tmp_path / "run.json"
     config.write_text(json.dumps(settings))
-    workers = {d: _worker(env, d) for d in ("0", "1")}
+    workers = cluster.workers
     run = subprocess.Popen(
         [sys.executable, "-m", "sago_cli", "run", "--config", str(config)],
         env=env,
@@ -299,15 +289,13 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
         assert run.returncode != 0 and "did not complete" in err, err[-3000:]
         assert "Crashed" in err  # the automation marked the silent run crashed
         assert not list(run_dir.rglob("*.tmp"))
-        workers["1"] = _worker(env, "1")
+        cluster.start_worker("1")
         resumed = _sago(env, "resume", str(run_dir))
         assert resumed.returncode == 0, resumed.stderr[-4000:]
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
-        for worker in workers.values():
-            _stop(worker)
     hits = generate_cache_hits(run_dir)
     assert len(hits) == 12
     recomputed = {label for label, hit in hits.items() if not hit}
