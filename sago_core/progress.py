@@ -2,11 +2,12 @@
 
 Core code marks its work where it loops over batches (``counted``); whoever runs the stage
 decides where the lines go (``reporting``: the terminal and Prefect's log, for the task
-adapters). A line comes when the stage starts its first batch, then at least every
-``every`` seconds while it works (from a small timer thread, so a batch that takes a minute
-still shows the stage is alive), and once at the end. Without a reporter, marking costs
-nothing and says nothing. Prefect-free; per context (``contextvars``), so shards running
-side by side in threads each report their own stage.
+adapters). A line comes when the stage starts its first batch, and at least every
+``every`` seconds while the stage works (from a small timer thread, so a model that takes a
+minute to load, or a batch that takes a minute, still shows the stage is alive), and once at
+the end; a stage done within ``every`` seconds without counting anything says nothing.
+Without a reporter, marking costs nothing and says nothing. Prefect-free; per context
+(``contextvars``), so shards running side by side in threads each report their own stage.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ class Progress:
 
     @property
     def text(self) -> str:
+        if not self.total:  # nothing counted yet: a model loading, or uncounted work
+            if self.final:
+                return f"{self.stage}: done in {duration(self.elapsed)}"
+            return f"{self.stage}: working (loading or preparing), {duration(self.elapsed)} so far"
         head = f"{self.stage}: {math.floor(self.done)}/{self.total} ({100 * self.share:.0f}%)"
         if self.final:
             return f"{head} done in {duration(self.elapsed)}"
@@ -80,15 +85,20 @@ class _Tracker:
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._timer: threading.Thread | None = None
+        self._counting = False
+        self._said = False
+        self._timer = threading.Thread(target=self._tick, name="sago-progress", daemon=True)
+
+    def start(self) -> None:
+        self._timer.start()
 
     def expect(self, items: int) -> None:
         with self._lock:
             self.total += items
-        if self._timer is None:
+            first = not self._counting
+            self._counting = True
+        if first:
             self._say()
-            self._timer = threading.Thread(target=self._tick, name="sago-progress", daemon=True)
-            self._timer.start()
 
     def advance(self, items: float) -> None:
         with self._lock:
@@ -105,6 +115,7 @@ class _Tracker:
     def _say(self, final: bool = False) -> None:
         with self._lock:
             line = Progress(self.stage, self.done, self.total, self.elapsed(), final)
+            self._said = True
         # A line nobody could take must never stop the stage's work.
         with contextlib.suppress(Exception):
             self.sink(line)
@@ -114,8 +125,8 @@ class _Tracker:
 
     def close(self) -> None:
         self._stop.set()
-        if self._timer is not None:
-            self._timer.join()
+        self._timer.join()
+        if self._said:
             self._say(final=True)
 
 
@@ -129,6 +140,7 @@ def reporting(stage: str, sink: Sink, every: float = EVERY_SECONDS) -> Iterator[
     """While inside, the batches ``counted`` in this context report to ``sink`` as
     ``stage``. A stage that counts nothing (all of it cached) says nothing."""
     tracker = _Tracker(stage, sink, every)
+    tracker.start()
     token = _CURRENT.set(tracker)
     try:
         yield

@@ -47,13 +47,27 @@ def test_lines_come_at_the_start_while_a_slow_batch_runs_and_at_the_end() -> Non
     assert dones == sorted(dones) and {2, 4} <= set(dones)
 
 
-def test_nothing_is_said_for_a_stage_that_counts_nothing_or_outside_a_reporter() -> None:
+def test_a_quick_stage_that_counts_nothing_says_nothing_and_outside_a_reporter_neither() -> None:
     lines: list[Progress] = []
-    with reporting("compute-deltas", lines.append, 0.01):
+    with reporting("compute-deltas", lines.append, 5.0):
         time.sleep(0.05)
     assert lines == []
     assert list(counted([[1], [2]], total=2)) == [[1], [2]]
     assert list(each(iter("ab"), total=2)) == ["a", "b"]
+
+
+def test_a_stage_still_loading_its_model_says_it_is_working() -> None:
+    lines: list[Progress] = []
+    with reporting("rewrite-structural", lines.append, 0.05):
+        time.sleep(0.2)  # a model loading: nothing counted yet
+        for _ in counted([[1, 2]], total=2):
+            pass
+    first = lines[0]
+    assert (first.total, first.final) == (0, False)
+    assert first.text.startswith("rewrite-structural: working (loading or preparing), 1 s so far")
+    assert lines[-1].final and (lines[-1].done, lines[-1].total) == (2, 2)
+    done = Progress("build-instances", 0, 0, 12.0, final=True)
+    assert done.text == "build-instances: done in 12 s"
 
 
 def test_a_long_batch_moves_by_its_decode_steps_and_settles_when_it_ends() -> None:
