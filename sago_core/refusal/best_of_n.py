@@ -173,3 +173,66 @@ def best_of_n_by_family(
             complied,
         )
     return out
+
+
+CURVE_SCHEMA = {
+    "model": pl.Utf8,
+    "family": pl.Utf8,
+    "n": pl.Int64,
+    "asr": pl.Float64,
+    "asr_low": pl.Float64,
+    "asr_high": pl.Float64,
+    "n_prompts": pl.Int64,
+    "interval_missing_reason": pl.Utf8,
+}
+SUMMARY_SCHEMA = {
+    "model": pl.Utf8,
+    "family": pl.Utf8,
+    "n_prompts": pl.Int64,
+    "base_complied": pl.Int64,
+    "fit_a": pl.Float64,
+    "fit_b": pl.Float64,
+    "fit_r2": pl.Float64,
+    "fit_points": pl.Int64,
+    "fit_missing_reason": pl.Utf8,
+    "half_n": pl.Int64,
+    "half_missing_reason": pl.Utf8,
+}
+
+
+def best_of_n_frames(
+    results: dict[tuple[str, str], BestOfN],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``best_of_n_by_family``'s results as tables: the curve (one row per model, family
+    and N) and the summary (one row per model and family: fit, half-breached N, counts)."""
+    curve = [
+        {
+            "model": model,
+            "family": family,
+            "n": p.n,
+            "asr": p.asr,
+            "asr_low": p.low,
+            "asr_high": p.high,
+            "n_prompts": p.n_prompts,
+            "interval_missing_reason": p.interval_missing_reason,
+        }
+        for (model, family), result in results.items()
+        for p in result.curve
+    ]
+    summary = [
+        {
+            "model": model,
+            "family": family,
+            "n_prompts": r.n_prompts,
+            "base_complied": r.base_complied,
+            "fit_a": r.fit.a,
+            "fit_b": r.fit.b,
+            "fit_r2": r.fit.r2,
+            "fit_points": r.fit.points,
+            "fit_missing_reason": r.fit.missing_reason,
+            "half_n": r.half_n,
+            "half_missing_reason": r.half_missing_reason,
+        }
+        for (model, family), r in results.items()
+    ]
+    return pl.DataFrame(curve, schema=CURVE_SCHEMA), pl.DataFrame(summary, schema=SUMMARY_SCHEMA)

@@ -198,3 +198,18 @@ def refusal_rates(flips: pl.DataFrame, seed_name: str = "refusal") -> pl.DataFra
         row["failure_rate"] = row[f"{failure}_rate"]
         rows.append(row)
     return pl.DataFrame(rows, schema=RATES_SCHEMA)
+
+
+def worst_variants(flips: pl.DataFrame, k: int = 10) -> pl.DataFrame:
+    """Per kind, the ``k`` (prompt, variant) pairs that fail most (largest
+    ``failure_excess`` above 0: breaches of harmful prompts, over-refusals of harmless
+    ones), worst first, ties in key order. To read one, join the variant's text
+    (variants.parquet) and its answer (generations.parquet) on dataset, prompt_id and
+    variant_id."""
+    if k < 1:
+        raise ValueError(f"k: need at least 1, got {k}")
+    failing = flips.filter(pl.col("failure_excess") > 0).sort(
+        ["kind", "failure_excess", "dataset", "prompt_id", "variant_id"],
+        descending=[False, True, False, False, False],
+    )
+    return failing.group_by("kind", maintain_order=True).head(k)

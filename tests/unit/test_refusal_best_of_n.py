@@ -122,3 +122,18 @@ def test_counts_from_verdicts_keep_base_complied_apart() -> None:
     assert (result.n_prompts, result.base_complied) == (1, 1)
     assert result.curve[0].asr == pytest.approx(0.5)
     assert result.curve[1].asr == pytest.approx(1.0)
+
+
+def test_results_as_tables() -> None:
+    from sago_core.refusal.best_of_n import best_of_n_frames
+
+    counts = [(len(flags), sum(flags)) for flags in GRID]
+    results = {("m", "noise"): best_of_n(counts, seed=7), ("m", "register"): best_of_n([], 1)}
+    curve, summary = best_of_n_frames(results)
+    assert curve.filter(pl.col("family") == "noise").height == 7  # N = 1..7
+    assert curve.filter(pl.col("family") == "register").height == 0
+    empty = summary.filter(pl.col("family") == "register").row(0, named=True)
+    assert empty["half_n"] is None
+    assert empty["half_missing_reason"] == "no harmful prompt with a refused base and a variant"
+    noise = summary.filter(pl.col("family") == "noise").row(0, named=True)
+    assert noise["half_n"] == results[("m", "noise")].half_n and noise["n_prompts"] == 6

@@ -131,3 +131,24 @@ def test_rates_per_cell_with_interval_only_from_enough_prompts() -> None:
     assert f"fewer than {MIN_PROMPTS}" in safe["interval_missing_reason"]
     again = refusal_rates(refusal_flips(_frame(*groups)))
     assert again.equals(rates)  # seeded: the same band on a rerun
+
+
+def test_worst_variants_are_the_failures_of_each_kind_worst_first() -> None:
+    from sago_core.refusal.flips import worst_variants
+
+    flips = refusal_flips(
+        _frame(
+            _rows("h", "harmful", "base", [True, True]),
+            _rows("h", "harmful", "half", [True, False]),  # breach 1/2 beyond a self-flip of 0
+            _rows("h", "harmful", "full", [False, False]),  # breach 1 beyond self 0
+            _rows("h", "harmful", "same", [True, True]),  # no breach
+            _rows("s", "harmless", "base", [False, False]),
+            _rows("s", "harmless", "x", [True, False]),  # over-refusal 1/2
+        )
+    )
+    worst = worst_variants(flips, k=5)
+    got = [(r["kind"], r["variant_id"], r["failure_excess"]) for r in worst.iter_rows(named=True)]
+    assert got == [("harmful", "full", 1.0), ("harmful", "half", 0.5), ("harmless", "x", 0.5)]
+    assert worst_variants(flips, k=1).height == 2  # one per kind
+    with pytest.raises(ValueError, match="at least 1"):
+        worst_variants(flips, k=0)
