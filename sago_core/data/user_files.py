@@ -2,15 +2,16 @@
 
 ``--datasets 'a.csv#question=Question,b.jsonl#question=instruction'`` (or the same entries
 in the config's ``datasets``) maps the columns of each file on its own: ``question`` (the
-prompt), ``answer`` (reference answers) and ``id``. Without a mapping, a file whose columns
-match one of the six datasets' own layouts (TruthfulQA's ``Question``/``Best Answer``,
-AlpacaEval's ``instruction``, SimpleQA's ``problem``, ...) is read by that dataset's reader,
-reference answers included (none for the Alpaca/AlpacaEval layout: its ``output`` is
-another model's answer); any other file needs its question column (``question`` or
-``--question-column``). The dataset is named for the file's stem either way. A mapping that
-names only ``answer`` keeps the detected layout and takes the gold answers from that column
-(``alpaca_eval.json#answer=gold``); a known dataset's name takes the same suffix
-(``alpaca#answer=COLUMN``, ``parse_named``).
+prompt), ``answer`` (reference answers), ``id`` and ``kind`` (harmful or harmless, for
+refusal: data/safety.py; it keeps a detected layout, as ``answer`` alone does). Without a
+mapping, a file whose columns match one of the six datasets' own layouts (TruthfulQA's
+``Question``/``Best Answer``, AlpacaEval's ``instruction``, SimpleQA's ``problem``, ...) is
+read by that dataset's reader, reference answers included (none for the Alpaca/AlpacaEval
+layout: its ``output`` is another model's answer); any other file needs its question column
+(``question`` or ``--question-column``). The dataset is named for the file's stem either
+way. A mapping that names only ``answer`` keeps the detected layout and takes the gold
+answers from that column (``alpaca_eval.json#answer=gold``); a known dataset's name takes
+the same suffix (``alpaca#answer=COLUMN``, ``parse_named``).
 """
 
 from __future__ import annotations
