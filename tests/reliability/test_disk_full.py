@@ -15,7 +15,8 @@ more for each answer whose cache entry or ledger line could not be written.
 
 The run that never met a fault (with its API server and its count of requests) is done once
 for both errnos (a module fixture). Every run is a new process, forked from one that already
-imported sago and Prefect (``harness.TargetProcesses``).
+imported sago and Prefect (``harness.target_processes``, shared with the other modules of the
+test process; the API key is set in each run).
 """
 
 from __future__ import annotations
@@ -39,12 +40,14 @@ from tests.reliability.harness import (
     manifest_problems,
     run_dirs,
     shard_of_prompt,
+    target_processes,
     unreadable_parquet,
     write_inputs,
 )
 
 pytestmark = pytest.mark.slow
 API_MODEL = "litellm:openai/disk-1"
+API_KEY = {"SAGO_DISK_KEY": "sk-disk-test"}
 TEMP = re.compile(r"^\.(.+)\.w[0-9a-f]{8}-\d+\..*\.tmp$")
 CHAIN = (("cache", 2), ("ledger", 3), ("artifact", 4), ("result", 3), ("manifest", 1))
 
@@ -63,7 +66,7 @@ def _run(
 ) -> tuple[int, subprocess.CompletedProcess[str]]:
     """(pid, outcome) of one run in a new process, with ``fault`` planned."""
     argv = [str(config), str(calls), *([fault[0], fault[1], str(fault[2])] if fault else [])]
-    pid, key, out, err = runs.spawn("disk_target", argv, stderr_apart=True)
+    pid, key, out, err = runs.spawn("disk_target", argv, stderr_apart=True, env=API_KEY)
     code = runs.wait(key)
     return pid, subprocess.CompletedProcess(argv, code, out.read_text(), err.read_text())
 
@@ -81,9 +84,9 @@ class Clean:
 
 @pytest.fixture(scope="module")
 def clean(server_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clean]:
-    env = {**server_env, "SAGO_DISK_KEY": "sk-disk-test"}
     tmp_path = tmp_path_factory.mktemp("disk-clean")
-    with ScriptedServer() as server, TargetProcesses(env) as runs:
+    runs = target_processes(server_env)  # the API key is set in each run (``API_KEY``)
+    with ScriptedServer() as server:
         config = _inputs(tmp_path / "inputs", tmp_path / "clean", server.base_url)
         done = _run(runs, config, tmp_path / "clean" / "calls.jsonl", None)[1]
         assert done.returncode == 0, done.stderr[-3000:]

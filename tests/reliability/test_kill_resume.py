@@ -9,7 +9,8 @@ the summary statistics. Checks per chain: every artifact readable and as the man
 run for a shard whose result was committed before that run started; no temp file left.
 
 Every run is a new process, forked from one that already imported sago and Prefect
-(``harness.TargetProcesses``), and SIGKILLed like any other. Chains are added two at a time
+(``harness.target_processes``, shared with the other modules of the test process), and
+SIGKILLed like any other. Chains are added two at a time
 until the kills that really happened reach a target: by default at least 10 kills, each
 point killed at least twice (with different seeds and hit numbers);
 ``SAGO_KILL_CAMPAIGN=full`` (a nightly run) asks for at least 60 kills, each point at least
@@ -33,6 +34,7 @@ from tests.reliability.harness import (
     manifest_problems,
     run_dirs,
     shard_of_prompt,
+    target_processes,
     unreadable_parquet,
     write_inputs,
 )
@@ -96,8 +98,7 @@ def check_chain(root: Path, outcomes: list[Outcome], golden: dict) -> None:
 def test_sigkill_at_seeded_points_loses_nothing_and_pays_nothing_twice(
     server_env: dict[str, str], tmp_path: Path
 ) -> None:
-    with TargetProcesses(server_env) as runs:
-        campaign(runs, tmp_path)
+    campaign(target_processes(server_env), tmp_path)
 
 
 def campaign(runs: TargetProcesses, tmp_path: Path) -> None:

@@ -93,13 +93,22 @@ def _until(done: Callable[[], bool], timeout_s: float, what: str) -> None:
         time.sleep(0.2)
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[RestartableServer]:
-    server = RestartableServer(tmp_path / "prefect")
-    server.start()
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestartableServer]:
+    """One server for the module (each test leaves it running; started again if not)."""
+    server = RestartableServer(tmp_path_factory.mktemp("restartable") / "prefect")
     yield server
     if server.process is not None:
         server.stop()
+
+
+@pytest.fixture
+def running(server: RestartableServer) -> RestartableServer:
+    if server.process is None or not server.healthy():
+        if server.process is not None:
+            server.stop()
+        server.start()
+    return server
 
 
 def _start(config: Path, calls: Path, env: dict[str, str], *resume: str) -> subprocess.Popen[str]:
@@ -151,7 +160,8 @@ def _waiting_for(condition: Callable[[], bool], alive: Callable[[], None]) -> Ca
     return done
 
 
-def test_a_run_rides_out_two_server_restarts(server: RestartableServer, tmp_path: Path) -> None:
+def test_a_run_rides_out_two_server_restarts(running: RestartableServer, tmp_path: Path) -> None:
+    server, starts = running, running.starts
     config = write_inputs(tmp_path / "shared", tmp_path / "root")
     runs, calls = tmp_path / "root" / "runs", tmp_path / "calls.jsonl"
     run = _start(config, calls, server.env)
@@ -173,7 +183,7 @@ def test_a_run_rides_out_two_server_restarts(server: RestartableServer, tmp_path
             run.kill()
     print(output[-3000:])
     assert run.returncode == 0, output[-4000:]
-    assert server.starts == 3
+    assert server.starts == starts + 2
     # each wait is logged, bounded, and ends when the server is back. The second outage may
     # fall where no stage waits (the run's last artifacts are then skipped with a warning):
     # which one is a race, so every wait that began must end, and at least one began.
@@ -190,8 +200,9 @@ def test_a_run_rides_out_two_server_restarts(server: RestartableServer, tmp_path
 
 
 def test_a_server_away_too_long_stops_the_run_resumably(
-    server: RestartableServer, tmp_path: Path
+    running: RestartableServer, tmp_path: Path
 ) -> None:
+    server = running
     config = write_inputs(tmp_path / "shared", tmp_path / "root")
     runs, calls = tmp_path / "root" / "runs", tmp_path / "calls.jsonl"
     env = {**server.env, "SAGO_SERVER_WAIT_S": "10"}
