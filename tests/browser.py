@@ -70,3 +70,46 @@ def screenshot(page: Path, out: Path, work: Path) -> Path:
         work / "profile",
     )
     return out
+
+
+def probe(
+    page: Path,
+    script: str,
+    attribute: str,
+    work: Path,
+    width: int = 1280,
+    budget_ms: int | None = None,
+) -> str:
+    """Open a copy of ``page`` (beside it, so its relative links resolve) with ``script``
+    added before ``</body>``, and return what the script wrote to ``data-<attribute>`` on
+    the page (HTML-unescaped); ``budget_ms`` replaces the virtual time budget."""
+    probed = page.with_name(f"probe-{work.name}-{page.name}")
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"))
+    flags = FLAGS if budget_ms is None else [*FLAGS[:-1], f"--virtual-time-budget={budget_ms}"]
+    try:
+        done = subprocess.run(
+            [
+                chromium(),
+                *flags,
+                f"--window-size={width},900",
+                f"--user-data-dir={work / 'profile'}",
+                "--dump-dom",
+                probed.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+    finally:
+        probed.unlink(missing_ok=True)
+    found = re.search(rf'data-{attribute}="([^"]*)"', done.stdout)
+    assert found, f"the page never finished loading in Chromium: {done.stderr[-2000:]}"
+    return unescape(found.group(1))
+
+
+def probe_json(page: Path, script: str, attribute: str, work: Path, width: int = 1280) -> dict:
+    """``probe`` for a script that records a JSON object (and ``error`` when it failed)."""
+    seen = json.loads(probe(page, script, attribute, work, width))
+    assert "error" not in seen, seen.get("error")
+    return dict(seen)

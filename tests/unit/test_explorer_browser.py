@@ -11,7 +11,6 @@ import select
 import subprocess
 import time
 from collections.abc import Callable
-from html import unescape
 from pathlib import Path
 
 import polars as pl
@@ -25,7 +24,7 @@ from sago_core.scoring.summary import summarize
 from sago_core.stages.instances import build_instances
 from sago_core.statistics.axis_structure import pca_table, spearman_table
 from sago_core.statistics.tails import tail_statistics
-from tests.browser import FLAGS, chromium
+from tests.browser import FLAGS, chromium, probe_json
 from tests.unit.test_explorer import LANGUAGES, NUMERIC_ORDER, SUBTYPES, N, synthetic_instances
 from tests.unit.test_tails import raw_run
 
@@ -88,27 +87,8 @@ def _page(tmp_path: Path) -> tuple[Path, pl.DataFrame]:
 def _explore(page: Path, work: Path, probe: str = PROBE, width: int = 1280) -> dict:
     """Run ``probe`` in Chromium over a copy of ``page``; what it recorded, and how long
     Chromium took from start to exit (``wall_s``)."""
-    probed = work / "probe.html"
-    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", probe + "</body>"))
     started = time.perf_counter()
-    done = subprocess.run(
-        [
-            chromium(),
-            *FLAGS,
-            f"--window-size={width},900",
-            f"--user-data-dir={work / 'profile'}",
-            "--dump-dom",
-            probed.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    found = re.search(r'data-explorer="([^"]*)"', done.stdout)
-    assert found, f"the explorer never ran in Chromium: {done.stderr[-2000:]}"
-    seen = json.loads(unescape(found.group(1)))
-    assert "error" not in seen, seen.get("error")
+    seen = probe_json(page, probe, "explorer", work, width)
     return {**seen, "wall_s": time.perf_counter() - started}
 
 

@@ -12,11 +12,9 @@ note); without it nothing is written outside the test's own folder.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
-from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +31,7 @@ from sago_core.scoring.summary import summarize
 from sago_core.stages.instances import build_instances
 from sago_core.statistics.axis_structure import pca_table, spearman_table
 from sago_core.statistics.tails import tail_statistics
-from tests.browser import FLAGS, chromium, screenshot
+from tests.browser import FLAGS, chromium, probe_json, screenshot
 from tests.unit.test_tails import raw_run
 
 pytestmark = pytest.mark.slow  # a browser and two pages of figures
@@ -146,27 +144,7 @@ def _consistency(folder: Path) -> Path:
 
 
 def _probe(page: Path, work: Path) -> dict:
-    probed = work / f"probe-{page.name}"
-    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"))
-    done = subprocess.run(
-        [
-            chromium(),
-            *FLAGS,
-            f"--window-size={WIDTH},900",
-            f"--user-data-dir={work / 'profile'}",
-            "--dump-dom",
-            probed.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    found = re.search(r'data-probe="([^"]*)"', done.stdout)
-    assert found, f"the page never finished loading in Chromium: {done.stderr[-2000:]}"
-    seen = json.loads(unescape(found.group(1)))
-    assert "error" not in seen, seen.get("error")
-    return seen
+    return probe_json(page, PROBE, "probe", work, WIDTH)
 
 
 def _fits_and_labels(seen: dict, figures: int) -> None:
@@ -259,27 +237,8 @@ def story_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_story_figures_come_before_the_tables_and_no_header_breaks_mid_word(
     story_report: Path, tmp_path: Path, width: int
 ) -> None:
-    probed = tmp_path / "probe-report.html"
     text = story_report.read_text(encoding="utf-8")
-    probed.write_text(text.replace("</body>", STORY_PROBE + "</body>"))
-    done = subprocess.run(
-        [
-            chromium(),
-            *FLAGS,
-            f"--window-size={width},900",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
-            probed.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    found = re.search(r'data-probe="([^"]*)"', done.stdout)
-    assert found, f"the page never finished loading in Chromium: {done.stderr[-2000:]}"
-    seen = json.loads(unescape(found.group(1)))
-    assert "error" not in seen, seen.get("error")
+    seen = probe_json(story_report, STORY_PROBE, "probe", tmp_path, width)
     assert seen["width"][1] <= width, seen["width"]
     assert seen["firstFigure"][0] == "fig-sgs-intervals"
     assert seen["firstFigure"][1] < seen["firstTable"][1], (seen["firstFigure"], seen["firstTable"])
