@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,47 @@ def test_the_transformers_backend_counts_its_generation_and_scoring_batches(
     # Counting the decode steps changes no answer.
     quiet = backend.generate(prompts, max_new_tokens=2, batch_size=2)
     assert [o.response_token_ids for o in outputs] == [o.response_token_ids for o in quiet]
+
+
+@pytest.mark.slow
+def test_a_stage_task_files_its_progress_artifact_under_its_own_task_run(harness: None) -> None:
+    """The first line may come from the timer thread (a model still loading): the artifact is
+    still created in the task run's context, with no 'outside of a flow or task run'."""
+    from prefect import flow, task
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterTaskRunId
+    from prefect.context import TaskRunContext
+
+    from tasks.progress import with_progress
+
+    def stage_work() -> str:
+        time.sleep(0.3)  # loading: the timer thread says the first lines
+        for _ in counted([[1, 2], [3]], total=3):
+            time.sleep(0.05)
+        context = TaskRunContext.get()
+        assert context is not None
+        return str(context.task_run.id)
+
+    staged = task(name="slow-stage")(with_progress("slow-stage", stage_work, every=0.1))
+
+    @flow(name="progress-artifact")
+    def run() -> str:
+        return str(staged())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        task_run_id = run()
+    deadline = time.monotonic() + 30
+    with get_client(sync_client=True) as client:
+        while True:
+            found = client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    task_run_id=ArtifactFilterTaskRunId(any_=[task_run_id])
+                )
+            )
+            if found and found[0].description and "done in" in found[0].description:
+                break
+            assert time.monotonic() < deadline, [a.description for a in found]
+            time.sleep(0.2)
+    assert found[0].type == "progress" and found[0].data == 100
+    assert found[0].description.startswith("slow-stage: 3/3 (100%) done in ")
