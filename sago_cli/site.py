@@ -7,6 +7,7 @@ comparisons, linked both ways. Offline: plotly.js is vendored into the site."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from flows.runtime.object_store import runs_folder
+    from sago_core.progress import reporting
     from sago_core.site.address import site_address
     from sago_core.site.build import build_site
     from sago_core.site.paths import SITE_DIR
@@ -37,6 +39,7 @@ def command(args: argparse.Namespace) -> int:
     root = runs_folder(args.runs)
     if not is_url(args.runs) and not root.is_dir():
         raise InputError("no such folder (give a runs folder or its store URL)", file=args.runs)
-    index = build_site(root, args.out or root / SITE_DIR)
+    with reporting("site", lambda line: print(f"[sago] {line.text}", file=sys.stderr, flush=True)):
+        index = build_site(root, args.out or root / SITE_DIR)
     print(f"Site: {site_address(index).best}")
     return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from sago_core.artifacts.layout import CARD_HTML_FILE, REPORT_FILE
 from sago_core.artifacts.store import atomic_write_bytes
 from sago_core.errors import InputError, SagoError
+from sago_core.progress import each
 from sago_core.site import paths
 from sago_core.site.collect import Site, read_site
 from sago_core.site.pages import compare_page, index_page, leaderboard_page, run_page, runs_page
@@ -87,7 +88,8 @@ def build_site(root: Path, out: Path) -> Path:
         paths.LEADERBOARD: leaderboard_page(site),
         paths.RUNS: runs_page(site),
     }
-    pages.update({paths.run_page(run.run_id): run_page(site, run) for run in site.runs.values()})
+    runs = each(site.runs.values(), len(site.runs))
+    pages.update({paths.run_page(run.run_id): run_page(site, run) for run in runs})
     pages.update(
         {paths.compare_page(r): compare_page(site, r) for r in site.releases if r.verdicts}
     )

@@ -29,6 +29,7 @@ from sago_core.artifacts.layout import (
     SCORES_FILE,
     SUMMARY_FILE,
 )
+from sago_core.progress import each
 from sago_core.site.release import Release
 from sago_core.site.series import (
     RELEASED,
@@ -182,7 +183,8 @@ def _paired(card: dict[str, Any] | None, spec: str) -> dict[str, Any]:
 
 
 def read_site(root: Path) -> Site:
-    runs = [run for name in run_names(root) if (run := read_run(root / name)) is not None]
+    names = run_names(root)
+    runs = [run for name in each(names, len(names)) if (run := read_run(root / name)) is not None]
     runs.sort(key=lambda r: (_timestamp(r.started_at) or _timestamp(r.written_at) or 0, r.run_id))
     evaluated = {(Path(e.run_dir).name, e.spec): e.evaluated_at for e in registry_entries(root)}
     families = recorded_families(root)

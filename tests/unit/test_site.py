@@ -306,3 +306,19 @@ def test_the_site_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["site", "--help"])
     assert "(default: <runs>/site;" in " ".join(capsys.readouterr().out.split())
+
+
+def test_building_the_site_counts_its_runs_read_and_pages_written(tmp_path: Path) -> None:
+    from sago_core.progress import Progress, reporting
+
+    root = three_release_watch(tmp_path / "runs")
+    lines: list[Progress] = []
+    with reporting("site", lines.append, 60.0):
+        build_site(root, tmp_path / "site")
+    runs = len([p for p in root.iterdir() if (p / "manifest.json").is_file()])
+    assert runs == 4
+    # every run read, then every run's page: a line when the count starts, one at the end
+    assert [(line.done, line.total, line.final) for line in lines] == [
+        (0, runs, False),
+        (2 * runs, 2 * runs, True),
+    ]
