@@ -53,7 +53,8 @@ class Progress:
         if not self.total:  # nothing counted yet: a model loading, or uncounted work
             if self.final:
                 return f"{self.stage}: done in {duration(self.elapsed)}"
-            return f"{self.stage}: working (loading or preparing), {duration(self.elapsed)} so far"
+            so_far = duration(self.elapsed)
+            return f"{self.stage}: working (loading, or nothing counted yet), {so_far} so far"
         head = f"{self.stage}: {math.floor(self.done)}/{self.total} ({100 * self.share:.0f}%)"
         if self.final:
             return f"{head} done in {duration(self.elapsed)}"

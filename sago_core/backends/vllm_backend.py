@@ -38,6 +38,7 @@ from sago_core.backends.model_source import LocalModel
 from sago_core.backends.protocol import Generation, Sampling, ScoringRequest, TeacherForced
 from sago_core.config import TemplateKwargs, VllmSettings
 from sago_core.errors import ConfigError, SagoError
+from sago_core.progress import counted
 
 if TYPE_CHECKING:
     from sago_core.backends.factory import BackendPlaces
@@ -361,9 +362,11 @@ class VllmBackend:
                 }
             pq.write_table(pa.table(columns), requests)
             assert process.stdin is not None
-            process.stdin.write(json.dumps(job) + "\n")
-            process.stdin.flush()
-            reply = self._read_reply(process, self.settings.startup_timeout_s)
+            reply: dict[str, Any] = {}
+            for _ in counted([prompts], len(prompts)):  # one batch, scheduled by vLLM
+                process.stdin.write(json.dumps(job) + "\n")
+                process.stdin.flush()
+                reply = self._read_reply(process, self.settings.startup_timeout_s)
             self.decoding = dict(reply.get("decoding") or {})
             self.prefill = {k: reply.get(k) for k in ("prompt_tokens", "cached_prompt_tokens")}
             table = pq.read_table(responses).to_pylist()

@@ -65,7 +65,8 @@ def test_a_stage_still_loading_its_model_says_it_is_working() -> None:
             pass
     first = lines[0]
     assert (first.total, first.final) == (0, False)
-    assert first.text.startswith("rewrite-structural: working (loading or preparing), 1 s so far")
+    said = "rewrite-structural: working (loading, or nothing counted yet), 1 s so far"
+    assert first.text == said
     assert lines[-1].final and (lines[-1].done, lines[-1].total) == (2, 2)
     done = Progress("build-instances", 0, 0, 12.0, final=True)
     assert done.text == "build-instances: done in 12 s"
