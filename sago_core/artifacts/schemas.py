@@ -441,7 +441,9 @@ TAILS: Schema = {
     "share_over_0_01": pl.Float64,
     "share_over_0_05": pl.Float64,
     "share_over_0_10": pl.Float64,
-    **{flip: pl.Float64 for flip in FLIPS},  # share of judged variants; null: no references
+    # share of judged variants (at K > 1: the mean flip beyond the base's self-flip rate,
+    # which can be negative); null: no references
+    **{flip: pl.Float64 for flip in FLIPS},
     **{
         f"ci_{side}_{stat}": pl.Float64
         for stat in (*TAIL_QUANTILES, *FLIPS)

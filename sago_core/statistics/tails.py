@@ -12,7 +12,9 @@ every prompt of the model, family ``__all__`` every family. The replay never ent
   a verdict against the reference answers, statistics/correctness.py) whose base answer is
   right and whose answer is wrong; ``flip_wrong_to_right`` the reverse. Both have the judged
   variants (``n_judged``) as denominator. They describe the answers, not an axis, so every
-  axis row of a (model, dataset, family) carries the same values. Null, with
+  axis row of a (model, dataset, family) carries the same values. At K > 1 samples they
+  are the mean over judged variants of the flip beyond the base's own self-flip rate
+  (``sampling/flips.py``), which can be negative. Null, with
   ``flip_missing_reason``, when no variant could be judged: the instances' most common
   ``correct_missing_reason`` (the dataset's reason for having no reference answers).
 - ``ci_low_*``/``ci_high_*``: 95% percentile bootstrap over prompts (a prompt is resampled
