@@ -157,17 +157,17 @@ def _options(parser: argparse.ArgumentParser) -> str:
 
 
 def config_reference() -> str:
-    from sago_core import config
+    from sago_core import config, config_sections
 
-    return _model_reference(config.RunConfig, "sago_core.config", [config])
+    return _model_reference(config.RunConfig, "sago_core.config", [config, config_sections])
 
 
 def study_reference() -> str:
-    from sago_core import config
+    from sago_core import config, config_sections
     from sago_core.consistency import config as study
 
     module = "sago_core.consistency.config"
-    return _model_reference(study.ConsistencyConfig, module, [study, config])
+    return _model_reference(study.ConsistencyConfig, module, [study, config, config_sections])
 
 
 # A section documented on a page of its own: its key links there instead of repeating it.
