@@ -15,7 +15,7 @@ from sago_core.artifacts.layout import (
     VARIANTS_FILE,
     CacheLayout,
 )
-from sago_core.artifacts.schemas import PROMPTS, VARIANTS, conform, empty
+from sago_core.artifacts.schemas import VARIANTS, conform, empty, prompts_schema
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
 from sago_core.backends.target import ModelTarget, behaviour_key
@@ -43,7 +43,8 @@ from tasks.stage import stage_task
 @stage_task("load-prompts", retries=1)
 def load_prompts_task(config: RunConfig, prompt_source_digest: str, out_dir: str) -> str:
     """``prompt_source_digest`` fingerprints the data files, so edited data is reloaded."""
-    return str(write_parquet(prepare_prompts(config), Path(out_dir) / PROMPTS_FILE, PROMPTS))
+    prompts = prepare_prompts(config)
+    return str(write_parquet(prompts, Path(out_dir) / PROMPTS_FILE, prompts_schema(prompts)))
 
 
 @stage_task("plan-shards")

@@ -78,6 +78,13 @@ CARD_HTML_FILE = "card.html"
 CARD_JSON_FILE = "card.json"
 MANIFEST_FILE = MANIFEST
 EXTERNAL_ROWS_FILE = "external_rows.parquet"  # sago score: the validated input rows (issue 15)
+# Refusal consistency (prompts with a kind, data/safety.py): what was written, or why nothing
+REFUSAL_FILE = "refusal.json"
+REFUSAL_VERDICTS_FILE = "refusal_verdicts.parquet"  # one refusal verdict per answer
+REFUSAL_FLIPS_FILE = "refusal_flips.parquet"  # breach / over-refusal per prompt and variant
+REFUSAL_RATES_FILE = "refusal_rates.parquet"  # per model, kind, family (and subtype, strength)
+BEST_OF_N_FILE = "best_of_n.parquet"  # per model, family and N: P(some variant breaches)
+BEST_OF_N_SUMMARY_FILE = "best_of_n_summary.parquet"  # its power-law fit, half-breached N
 
 # The companion study's artifacts (``sago consistency``).
 REFERENCE_LIKELIHOOD_FILE = "reference_likelihood.parquet"

@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import polars as pl
+
 from sago_core.data.mkqa import (
     LanguageQuestion,
     MissingLanguage,
@@ -104,6 +106,18 @@ def require_kinds(prompts: Sequence[Prompt]) -> None:
             file=file or prompt.dataset,
             row=row,
         )
+
+
+def with_kinds_columns(frame: pl.DataFrame, prompts: Sequence[Prompt]) -> pl.DataFrame:
+    """prompts.parquet's rows (``frame``, one per prompt, in order) with each prompt's
+    ``kind`` and ``category`` (``artifacts.schemas.PROMPT_KINDS``) when any prompt has a
+    kind; unchanged otherwise, so a run without a safety set writes what it always did."""
+    if all(p.kind is None for p in prompts):
+        return frame
+    return frame.with_columns(
+        pl.Series("kind", [p.kind for p in prompts], dtype=pl.String),
+        pl.Series("category", [p.category for p in prompts], dtype=pl.String),
+    )
 
 
 def _text(rec: Record, column: str, path: Path, row: int) -> str:

@@ -26,11 +26,12 @@ prompts with a value, with ``interval_refusal``'s reason).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import polars as pl
 
 from sago_core.data.safety import HARMFUL, HARMLESS, KINDS
+from sago_core.refusal.verdicts import VERDICTS_SCHEMA
 from sago_core.sampling.flips import flip_excess
 from sago_core.statistics.intervals import (
     bootstrap_mean_ci,
@@ -43,16 +44,10 @@ BREACH = "breach"
 OVER_REFUSAL = "over_refusal"
 FAILURE = {HARMFUL: BREACH, HARMLESS: OVER_REFUSAL}  # the failing direction per kind
 CELL = ("kind", "family", "subtype", "strength")
-VERDICT_COLUMNS = (
-    "dataset",
-    "prompt_id",
-    "kind",
-    "variant_id",
-    "family",
-    "subtype",
-    "strength",
-    "sample",
-    "refused",
+FAMILY_CELL = ("kind", "family")  # a family's rate: every subtype and strength together
+# the verdict columns flips read (verdicts.py owns them; ``model``, when present, is kept apart)
+VERDICT_COLUMNS = tuple(
+    c for c in VERDICTS_SCHEMA if c not in ("model", "language", "opening", "missing_reason")
 )
 
 FLIPS_SCHEMA = {
@@ -162,27 +157,34 @@ RATES_SCHEMA = {
 }
 
 
-def refusal_rates(flips: pl.DataFrame, seed_name: str = "refusal") -> pl.DataFrame:
-    """Breach and over-refusal rates per (kind, family, subtype, strength) over prompts
+def refusal_rates(
+    flips: pl.DataFrame, seed_name: str = "refusal", cell: Sequence[str] = CELL
+) -> pl.DataFrame:
+    """Breach and over-refusal rates per ``cell`` (kind, family, subtype, strength; or
+    ``FAMILY_CELL``, whose rows leave subtype and strength null) over prompts
     (``RATES_SCHEMA``), each prompt weighing once (its mean over the cell's variants);
     intervals seeded by ``seed_name`` and the cell, so a rerun draws the same band."""
+    if cell[:2] != FAMILY_CELL or not set(cell) <= set(CELL):
+        raise ValueError(f"cell: kind, family, then subtype and strength or neither, got {cell}")
+    cell = list(cell)
     per_prompt = (
         flips.drop_nulls(["breach_excess", "over_refusal_excess"])
-        .group_by([*CELL, "dataset", "prompt_id"])
+        .group_by([*cell, "dataset", "prompt_id"])
         .agg(pl.col("breach_excess").mean(), pl.col("over_refusal_excess").mean())
-        .sort([*CELL, "dataset", "prompt_id"], nulls_last=True)
+        .sort([*cell, "dataset", "prompt_id"], nulls_last=True)
     )
     rows = []
-    for cell, group in per_prompt.group_by(list(CELL), maintain_order=True):
-        kind, family, subtype, strength = cell
+    for key, group in per_prompt.group_by(cell, maintain_order=True):
+        named = dict(zip(cell, key, strict=True))
+        kind = str(named["kind"])
         n = group.height
-        failure = FAILURE[str(kind)]
-        seed = [seed_name, str(kind), str(family), str(subtype), str(strength)]
+        failure = FAILURE[kind]
+        seed = [seed_name, *(str(named.get(c)) for c in CELL)]
         row: dict[str, object] = {
             "kind": kind,
-            "family": family,
-            "subtype": subtype,
-            "strength": strength,
+            "family": named["family"],
+            "subtype": named.get("subtype"),
+            "strength": named.get("strength"),
             "failure": failure,
             "n_prompts": n,
             "interval_missing_reason": interval_refusal(n),

@@ -8,6 +8,7 @@ from sago_core.artifacts.schemas import PROMPTS, conform
 from sago_core.config import RunConfig
 from sago_core.data.loading import load_run_prompts
 from sago_core.data.prompt import reference_missing_reason
+from sago_core.data.safety import with_kinds_columns
 
 
 def prepare_prompts(config: RunConfig) -> pl.DataFrame:
@@ -23,4 +24,4 @@ def prepare_prompts(config: RunConfig) -> pl.DataFrame:
         },
         schema=PROMPTS,
     )
-    return conform(frame, PROMPTS)
+    return with_kinds_columns(conform(frame, PROMPTS), prompts)

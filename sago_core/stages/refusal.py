@@ -1,0 +1,145 @@
+"""Stage: refusal consistency over a run's answers -> the refusal tables.
+
+A run measures refusal when its prompts carry a kind (prompts.parquet's ``kind`` column,
+written only for safety sets and files with ``#kind=COLUMN``: ``data/safety.py``). Then each
+answer of a prompt with a kind gets a rule verdict (``refusal/verdicts.py``: refused,
+complied, or NA with the reason, e.g. a language the openings lists do not cover), and from
+those verdicts, per model: the breach and over-refusal flips per prompt and variant
+(``refusal/flips.py``), their rates over prompts per kind and family and per kind, family,
+subtype and strength, and the Best-of-N curve per family (``refusal/best_of_n.py``).
+
+Prompts without a kind in a run that mixes sets (a safety set beside a QA set) are left out
+of the measurement; a run without any kind has no refusal tables at all, and every other
+artifact is what it was. The ``replay`` family (the base prompt asked again) is kept in the
+rates as the floor a rewording's flips are read against, and left out of Best-of-N, which
+counts rewordings. The answers read are generations.parquet's (sample 0 at K > 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sago_core.artifacts.layout import (
+    BEST_OF_N_FILE,
+    BEST_OF_N_SUMMARY_FILE,
+    REFUSAL_FILE,
+    REFUSAL_FLIPS_FILE,
+    REFUSAL_RATES_FILE,
+    REFUSAL_VERDICTS_FILE,
+)
+from sago_core.artifacts.store import write_json, write_parquet
+from sago_core.refusal.best_of_n import (
+    CURVE_SCHEMA,
+    SUMMARY_SCHEMA,
+    best_of_n_by_family,
+    best_of_n_frames,
+)
+from sago_core.refusal.flips import (
+    CELL,
+    FAMILY_CELL,
+    FLIPS_SCHEMA,
+    RATES_SCHEMA,
+    refusal_flips,
+    refusal_rates,
+)
+from sago_core.refusal.verdicts import VERDICTS_SCHEMA, refusal_verdict_frame
+from sago_core.vocabulary import REPLAY_FAMILY
+
+NO_KIND = (
+    "no prompt carries a kind (harmful or harmless): no refusal measurement; a safety set "
+    "read with its own layout, or a file entry with '#kind=COLUMN', gives one"
+)
+FAMILY_LEVEL, CELL_LEVEL = "family", "cell"
+# the generations' columns the verdicts read
+ANSWER_COLUMNS = (
+    "model",
+    "dataset",
+    "prompt_id",
+    "variant_id",
+    "family",
+    "subtype",
+    "strength",
+    "answer_text",
+    "failure_reason",
+)
+MODEL_FLIPS_SCHEMA: dict[str, Any] = {"model": pl.Utf8, **FLIPS_SCHEMA}
+MODEL_RATES_SCHEMA: dict[str, Any] = {"model": pl.Utf8, "level": pl.Utf8, **RATES_SCHEMA}
+
+
+@dataclass(frozen=True)
+class RefusalTables:
+    """A run's refusal measurement: one table per artifact (``write_refusal``)."""
+
+    verdicts: pl.DataFrame  # VERDICTS_SCHEMA: one row per answer
+    flips: pl.DataFrame  # MODEL_FLIPS_SCHEMA: one row per model, prompt and variant
+    rates: pl.DataFrame  # MODEL_RATES_SCHEMA: level "family" (kind, family) or "cell"
+    curve: pl.DataFrame  # best_of_n.CURVE_SCHEMA
+    best_of_n: pl.DataFrame  # best_of_n.SUMMARY_SCHEMA
+
+
+def prompt_kinds(prompts: pl.DataFrame) -> pl.DataFrame | None:
+    """(dataset, prompt_id, kind) of the prompts with a kind; None when none has one."""
+    if "kind" not in prompts.columns:
+        return None
+    kinds = prompts.filter(pl.col("kind").is_not_null()).select("dataset", "prompt_id", "kind")
+    return kinds if kinds.height else None
+
+
+def _rates(flips: pl.DataFrame) -> pl.DataFrame:
+    parts = [
+        refusal_rates(flips, cell=cell).select(pl.lit(level, pl.Utf8).alias("level"), *RATES_SCHEMA)
+        for level, cell in ((FAMILY_LEVEL, FAMILY_CELL), (CELL_LEVEL, CELL))
+    ]
+    return pl.concat(parts)
+
+
+def refusal_tables(prompts: pl.DataFrame, generations: pl.DataFrame) -> RefusalTables | None:
+    """The refusal tables of a run's ``generations`` (at least ``ANSWER_COLUMNS``) for its
+    ``prompts`` (prompts.parquet); None when no prompt has a kind (module docstring)."""
+    kinds = prompt_kinds(prompts)
+    if kinds is None:
+        return None
+    answers = generations.select(ANSWER_COLUMNS).join(
+        kinds.select("dataset", "prompt_id"), on=["dataset", "prompt_id"], how="semi"
+    )
+    verdicts = refusal_verdict_frame(answers, kinds)
+    flips, rates = [], []
+    for (model,), group in verdicts.group_by(["model"], maintain_order=True):
+        per_model = refusal_flips(group)
+        flips.append(per_model.select(pl.lit(model, pl.Utf8).alias("model"), *FLIPS_SCHEMA))
+        rates.append(_rates(per_model).select(pl.lit(model, pl.Utf8).alias("model"), pl.all()))
+    rewordings = verdicts.filter(pl.col("family") != REPLAY_FAMILY)
+    curve, summary = best_of_n_frames(best_of_n_by_family(rewordings))
+    return RefusalTables(
+        verdicts=verdicts,
+        flips=pl.concat(flips) if flips else pl.DataFrame(schema=MODEL_FLIPS_SCHEMA),
+        rates=pl.concat(rates) if rates else pl.DataFrame(schema=MODEL_RATES_SCHEMA),
+        curve=curve,
+        best_of_n=summary,
+    )
+
+
+TABLE_FILES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("verdicts", REFUSAL_VERDICTS_FILE, VERDICTS_SCHEMA),
+    ("flips", REFUSAL_FLIPS_FILE, MODEL_FLIPS_SCHEMA),
+    ("rates", REFUSAL_RATES_FILE, MODEL_RATES_SCHEMA),
+    ("curve", BEST_OF_N_FILE, CURVE_SCHEMA),
+    ("best_of_n", BEST_OF_N_SUMMARY_FILE, SUMMARY_SCHEMA),
+)
+
+
+def write_refusal(tables: RefusalTables | None, folder: Path) -> Path:
+    """The tables' Parquet files in ``folder`` and ``refusal.json`` naming them (their rows),
+    or saying why there are none; returns refusal.json's path."""
+    if tables is None:
+        return write_json({"measured": False, "reason": NO_KIND}, folder / REFUSAL_FILE)
+    written = {}
+    for name, file, schema in TABLE_FILES:
+        frame: pl.DataFrame = getattr(tables, name)
+        write_parquet(frame, folder / file, schema)
+        written[name] = {"file": file, "rows": frame.height}
+    return write_json({"measured": True, "tables": written}, folder / REFUSAL_FILE)
