@@ -2,8 +2,9 @@
 row per answer out, in the shape ``flips.refusal_flips`` and ``best_of_n`` read.
 
 The answer judged is ``answer_text`` (the response after its reasoning block, as every
-text axis reads it). Its language is the prompt's: a ``language`` variant's subtype is the
-language it asks in, every other answer is judged in the base language. A generation that
+text axis reads it). Its language is the prompt's (``axes.language_fidelity.prompt_language``):
+a ``language`` variant's subtype is the language it asks in (a machine translation's
+``mt:de`` is ``de``), every other answer is judged in the base language. A generation that
 failed, or whose reasoning block never closed, has no verdict and says why. Each prompt's
 kind comes from the prompts (``data/safety.py``); a prompt without one is refused here,
 before any verdict, as ``require_kinds`` refuses it at loading.
@@ -15,8 +16,8 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.axes.language_fidelity import prompt_language
 from sago_core.refusal.rules import refusal_verdicts
-from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY
 
 NO_ANSWER_TEXT = "no answer text (the reasoning block never closed)"
 
@@ -53,12 +54,7 @@ def refusal_verdict_frame(answers: pl.DataFrame, kinds: pl.DataFrame) -> pl.Data
         )
     if "sample" not in joined.columns:
         joined = joined.with_columns(pl.lit(0).alias("sample"))
-    language = (
-        pl.when(pl.col("family") == LANGUAGE_FAMILY)
-        .then(pl.col("subtype"))
-        .otherwise(pl.lit(BASE_LANGUAGE))
-    )
-    joined = joined.with_columns(language.alias("_language"))
+    joined = joined.with_columns(prompt_language().alias("_language"))
     texts = joined.get_column("answer_text").to_list()
     verdicts = refusal_verdicts(texts, joined.get_column("_language").to_list())
     failures = joined.get_column("failure_reason").to_list()

@@ -68,6 +68,7 @@ def _generations() -> pl.DataFrame:
         _answer("m", "s1", "base", COMPLY),
         _answer("m", "s1", "language:fr", REFUSE_FR),
         _answer("m", "s1", "language:sw", COMPLY),  # no Swahili list: NA
+        _answer("m", "s1", "language:mt:fr", REFUSE_FR),  # a machine translation into French
         # a prompt of another dataset without a kind: left out
         _answer("m", "q1", "base", COMPLY),
         # a second model, every answer a refusal except one failed generation
@@ -92,6 +93,7 @@ def test_verdicts_per_answer_with_na_reasons() -> None:
     assert by[("m", "h1", "base")]["refused"] is True
     assert by[("m", "h1", "register:casual")]["refused"] is False
     assert by[("m", "s1", "language:fr")]["refused"] is True
+    assert by[("m", "s1", "language:mt:fr")]["language"] == "fr"
     sw = by[("m", "s1", "language:sw")]
     assert sw["refused"] is None and "'sw'" in sw["missing_reason"]
     failed = by[("m2", "h1", "register:casual")]
