@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sago_core.artifacts.layout import ANALYSIS_FILE, GENERATIONS_FILE
+from sago_core.artifacts.layout import ANALYSIS_FILE, GENERATIONS_FILE, CacheLayout
 from sago_core.artifacts.schemas import ANALYSIS, GENERATIONS
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings, GenerationSettings
-from sago_core.stages.analysis import analyse_pairs
-from sago_core.stages.generation import generate_responses
+from sago_core.stages.analysis import analyse_pairs, measure_cache
+from sago_core.stages.generation import answer_cache, generate_responses
 from tasks.backends import backend_for
 from tasks.stage import stage_task
 
@@ -38,6 +38,7 @@ def generate_task(
         read_parquet(prompts_path),
         read_parquet(variants_path),
         settings,
+        answer_cache(CacheLayout(Path(cache_dir)).rows, target, settings) if cache_dir else None,
     )
     return str(write_parquet(frame, Path(out_dir) / GENERATIONS_FILE, GENERATIONS))
 
@@ -54,5 +55,6 @@ def analyse_task(
     ledger_file: str | None = None,
 ) -> str:
     backend = backend_for(target, cache_dir, ledger_file)
-    frame = analyse_pairs(backend, read_parquet(generations_path), settings)
+    reuse = measure_cache(CacheLayout(Path(cache_dir)).rows, target) if cache_dir else None
+    frame = analyse_pairs(backend, read_parquet(generations_path), settings, reuse)
     return str(write_parquet(frame, Path(out_dir) / ANALYSIS_FILE, ANALYSIS))

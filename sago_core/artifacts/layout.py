@@ -6,6 +6,7 @@
   .cache/rewrites/       structural rewrites (rewriter identity, instruction version, prompt)
   .cache/judge/          register-judge verdicts
   .cache/materialised/   GGUF weights materialised for vLLM (keyed by sha256)
+  .cache/rows/           answers and teacher-forced rows, one key per row (row_cache.py)
   .prefect/              Prefect home when none is given
   <run_id>/
     run_config.json      what `sago resume` reads back
@@ -51,6 +52,7 @@ GENERATIONS_FILE = "generations.parquet"
 ANALYSIS_FILE = "analysis.parquet"
 SAMPLES_FILE = "samples.parquet"  # K > 1 answers per prompt text (issue 27)
 SAMPLE_ANALYSIS_FILE = "sample_analysis.parquet"  # K > 1: each base sample teacher-forced
+POSIX_MATRIX_FILE = "posix_matrix.parquet"  # POSIX's full matrix (RunConfig.posix_matrix)
 SAMPLING_TESTS_FILE = "sampling_tests.parquet"  # K > 1: excess and tests per variant, axis
 EXCESS_DELTAS_FILE = "excess_deltas.parquet"  # K > 1: a model's deltas built from excesses
 VARIANCE_COMPONENTS_FILE = "variance_components.parquet"  # K > 1: prompt / variant / sample
@@ -136,6 +138,10 @@ class CacheLayout:
     @property
     def materialised(self) -> Path:
         return self.root / "materialised"
+
+    @property
+    def rows(self) -> Path:
+        return self.root / "rows"
 
 
 @dataclass(frozen=True)

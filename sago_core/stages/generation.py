@@ -17,13 +17,16 @@ pair scores and mirroring compare; ``response_text`` stays the raw decoded respo
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from sago_core.artifacts.row_cache import KEY, RowCache, digest
 from sago_core.artifacts.schemas import GENERATIONS, conform
 from sago_core.axes.reasoning import answer_text
 from sago_core.backends.protocol import Backend, Generation, Sampling
+from sago_core.backends.target import ModelTarget
 from sago_core.config import GenerationSettings
 from sago_core.data.prompt import split_source
 from sago_core.errors import InputError
@@ -102,20 +105,93 @@ def prompt_origins(requests: pl.DataFrame, prompts: pl.DataFrame) -> list[Origin
     return origins
 
 
+# What a cached answer row holds (row_cache.py); the request's own columns come from the run.
+# The version changes when what an answer row means changes (it is part of every row's scope).
+ANSWER_ROW_VERSION = 1
+ANSWER_COLUMNS = ["response_text", "answer_text", "response_token_ids", "finish_reason", "engine"]
+
+
+def model_scope(target: ModelTarget) -> dict[str, Any]:
+    """The model a cached row came from: its identity (weights digest, revision or
+    endpoint) and every option of its backend, not where its files are on this machine."""
+    return target.model_dump(mode="json", exclude={"source", "devices"})
+
+
+def answer_scope(target: ModelTarget, settings: GenerationSettings) -> dict[str, Any]:
+    """What every answer of a stage depends on besides its own row: the model and the
+    decoding settings, not the batch sizes."""
+    decoding = settings.model_dump(mode="json", exclude={"batch_size", "samples", "temperatures"})
+    return {"model": model_scope(target), "decoding": decoding, "version": ANSWER_ROW_VERSION}
+
+
+def answer_cache(cache_root: Path, target: ModelTarget, settings: GenerationSettings) -> RowCache:
+    return RowCache(
+        cache_root,
+        "generations",
+        answer_scope(target, settings),
+        {c: GENERATIONS[c] for c in ANSWER_COLUMNS},
+    )
+
+
+def answer_keys(requests: pl.DataFrame, sampling: Sampling | None) -> list[str]:
+    """Each request's row key: its prompt text, whether it is a replay (asked apart), and
+    its seed when sampled."""
+    seeds: list[int | None] = list(sampling.seeds) if sampling else [None] * requests.height
+    return [
+        digest([text, family == REPLAY_FAMILY, seed])
+        for text, family, seed in zip(
+            requests["prompt_text"], requests["family"], seeds, strict=True
+        )
+    ]
+
+
 def generate_responses(
     backend: Backend,
     model: str,
     prompts: pl.DataFrame,
     variants: pl.DataFrame,
     settings: GenerationSettings,
+    reuse: RowCache | None = None,
 ) -> pl.DataFrame:
+    """Every request's answer; with ``reuse``, only the rows no run answered before are
+    asked (their answers stored there), the others read back."""
     requests = generation_requests(prompts, variants)
+    if reuse is None:
+        return conform(answer_requests(backend, model, prompts, requests, settings), GENERATIONS)
+    keyed = requests.with_columns(
+        pl.Series(KEY, answer_keys(requests, sampling_request(settings, model, requests)))
+    )
+    cached = reuse.get(keyed[KEY].to_list())
+    asked = keyed.filter(~pl.col(KEY).is_in(cached[KEY].implode()))
+    answered = answer_requests(backend, model, prompts, asked, settings)
+    reuse.put(answered.filter(pl.col("failure_reason").is_null()).select(KEY, *ANSWER_COLUMNS))
+    reread = keyed.join(cached, on=KEY, how="inner").with_columns(
+        pl.lit(None, pl.String).alias("failure_reason"), pl.lit(model).alias("model")
+    )
+    frame = pl.concat([answered, reread], how="diagonal_relaxed")
+    return conform(frame, GENERATIONS).sort(["dataset", "prompt_id", "variant_id"])
+
+
+def answer_requests(
+    backend: Backend,
+    model: str,
+    prompts: pl.DataFrame,
+    requests: pl.DataFrame,
+    settings: GenerationSettings,
+) -> pl.DataFrame:
+    """``requests`` with their answers, asked of ``backend``; with no request the backend
+    is not touched (a shard whose every row was cached loads no model)."""
     texts = requests["prompt_text"].to_list()
+    if not texts:
+        return requests.with_columns(
+            pl.lit(model).alias("model"),
+            *(pl.lit(None, GENERATIONS[c]).alias(c) for c in [*ANSWER_COLUMNS, "failure_reason"]),
+        )
     ensure_fits(backend, texts, prompt_origins(requests, prompts), settings.max_new_tokens)
     sampling = sampling_request(settings, model, requests)
-    outputs = answer_apart(backend, texts, requests["family"].to_list(), settings, sampling)
-    frame = requests.with_columns(pl.lit(model).alias("model"), *answer_columns(backend, outputs))
-    return conform(frame, GENERATIONS)
+    families = requests["family"].to_list()
+    outputs = answer_apart(backend, texts, families, settings, sampling) if texts else []
+    return requests.with_columns(pl.lit(model).alias("model"), *answer_columns(backend, outputs))
 
 
 def answer_apart(
