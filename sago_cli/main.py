@@ -18,6 +18,7 @@ from sago_cli import (
     consistency,
     export,
     judge_audit,
+    plan,
     report,
     resume,
     run,
@@ -40,6 +41,7 @@ COMMANDS: dict[str, ModuleType] = {
     "consistency": consistency,
     "checkpoints": checkpoints,
     "score": score,
+    "plan": plan,
     "export": export,
     "site": site,
 }

@@ -5,35 +5,51 @@ Components, per dataset and axis, from a finished grid (the pilot): ``between`` 
 variance of the per-prompt scores s_i over prompts; ``within`` = the per-cell variance,
 within a prompt and stratum, of the linearised score z = d^2 / (2 s_i) (the first-order
 term of sqrt(MS), so that a mean of m such cells has variance ``within`` / m); ``variants``
-= variants per prompt. (At T > 0 a third component, sample-within-variant, would add
-``sample / (m K)``; not yet read here.)
+= variants per prompt. The strata are the design's (design.py): a design with m variants
+per prompt stratifies at the finest level whose first round fits m, so ``plan`` reads the
+components at that level.
+
+At T > 0 with K answers per prompt text, a cell's delta is measured over its K samples and
+its within-prompt variance holds a sampling part. A run at K0 > 1 decomposes its per-sample
+scores into prompt / variant / sample (variance_components.parquet, sampling/components.py);
+the share of the cell-level within-prompt variance that sampling makes,
+q = (s2_sample / K0) / (s2_variant + s2_sample / K0), splits ``within`` into the variants'
+own spread (1 - q) within, sampled without replacement, and a sampling part q within K0 / K
+at K answers per text, each cell's own (no finite-population correction): the same share
+assumed for the normalised delta as for the per-sample score, the prompt component left as
+it is. Planned over several K, the target is then the grid's expected value over sampling.
+An axis without that decomposition (Prob and Ent are teacher-forced, Act is not sampled;
+any axis of a run at K0 = 1) keeps its ``within``.
 
 For n of N prompts and m of V variants per prompt, the estimate of a dataset's SGS has
 variance (two-stage sampling, Cochran 1977 section 10.4)
 
 - for the full grid's value over the same N prompts: (1 - n/N) between / n
-  + within (1/m - 1/V) / N;
+  + [within (1/m - 1/V) + sample / m] / N;
 - for the mean over the prompt population (what the report's t-test is about, prompts
-  drawn from a pool larger than N): between / n + within (1/m - 1/V) / n.
+  drawn from a pool larger than N): between / n + [within (1/m - 1/V) + sample / m] / n.
 
 Pooled: the mean over D datasets, variance sum_j var_j / D^2; the half-width is 1.96 x its
 root. A prompt costs m + ``PROMPT_OVERHEAD`` generations (its base answer and its replay),
-so a budget of B generations affords n D (m + 2) <= B; ``best_designs`` searches n (m
-following from B) and ranks by the worst axis' half-width over its target (or over its
-SGS, with no target). Cochran's optimum for the population mean, m* = sqrt(2 within /
-between), is where the search lands when the pool of prompts is unlimited.
+x K, so a budget of B generations affords n D (m + 2) K <= B; ``best_designs`` and ``plan``
+search n (and K; m following from B) and rank by the worst axis' half-width over its
+target (or over its SGS, with no target). Cochran's optimum for the population mean,
+m* = sqrt(2 within / between), is where the search lands when the pool is unlimited.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+import polars as pl
 
-from sago_core.budget.design import Layout
+from sago_core.budget.cells import GridValues
+from sago_core.budget.design import LEVELS, Layout, Level, index_grid, minimum_counts
 from sago_core.budget.estimate import Z95, full_scores
+from sago_core.vocabulary import POOLED
 
 PROMPT_OVERHEAD = 2  # generations a sampled prompt costs besides its variants
 Scope = Literal["grid", "population"]
@@ -48,12 +64,16 @@ class Components:
     prompts: int
     variants: float
     sgs: float
+    # the per-cell sampling variance at the planned K (``at_samples``): each cell's own
+    # draws, so no finite-population correction; 0 where ``within`` holds it (the pilot's K)
+    sample: float = 0.0
 
 
 def variance_components(layout: Layout, values: np.ndarray) -> list[Components]:
     """Per dataset, for one axis (``values``: the full grid's normalised deltas)."""
     s = full_scores(layout, values)
-    z = values**2 / (2 * s[layout.prompt_code])
+    with np.errstate(invalid="ignore", divide="ignore"):  # a prompt with s = 0 has no z
+        z = values**2 / (2 * s[layout.prompt_code])
     z = np.where(np.isfinite(z), z, np.nan)
     out = []
     for j in range(len(layout.datasets)):
@@ -85,7 +105,7 @@ def predicted_variance(
     for c in parts:
         n = min(prompts, c.prompts) if scope == "grid" else prompts
         m = min(variants, c.variants)
-        second = c.within * max(1 / m - 1 / c.variants, 0.0)
+        second = c.within * max(1 / m - 1 / c.variants, 0.0) + c.sample / m
         if scope == "grid":
             total += (1 - n / c.prompts) * c.between / n + second / c.prompts
         else:
@@ -106,6 +126,8 @@ class PlannedDesign:
     generations: int
     half_widths: dict[str, float]
     score: float  # the worst axis' half-width over its target (smaller is better)
+    samples: int = 1  # K, answers per prompt text
+    level: Level | None = None  # the design's strata (``plan``)
 
 
 def best_designs(
@@ -146,3 +168,133 @@ def best_designs(
 def _sgs(parts: Sequence[Components]) -> float:
     value = float(np.mean([c.sgs for c in parts]))
     return value if value > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """What a plan reads from a finished run: per stratum level, each axis' components per
+    dataset (``components[level][axis]``); per level, the variants per prompt one round needs
+    (two per stratum, the largest over datasets); the pilot's K and, per axis, the sampling
+    share q of the within-prompt variance (absent: not estimated)."""
+
+    components: Mapping[Level, Mapping[str, Sequence[Components]]]
+    minimum: Mapping[Level, int]
+    variants: int  # the grid's variants per prompt (the largest over datasets, rounded)
+    samples: int = 1
+    sample_share: Mapping[str, float] | None = None
+
+    def generations(self) -> int:
+        """The full run's generations: every prompt's variants, base and replay, x K."""
+        first = next(iter(self.components[LEVELS[0]].values()))
+        return round(sum(c.prompts * (c.variants + PROMPT_OVERHEAD) for c in first)) * self.samples
+
+
+def pilot_from_grid(
+    gv: GridValues, samples: int = 1, sample_share: Mapping[str, float] | None = None
+) -> Pilot:
+    components: dict[Level, dict[str, list[Components]]] = {}
+    minimum: dict[Level, int] = {}
+    for level in LEVELS:
+        layout = index_grid(gv.grid, level)
+        components[level] = {
+            axis: variance_components(layout, gv.values[:, a]) for a, axis in enumerate(gv.axes)
+        }
+        per_dataset = np.bincount(
+            layout.stratum_dataset, weights=minimum_counts(layout), minlength=len(layout.datasets)
+        )
+        minimum[level] = int(per_dataset.max())
+    first = next(iter(components[LEVELS[0]].values()))
+    variants = round(max(c.variants for c in first))
+    return Pilot(components, minimum, variants, samples, sample_share)
+
+
+def level_for(pilot: Pilot, variants: int) -> Level | None:
+    """The finest strata whose first round fits ``variants`` per prompt (None: none does)."""
+    return next((lv for lv in LEVELS if pilot.minimum[lv] <= variants), None)
+
+
+def at_samples(
+    parts: Sequence[Components], share: float | None, k0: int, k: int
+) -> list[Components]:
+    """The components at K = ``k`` from a pilot at ``k0``: ``within`` split into the
+    variants' own spread, (1 - q) within, and the sampling part, q within k0 / k (``share``:
+    q; None: unchanged). With the split the target is the grid's expected value over
+    sampling, not one run's realised grid."""
+    if share is None:
+        return list(parts)
+    return [
+        replace(c, within=c.within * (1 - share), sample=c.within * share * k0 / k) for c in parts
+    ]
+
+
+def plan(
+    pilot: Pilot,
+    generations: int,
+    *,
+    target: Mapping[str, float] | None = None,
+    scope: Scope = "grid",
+    max_prompts: int | None = None,
+    samples: Sequence[int] | None = None,
+    top: int = 5,
+) -> list[PlannedDesign]:
+    """Designs affordable with ``generations`` (n D (m + 2) K of them), best first: every n
+    of the pool, every K of ``samples`` (default: the pilot's), m the most the rest affords,
+    the strata the finest that m fits (a design below the coarsest is not a design)."""
+    first = next(iter(pilot.components[LEVELS[0]].values()))
+    datasets = len(first)
+    pool = max_prompts or (
+        min(c.prompts for c in first) if scope == "grid" else 10 * max(c.prompts for c in first)
+    )
+    # K varies only where asked; then every K, the pilot's too, is planned for the grid's
+    # expected value over sampling (at_samples)
+    share = (pilot.sample_share or {}) if samples else {}
+    found = []
+    for k in samples or (pilot.samples,):
+        for n in range(2, pool + 1):
+            m = min(pilot.variants, generations // (n * datasets * k) - PROMPT_OVERHEAD)
+            level = level_for(pilot, m)
+            if level is None:
+                break
+            widths = {
+                axis: predicted_half_width(
+                    at_samples(parts, share.get(axis), pilot.samples, k), n, m, scope
+                )
+                for axis, parts in pilot.components[level].items()
+            }
+            ratios = [
+                widths[a] / (target[a] if target and a in target else _sgs(first_parts))
+                for a, first_parts in pilot.components[level].items()
+                if not target or a in target
+            ]
+            cost = n * datasets * (m + PROMPT_OVERHEAD) * k
+            found.append(PlannedDesign(n, m, cost, widths, max(ratios), k, level))
+    return sorted(found, key=lambda d: (d.score, d.generations))[:top]
+
+
+def sample_shares(
+    table: pl.DataFrame | None, model: str, axes: Sequence[str], k0: int
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Per axis, q from a run's ``variance_components.parquet`` (its pooled row for
+    ``model``), or the reason it is not estimated."""
+    shares: dict[str, float] = {}
+    reasons: dict[str, str] = {}
+    for axis in axes:
+        if k0 <= 1:
+            reasons[axis] = "one answer per prompt text (K = 1): a run at K > 1 estimates it"
+            continue
+        if table is None:
+            reasons[axis] = "the run has no variance_components.parquet"
+            continue
+        rows = table.filter(
+            (pl.col("model") == model) & (pl.col("dataset") == POOLED) & (pl.col("axis") == axis)
+        )
+        if rows.is_empty():
+            reasons[axis] = "no row in variance_components.parquet"
+            continue
+        row = rows.row(0, named=True)
+        variant, sample = row.get("s2_variant"), row.get("s2_sample")
+        if variant is None or sample is None or variant + sample / k0 <= 0:
+            reasons[axis] = row.get("missing_reason") or "not decomposed"
+            continue
+        shares[axis] = (sample / k0) / (variant + sample / k0)
+    return shares, reasons

@@ -1,0 +1,184 @@
+"""Planning a budgeted design from a pilot: the planner's variance components and sampling
+share by hand, and ``sago plan`` on a small deltas.parquet written here (no model)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from sago_cli.main import main
+from sago_core.artifacts.rows import from_rows
+from sago_core.artifacts.schemas import DELTAS, VARIANCE_COMPONENTS
+from sago_core.budget.design import Grid, index_grid
+from sago_core.budget.planner import (
+    Components,
+    at_samples,
+    predicted_half_width,
+    sample_shares,
+    variance_components,
+)
+from sago_core.vocabulary import POOLED
+
+STRENGTHS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+KINDS = [("noise", "spacing", s, "prefix") for s in STRENGTHS] + [
+    ("register", "politeness", s, "prefix") for s in STRENGTHS
+]
+POOLED_ROW = {"model": "m", "dataset": POOLED}
+
+
+def test_variance_components_by_hand() -> None:
+    """One stratum, prompt a: d = 0.6, 0.8 -> MS 0.5, s 0.707107, z = d^2 / 2s = 0.254558,
+    0.452548 (SS 0.0196); prompt b: d = 0, 0.4 -> MS 0.08, s 0.282843, z = 0, 0.282843
+    (SS 0.04). within = (0.0196 + 0.04) / 2 dof = 0.0298; between = var(0.707107, 0.282843)
+    = 0.09; SGS 0.494975."""
+    kinds = [("noise", "spacing", 1.0, "prefix"), ("noise", "spacing", 5.0, "prefix")]
+    grid = Grid(("d",) * 4, ("a", "a", "b", "b"), tuple(kinds * 2))
+    (parts,) = variance_components(index_grid(grid, "position"), np.array([0.6, 0.8, 0.0, 0.4]))
+    assert parts.within == pytest.approx(0.0298, abs=1e-6)
+    assert parts.between == pytest.approx(0.09, abs=1e-6)
+    assert parts.sgs == pytest.approx(0.494975, abs=1e-6)
+    assert (parts.prompts, parts.variants) == (2, 2)
+
+
+def test_sample_share_and_its_split_by_hand() -> None:
+    """s2_variant 0.01, s2_sample 0.08 at K0 = 4: q = 0.02 / 0.03 = 2/3. within 0.3 splits
+    into the variants' 0.1 and the sampling part 0.2 x K0 / K: 0.1 at K = 8, 0.4 at K = 2.
+    At K = 8, n = N = 8, m = 10 of V = 80: [0.1 (1/10 - 1/80) + 0.1 / 10] / 8 = 0.00234375,
+    half-width 1.959964 x 0.0484123 = 0.094886."""
+    table = from_rows(
+        [
+            {**POOLED_ROW, "axis": "bleu", "s2_variant": 0.01, "s2_sample": 0.08},
+            {**POOLED_ROW, "axis": "prob", "missing_reason": "teacher-forced"},
+        ],
+        VARIANCE_COMPONENTS,
+    )
+    shares, reasons = sample_shares(table, "m", ("bleu", "prob", "act"), 4)
+    assert shares == {"bleu": pytest.approx(2 / 3)}
+    assert reasons == {"prob": "teacher-forced", "act": "no row in variance_components.parquet"}
+    parts = [Components(between=0.1, within=0.3, prompts=8, variants=80, sgs=0.5)]
+    (at8,) = at_samples(parts, shares["bleu"], 4, 8)
+    assert (at8.within, at8.sample) == (pytest.approx(0.1), pytest.approx(0.1))
+    assert at_samples(parts, shares["bleu"], 4, 2)[0].sample == pytest.approx(0.4)
+    assert at_samples(parts, None, 4, 8) == parts
+    assert predicted_half_width([at8], 8, 10) == pytest.approx(0.094886, abs=1e-5)
+    _, once = sample_shares(None, "m", ("bleu",), 1)
+    assert "K = 1" in once["bleu"]
+
+
+def write_run(folder: Path, models: tuple[str, ...] = ("m",), samples: int = 1) -> Path:
+    """2 datasets x 4 prompts x 12 variants (two strata of 6 strengths), axes bleu and mr:
+    each prompt's deltas scale with a prompt effect (1, 2, 3, 4), so prompts differ far more
+    than a prompt's variants do."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for model in models:
+        for dataset in ("d1", "d2"):
+            for i in range(4):
+                for family, subtype, strength, position in KINDS:
+                    for axis in ("bleu", "mr"):
+                        value = -0.1 * (i + 1) * (1 + 0.2 * rng.random())
+                        rows.append(
+                            {
+                                "model": model,
+                                "dataset": dataset,
+                                "prompt_id": f"p{i}",
+                                "variant_id": f"{family}-{strength}",
+                                "family": family,
+                                "subtype": subtype,
+                                "strength": strength,
+                                "position": position,
+                                "axis": axis,
+                                "delta": value,
+                                "delta_norm": value,
+                            }
+                        )
+    folder.mkdir(parents=True, exist_ok=True)
+    from_rows(rows, DELTAS).write_parquet(folder / "deltas.parquet")
+    generation = {"samples": samples, "temperature": 0.7} if samples > 1 else {}
+    (folder / "run_config.json").write_text(json.dumps({"generation": generation}))
+    return folder
+
+
+def test_plan_prints_the_best_design(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """50% of 96 variant cells = 48, plus 8 prompts' base and replay (16): 64 generations.
+    All 4 prompts: m = 64 / (4 x 2) - 2 = 6 (64 generations); 3 prompts would take 8
+    variants each but add (1 - 3/4) between / 3, far above the 2 variants' within term here.
+    6 variants per prompt afford the finest strata (two strata, two cells each)."""
+    run = write_run(tmp_path / "run")
+    assert main(["plan", str(run), "--budget", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "Budget: 64 generations (50% of the 96 variant cells: 48" in out
+    assert "Best design: 4 prompts per dataset x 6 variants per prompt x K 1 = 64" in out
+    assert "strata position" in out
+    assert "full run: 112 generations" in out  # 8 prompts x (12 + 2)
+    assert "sample-within-variant: one answer per prompt text (K = 1)" in out
+    # the same budget as a number of generations
+    assert main(["plan", str(run), "--budget", "64", "--top", "2"]) == 0
+    again = capsys.readouterr().out
+    assert "Best design: 4 prompts per dataset x 6 variants per prompt x K 1 = 64" in again
+
+
+def test_plan_reads_the_sample_component_at_k_above_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run", samples=4)
+    table = from_rows(
+        [{"model": "m", "dataset": POOLED, "axis": "bleu", "s2_variant": 0.01, "s2_sample": 0.08}],
+        VARIANCE_COMPONENTS,
+    )
+    table.write_parquet(run / "variance_components.parquet")
+    assert main(["plan", str(run), "--budget", "0.5", "--samples", "4", "--top", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "K 4 at T 0.7" in out
+    assert "67% of the within-prompt variance at K 4" in out
+    assert "not estimated: no row in variance_components.parquet" in out  # mr
+    # 50% x 96 cells x K 4 + 16 x 4 = 256 generations; K 1 to 4 are all planned
+    ks = {line.split()[2] for line in out.splitlines() if line[:9].strip().isdigit()}
+    assert ks == {"1", "2", "3", "4"}
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv", "message"),
+    [
+        ("none", ["--budget", "0.5"], "deltas.parquet: does not exist"),
+        ("two", ["--budget", "0.5"], "column 'model': deltas hold models ['a', 'b']: name one"),
+        ("one", ["--budget", "0.5", "--model", "z"], "deltas hold no rows of model 'z'"),
+        ("one", ["--budget", "0.5", "--target", "bleu=0.1,xx=1"], "--target: unknown axis 'xx'"),
+        ("one", ["--budget", "0.5", "--target", "bleu=-1"], "positive half-width"),
+        ("one", ["--budget", "0"], "argument --budget: '0': a budget must be above 0"),
+        ("one", ["--budget", "1.5"], "above 1 a budget is a whole number of generations"),
+        ("one", ["--budget", "20"], "--budget: 20 generations afford no design"),
+        ("one", ["--budget", "0.5", "--samples", "3"], "--samples: the run's sample-within"),
+        ("one", ["--budget", "0.5", "--pool", "1"], "--pool: 1 prompts per dataset"),
+        ("bad", ["--budget", "0.5"], "column 'axis': is not a run's deltas table"),
+    ],
+)
+def test_plan_refuses_bad_input_in_one_line(
+    setup: str,
+    argv: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = tmp_path / "run"
+    if setup == "none":
+        run.mkdir()
+    elif setup == "two":
+        write_run(run, models=("a", "b"))
+    elif setup == "bad":
+        write_run(run)
+        pl.read_parquet(run / "deltas.parquet").drop("axis").write_parquet(run / "deltas.parquet")
+    else:
+        write_run(run)
+    try:
+        code = main(["plan", str(run), *argv])
+    except SystemExit as exc:  # argparse refuses the argument itself
+        code = exc.code  # type: ignore[assignment]
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err
+    assert len(err.splitlines()) == 1 or err.startswith("usage:")
