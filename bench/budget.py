@@ -11,8 +11,12 @@ for) and print, per budget and axis:
 - ``agree@eps``: share of runs whose one-sided verdict (H0 E[s] <= eps, significant at
   alpha = 0.05 under the alpha-spending rule) equals the full grid's t-test verdict;
 - ``stop``: mean share of the budget used, and mean rounds run;
-- ``pred/real``: the planner's predicted half-width (planner.py, from the full grid's
-  variance components at the realised cells per prompt) over the mean realised one.
+- ``pred hw``: the planner's predicted half-width (planner.py, from the full grid's
+  variance components at the replay's strata, sampled prompts and mean cells per prompt);
+  ``real hw``: the mean realised half-width of the budgeted runs' intervals; ``pred/real``
+  their ratio; ``1.96 rmse``: 1.96 x the root mean square error of the estimates against the
+  full grid's value, the half-width an interval would need (real hw below it: intervals too
+  narrow, the coverage shortfall's measure).
 
 Then the false-positive rate of the sequential rule on a null family: grids whose prompts
 are drawn with replacement from the full grid's prompts (per dataset), so the population
@@ -34,7 +38,7 @@ from bench.budget_synthetic import synthetic_grid
 from sago_core.artifacts.layout import DELTAS_FILE
 from sago_core.budget.cells import GridValues, grid_from_deltas
 from sago_core.budget.design import Grid, draw_design
-from sago_core.budget.estimate import full_scores
+from sago_core.budget.estimate import Z95, full_scores
 from sago_core.budget.planner import predicted_half_width, variance_components
 from sago_core.budget.schedule import budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, run_budgeted
@@ -85,7 +89,8 @@ def replay(gv: GridValues, fraction: float, rounds: int, replays: int) -> list[B
 
 def budget_rows(
     gv: GridValues, truth: dict, fraction: float, rounds: int, results: list
-) -> list[str]:
+) -> list[dict]:
+    """Per axis: the columns of the validation table (module docstring)."""
     schedule = make_schedule(gv.grid, budget_cells(gv.grid.cells, fraction, None), rounds)
     layout = schedule.layout
     rows = []
@@ -96,23 +101,64 @@ def budget_rows(
         t = truth[axis]
         est = np.array([r.axes[axis].estimate.value for r in results])
         hw = np.array([r.axes[axis].estimate.half_width() for r in results])
-        cover = np.mean(np.abs(est - t["sgs"]) <= hw)
-        err = "NA" if not t["half"] else f"{np.mean(np.abs(est - t['sgs'])) / t['half']:.3f}"
         agree = []
         for eps in EPSILONS:
             said = [r.axes[axis].verdicts[eps].decision == "above" for r in results]
-            agree.append(np.mean([v == t["verdicts"][eps] for v in said]))
+            agree.append(float(np.mean([v == t["verdicts"][eps] for v in said])))
         parts = variance_components(layout, gv.values[:, a])
         predicted = predicted_half_width(parts, sampled, per_prompt)
-        stop = np.mean([r.cells / r.budget_cells for r in results])
-        runs = np.mean([len(r.rounds) for r in results])
-        ratio = predicted / np.mean(hw) if np.mean(hw) > 0 else float("nan")
+        real = float(np.mean(hw))
         rows.append(
-            f"{fraction:>6.0%} {axis:<5} {cover:>6.3f} {err:>8} "
-            + " ".join(f"{x:>9.3f}" for x in agree)
-            + f" {stop:>6.2f} {runs:>6.2f} {ratio:>9.2f}"
+            {
+                "budget": fraction,
+                "axis": axis,
+                "cover": float(np.mean(np.abs(est - t["sgs"]) <= hw)),
+                "err": float(np.mean(np.abs(est - t["sgs"]))) / t["half"] if t["half"] else None,
+                "agree": agree,
+                "stop": float(np.mean([r.cells / r.budget_cells for r in results])),
+                "rounds": float(np.mean([len(r.rounds) for r in results])),
+                "pred": predicted,
+                "real": real,
+                "rmse": Z95 * float(np.sqrt(np.mean((est - t["sgs"]) ** 2))),
+                "ratio": predicted / real if real > 0 else None,
+            }
         )
     return rows
+
+
+COLUMNS = ("budget", "axis", "cover", "|err|/hw", *(f"agree@{e}" for e in EPSILONS))
+COLUMNS += ("stop", "rounds", "pred hw", "real hw", "1.96 rmse", "pred/real")
+
+
+def _cells(row: dict) -> list[str]:
+    def number(x: float | None, form: str) -> str:
+        return "NA" if x is None else format(x, form)
+
+    return [
+        f"{row['budget']:.0%}",
+        row["axis"],
+        f"{row['cover']:.3f}",
+        number(row["err"], ".3f"),
+        *(f"{x:.3f}" for x in row["agree"]),
+        f"{row['stop']:.2f}",
+        f"{row['rounds']:.2f}",
+        f"{row['pred']:.4g}",
+        f"{row['real']:.4g}",
+        f"{row['rmse']:.4g}",
+        number(row["ratio"], ".2f"),
+    ]
+
+
+def text_line(cells: list[str] | tuple[str, ...]) -> str:
+    widths = [6, 5, 6, 8, *(9 for _ in EPSILONS), 6, 6, 9, 9, 9, 9]
+    pairs = enumerate(zip(cells, widths, strict=True))
+    return " ".join(c.ljust(w) if i == 1 else c.rjust(w) for i, (c, w) in pairs)
+
+
+def markdown_table(rows: list[dict]) -> str:
+    head = ["|".join(["", *(c.replace("|", "\\|") for c in COLUMNS), ""])]
+    head.append("|" + "---|" * len(COLUMNS))
+    return "\n".join([*head, *("|".join(["", *_cells(r), ""]) for r in rows)]) + "\n"
 
 
 def resampled(gv: GridValues, rng: np.random.Generator) -> GridValues:
@@ -135,7 +181,9 @@ def resampled(gv: GridValues, rng: np.random.Generator) -> GridValues:
 
 def false_positives(
     gv: GridValues, truth: dict, fraction: float, rounds: int, replays: int
-) -> list[str]:
+) -> dict[str, list[float]]:
+    """Per axis, the share of null grids with a false "exceeds eps": the spending rule, the
+    naive rule (full alpha at every look), the full grid's single test."""
     rng = np.random.default_rng(12345)
     hits = {a: [0, 0, 0] for a in gv.axes}
     null_eps = {axis: (truth[axis]["sgs"],) for axis in gv.axes}
@@ -166,12 +214,7 @@ def false_positives(
             s = full_scores(schedule.layout, null.values[:, a])
             p = one_sided_t_test(s[np.isfinite(s)], eps).p_value
             hits[axis][2] += p is not None and p < ALPHA
-    rows = [f"{'axis':<5} {'spending':>9} {'naive':>9} {'full':>9}   (null: eps = full SGS)"]
-    for axis, (seq, naive_hits, full) in hits.items():
-        rows.append(
-            f"{axis:<5} {seq / replays:>9.3f} {naive_hits / replays:>9.3f} {full / replays:>9.3f}"
-        )
-    return rows
+    return {axis: [count / replays for count in counts] for axis, counts in hits.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replays", type=int, default=200)
     parser.add_argument("--null-replays", type=int, default=200)
     parser.add_argument("--null-budget", type=float, default=0.2)
+    parser.add_argument("--markdown", type=Path, help="also write the table here (Markdown)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     gv = load_grid(args.run, args.model, args.prompts, args.grid_seed)
@@ -201,27 +245,37 @@ def main(argv: list[str] | None = None) -> int:
             for a, t in truth.items()
         )
     )
-    eps_head = " ".join(f"{'agree@' + str(e):>9}" for e in EPSILONS)
-    print(
-        f"{'budget':>6} {'axis':<5} {'cover':>6} {'|err|/hw':>8} {eps_head} "
-        f"{'stop':>6} {'rounds':>6} {'pred/real':>9}"
-    )
+    print(text_line(COLUMNS), flush=True)
+    table: list[dict] = []
     for fraction in (float(f) for f in args.budgets.split(",")):
+        clock = time.perf_counter()
         schedule = make_schedule(gv.grid, budget_cells(gv.grid.cells, fraction, None), args.rounds)
         results = replay(gv, fraction, args.rounds, args.replays)
-        print("\n".join(budget_rows(gv, truth, fraction, args.rounds, results)))
+        rows = budget_rows(gv, truth, fraction, args.rounds, results)
+        table.extend(rows)
+        print("\n".join(text_line(_cells(r)) for r in rows))
         print(
             f"{'':>6} level {schedule.layout.level}, prompts {list(schedule.prompts)}, "
-            f"rounds at {list(schedule.totals)} cells"
+            f"rounds at {list(schedule.totals)} cells ({time.perf_counter() - clock:.0f} s)",
+            flush=True,
         )
     if args.null_replays:
         print(
             f"\nfalse-positive rate, {args.null_replays} null grids at "
             f"{args.null_budget:.0%}, one-sided at alpha {ALPHA}:"
         )
-        print(
-            "\n".join(false_positives(gv, truth, args.null_budget, args.rounds, args.null_replays))
-        )
+        rates = false_positives(gv, truth, args.null_budget, args.rounds, args.null_replays)
+        print(f"{'axis':<5} {'spending':>9} {'naive':>9} {'full':>9}   (null: eps = full SGS)")
+        for axis, (seq, naive, full) in rates.items():
+            print(f"{axis:<5} {seq:>9.3f} {naive:>9.3f} {full:>9.3f}")
+    if args.markdown:
+        text = markdown_table(table)
+        if args.null_replays:
+            text += "\n|axis|spending|naive|full|\n|---|---|---|---|\n" + "".join(
+                f"|{axis}|" + "|".join(f"{x:.3f}" for x in r) + "|\n" for axis, r in rates.items()
+            )
+        args.markdown.write_text(text, encoding="utf-8")
+        print(f"markdown tables: {args.markdown}")
     print(f"\n({time.perf_counter() - started:.0f} s)")
     return 0
 

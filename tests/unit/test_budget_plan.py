@@ -182,3 +182,21 @@ def test_plan_refuses_bad_input_in_one_line(
     err = capsys.readouterr().err.strip()
     assert message in err
     assert len(err.splitlines()) == 1 or err.startswith("usage:")
+
+
+def test_the_replay_prints_prediction_beside_realisation(tmp_path: Path) -> None:
+    """The validation replay's table (bench/budget.py) on a tiny synthetic grid: one row per
+    axis with the planner's predicted half-width, the realised one and their ratio."""
+    from bench.budget import main as replay
+
+    out = tmp_path / "table.md"
+    argv = ["--prompts", "3", "--budgets", "0.4", "--replays", "2", "--null-replays", "2"]
+    assert replay([*argv, "--markdown", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].split("|")[-5:-1] == ["pred hw", "real hw", "1.96 rmse", "pred/real"]
+    rows = [line.split("|") for line in lines[2:8]]
+    assert [r[2] for r in rows] == ["act", "bleu", "bert", "prob", "ent", "mr"]
+    for r in rows:
+        pred, real, ratio = float(r[-5]), float(r[-4]), float(r[-2])
+        assert ratio == pytest.approx(pred / real, abs=0.006)
+    assert "|axis|spending|naive|full|" in lines
