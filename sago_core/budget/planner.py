@@ -25,7 +25,9 @@ For n of N prompts and m of V variants per prompt, the estimate of a dataset's S
 variance (two-stage sampling, Cochran 1977 section 10.4)
 
 - for the full grid's value over the same N prompts: (1 - n/N) between / n
-  + [within (1/m - 1/V) + sample / m] / N;
+  + [within (1/m - 1/V) + sample / m] / n (each sampled prompt's own estimate error, over
+  the n prompts averaged; the estimator's formula has n N in its second term because its
+  s_b^2, a variance of estimated roots, already holds that error: Cochran's v(y));
 - for the mean over the prompt population (what the report's t-test is about, prompts
   drawn from a pool larger than N): between / n + [within (1/m - 1/V) + sample / m] / n.
 
@@ -106,10 +108,9 @@ def predicted_variance(
         n = min(prompts, c.prompts) if scope == "grid" else prompts
         m = min(variants, c.variants)
         second = c.within * max(1 / m - 1 / c.variants, 0.0) + c.sample / m
-        if scope == "grid":
-            total += (1 - n / c.prompts) * c.between / n + second / c.prompts
-        else:
-            total += (c.between + second) / n
+        # Cochran 1977 theorem 10.1: the second stage's term is over n in both scopes
+        first = (1 - n / c.prompts) * c.between if scope == "grid" else c.between
+        total += (first + second) / n
     return total / len(parts) ** 2
 
 

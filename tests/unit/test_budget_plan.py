@@ -44,6 +44,15 @@ def test_variance_components_by_hand() -> None:
     assert (parts.prompts, parts.variants) == (2, 2)
 
 
+def test_predicted_width_with_prompts_sampled_by_hand() -> None:
+    """Cochran 1977 theorem 10.1, n = 5 of N = 10 prompts, m = 5 of V = 20 variants,
+    between 0.04, within 0.09: (1 - 5/10) 0.04 / 5 + 0.09 (1/5 - 1/20) / 5 = 0.004 + 0.0027
+    = 0.0067, half-width 1.959964 x 0.0818535 = 0.160430 (the second stage over n, not N:
+    each sampled prompt's own error is averaged over the n sampled)."""
+    parts = [Components(between=0.04, within=0.09, prompts=10, variants=20, sgs=0.5)]
+    assert predicted_half_width(parts, 5, 5, "grid") == pytest.approx(0.160430, abs=1e-5)
+
+
 def test_sample_share_and_its_split_by_hand() -> None:
     """s2_variant 0.01, s2_sample 0.08 at K0 = 4: q = 0.02 / 0.03 = 2/3. within 0.3 splits
     into the variants' 0.1 and the sampling part 0.2 x K0 / K: 0.1 at K = 8, 0.4 at K = 2.
