@@ -68,6 +68,7 @@ def add_parser(commands: Any) -> None:
         "--budget",
         type=budget_value,
         required=True,
+        metavar="SHARE_OR_N",
         help="a share of the run's grid in (0, 1] (as sago run --budget: that share of the "
         "variant cells plus every prompt's base and replay) or a number of generations",
     )
@@ -75,18 +76,21 @@ def add_parser(commands: Any) -> None:
     plan.add_argument(
         "--target",
         type=target_value,
+        metavar="AXIS=HALF_WIDTH,...",
         help="rank designs by these half-widths, e.g. bleu=0.02,mr=0.05 (default: every "
         "axis' half-width over its SGS)",
     )
     plan.add_argument(
         "--pool",
         type=int,
+        metavar="N",
         help="prompts available per dataset: with more than the run's, the interval is for the "
         "mean over that pool's prompts, not the run's grid (default: the run's prompts)",
     )
     plan.add_argument(
         "--samples",
         type=int,
+        metavar="K",
         help="the most answers per prompt text (K) to consider; needs the run's "
         "sample-within-variant component (default: the run's K)",
     )
