@@ -26,6 +26,12 @@ def add_parser(commands: Any) -> None:
         type=Path,
         help="the site's folder (default: <runs>/site; on a store, written to the store)",
     )
+    site.add_argument(
+        "--redact-unsafe",
+        action="store_true",
+        help="leave the model's answers to harmful requests (prompts of kind harmful) out of "
+        "the copied reports and cards",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
@@ -40,6 +46,6 @@ def command(args: argparse.Namespace) -> int:
     if not is_url(args.runs) and not root.is_dir():
         raise InputError("no such folder (give a runs folder or its store URL)", file=args.runs)
     with reporting("site", lambda line: print(f"[sago] {line.text}", file=sys.stderr, flush=True)):
-        index = build_site(root, args.out or root / SITE_DIR)
+        index = build_site(root, args.out or root / SITE_DIR, args.redact_unsafe)
     print(f"Site: {site_address(index).best}")
     return 0

@@ -70,6 +70,7 @@ from sago_core.report.markup import Section, p_value, page
 from sago_core.report.markup import image as _image
 from sago_core.report.markup import table as _table
 from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
+from sago_core.report.refusal import refusal_sections
 from sago_core.report.sampling_section import sampling_from_run, sampling_sections
 from sago_core.report.story import more_figures, story_section
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
@@ -630,6 +631,7 @@ def render_report(
         *language_sections(
             deltas, insights.instances if insights is not None else None, generations
         ),
+        *refusal_sections(prompts, generations, insights.instances if insights else None),
         Section("per-dataset", "Per dataset", _dataset_table(summary)),
         Section(
             "variants-kept",

@@ -18,6 +18,8 @@ from sago_core.progress import each
 from sago_core.site import paths
 from sago_core.site.collect import Site, read_site
 from sago_core.site.pages import compare_page, index_page, leaderboard_page, run_page, runs_page
+from sago_core.site.redact import harmful_answers, redact_page
+from sago_core.storage import attached
 
 _BODY = re.compile(rb"<body[^>]*>", re.IGNORECASE)
 
@@ -58,23 +60,29 @@ def _write(out: Path, relative: str, data: bytes) -> None:
     atomic_write_bytes(target, data)
 
 
-def _copies(site: Site, out: Path) -> None:
+def _copies(site: Site, out: Path, redact_unsafe: bool = False) -> None:
     for run in site.runs.values():
+        unsafe = harmful_answers(run.folder) if redact_unsafe else frozenset()
         for name, relative in (
             (REPORT_FILE, paths.run_report(run.run_id)),
             (CARD_HTML_FILE, paths.run_card(run.run_id)),
         ):
             source = run.folder / name
-            if source.is_file():
+            if unsafe is None:  # its harmful answers cannot be told apart (redact.py)
+                attached.remove(out / relative)  # nor an earlier unredacted copy kept
+            elif source.is_file():
                 bar = back_bar(relative, run.run_id)
-                _write(out, relative, with_back_bar(source.read_bytes(), bar))
+                page = redact_page(source.read_bytes(), unsafe)
+                _write(out, relative, with_back_bar(page, bar))
     if site.leaderboard_page is not None:
         bar = back_bar(paths.RELEASES, None)
         _write(out, paths.RELEASES, with_back_bar(site.leaderboard_page.read_bytes(), bar))
 
 
-def build_site(root: Path, out: Path) -> Path:
-    """The site over the runs folder ``root``, written to ``out``; returns its index page."""
+def build_site(root: Path, out: Path, redact_unsafe: bool = False) -> Path:
+    """The site over the runs folder ``root``, written to ``out``; returns its index page.
+    ``redact_unsafe``: the copied reports and cards leave out the answers to harmful
+    requests (``redact.py``)."""
     site = read_site(root)
     if not site.runs:
         raise InputError(
@@ -82,7 +90,7 @@ def build_site(root: Path, out: Path) -> Path:
             file=str(root),
         )
     _write(out, paths.PLOTLY, plotly_js())
-    _copies(site, out)
+    _copies(site, out, redact_unsafe)
     pages = {
         paths.INDEX: index_page(site),
         paths.LEADERBOARD: leaderboard_page(site),
