@@ -24,6 +24,7 @@ from sago_core.backends.target import ModelTarget, relocated
 from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard
 from tasks.models import analyse_task, generate_task
+from tasks.posix_matrix import posix_matrix_task
 from tasks.samples import analyse_samples_task, sample_task
 
 
@@ -80,6 +81,21 @@ def run_shard(
         **places,
     )
     cached = cached and stage.last_cached
+    if config.posix_matrix is not None:  # POSIX's full matrix (peer metrics); off by default
+        stage(
+            posix_matrix_task,
+            run_tags=labels,
+            model=model,
+            shard=shard.label,
+            target=target,
+            generations_path=generated,
+            settings=config.posix_matrix,
+            scoring=config.analysis.scoring_pass(),
+            seed=config.seed,
+            out_dir=where,
+            **places,
+        )
+        cached = cached and stage.last_cached
     if config.generation.draws_samples:
         cached = run_samples(stage, config, target, shard, generated, analysed) and cached
     return generated, analysed, cached

@@ -40,6 +40,9 @@ from sago_core.config_sections import (
     Position as Position,
 )
 from sago_core.config_sections import (
+    PosixMatrixSettings as PosixMatrixSettings,
+)
+from sago_core.config_sections import (
     RegisterGrid as RegisterGrid,
 )
 from sago_core.config_sections import (
@@ -498,16 +501,20 @@ class RunConfig(StrictModel):
     languages: tuple[str, ...] | None = None
     # A budgeted run (issue 40); null: the full grid.
     budget: BudgetSettings | None = None
+    # POSIX's full matrix for the peer metrics; null: off (only the base column is scored).
+    posix_matrix: PosixMatrixSettings | None = None
 
     @model_serializer(mode="wrap")
     def _no_languages_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A run without ``languages`` (or ``budget``) serialises exactly as it did before
+        """A run without ``languages`` (or ``budget``, ``posix_matrix``) serialises as before
         the field existed (its run id, result hash and cache keys stay the same)."""
         data = handler(self)
         if self.languages is None and isinstance(data, dict):
             data.pop("languages", None)
         if self.budget is None and isinstance(data, dict):
             data.pop("budget", None)
+        if self.posix_matrix is None and isinstance(data, dict):
+            data.pop("posix_matrix", None)
         return data
 
     @field_validator("languages")
@@ -603,9 +610,10 @@ class RunConfig(StrictModel):
 
     def result_hash(self) -> str:
         """Hash of everything that changes results (not where they are written). Patching
-        only adds its own artifact, so it is left out: turned on for a finished run, it
-        lands in that run's folder and every earlier stage is a cache hit."""
-        where = dict.fromkeys((*self.PLACE_FIELDS, "run_id"), True)
+        and POSIX's full matrix only add their own artifacts, so they are left out: turned
+        on for a finished run, they land in that run's folder and every earlier stage is a
+        cache hit."""
+        where = dict.fromkeys((*self.PLACE_FIELDS, "run_id", "posix_matrix"), True)
         payload = self.model_dump(mode="json", exclude={**where, "analysis": {"patching": True}})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

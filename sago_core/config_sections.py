@@ -1,6 +1,7 @@
 """The run configuration's variant sections (``variants``: register, noise, structural,
-script, language and machine translation; the grid of ``RunConfig.variants``) and the strict
-base every section of the configuration is built on. ``sago_core/config.py`` holds the rest
+script, language and machine translation; the grid of ``RunConfig.variants``), the peer
+metrics' POSIX matrix (``RunConfig.posix_matrix``) and the strict base every section of the
+configuration is built on. ``sago_core/config.py`` holds the rest
 of ``RunConfig`` and re-exports these names."""
 
 from __future__ import annotations
@@ -267,3 +268,15 @@ class VariantGrid(StrictModel):
                 if getattr(self, family) is None:
                     data.pop(family, None)
         return data
+
+
+class PosixMatrixSettings(StrictModel):
+    """POSIX's full N x N matrix (``RunConfig.posix_matrix``; null: off, the default): each
+    answer of an instance teacher-forced under every prompt text of that instance (the base
+    and its kept variants with an answer; the replay is no variant), so ``posix`` in
+    peer_metrics.parquet is the paper's index. N^2 teacher-forced sequences per instance.
+    ``max_prompts``: the most prompt texts of one instance; an instance with more keeps a
+    uniform sample of that many, drawn with ``RunConfig.seed`` (the texts with the smallest
+    hash of (seed, dataset, prompt, variant)), and every ordered pair among them."""
+
+    max_prompts: int = Field(default=8, ge=2, le=64)

@@ -43,6 +43,7 @@ from sago_core.budget.dry_run import BudgetPlan, budget_lines, candidate_grid, p
 from sago_core.config import RunConfig, TranslationSettings, parallel_entry
 from sago_core.data.references import PARALLEL_REFERENCES, reference_lines
 from sago_core.registry.axes import axes
+from sago_core.stages.posix_matrix import planned_sequences
 from sago_core.stages.structural import rewrite_key, rewrite_tasks
 from sago_core.stages.translation import forward_tasks, needs_back_translation, translation_key
 from sago_core.stages.variants import build_variant_candidates
@@ -129,6 +130,8 @@ class RunPlan:
     bounds: dict[str, str] = field(default_factory=dict)
     # a budgeted run's schedule (issue 40; None without ``budget``)
     budgeted: BudgetPlan | None = None
+    # POSIX's full matrix: teacher-forced sequences per local model (None: posix_matrix off)
+    posix_matrix: int | None = None
 
 
 def measured_axes(target: ModelTarget) -> tuple[str, ...]:
@@ -316,6 +319,15 @@ def plan_run(
             )
         )
     plan.patching = _patching(config, targets, sum(families.values()) - families[REPLAY_FAMILY])
+    if config.posix_matrix is not None:
+        machine = translated.translated + translated.round_trips if translated else 0
+        extra = [
+            (len(rewrite_tasks(p, structural)) if structural else 0) + machine // len(prompts)
+            for p in prompts["prompt"].to_list()
+        ]
+        plan.posix_matrix = planned_sequences(
+            prompts, candidates, extra, config.posix_matrix.max_prompts
+        )
     if config.budget is not None:
         plan.budgeted = plan_budget(_budget_grid(candidates, prompts, config), config.budget)
     _price(plan, prices)
@@ -491,6 +503,12 @@ def render_plan(plan: RunPlan, config: RunConfig) -> str:
                 f"    patching: {bound}{cost.variants} variants x {layers} patched forwards "
                 "(+ the unpatched variants and their bases)"
             )
+        if plan.posix_matrix is not None and scored is not None and config.posix_matrix:
+            lines.append(
+                f"    POSIX full matrix: {bound}{plan.posix_matrix} teacher-forced sequences "
+                f"(each answer under every prompt text of its instance, at most "
+                f"{config.posix_matrix.max_prompts} texts per instance: a seeded sample above)"
+            )
     if plan.api:
         lines.append("API requests:")
         for t in plan.api:
@@ -532,6 +550,7 @@ def plan_summary(plan: RunPlan) -> dict[str, Any]:
         "candidates": plan.candidates,
         "generations": plan.generations,
         "teacher_forced": plan.teacher_forced,
+        "posix_matrix": plan.posix_matrix,
         "axes": {m: list(names) for m, names in plan.axes.items()},
         "patching": {
             m: {"variants": c.variants, "layers": c.layers, "forwards": c.forwards}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -20,10 +21,24 @@ def peer_metrics_task(
     analysis_paths: list[str],
     out_dir: str,
     sample_analysis_paths: list[str] | None = None,
+    posix_matrix_paths: list[str] | None = None,
 ) -> str:
-    """``analysis_paths``: every model's analysis.parquet (POSIX reads its log-probs); at
-    K > 1 ``sample_analysis_paths``, every model's sample_analysis.parquet, replace them."""
+    """``analysis_paths``: every model's analysis.parquet (POSIX's base column reads its
+    log-probs); at K > 1 ``sample_analysis_paths``, every model's sample_analysis.parquet,
+    replace them. ``posix_matrix_paths``: every model's posix_matrix.parquet (POSIX's full
+    matrix, ``RunConfig.posix_matrix``); without them ``posix`` is NA with the reason."""
     parts = [read_parquet(p) for p in sample_analysis_paths or analysis_paths]
     analysis = pl.concat(parts, how="diagonal_relaxed") if parts else None
-    frame = peer_metrics(read_parquet(instances_path), read_parquet(deltas_path), analysis)
+    matrices = [read_parquet(p) for p in posix_matrix_paths or []]
+    matrix = pl.concat(matrices) if matrices else None
+    frame = peer_metrics(
+        read_parquet(instances_path), read_parquet(deltas_path), analysis, posix_matrix=matrix
+    )
     return str(write_parquet(frame, Path(out_dir) / PEER_METRICS_FILE, PEER_METRICS))
+
+
+def posix_matrix_paths(per_model: list[dict[str, str]]) -> dict[str, Any]:
+    """The task's argument naming every model's posix_matrix.parquet; none when the matrix
+    is off (``RunConfig.posix_matrix`` null), so the task's cache key stays as it was."""
+    paths = [m["posix_matrix"] for m in per_model if "posix_matrix" in m]
+    return {"posix_matrix_paths": paths} if paths else {}

@@ -32,15 +32,15 @@ PROMPTS: Schema = {
     "reference_missing_reason": pl.String,
 }
 
-# Safety datasets (data/safety.py): each prompt's kind (harmful / harmless; null where its
-# dataset says none) and its set's own category. prompts.parquet carries them only when a
-# prompt has a kind, so every other run's prompts.parquet is what it was.
-PROMPT_KINDS: Schema = {"kind": pl.String, "category": pl.String}
-
 
 def prompts_schema(frame: pl.DataFrame) -> Schema:
-    """prompts.parquet's schema for ``frame``: ``PROMPTS``, plus ``PROMPT_KINDS`` if it has them."""
-    return {**PROMPTS, **PROMPT_KINDS} if "kind" in frame.columns else PROMPTS
+    """prompts.parquet's schema for ``frame``: ``PROMPTS``, plus, for safety datasets
+    (data/safety.py), each prompt's ``kind`` (harmful / harmless; null where its dataset
+    says none) and its set's own ``category``, carried only when a prompt has a kind, so
+    every other run's prompts.parquet is what it was."""
+    if "kind" not in frame.columns:
+        return PROMPTS
+    return {**PROMPTS, "kind": pl.String, "category": pl.String}
 
 
 VARIANTS: Schema = {

@@ -110,7 +110,7 @@ def require_kinds(prompts: Sequence[Prompt]) -> None:
 
 def with_kinds_columns(frame: pl.DataFrame, prompts: Sequence[Prompt]) -> pl.DataFrame:
     """prompts.parquet's rows (``frame``, one per prompt, in order) with each prompt's
-    ``kind`` and ``category`` (``artifacts.schemas.PROMPT_KINDS``) when any prompt has a
+    ``kind`` and ``category`` (``artifacts.schemas.prompts_schema``) when any prompt has a
     kind; unchanged otherwise, so a run without a safety set writes what it always did."""
     if all(p.kind is None for p in prompts):
         return frame

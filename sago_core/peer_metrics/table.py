@@ -4,7 +4,10 @@ Inputs, all already written by the run: ``instances.parquet`` (per variant: whet
 and the variant answers are right, ``correct_missing_reason`` when unknown), ``deltas.parquet``
 (the ``bert`` axis: BERTScore F1 of the variant's answer against the base answer, minus 1)
 and the models' ``analysis.parquet`` (the teacher-forced pass: log P(base answer | prompt)
-for the base and every variant prompt, and the base answer's token count).
+for the base and every variant prompt, and the base answer's token count), which gives
+``posix_base_column``; ``posix``, the paper's index, reads posix_matrix.parquet (every answer
+under every prompt text, ``RunConfig.posix_matrix``; peer_metrics/full_matrix.py) and is NA
+with the reason without it.
 
 One row per (model, dataset, family, index): dataset ``__pooled__`` takes every dataset's
 instances together; family ``__all__`` every variant, a family name the base prompt and that
@@ -17,9 +20,10 @@ PSS, PDR and MaxP/AvgP/CPS are over every sample; ``coverage`` says so and gives
 sampling noise on the same instances, the index computed between the base and the replay
 (the base asked again, whose true effect is 0): for PSS the mean |Y_base - Y_replay|, for
 PDR the replay's PDR. ``pss_bert_to_base`` is NA (``BERT_AT_K``: the bert delta is then the
-excess over resampling, not a BERTScore). ``posix`` reads the models' sample_analysis.parquet
-(each base sample's answer teacher-forced under every prompt, ``sample`` column) in place of
-analysis.parquet and averages psi over the K base answers; without it, NA (``POSIX_AT_K``).
+excess over resampling, not a BERTScore). ``posix_base_column`` reads the models'
+sample_analysis.parquet (each base sample's answer teacher-forced under every prompt,
+``sample`` column) in place of analysis.parquet and averages psi over the K base answers;
+without it, NA (``POSIX_AT_K``). ``posix`` is over sample 0's answers (its coverage says so).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from sago_core.artifacts.schemas import PEER_METRICS, conform
+from sago_core.peer_metrics.full_matrix import posix_full, scoped
 from sago_core.peer_metrics.multi_prompt import avg_p, cps, max_p
 from sago_core.peer_metrics.pdr import pdr
 from sago_core.peer_metrics.posix import posix_psi
@@ -41,6 +46,7 @@ from sago_core.peer_metrics.sources import (
     MAX_P,
     PDR,
     POSIX,
+    POSIX_BASE_COLUMN,
     PSS_BERT_TO_BASE,
     PSS_CORRECT,
     SOURCES,
@@ -313,13 +319,16 @@ def _measures(
     logprobs: pl.DataFrame | None,
     min_shared: int,
     sampled: bool = False,
+    posix: Measure = (None, 0, None),
 ) -> dict[str, Measure]:
+    """``posix``: the full matrix's, measured apart (``full_matrix.posix_full``)."""
     scoped = scope.of(verdicts)
     if sampled:  # K > 1: neither has a meaning over samples here (module docstring)
         return {
             PSS_CORRECT: _pss(scoped, FEW_VERDICTS),
             PSS_BERT_TO_BASE: (None, 0, BERT_AT_K),
-            POSIX: _posix(scope.of(logprobs))
+            POSIX: posix,
+            POSIX_BASE_COLUMN: _posix(scope.of(logprobs))
             if logprobs is not None and "sample" in logprobs.columns
             else (None, 0, POSIX_AT_K),
             PDR: _pdr(scoped, min_shared, sampled=True),
@@ -328,7 +337,8 @@ def _measures(
     return {
         PSS_CORRECT: _pss(scoped, FEW_VERDICTS),
         PSS_BERT_TO_BASE: _pss(scope.of(bertscores), FEW_BERTSCORES),
-        POSIX: _posix(scope.of(logprobs) if logprobs is not None else None),
+        POSIX: posix,
+        POSIX_BASE_COLUMN: _posix(scope.of(logprobs) if logprobs is not None else None),
         PDR: _pdr(scoped, min_shared),
         **_multi_prompt(scoped, min_shared),
     }
@@ -370,9 +380,9 @@ def _coverage(instances: pl.DataFrame) -> dict[str, str | None]:
         f"noise on these instances: {pss_noise}",
         PDR: f"{over}: the templates' shares of right samples; sampling noise on these "
         f"instances: {pdr_noise}",
-        POSIX: f"{over}: an instance's psi is the mean over its K base answers of each "
-        f"one's psi (each answer teacher-forced under every prompt: no sampling noise to "
-        f"subtract, the answers' spread is part of the index); {COVERAGE[POSIX]}",
+        POSIX_BASE_COLUMN: f"{over}: an instance's psi is the mean over its K base answers "
+        f"of each one's psi (each answer teacher-forced under every prompt: no sampling noise "
+        f"to subtract, the answers' spread is part of the index); {COVERAGE[POSIX_BASE_COLUMN]}",
         **{
             name: f"{over}: a template's accuracy is the mean share of its samples that are "
             "right (MaxP, the largest of noisy accuracies, is biased up by sampling noise)"
@@ -397,19 +407,29 @@ def peer_metrics(
     deltas: pl.DataFrame,
     analysis: pl.DataFrame | None,
     min_shared: int = MIN_PROMPTS,
+    posix_matrix: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every index per (model, dataset incl. __pooled__, family incl. __all__).
     ``min_shared``: PDR and MaxP/AvgP/CPS compare templates on the instances every template
     answered; with fewer than this many such instances they are NA with the count (a
-    template right on the one instance it shares would otherwise set MaxP = 1)."""
+    template right on the one instance it shares would otherwise set MaxP = 1).
+    ``posix_matrix``: every model's posix_matrix.parquet (None: ``posix`` is NA)."""
     verdicts = _verdicts(instances)
     bertscores = _bertscores(deltas)
     logprobs = _logprobs(analysis, deltas) if analysis is not None else None
     sampled = SAMPLED in instances.columns  # K > 1 (module docstring)
     rows = []
     for scope in _scopes(deltas):
-        measures = _measures(scope, verdicts, bertscores, logprobs, min_shared, sampled)
-        coverage = _coverage(scope.of(instances)) if sampled else COVERAGE
+        matrix = (
+            None
+            if posix_matrix is None
+            else scoped(posix_matrix, scope.model, scope.dataset, scope.family)
+        )
+        value, n, reason, full_coverage = posix_full(matrix, sampled)
+        full = (value, n, reason)
+        measures = _measures(scope, verdicts, bertscores, logprobs, min_shared, sampled, full)
+        coverage = {**(_coverage(scope.of(instances)) if sampled else COVERAGE)}
+        coverage[POSIX] = full_coverage
         for index, (value, n, reason) in measures.items():
             rows.append(
                 {

@@ -269,13 +269,13 @@ def test_the_card_shows_the_peer_indices_and_says_when_a_run_has_none(tmp_path: 
     assert peer["available"] is True
     assert [(r["index"], r["value"]) for r in peer["rows"]] == [
         ("pss_correct", 0.3125),
-        ("posix", 0.0625),
+        ("posix_base_column", 0.0625),  # an older run's posix: the base column
         ("pdr", None),
     ]
     md = write_card(run)[0].read_text()
     assert "## Peer indices (datasets pooled)" in md
     assert "| pss_correct | 0.3125 | 4 | a paper |  |" in md
-    assert "| posix | 0.0625 | 4 | a paper | N-1 of the N(N-1) ordered pairs |" in md
+    assert "| posix_base_column | 0.0625 | 4 | a paper | N-1 of the N(N-1) ordered pairs |" in md
     assert "| pdr | NA | 0 | a paper | NO_GOLD_ALPACA |" in md
 
     old = _run(tmp_path / "old", "hf:/m/old", _values(), extras=False)

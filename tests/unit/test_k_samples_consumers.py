@@ -14,6 +14,7 @@ from sago_core.peer_metrics.sources import (
     MAX_P,
     PDR,
     POSIX,
+    POSIX_BASE_COLUMN,
     PSS_BERT_TO_BASE,
     PSS_CORRECT,
 )
@@ -196,10 +197,11 @@ def test_peer_indices_over_samples_with_the_replay_as_the_noise() -> None:
     assert rows[MAX_P]["value"] == pytest.approx(5 / 6)
     assert rows[AVG_P]["value"] == pytest.approx(2 / 3)
     assert rows[CPS]["value"] == pytest.approx(25 / 36)
-    for index in (PSS_BERT_TO_BASE, POSIX):  # NA with its reason, never 0 or NaN
+    for index in (PSS_BERT_TO_BASE, POSIX, POSIX_BASE_COLUMN):  # NA with its reason
         assert rows[index]["value"] is None
     assert rows[PSS_BERT_TO_BASE]["missing_reason"].startswith("not defined at K > 1: ")
-    assert rows[POSIX]["missing_reason"].startswith("not computed at K > 1: ")
+    assert rows[POSIX_BASE_COLUMN]["missing_reason"].startswith("not computed at K > 1: ")
+    assert rows[POSIX]["missing_reason"].startswith("the full matrix was not computed")
 
 
 def test_the_noise_says_why_it_is_missing() -> None:
@@ -252,6 +254,7 @@ def test_posix_averages_psi_over_the_base_samples() -> None:
         for vid, lp in zip(("base", "v1", "v2"), lps, strict=True)
     ]
     table = peer_metrics(instances, deltas, pl.DataFrame(rows), min_shared=1)
-    posix = table.filter((pl.col("index") == POSIX) & (pl.col("dataset") == "d")).row(0, named=True)
+    column = (pl.col("index") == POSIX_BASE_COLUMN) & (pl.col("dataset") == "d")
+    posix = table.filter(column).row(0, named=True)
     assert posix["value"] == pytest.approx(19 / 48)
     assert posix["n"] == 2 and "K = 3" in posix["coverage"]

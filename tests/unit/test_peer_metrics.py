@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from sago_core.artifacts.schemas import PEER_METRICS
+from sago_core.peer_metrics.full_matrix import NO_MATRIX
 from sago_core.peer_metrics.multi_prompt import avg_p, cps, max_p
 from sago_core.peer_metrics.pdr import pdr
 from sago_core.peer_metrics.posix import posix_psi
@@ -229,8 +230,8 @@ def _cell(frame: pl.DataFrame, index: str, family: str = "__all__", dataset: str
 def test_the_table_matches_hand_computations() -> None:
     table = peer_metrics_on_few(_instances(), _deltas(), _analysis())
     assert table.schema == pl.Schema(PEER_METRICS)
-    # 1 model x (dataset d, __pooled__) x (__all__, noise, register) x 7 indices
-    assert table.height == 2 * 3 * 7
+    # 1 model x (dataset d, __pooled__) x (__all__, noise, register) x 8 indices
+    assert table.height == 2 * 3 * 8
 
     # PSS on correctness (Y in {0, 1}, the base prompt one of the N prompts):
     # p1: Y = base 1, n1 0, n2 1, r1 0: 4 of the 6 pairs differ -> 4/6
@@ -253,14 +254,18 @@ def test_the_table_matches_hand_computations() -> None:
     assert "not comparable with ProSA's published PSS" in bert["coverage"]
     assert "not ProSA's PSS" in bert["source"]
 
-    # POSIX: p1: |-10+12|/4 = .5, |-15+12|/4 = .75, |-12+12|/4 = 0 -> 1.25/3
+    # POSIX's base column: p1: |-10+12|/4 = .5, |-15+12|/4 = .75, |-12+12|/4 = 0 -> 1.25/3
     # p2 (L = 2): |-9+8|/2 = .5, (n2 none), |-5+8|/2 = 1.5 -> 1.0; mean (1.25/3 + 1) / 2
-    posix = _cell(table, "posix")
+    posix = _cell(table, "posix_base_column")
     assert posix["value"] == pytest.approx((1.25 / 3 + 1.0) / 2)
     assert "N-1 of the N(N-1) ordered pairs" in posix["coverage"]
+    assert "not the paper's POSIX" in posix["source"]
     # noise: p1 (.5 + .75) / 2 = .625, p2 .5 -> .5625; register: p1 0, p2 1.5 -> .75
-    assert _cell(table, "posix", "noise")["value"] == pytest.approx(0.5625)
-    assert _cell(table, "posix", "register")["value"] == pytest.approx(0.75)
+    assert _cell(table, "posix_base_column", "noise")["value"] == pytest.approx(0.5625)
+    assert _cell(table, "posix_base_column", "register")["value"] == pytest.approx(0.75)
+    # the paper's POSIX needs the full matrix, off by default: NA with the reason
+    full = _cell(table, "posix")
+    assert full["value"] is None and full["missing_reason"] == NO_MATRIX
 
     # PDR per variant (the attack), over the instances, then the mean over variants:
     # n1: base right 1 (p1), variant 0 -> 1 - 0/1 = 1; n2: base 1, variant 2 -> 1 - 2 = -1;
@@ -281,11 +286,11 @@ def test_the_table_matches_hand_computations() -> None:
     assert _cell(table, "cps", "register")["value"] == pytest.approx(0.375)
 
     # one dataset: the pooled rows equal the dataset's
-    for index in ("pss_correct", "pss_bert_to_base", "posix", "pdr", "cps"):
+    for index in ("pss_correct", "pss_bert_to_base", "posix_base_column", "pdr", "cps"):
         assert _cell(table, index, dataset="__pooled__")["value"] == pytest.approx(
             _cell(table, index)["value"]
         )
-    assert table["missing_reason"].null_count() == table.height
+    assert table.filter(pl.col("index") != "posix")["missing_reason"].null_count() == 7 * 6
     assert {r["source"] for r in table.iter_rows(named=True)} >= {
         "ProSA PSS, Zhuo et al. 2024 (arXiv:2410.12405)",
         "POSIX, Chatterjee et al. 2024 (arXiv:2410.02185)",
@@ -312,13 +317,13 @@ def test_no_references_and_no_log_probabilities_are_na_with_their_reason() -> No
     for index in ("pss_correct", "pdr", "max_p", "avg_p", "cps"):
         cell = _cell(table, index)
         assert cell["value"] is None and cell["missing_reason"] == "NO_GOLD_ALPACA", index
-    posix = _cell(table, "posix")
+    posix = _cell(table, "posix_base_column")
     assert posix["value"] is None
     assert posix["missing_reason"] == "backend litellm cannot teacher-force"
     assert _cell(table, "pss_bert_to_base")["value"] is not None  # needs no reference
 
     without_analysis = peer_metrics_on_few(_instances(), _deltas(), None)
-    assert _cell(without_analysis, "posix")["missing_reason"] == NO_ANALYSIS
+    assert _cell(without_analysis, "posix_base_column")["missing_reason"] == NO_ANALYSIS
 
 
 def test_a_base_never_right_leaves_pdr_na_not_infinite() -> None:
@@ -375,7 +380,7 @@ def test_a_template_on_an_instance_of_its_own_sets_no_max_p() -> None:
 def test_a_model_without_analysis_rows_is_no_analysis() -> None:
     other = _analysis().with_columns(pl.lit("mock:other").alias("model"))
     table = peer_metrics_on_few(_instances(), _deltas(), other)
-    assert _cell(table, "posix")["missing_reason"] == NO_ANALYSIS
+    assert _cell(table, "posix_base_column")["missing_reason"] == NO_ANALYSIS
 
 
 def test_templates_sharing_fewer_than_five_instances_are_not_compared() -> None:
