@@ -1,0 +1,238 @@
+"""`sago train`'s core on a random-weight 3-layer Llama (the session's tiny model): one step
+of each objective moves the LoRA weights with a finite loss; a training stopped after its
+step-2 checkpoint and started again ends on the weights of an uninterrupted one; the
+divergences on golden distributions; the refusals (no weights, a GGUF file, unknown LoRA
+modules, a bad data row, a folder that holds another training).
+
+The export folder is written by hand in the formats `sago export --training` writes
+(tests/unit/test_training_export.py checks those)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sago_core.errors import ConfigError, InputError
+from sago_core.training.config import TrainConfig
+from tests.train_env import require_train
+
+QUESTIONS = [
+    ("What is the capital of France?", "What is the capital of France, please?", "Paris."),
+    ("How many legs has a spider?", "how many legs has a spider", "Eight."),
+    ("Who wrote Hamlet?", "Who  wrote Hamlet?", "Shakespeare."),
+]
+
+
+def _user(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def _assistant(text: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": text}]
+
+
+def _write(folder: Path, name: str, rows: list[dict[str, Any]]) -> None:
+    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "README.md").write_text("# sago training data: hand-written\n", encoding="utf-8")
+    _write(
+        folder,
+        "sft.jsonl",
+        [{"prompt": _user(v), "completion": _assistant(a)} for _, v, a in QUESTIONS],
+    )
+    _write(
+        folder,
+        "pairs.jsonl",
+        [
+            {"prompt": _user(v), "completion": _assistant(a), "base_prompt": _user(b)}
+            for b, v, a in QUESTIONS
+        ],
+    )
+    _write(
+        folder,
+        "dpo.jsonl",
+        [
+            {"prompt": _user(v), "chosen": _assistant(a), "rejected": _assistant("I don't know.")}
+            for _, v, a in QUESTIONS
+        ],
+    )
+    return folder
+
+
+def _config(tiny: Path, data: Path, out: Path, **kw: Any) -> TrainConfig:
+    settings: dict[str, Any] = {"steps": 1, "batch_size": 2, "learning_rate": 1e-2, **kw}
+    return TrainConfig(model=f"hf:{tiny}", data=data, out=out, **settings)
+
+
+def _lora_model(tiny: Path, config: TrainConfig) -> tuple[Any, Any]:
+    from sago_core.training.model import load_base, with_lora
+
+    tokenizer, model = load_base(str(tiny))
+    return tokenizer, with_lora(model, config)
+
+
+def _encoded(tokenizer: Any, config: TrainConfig) -> list[Any]:
+    from sago_core.training.data import load_examples
+    from sago_core.training.model import encode
+
+    return [encode(tokenizer, e, config.max_length) for e in load_examples(config)]
+
+
+@pytest.mark.parametrize("objective", ["sft", "consistency", "dpo"])
+def test_one_step_moves_the_lora_weights_with_a_finite_loss(
+    tiny_model_dir: Path, data: Path, tmp_path: Path, objective: str
+) -> None:
+    require_train()
+    from sago_core.training.checkpoint import trainable
+    from sago_core.training.loop import train_adapters
+
+    config = _config(tiny_model_dir, data, tmp_path / "out", objective=objective)
+    tokenizer, model = _lora_model(tiny_model_dir, config)
+    before = {n: p.detach().clone() for n, p in trainable(model).items()}
+    assert before and all("lora_" in n for n in before)
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    losses = train_adapters(model, _encoded(tokenizer, config), config, config.out)
+    assert len(losses) == 1 and math.isfinite(losses[0]) and losses[0] > 0
+    after = trainable(model)
+    moved = [n for n in before if not before[n].equal(after[n])]
+    assert moved, "no LoRA weight changed"
+    for name, value in model.named_parameters():
+        if not value.requires_grad:
+            assert value.equal(frozen[name]), f"a frozen base weight moved: {name}"
+
+
+def test_a_stopped_training_resumes_to_the_uninterrupted_weights(
+    tiny_model_dir: Path, data: Path, tmp_path: Path
+) -> None:
+    require_train()
+    from sago_core.training.checkpoint import checkpoints, trainable
+    from sago_core.training.loop import train_adapters
+
+    def run(out: Path, stop_at: int | None = None) -> tuple[dict[str, Any], list[float]]:
+        config = _config(
+            tiny_model_dir, data, out, objective="consistency", steps=4, checkpoint_every=2
+        )
+        tokenizer, model = _lora_model(tiny_model_dir, config)
+
+        def hook(step: int, steps: int, loss: float, saved: Path | None) -> None:
+            if step == stop_at:
+                raise KeyboardInterrupt  # the kill: after step 3, its checkpoint not written
+
+        losses = train_adapters(model, _encoded(tokenizer, config), config, out, hook)
+        return {n: p.detach().clone() for n, p in trainable(model).items()}, losses
+
+    straight, straight_losses = run(tmp_path / "straight")
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "stopped", stop_at=3)
+    assert [s for s, _ in checkpoints(tmp_path / "stopped")] == [2]
+    resumed, resumed_losses = run(tmp_path / "stopped")  # a fresh model: weights from step 2
+    assert [s for s, _ in checkpoints(tmp_path / "stopped")] == [2, 4]
+    assert resumed_losses == straight_losses and len(resumed_losses) == 4
+    for name, value in straight.items():
+        assert value.equal(resumed[name]), name
+
+
+def test_divergences_on_golden_distributions() -> None:
+    require_train()
+    import torch
+
+    from sago_core.training.losses import divergence
+
+    def logs(*rows: list[float]) -> torch.Tensor:
+        return torch.tensor(rows).log()
+
+    same = logs([0.2, 0.8])
+    assert divergence(same, same, "js").item() == pytest.approx(0.0, abs=1e-7)
+    assert divergence(same, same, "kl").item() == pytest.approx(0.0, abs=1e-7)
+    # disjoint supports: JS is ln 2 (its bound)
+    apart = divergence(logs([1.0, 1e-30]), logs([1e-30, 1.0]), "js").item()
+    assert apart == pytest.approx(math.log(2), rel=1e-5)
+    # KL(P||Q), P = (1/2, 1/2), Q = (1/4, 3/4): 0.5 ln 2 + 0.5 ln(2/3) = 0.1438410...
+    p, q = logs([0.5, 0.5]), logs([0.25, 0.75])
+    assert divergence(p, q, "kl").item() == pytest.approx(0.1438410362, rel=1e-6)
+    # JS of the same pair, by hand: M = (3/8, 5/8)
+    js = 0.5 * (0.5 * math.log(0.5 / 0.375) + 0.5 * math.log(0.5 / 0.625)) + 0.5 * (
+        0.25 * math.log(0.25 / 0.375) + 0.75 * math.log(0.75 / 0.625)
+    )
+    assert divergence(p, q, "js").item() == pytest.approx(js, rel=1e-6)
+    # the mean over tokens
+    two = divergence(torch.cat([p, same]), torch.cat([q, same]), "kl").item()
+    assert two == pytest.approx(0.1438410362 / 2, rel=1e-6)
+
+
+def test_models_without_trainable_weights_are_refused(tmp_path: Path) -> None:
+    from sago_core.training.model import trainable_source
+
+    with pytest.raises(ConfigError, match="an API model; sago train needs the model's weights"):
+        trainable_source("litellm:openai/gpt-4o-mini")
+    with pytest.raises(ConfigError, match="without weights"):
+        trainable_source("mock:echo")
+    gguf = tmp_path / "model.Q4_0.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(ConfigError, match="GGUF file holds quantised weights"):
+        trainable_source(f"hf:{gguf}")
+
+
+def test_unknown_lora_modules_are_named_with_the_models_own(
+    tiny_model_dir: Path, data: Path, tmp_path: Path
+) -> None:
+    require_train()
+    from sago_core.training.model import load_base, with_lora
+
+    config = _config(tiny_model_dir, data, tmp_path / "out", target_modules=("q_proj", "c_attn"))
+    _, model = load_base(str(tiny_model_dir))
+    with pytest.raises(ConfigError) as caught:
+        with_lora(model, config)
+    assert str(caught.value) == (
+        "--target-modules: c_attn not in the model (its linear modules: down_proj, gate_proj, "
+        "k_proj, lm_head, o_proj, q_proj, up_proj, v_proj)"
+    )
+
+
+def test_a_bad_row_is_named_by_file_row_and_field(data: Path, tmp_path: Path) -> None:
+    from sago_core.training.data import load_examples
+
+    rows = (data / "pairs.jsonl").read_text(encoding="utf-8").splitlines()
+    broken = json.loads(rows[1])
+    broken["base_prompt"] = "How many legs?"
+    (data / "pairs.jsonl").write_text(
+        "\n".join([rows[0], json.dumps(broken), rows[2]]) + "\n", encoding="utf-8"
+    )
+    config = TrainConfig(model="hf:x", data=data, out=tmp_path / "out", objective="consistency")
+    with pytest.raises(InputError) as caught:
+        load_examples(config)
+    assert str(caught.value) == (
+        f"file {data / 'pairs.jsonl'}, row 2, column 'base_prompt': must be a non-empty list "
+        "of {role, content} messages"
+    )
+    missing = TrainConfig(model="hf:x", data=tmp_path, out=tmp_path / "out")
+    with pytest.raises(ConfigError, match="not a `sago export --training` folder"):
+        load_examples(missing)
+
+
+def test_a_folder_holding_another_training_is_refused(data: Path, tmp_path: Path) -> None:
+    from sago_core.training.result import begin
+
+    config = TrainConfig(model="hf:x", data=data, out=tmp_path / "out")
+    begin(config, base_identity="dir-sha256:a", data_identity="sha256:d", code="c1")
+    # the same training: resumed (a new code version is allowed)
+    begin(config, base_identity="dir-sha256:a", data_identity="sha256:d", code="c2")
+    other = config.model_copy(update={"learning_rate": 1e-3})
+    with pytest.raises(ConfigError, match=r"holds another training \(settings differs\)"):
+        begin(other, base_identity="dir-sha256:a", data_identity="sha256:d", code="c2")
+    with pytest.raises(ConfigError, match=r"\(data_identity differs\)"):
+        begin(config, base_identity="dir-sha256:a", data_identity="sha256:e", code="c2")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine", encoding="utf-8")
+    busy = config.model_copy(update={"out": tmp_path / "busy"})
+    with pytest.raises(ConfigError, match="not empty and not a sago training folder"):
+        begin(busy, base_identity="dir-sha256:a", data_identity="sha256:d", code="c1")
