@@ -110,9 +110,14 @@ def compare_command(run_dirs: list[Path], out: Path, strict_identity: bool = Fal
 
 
 def paired_command(args: argparse.Namespace) -> int:
-    from sago_core.artifacts.layout import PAIRED_FILE, PAIRED_MD_FILE
+    from sago_core.artifacts.layout import PAIRED_FILE, PAIRED_MD_FILE, REFUSAL_PAIRED_FILE
     from sago_core.artifacts.schemas import PAIRED
     from sago_core.artifacts.store import write_parquet, write_text
+    from sago_core.refusal.paired import (
+        REFUSAL_PAIRED_SCHEMA,
+        refusal_paired_runs,
+        render_refusal_paired,
+    )
     from sago_core.report.paired_runs import compare_paired, render_paired
 
     if len(args.runs) != 2:
@@ -131,6 +136,11 @@ def paired_command(args: argparse.Namespace) -> int:
     out = args.out or Path(PAIRED_FILE)
     text = render_paired(comparison)
     write_parquet(comparison.table, out, PAIRED)
+    pairs = comparison.table.select("model_a", "model_b").unique(maintain_order=True).rows()
+    refusal = refusal_paired_runs(run_a, run_b, pairs)  # runs whose prompts carry a kind
+    if refusal is not None:
+        write_parquet(refusal, out.with_name(REFUSAL_PAIRED_FILE), REFUSAL_PAIRED_SCHEMA)
+        text += "\n" + render_refusal_paired(refusal)
     write_text(text, out.with_name(PAIRED_MD_FILE))
     print(text)
     print(f"Paired table: {out}")

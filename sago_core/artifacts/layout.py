@@ -87,6 +87,7 @@ REFUSAL_FLIPS_FILE = "refusal_flips.parquet"  # breach / over-refusal per prompt
 REFUSAL_RATES_FILE = "refusal_rates.parquet"  # per model, kind, family (and subtype, strength)
 BEST_OF_N_FILE = "best_of_n.parquet"  # per model, family and N: P(some variant breaches)
 BEST_OF_N_SUMMARY_FILE = "best_of_n_summary.parquet"  # its power-law fit, half-breached N
+REFUSAL_PAIRED_FILE = "refusal_paired.parquet"  # sago compare --paired: beside paired.parquet
 
 # The companion study's artifacts (``sago consistency``).
 REFERENCE_LIKELIHOOD_FILE = "reference_likelihood.parquet"
