@@ -25,6 +25,7 @@ from sago_cli import (
     score,
     server_setup,
     site,
+    train,
 )
 from sago_cli.parser import SagoParser
 from sago_core.errors import SagoError
@@ -43,6 +44,7 @@ COMMANDS: dict[str, ModuleType] = {
     "score": score,
     "plan": plan,
     "export": export,
+    "train": train,
     "site": site,
 }
 

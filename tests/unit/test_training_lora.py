@@ -18,54 +18,12 @@ import pytest
 
 from sago_core.errors import ConfigError, InputError
 from sago_core.training.config import TrainConfig
-from tests.train_env import require_train
-
-QUESTIONS = [
-    ("What is the capital of France?", "What is the capital of France, please?", "Paris."),
-    ("How many legs has a spider?", "how many legs has a spider", "Eight."),
-    ("Who wrote Hamlet?", "Who  wrote Hamlet?", "Shakespeare."),
-]
-
-
-def _user(text: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": text}]
-
-
-def _assistant(text: str) -> list[dict[str, str]]:
-    return [{"role": "assistant", "content": text}]
-
-
-def _write(folder: Path, name: str, rows: list[dict[str, Any]]) -> None:
-    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+from tests.train_env import require_train, write_export
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
-    folder = tmp_path / "export"
-    folder.mkdir()
-    (folder / "README.md").write_text("# sago training data: hand-written\n", encoding="utf-8")
-    _write(
-        folder,
-        "sft.jsonl",
-        [{"prompt": _user(v), "completion": _assistant(a)} for _, v, a in QUESTIONS],
-    )
-    _write(
-        folder,
-        "pairs.jsonl",
-        [
-            {"prompt": _user(v), "completion": _assistant(a), "base_prompt": _user(b)}
-            for b, v, a in QUESTIONS
-        ],
-    )
-    _write(
-        folder,
-        "dpo.jsonl",
-        [
-            {"prompt": _user(v), "chosen": _assistant(a), "rejected": _assistant("I don't know.")}
-            for _, v, a in QUESTIONS
-        ],
-    )
-    return folder
+    return write_export(tmp_path / "export")
 
 
 def _config(tiny: Path, data: Path, out: Path, **kw: Any) -> TrainConfig:
