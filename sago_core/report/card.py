@@ -49,6 +49,12 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.store import write_json, write_text
 from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE, current_names
+from sago_core.report.card_refusal import (
+    refusal_against,
+    refusal_blocks,
+    refusal_card,
+    refusal_paired_block,
+)
 from sago_core.report.language_section import language_blocks, language_card
 from sago_core.report.paired_runs import compare_paired, describe_sampling, sampling_settings
 from sago_core.report.served_identity import check_runs
@@ -278,6 +284,7 @@ def build_card(
                 "peer_indices": _peer_indices(run_dir, spec),
                 "identity_drift": [line for line in drift if line.startswith(f"this run: {spec}:")],
                 "unreproducible": unreproducible.get(spec),
+                **refusal_card(run_dir, spec),
             }
         )
     paired = (
@@ -308,6 +315,7 @@ def build_card(
         "models": models,
         "paired": paired,
         "paired_note": against_note if paired is None else None,
+        **refusal_against(run_dir, against, paired),
     }
 
 
@@ -349,8 +357,9 @@ def _sections(card: dict[str, Any]) -> list[Block]:
             *language_blocks(model.get("languages") or {}),
             _worst_block(model),
             _structure_block(model),
+            *refusal_blocks(model),
         ]
-    return [*blocks, _paired_block(card)]
+    return [*blocks, _paired_block(card), *refusal_paired_block(card)]
 
 
 def _identity_block(card: dict[str, Any], model: dict[str, Any]) -> Block:
