@@ -2,10 +2,11 @@
 stored beside it, and the card. The run is written by hand (instances.parquet only); every
 expected row, count and split side below is written out, not recomputed.
 
-Each file is checked here against TRL's documented conversational formats (docs "Dataset formats and types": prompt-completion = `prompt` and
-`completion`, preference = `prompt`, `chosen`, `rejected`; each a list of {"role",
-"content"} messages) and read with pyarrow's JSON reader, which `datasets`' json builder
-uses; tests/unit/test_training_trl.py trains a step on them in TRL's SFT and DPO trainers.
+Each file is checked here against TRL's documented conversational formats (docs "Dataset
+formats and types": prompt-completion = `prompt` and `completion`, preference = `prompt`,
+`chosen`, `rejected`; each a list of {"role", "content"} messages) and read with pyarrow's
+JSON reader, which `datasets`' json builder uses; tests/unit/test_training_trl.py trains a
+step on them in TRL's SFT and DPO trainers.
 
 The split with seed 0 and the default shares (held out: 0.3 of the prompts, 0.3 of the
 datasets, families structural/script/language) puts quiz's q3 and q5 on the held-out side
