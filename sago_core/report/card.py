@@ -55,6 +55,7 @@ from sago_core.report.card_refusal import (
     refusal_card,
     refusal_paired_block,
 )
+from sago_core.report.flip_words import AT_K, flip_headers, sampled_run
 from sago_core.report.language_section import language_blocks, language_card
 from sago_core.report.paired_runs import compare_paired, describe_sampling, sampling_settings
 from sago_core.report.served_identity import check_runs
@@ -151,7 +152,8 @@ def _tails(run_dir: Path, model: str) -> dict[str, Any]:
     )
     keep = ["axis", *(c for c in TAIL_COLUMNS if c in tails.columns)]
     rows = _axis_order(tails.select(keep)).to_dicts()
-    return {"available": True, "note": None, "rows": rows}
+    at_k = sampled_run(run_dir)  # K > 1: the flip columns are excesses (flip_words)
+    return {"available": True, "note": AT_K if at_k else None, "rows": rows, "at_k": at_k}
 
 
 def _worst(run_dir: Path, model: str) -> dict[str, Any]:
@@ -461,8 +463,7 @@ def _tails_block(model: dict[str, Any]) -> Block:
             "max",
             "q99 95% CI",
             "share > 0.05",
-            "flip right→wrong",
-            "flip wrong→right",
+            *flip_headers(bool(tails.get("at_k"))),
         ]
         if tails["available"]
         else [],

@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.backends.model_source import EMBEDDED_ALIASES
+from sago_core.report.flip_words import sampled
 from sago_core.report.summary_md import significance_mark
 from sago_core.statistics.multiple_testing import holm
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -73,6 +74,7 @@ class Glance:
     flip_note: str | None
     paired: dict[str, Any] | None
     paired_note: str | None
+    flips_at_k: bool = False  # K > 1: the flips are excesses over the self-flip (flip_words)
 
 
 def _order(axis: str) -> tuple[int, str]:
@@ -246,6 +248,7 @@ def glances(
                 flip_note=flip_note,
                 paired=mine,
                 paired_note=missing or paired_note,
+                flips_at_k=sampled(instances),
             )
         )
     return out
@@ -315,7 +318,7 @@ def _instance_html(worst: Worst | None, note: str | None) -> str:
     )
 
 
-def _flips_html(flips: dict[str, Any] | None, note: str | None) -> str:
+def _flips_html(flips: dict[str, Any] | None, note: str | None, at_k: bool = False) -> str:
     if flips is None:
         return f"{NA} ({html.escape(note or '')})"
 
@@ -326,7 +329,8 @@ def _flips_html(flips: dict[str, Any] | None, note: str | None) -> str:
 
     judged = flips.get("n_judged")
     return (
-        f"right→wrong <b>{one('flip_right_to_wrong')}</b>, wrong→right "
+        ("mean beyond the base's self-flip rate (K &gt; 1): " if at_k else "")
+        + f"right→wrong <b>{one('flip_right_to_wrong')}</b>, wrong→right "
         f"{one('flip_wrong_to_right')}"
         + (f" of {judged} judged variant(s)" if judged is not None else "")
     )
@@ -409,7 +413,7 @@ def headline_html(
             ("Unstable axes", _unstable_html(g)),
             ("Worst family/subtype", _subtype_html(g.worst_subtype)),
             ("Worst instance", _instance_html(g.worst_instance, g.instance_note)),
-            ("Answer flips", _flips_html(g.flips, g.flip_note)),
+            ("Answer flips", _flips_html(g.flips, g.flip_note, g.flips_at_k)),
             ("Against the previous release", _paired_html(g.paired, g.paired_note)),
         ]
         items_html = "".join(f"<li><b>{name}</b>: {text}</li>" for name, text in facts)

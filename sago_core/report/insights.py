@@ -18,6 +18,7 @@ from sago_core.artifacts.layout import (
     TAILS_FILE,
 )
 from sago_core.report.explorer import explorer_section
+from sago_core.report.flip_words import AT_K, flip_headers, sampled
 from sago_core.report.markup import Section, p_value
 from sago_core.report.markup import table as _table
 from sago_core.statistics.axis_structure import REDUNDANT_P, REDUNDANT_RHO, redundancy_note
@@ -59,7 +60,8 @@ def _with_ci(row: dict, name: str) -> str:
     return _num(row.get(name)) + ci
 
 
-def tails_section(tails: pl.DataFrame, summary: pl.DataFrame) -> str:
+def tails_section(tails: pl.DataFrame, summary: pl.DataFrame, at_k: bool = False) -> str:
+    """``at_k``: a run at K > 1 samples, whose flip columns are excesses (flip_words)."""
     pooled = tails.filter((pl.col("dataset") == POOLED) & (pl.col("family") == ALL_FAMILIES))
     sgs = {
         (r["model"], r["axis"]): r
@@ -103,8 +105,7 @@ def tails_section(tails: pl.DataFrame, summary: pl.DataFrame) -> str:
         "max",
         "share > 0.05",
         "share > 0.10",
-        "flip right→wrong",
-        "flip wrong→right",
+        *flip_headers(at_k),
         "note",
     ]
     return (
@@ -112,9 +113,9 @@ def tails_section(tails: pl.DataFrame, summary: pl.DataFrame) -> str:
         "(all datasets and families; per dataset and family in <code>tails.parquet</code>). "
         "Quantiles are numpy's linear ones; flips compare the base answer and the variant's "
         "answer with the reference answers (the same on every axis row; NA without "
-        "references). Intervals: 95% bootstrap over prompts, drawn only from at least "
-        f"{MIN_PROMPTS} prompts with a value (else the note says why).</p>"
-        + _table(headers, rows, left=2)
+        f"references{'; ' + AT_K if at_k else ''}). Intervals: 95% bootstrap over prompts, "
+        f"drawn only from at least {MIN_PROMPTS} prompts with a value (else the note says "
+        "why).</p>" + _table(headers, rows, left=2)
     )
 
 
@@ -223,7 +224,8 @@ def tail_sections(insights: Insights | None, summary: pl.DataFrame) -> list[Sect
     """Placed right after the pooled SGS table."""
     if insights is None or insights.tails is None:
         return []
-    return [Section("tails", "Tail risk beside SGS", tails_section(insights.tails, summary))]
+    at_k = sampled(insights.instances)
+    return [Section("tails", "Tail risk beside SGS", tails_section(insights.tails, summary, at_k))]
 
 
 def detail_sections(insights: Insights | None) -> list[Section]:
