@@ -34,6 +34,7 @@ from sago_core.artifacts.layout import DELTAS_FILE, GENERATIONS_FILE, INSTANCES_
 from sago_core.axes.language_fidelity import lang_measurements
 from sago_core.axes.reasoning import with_answers
 from sago_core.registry.axes import axes_for
+from sago_core.report.flip_words import flip_headers, sampled
 from sago_core.report.markup import table
 from sago_core.statistics.tails import subtype_flips
 from sago_core.vocabulary import BASE_LANGUAGE, BASE_VARIANT_ID, LANGUAGE_FAMILY
@@ -115,6 +116,7 @@ def family_table(
                 "flip_right_to_wrong": flip.get("flip_right_to_wrong"),
                 "flip_wrong_to_right": flip.get("flip_wrong_to_right"),
                 "flip_missing_reason": flip.get("flip_missing_reason"),
+                "flips_at_k": sampled(instances),  # K > 1: excesses (report/flip_words.py)
             }
         )
     return pl.DataFrame(rows).sort("model", "subtype")
@@ -186,8 +188,7 @@ def _headers(frame: pl.DataFrame, first: str) -> tuple[list[str], list[str]]:
         "answers in",
         "right (en)",
         "right (variant)",
-        "flip right→wrong",
-        "flip wrong→right",
+        *flip_headers("flips_at_k" in frame.columns and bool(frame["flips_at_k"].any())),
         "judged",
     ]
     return headers, axes

@@ -70,3 +70,12 @@ def test_the_card_labels_its_flip_columns_by_the_runs_k(tmp_path: Path) -> None:
         assert headers[-2:] == list(BEYOND if at_k else SHARES)
         assert notes == ([AT_K] if at_k else [])
         assert rows[0][-2].startswith("-0.12")
+
+
+def test_the_language_tables_flip_columns_say_which() -> None:
+    from sago_core.report.language_section import _headers
+
+    for at_k in (False, True):
+        headers, _ = _headers(pl.DataFrame({"flips_at_k": [at_k]}), "language")
+        assert headers[-3:-1] == list(BEYOND if at_k else SHARES)
+    assert _headers(pl.DataFrame({"model": ["m"]}), "language")[0][-3:-1] == list(SHARES)
