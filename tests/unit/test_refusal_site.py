@@ -70,3 +70,14 @@ def test_without_the_flag_the_copy_is_whole(tmp_path: Path) -> None:
 def test_unreadable_answers_leave_the_report_out(tmp_path: Path) -> None:
     _, copy = _site(tmp_path, redact=True, generations=False)
     assert not copy.exists()
+
+
+def test_the_site_command_takes_the_flag(tmp_path: Path) -> None:
+    from sago_cli.main import main
+
+    root = tmp_path / "runs"
+    folder = _run(root, "safety", {"mock:a": ("sha256:a", {})}, CONFIG)
+    (folder / "report.html").write_text(_page(folder), encoding="utf-8")
+    assert main(["site", str(root), "--redact-unsafe"]) == 0
+    copy = root / "site" / paths.run_report("safety")
+    assert " ".join(LONG.split())[:24] not in copy.read_text(encoding="utf-8")
