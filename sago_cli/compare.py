@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from sago_cli import train_transfer
 from sago_cli.common import check_finished_run, run_folder, suffixed
 from sago_core.errors import ConfigError
 
@@ -63,9 +64,12 @@ def add_parser(commands: Any) -> None:
         help="refuse runs whose answers for a model come from different served-model "
         "identities (API model name or system_fingerprint; default: compare and mark them)",
     )
+    train_transfer.add_arguments(compare)
 
 
 def command(args: argparse.Namespace) -> int:
+    if args.transfer:
+        return train_transfer.transfer_command(args)
     if args.out is not None:  # the format follows the mode: refuse a name that says otherwise
         wanted = ".parquet" if args.paired else ".html"
         if args.out.suffix.lower() != wanted:

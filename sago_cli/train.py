@@ -66,13 +66,20 @@ def add_parser(commands: Any) -> None:
         "--sft-weight", type=float, default=fields["sft_weight"].default,
         help="consistency: the weight of the SFT loss added to the divergence",
     )  # fmt: skip
-    train.add_argument("--dpo-beta", type=float, default=fields["dpo_beta"].default)
-    train.add_argument("--steps", type=int, default=fields["steps"].default)
-    train.add_argument("--batch-size", type=int, default=fields["batch_size"].default)
-    train.add_argument("--learning-rate", type=float, default=fields["learning_rate"].default)
-    train.add_argument("--lora-r", type=int, default=fields["lora_r"].default)
-    train.add_argument("--lora-alpha", type=int, default=fields["lora_alpha"].default)
-    train.add_argument("--lora-dropout", type=float, default=fields["lora_dropout"].default)
+    helps = {
+        "dpo_beta": "dpo: beta, the preference margin's scale (higher: nearer the base)",
+        "steps": "optimizer steps, one batch each",
+        "batch_size": "examples per step",
+        "learning_rate": "AdamW's learning rate (constant)",
+        "lora_r": "the rank of each LoRA adapter",
+        "lora_alpha": "LoRA's scale numerator (the update is scaled by alpha / r)",
+        "lora_dropout": "dropout on the adapters' input (0: none)",
+    }
+    for name, text in helps.items():
+        kind = int if fields[name].annotation is int else float
+        train.add_argument(
+            "--" + name.replace("_", "-"), type=kind, default=fields[name].default, help=text
+        )
     train.add_argument(
         "--target-modules", type=csv_list, default=list(DEFAULT_TARGET_MODULES),
         metavar="A,B", help="the linear modules that get adapters",
@@ -81,8 +88,14 @@ def add_parser(commands: Any) -> None:
         "--max-length", type=int, default=fields["max_length"].default,
         help="prompt + answer tokens (longer examples are cut)",
     )  # fmt: skip
-    train.add_argument("--seed", type=int, default=fields["seed"].default)
-    train.add_argument("--checkpoint-every", type=int, default=fields["checkpoint_every"].default)
+    train.add_argument(
+        "--seed", type=int, default=fields["seed"].default,
+        help="the adapters' initial draw and the order of the examples",
+    )  # fmt: skip
+    train.add_argument(
+        "--checkpoint-every", type=int, default=fields["checkpoint_every"].default,
+        help="steps between checkpoints (the last step always writes one)",
+    )  # fmt: skip
     train.add_argument(
         "--runs-dir", type=Path, default=Path("runs"),
         help="its .cache holds the embedded model's float weights; its .prefect Prefect's home",

@@ -112,3 +112,32 @@ def model_card(record: dict[str, Any]) -> str:
             "",
         ]
     )
+
+
+TRANSFER_HEADING = "## Transfer report"
+
+
+def training_folder(model_spec: str) -> Path | None:
+    """The ``sago train`` folder whose merged model ``model_spec`` (``hf:<out>/model``)
+    evaluates, or None for any other model."""
+    _, _, where = model_spec.partition(":")
+    folder = Path(where).expanduser().parent
+    if Path(where).name != MODEL_DIR or not (folder / PROVENANCE_FILE).is_file():
+        return None
+    return folder
+
+
+def training_data(folder: Path) -> Path:
+    """The export folder a training read (its provenance says)."""
+    record = json.loads((folder / PROVENANCE_FILE).read_text(encoding="utf-8"))
+    return Path(record["data"])
+
+
+def add_transfer_to_card(folder: Path, report: str) -> Path:
+    """The checkpoint's card with the transfer report as its last section (replacing an
+    earlier one)."""
+    card = folder / CARD_FILE
+    text = card.read_text(encoding="utf-8") if card.is_file() else ""
+    text = text.split(TRANSFER_HEADING, 1)[0].rstrip("\n")
+    body = report.split("\n", 1)[1] if report.startswith("# ") else report
+    return write_text(f"{text}\n\n{TRANSFER_HEADING}\n{body}", card)

@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from sago_core.artifacts.layout import DELTAS_FILE, INSTANCES_FILE
+from sago_core.artifacts.schemas import Schema, conform
 from sago_core.errors import ConfigError, InputError
 from sago_core.report.paired_runs import check_designs, check_prompt_texts, read_run_config
 from sago_core.scoring.prompt_scores import score_prompts
@@ -41,6 +42,24 @@ TRAINED = "trained"
 IN_SAMPLE = "in-sample"
 DEFAULT_CORRECTNESS_MARGIN = 0.05  # a share of prompts answered correctly
 _KEY = ["dataset", "prompt_id"]
+# transfer.parquet (sago compare --transfer): one row per cell and axis.
+TRANSFER: Schema = {
+    "families": pl.String,  # trained / held_out
+    "prompts": pl.String,  # train / held_out
+    "datasets": pl.String,  # train / held_out
+    "axis": pl.String,
+    "n": pl.Int64,  # prompts with s on both sides
+    "mean_diff": pl.Float64,  # mean over prompts of s_after - s_before
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_paired_t": pl.Float64,
+    "p_tost": pl.Float64,
+    "ci_missing_reason": pl.String,
+    "p_holm": pl.Float64,
+    "p_tost_holm": pl.Float64,
+    "verdict": pl.String,  # statistics.paired.VERDICTS, null without a test
+    "transfers": pl.String,  # yes / no / undecided / in-sample
+}
 
 
 def _one_model(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
@@ -170,7 +189,7 @@ def transfer_table(
         row["verdict"] = verdict(row["mean_diff"], p_t, p_tost)
         where = (row["families"], row["prompts"], row["datasets"])
         row["transfers"] = _criterion(where, row["verdict"])
-    return pl.DataFrame(rows, infer_schema_length=None)
+    return conform(pl.DataFrame(rows, infer_schema_length=None), TRANSFER)
 
 
 def _base_correct(run: Path) -> pl.DataFrame:

@@ -154,3 +154,47 @@ def test_runs_of_different_designs_are_refused(runs: tuple[Path, Path], tmp_path
     write_parquet(deltas, fewer / "deltas.parquet", DELTAS)
     with pytest.raises(InputError, match=r"measured different variants \(e.g. facts/f3/"):
         check_transfer_design(before, fewer)
+
+
+def _finished(run: Path) -> None:
+    """The files a finished run holds besides the ones --transfer reads (empty here)."""
+    for name in ("summary", "scores", "variants", "generations"):
+        (run / f"{name}.parquet").write_bytes(b"")
+    (run / "manifest.json").write_text("{}", encoding="utf-8")
+
+
+def test_sago_compare_transfer_reads_the_trained_models_split_and_fills_its_card(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The second run evaluates hf:<training folder>/model: the split is the one of the data
+    that training read (its training.json says where), and the report joins its card."""
+    from sago_cli.main import main
+    from sago_core.artifacts.store import write_json
+
+    data = tmp_path / "export"
+    write_json(SPLIT.records(), data / "split.json")
+    trained = tmp_path / "trained"
+    write_json({"data": str(data)}, trained / "training.json")
+    (trained / "README.md").write_text("# LoRA consistency fine-tune\n", encoding="utf-8")
+    before = _run(tmp_path / "before", "hf:base", False, BEFORE_CORRECT)
+    after = _run(tmp_path / "after", f"hf:{trained / 'model'}", True, AFTER_CORRECT)
+    for run in (before, after):
+        _finished(run)
+    out = tmp_path / "transfer.parquet"
+    assert main(["compare", "--transfer", str(before), str(after), "--out", str(out)]) == 0
+    table = pl.read_parquet(out)
+    assert table.height == 48
+    assert _cell(table, "trained", "train", "held_out")["transfers"] == "yes"
+    report = (tmp_path / "transfer.md").read_text(encoding="utf-8")
+    assert "| trained | train | held_out | bleu | 2 | -0.3000 |" in report
+    card = (trained / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("# LoRA consistency fine-tune\n\n## Transfer report\n")
+    assert "| trained | train | held_out | bleu | 2 | -0.3000 |" in card
+    # again: the section is replaced, not repeated
+    assert main(["compare", "--transfer", str(before), str(after), "--out", str(out)]) == 0
+    assert (trained / "README.md").read_text(encoding="utf-8").count("## Transfer report") == 1
+    capsys.readouterr()
+    other = _run(tmp_path / "other", "hf:other", True, AFTER_CORRECT)
+    _finished(other)
+    assert main(["compare", "--transfer", str(before), str(other)]) == 2
+    assert "name the training's split with --split DATA/split.json" in capsys.readouterr().err
