@@ -18,8 +18,7 @@ from sago_core.progress import each
 from sago_core.site import paths
 from sago_core.site.collect import Site, read_site
 from sago_core.site.pages import compare_page, index_page, leaderboard_page, run_page, runs_page
-from sago_core.site.redact import harmful_answers, redact_page
-from sago_core.storage import attached
+from sago_core.site.redact import harmful_answers, left_out_page, redact_page
 
 _BODY = re.compile(rb"<body[^>]*>", re.IGNORECASE)
 
@@ -68,9 +67,10 @@ def _copies(site: Site, out: Path, redact_unsafe: bool = False) -> None:
             (CARD_HTML_FILE, paths.run_card(run.run_id)),
         ):
             source = run.folder / name
-            if unsafe is None:  # its harmful answers cannot be told apart (redact.py)
-                attached.remove(out / relative)  # nor an earlier unredacted copy kept
-            elif source.is_file():
+            if unsafe is None and source.is_file():  # harmful answers not told apart
+                bar = back_bar(relative, run.run_id)  # a note in its place, links kept
+                _write(out, relative, with_back_bar(left_out_page(name), bar))
+            elif unsafe is not None and source.is_file():
                 bar = back_bar(relative, run.run_id)
                 page = redact_page(source.read_bytes(), unsafe)
                 _write(out, relative, with_back_bar(page, bar))

@@ -15,8 +15,8 @@ replaced by ``REDACTED`` wherever the report and card put one:
   element's text, so a short word ("Sure.") elsewhere in the page is left alone.
 
 The prompts themselves stay (they are the benchmark's public text). A run with harmful
-prompts whose answers cannot be read (no generations.parquet) has its report and card left
-out of the site rather than copied unredacted (``None``).
+prompts whose answers cannot be read (no generations.parquet) has its report and card
+replaced by a page saying so (``left_out_page``) rather than copied unredacted.
 """
 
 from __future__ import annotations
@@ -106,3 +106,14 @@ def redact_page(page: bytes, answers: frozenset[str]) -> bytes:
     for pattern in _quotes(answers | flat_answers):
         text = pattern.sub(html.escape(REDACTED), text)
     return text.encode("utf-8")
+
+
+def left_out_page(name: str) -> bytes:
+    """What stands in the site for a run's ``name`` (report or card) when its answers to
+    harmful requests cannot be told apart."""
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>left out</title></head>"
+        f"<body><p>This run's {html.escape(name)} is left out of this site: it holds answers "
+        "to harmful requests, and without the run's generations.parquet they cannot be told "
+        "apart from the others (sago site --redact-unsafe).</p></body></html>"
+    ).encode()
