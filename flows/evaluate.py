@@ -9,8 +9,9 @@ from typing import Any
 import polars as pl
 from prefect import flow
 
+from flows.budgeted import budgeted_models
 from flows.locate import locate_run, patch_model
-from flows.runtime.dispatch import dispatch_shards
+from flows.runtime.dispatch import dispatch_shards, shard_workers
 from flows.runtime.monitor import RunMonitor
 from flows.runtime.object_store import attach_runs_store
 from flows.runtime.stage_runner import StageRunner
@@ -19,11 +20,13 @@ from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.axes.judge import JUDGE_CALL_FAILED
 from sago_core.backends.target import ModelTarget
+from sago_core.budget import BUDGET_WITH_SAMPLES
 from sago_core.config import RunConfig
 from sago_core.errors import ConfigError
 from sago_core.scoring.encoder import settings_encoder
 from sago_core.stages.shards import Shard, read_shards
 from sago_core.sweep import is_sweep
+from tasks.budget import budget_scores_task
 from tasks.insights import (
     axis_pca_task,
     axis_structure_task,
@@ -39,7 +42,7 @@ from tasks.metrics import (
     summarize_task,
 )
 from tasks.mirroring import detect_mirroring_task
-from tasks.peer_metrics import peer_metrics_task
+from tasks.peer_metrics import peer_metrics_task, posix_matrix_paths
 from tasks.prepare import (
     build_variants_task,
     filter_variants_task,
@@ -49,6 +52,7 @@ from tasks.prepare import (
     translate_prompts_task,
 )
 from tasks.provenance import provenance, resolve_inputs_task, targets_of, write_manifest_task
+from tasks.refusal import refusal_task
 from tasks.report import render_report_task
 from tasks.sampling import excess_deltas_task, sampling_tests_task, variance_components_task
 
@@ -99,10 +103,14 @@ def evaluate_model(
     shards: list[Shard],
     monitor: RunMonitor,
     prompts: str | None = None,
+    where: Path | None = None,
 ) -> dict[str, str]:
     """One model's shards, assembled, then its per-model stages; at K > 1 samples
-    (``generation.samples``, needs ``prompts``) its deltas are the excesses'."""
+    (``generation.samples``, needs ``prompts``) its deltas are the excesses'. ``where``:
+    the folder of its assembled artifacts (default the model's folder; a budgeted run's
+    round has its own)."""
     layout, model = stage.layout, target.spec
+    out = where or layout.model_dir(model)
     dispatch_shards(stage, config, target, shards, monitor.shard_finished, shard_work())
 
     def assemble(name: str) -> str:
@@ -112,15 +120,16 @@ def evaluate_model(
             name=name,
             schema_name=name.upper(),
             part_paths=[str(layout.shard_artifact(model, s.label, name)) for s in shards],
-            out_dir=str(layout.model_dir(model)),
+            out_dir=str(out),
         )
 
     generations, analysis = assemble("generations"), assemble("analysis")
-    scored = score_model(stage, config, model, generations, analysis, judge)
+    matrix = {"posix_matrix": assemble("posix_matrix")} if config.posix_matrix else {}
+    scored = score_model(stage, config, model, generations, analysis, judge, out)
     if config.generation.draws_samples and prompts is not None:
         samples = {"samples": assemble("samples"), "sample_analysis": assemble("sample_analysis")}
         scored = {**scored, **sample_model(stage, config, model, scored, samples, prompts, judge)}
-    return {**scored, **patch_model(stage, config, target, generations, analysis)}
+    return {**scored, **matrix, **patch_model(stage, config, target, generations, analysis)}
 
 
 def sample_model(
@@ -162,11 +171,12 @@ def score_model(
     generations: str,
     analysis: str,
     judge: ModelTarget | None,
+    where: Path | None = None,
 ) -> dict[str, str]:
     """The per-model stages after generation (pair scores, mirroring, deltas); ``sago run``
     and ``sago score`` share them. Returns the model's artifact paths by name."""
     layout = stage.layout
-    out = str(layout.model_dir(model))
+    out = str(where or layout.model_dir(model))
     pairs = stage(
         score_pairs_task,
         model=model,
@@ -204,6 +214,8 @@ def evaluate(config: RunConfig) -> str:
             "generation.temperatures makes a temperature sweep, one run per temperature: "
             "run it with `sago run`, or give this flow one temperature"
         )
+    if config.budget is not None and config.generation.samples > 1:
+        raise ConfigError(BUDGET_WITH_SAMPLES)
     attach_runs_store(config.runs_store, config.runs_dir)  # a runs folder on a store
     layout = layout_of(config)
     run_dir = layout.run_dir
@@ -252,20 +264,27 @@ def evaluate(config: RunConfig) -> str:
         bertscore=config.bertscore,
         out_dir=out,
     )
-    plan = stage(
-        plan_shards_task,
-        prompts_path=prompts,
-        variants_path=variants,
-        shard_size=config.orchestration.shard_size,
-        out_dir=str(layout.shards),
-    )
-    shards = read_shards(plan)
-    monitor = RunMonitor(config.resolved_run_id(), len(shards) * len(config.models))
-    per_model = [
-        evaluate_model(stage, config, target, targets.judge, shards, monitor, prompts)
-        for target in targets.models.values()
-    ]
-    summary, report = finish_run(stage, config, inputs, prompts, variants, per_model)
+    if config.budget is not None:  # the grid's cells in rounds, until the verdicts are known
+        per_model, budget, monitor = budgeted_models(
+            stage, config, list(targets.models.values()), targets.judge, prompts, variants
+        )
+    else:
+        plan = stage(
+            plan_shards_task,
+            prompts_path=prompts,
+            variants_path=variants,
+            shard_size=config.orchestration.shard_size,
+            out_dir=str(layout.shards),
+            workers=shard_workers(config.orchestration),
+        )
+        shards = read_shards(plan)
+        monitor = RunMonitor(config.resolved_run_id(), len(shards) * len(config.models))
+        per_model = [
+            evaluate_model(stage, config, target, targets.judge, shards, monitor, prompts)
+            for target in targets.models.values()
+        ]
+        budget = {}
+    summary, report = finish_run(stage, config, inputs, prompts, variants, per_model, budget)
     monitor.finish(summary, Path(report))
     return out
 
@@ -302,10 +321,13 @@ def finish_run(
     prompts: str,
     variants: str,
     per_model: list[dict[str, str]],
+    budget: dict[str, str] | None = None,
 ) -> tuple[str, str]:
     """The run-level tail that ``sago run`` and ``sago score`` share: assemble the models'
     generations and deltas, then scores -> summary -> summary.md -> report -> manifest.
-    ``per_model``: what ``score_model`` returned per model. Returns (summary, report)."""
+    ``per_model``: what ``score_model`` returned per model; ``budget``: a budgeted run's
+    artifacts (flows/budgeted.py), whose per-prompt scores are the design's. Returns
+    (summary, report)."""
     run_dir = stage.layout.run_dir
     out = str(run_dir)
     generations = stage(
@@ -315,6 +337,7 @@ def finish_run(
         part_paths=[m["generations"] for m in per_model],
         out_dir=out,
     )
+    stage(refusal_task, prompts_path=prompts, generations_path=generations, out_dir=out)
     deltas = stage(
         assemble_task,
         name="deltas",
@@ -322,7 +345,16 @@ def finish_run(
         part_paths=[m["deltas"] for m in per_model],
         out_dir=out,
     )
-    scores = stage(score_prompts_task, deltas_path=deltas, out_dir=out)
+    scores = (
+        stage(
+            budget_scores_task,
+            deltas_path=deltas,
+            budget_prompts_path=budget["budget_prompts_path"],
+            out_dir=out,
+        )
+        if budget
+        else stage(score_prompts_task, deltas_path=deltas, out_dir=out)
+    )
     summary = stage(
         summarize_task,
         scores_path=scores,
@@ -353,6 +385,7 @@ def finish_run(
         analysis_paths=[m["analysis"] for m in per_model],
         out_dir=out,
         **sample_analysis(per_model),
+        **posix_matrix_paths(per_model),
     )
     located = locate_run(stage, config, generations, per_model)
     sampled = sample_run(stage, per_model)

@@ -23,7 +23,7 @@ from typing import Any
 from flows.runtime.stopping import Server, Stopper, stop_on_signals
 from sago_cli.common import configure_environment, csv_list, hub_models, preflight
 from sago_core.artifacts.layout import REPORT_FILE, SUMMARY_MD_FILE, RunLayout
-from sago_core.budget import BUDGET_NOT_WIRED
+from sago_core.budget import BUDGET_WITH_SAMPLES
 from sago_core.config import (
     BUILTIN_DATASET,
     DATASET_NAMES,
@@ -103,7 +103,8 @@ def add_parser(commands: Any) -> None:
         "--budget",
         type=float,
         metavar="FRACTION",
-        help="budgeted run (issue 40): ask for this share of the grid's cells, in (0, 1]",
+        help="budgeted run: ask for at most this share of the grid's cells, in (0, 1], in "
+        "rounds that stop once the verdicts are known",
     )
     run.add_argument(
         "--dry-run",
@@ -126,8 +127,8 @@ def preset_defaults(key: str) -> str:
 
 def command(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    if config.budget is not None and not args.dry_run:
-        raise ConfigError(BUDGET_NOT_WIRED)
+    if config.budget is not None and config.generation.samples > 1:
+        raise ConfigError(BUDGET_WITH_SAMPLES)
     return dry_run_command(config) if args.dry_run else run_command(config)
 
 

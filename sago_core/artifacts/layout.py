@@ -60,6 +60,12 @@ TRANSLATED_CANDIDATES_FILE = "translated_candidates.parquet"  # machine translat
 PAIRS_FILE = "pairs.parquet"
 MIRRORING_FILE = "mirroring.parquet"
 DELTAS_FILE = "deltas.parquet"
+# A budgeted run: its record (rounds, stop), its cells with their inclusion probabilities,
+# the design-based per-prompt scores and the estimates with their design intervals.
+BUDGET_FILE = "budget.json"
+BUDGET_CELLS_FILE = "budget_cells.parquet"
+BUDGET_PROMPTS_FILE = "budget_prompts.parquet"
+BUDGET_ESTIMATES_FILE = "budget_estimates.parquet"
 SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.parquet"
 SUMMARY_MD_FILE = "summary.md"

@@ -112,6 +112,23 @@ SAMPLE_ANALYSIS: Schema = {
     "missing_reason": pl.String,
 }
 
+# POSIX's full matrix (``RunConfig.posix_matrix``, off by default; stages/posix_matrix.py):
+# one row per (instance, prompt text x_i, answer y_j) over the instance's prompt texts
+# (capped): log P(y_j | x_i), y_j being the answer the model gave to prompt text j.
+POSIX_MATRIX: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "prompt_variant_id": pl.String,  # x_i: the prompt text the answer is scored under
+    "prompt_family": pl.String,
+    "answer_variant_id": pl.String,  # y_j: whose answer is scored
+    "answer_family": pl.String,
+    "logprob": pl.Float64,  # log P(y_j | x_i), summed over y_j's tokens
+    "n_response_tokens": pl.Int32,  # L_{y_j}
+    "n_prompts": pl.Int32,  # the instance's prompt texts with an answer, before the cap
+    "missing_reason": pl.String,
+}
+
 # Sampling (issue 27) at K > 1: one row per (model, prompt, variant, axis) of the sampled
 # axes (sampling/axis_tests.py). ``excess`` is in the axis's normalised units (delta_norm's):
 # text axes E = D - (W_base + W_variant) / 2 of d = 1 - similarity / R; mr the share of
@@ -226,6 +243,44 @@ SCORES: Schema = {
     "n_variants": pl.Int32,
     "missing_reason": pl.String,
     "floor": pl.Float64,  # |delta_norm| of this prompt's replay (noise floor); null if none
+}
+
+# A budgeted run (sago_core/budget/): every cell of the grid, whether and in which round it
+# was asked, and its inclusion probability under the final counts (0 when not asked).
+BUDGET_CELLS: Schema = {
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "variant_id": pl.String,
+    "asked": pl.Boolean,
+    "round": pl.Int32,  # the round that first asked it; null when never asked
+    "inclusion_probability": pl.Float64,
+}
+
+# Per (model, prompt, axis): the design-based mean square and the corrected root (``s``, the
+# score scores.parquet carries in a budgeted run) with their design variances.
+BUDGET_PROMPTS: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "prompt_id": pl.String,
+    "axis": pl.String,
+    "s": pl.Float64,
+    "s_var": pl.Float64,
+    "root": pl.Float64,
+    "ms": pl.Float64,
+    "ms_var": pl.Float64,
+}
+
+# Per (model, dataset or pooled, axis): the estimate of the full grid's SGS, its design
+# variance and 95% half-width; the target half-width where one was set.
+BUDGET_ESTIMATES: Schema = {
+    "model": pl.String,
+    "dataset": pl.String,
+    "axis": pl.String,
+    "sgs": pl.Float64,
+    "variance": pl.Float64,
+    "half_width": pl.Float64,
+    "prompts": pl.Int32,
+    "target": pl.Float64,
 }
 
 SUMMARY: Schema = {

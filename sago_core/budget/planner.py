@@ -129,6 +129,7 @@ class PlannedDesign:
     score: float  # the worst axis' half-width over its target (smaller is better)
     samples: int = 1  # K, answers per prompt text
     level: Level | None = None  # the design's strata (``plan``)
+    no_event: dict[str, float] | None = None  # per axis, ``no_event_share`` (``plan``)
 
 
 def best_designs(
@@ -183,6 +184,8 @@ class Pilot:
     variants: int  # the grid's variants per prompt (the largest over datasets, rounded)
     samples: int = 1
     sample_share: Mapping[str, float] | None = None
+    # per axis: each prompt's measured cells and, of them, the cells with a non-zero delta
+    events: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None
 
     def generations(self) -> int:
         """The full run's generations: every prompt's variants, base and replay, x K."""
@@ -206,7 +209,30 @@ def pilot_from_grid(
         minimum[level] = int(per_dataset.max())
     first = next(iter(components[LEVELS[0]].values()))
     variants = round(max(c.variants for c in first))
-    return Pilot(components, minimum, variants, samples, sample_share)
+    codes = index_grid(gv.grid, LEVELS[0]).prompt_code
+    events = {}
+    for a, axis in enumerate(gv.axes):
+        seen = np.isfinite(gv.values[:, a])
+        measured = np.bincount(codes, weights=seen)
+        nonzero = np.bincount(codes, weights=seen & (np.nan_to_num(gv.values[:, a]) != 0))
+        events[axis] = (measured, nonzero)
+    return Pilot(components, minimum, variants, samples, sample_share, events)
+
+
+def no_event_share(measured: np.ndarray, nonzero: np.ndarray, variants: int) -> float:
+    """Among the prompts with a non-zero delta, the expected share whose ``variants`` cells
+    (a simple random sample of the prompt's measured cells) are all 0: for a 0/1-like axis
+    (MR, and BLEU at T = 0) such a prompt's root is 0 with a stated variance of 0, the
+    estimate is biased low and its interval too narrow (docs/guide/budget.md, Validation).
+    Hypergeometric: prod_{t < m} (V - k - t) / (V - t)."""
+    shares = []
+    for v, k in zip(measured, nonzero, strict=True):
+        if k <= 0:
+            continue
+        m = min(variants, int(v))
+        t = np.arange(m)
+        shares.append(float(np.prod(np.clip((v - k - t) / (v - t), 0.0, 1.0))))
+    return float(np.mean(shares)) if shares else 0.0
 
 
 def level_for(pilot: Pilot, variants: int) -> Level | None:
@@ -268,7 +294,11 @@ def plan(
                 if not target or a in target
             ]
             cost = n * datasets * (m + PROMPT_OVERHEAD) * k
-            found.append(PlannedDesign(n, m, cost, widths, max(ratios), k, level))
+            empty = {
+                axis: no_event_share(measured, nonzero, m)
+                for axis, (measured, nonzero) in (pilot.events or {}).items()
+            }
+            found.append(PlannedDesign(n, m, cost, widths, max(ratios), k, level, empty))
     return sorted(found, key=lambda d: (d.score, d.generations))[:top]
 
 

@@ -161,6 +161,7 @@ class BudgetResult:
     observed: np.ndarray  # mask over the grid's cells
     stop_reason: str
     budget_cells: int
+    values: np.ndarray | None = None  # cells x axes as measured (NaN: not asked or missing)
 
     @property
     def cells(self) -> int:
@@ -264,8 +265,11 @@ def run_budgeted(
             state.met = axis in target and width is not None and width <= target[axis]
             _decide(state, per_prompt.s, tolerances[axis], levels[k - 1], k)
         records.append(RoundRecord(k, int(observed.sum()), counts.copy(), widths, estimates))
+        # an axis nothing measured (a model without hidden states has no Act) is not watched
         done = all(
-            states[a].met or all(v.decision is not None for v in states[a].verdicts.values())
+            states[a].met
+            or states[a].estimate is None
+            or all(v.decision is not None for v in states[a].verdicts.values())
             for a in watched
         )
         if done:
@@ -274,7 +278,7 @@ def run_budgeted(
         if k == rounds:
             break
         weight = _weights(layout, values, observed, axes, states, target, prompts)
-    return BudgetResult(records, states, prompts, observed, reason, int(totals[-1]))
+    return BudgetResult(records, states, prompts, observed, reason, int(totals[-1]), values)
 
 
 def _shares(layout: Layout) -> np.ndarray:

@@ -1,0 +1,190 @@
+"""What a budgeted run leaves beside its usual artifacts (run folder): ``budget.json`` (the
+rounds, the cells asked, why it stopped, the verdicts), ``budget_cells.parquet`` (every
+cell of the grid, the round that asked it and its inclusion probability),
+``budget_prompts.parquet`` (the design-based per-prompt scores) and
+``budget_estimates.parquet`` (each model, dataset and axis: the estimate of the full grid's
+SGS with its design interval)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from sago_core.artifacts.layout import (
+    BUDGET_CELLS_FILE,
+    BUDGET_ESTIMATES_FILE,
+    BUDGET_FILE,
+    BUDGET_PROMPTS_FILE,
+)
+from sago_core.artifacts.schemas import BUDGET_CELLS, BUDGET_ESTIMATES, BUDGET_PROMPTS
+from sago_core.artifacts.store import write_json, write_parquet
+from sago_core.budget.design import inclusion_probability, select_cells
+from sago_core.budget.estimate import Z95, dataset_estimate, pooled_estimate
+from sago_core.budget.rounds import BudgetedDesign, column_name
+from sago_core.budget.sequential import BudgetResult
+from sago_core.vocabulary import POOLED
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def cells_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFrame:
+    first = np.zeros(len(design.cells.ids), dtype=np.int32)
+    for record in reversed(result.rounds):
+        first[select_cells(design.design, record.counts)] = record.round
+    pi = inclusion_probability(design.design, result.rounds[-1].counts)
+    return design.cells.frame().with_columns(
+        pl.Series("asked", result.observed),
+        pl.Series("round", np.where(result.observed, first, 0)).replace(0, None),
+        pl.Series("inclusion_probability", np.where(result.observed, pi, 0.0)),
+    )
+
+
+def prompts_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFrame:
+    layout = design.design.layout
+    rows = []
+    for model, axis in design.columns:
+        estimates = result.prompts.get(column_name(model, axis))
+        if estimates is None:
+            continue
+        for i, (dataset, prompt) in enumerate(layout.prompts):
+            if not np.isfinite(estimates.ms[i]):
+                continue
+            rows.append(
+                {
+                    "model": model,
+                    "dataset": dataset,
+                    "prompt_id": prompt,
+                    "axis": axis,
+                    "s": _number(estimates.s[i]),
+                    "s_var": _number(estimates.s_var[i]),
+                    "root": _number(estimates.root[i]),
+                    "ms": _number(estimates.ms[i]),
+                    "ms_var": _number(estimates.ms_var[i]),
+                }
+            )
+    return pl.DataFrame(rows, schema=BUDGET_PROMPTS)
+
+
+def estimates_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFrame:
+    layout = design.design.layout
+    population = layout.prompts_per_dataset
+    rows = []
+    for model, axis in design.columns:
+        name = column_name(model, axis)
+        estimates = result.prompts.get(name)
+        if estimates is None:
+            continue
+        target = design.target.get(name)
+        per_dataset = []
+        for j, dataset in enumerate(layout.datasets):
+            members = layout.prompt_dataset == j
+            estimate = dataset_estimate(
+                estimates.s[members],
+                estimates.s_var[members],
+                int(design.design.sampled_prompts[j]),
+                int(population[j]),
+            )
+            per_dataset.append(estimate)
+            if estimate is not None:
+                rows.append((model, dataset, axis, estimate, target))
+        pooled = pooled_estimate(per_dataset)
+        if pooled is not None:
+            rows.append((model, POOLED, axis, pooled, target))
+    return pl.DataFrame(
+        [
+            {
+                "model": m,
+                "dataset": d,
+                "axis": a,
+                "sgs": e.value,
+                "variance": e.variance,
+                "half_width": e.half_width(Z95),
+                "prompts": e.prompts,
+                "target": t,
+            }
+            for m, d, a, e, t in rows
+        ],
+        schema=BUDGET_ESTIMATES,
+    )
+
+
+def budget_summary(result: BudgetResult, design: BudgetedDesign) -> dict[str, Any]:
+    """budget.json: the run's budget line and what each round did."""
+    schedule = design.schedule
+    layout = design.design.layout
+    unmet = [
+        name
+        for name, state in result.axes.items()
+        if name in design.target and state.estimate is not None and not state.met
+    ]
+    return {
+        "cells": result.cells,
+        "budget_cells": schedule.budget,
+        "full_cells": schedule.full,
+        "share": result.cells / schedule.full if schedule.full else None,
+        "rounds_run": len(result.rounds),
+        "rounds_planned": schedule.rounds,
+        "stop_reason": result.stop_reason,
+        "targets_unmet": unmet,
+        "target": dict(design.settings.target),
+        "level": layout.level,
+        "prompts_sampled": int(sum(schedule.prompts)),
+        "prompts": len(layout.prompts),
+        "seed": design.design.seed,
+        "alpha_spending": "Haybittle-Peto (interim looks at one-sided z = 3)",
+        "rounds": [
+            {
+                "round": r.round,
+                "cells": r.cells,
+                "half_widths": {k: _number(v) for k, v in r.half_widths.items()},
+                "estimates": {k: _number(v) for k, v in r.estimates.items()},
+            }
+            for r in result.rounds
+        ],
+        "verdicts": {
+            name: {f"{eps:g}": v.decision for eps, v in state.verdicts.items()}
+            for name, state in result.axes.items()
+        },
+    }
+
+
+def write_budget(result: BudgetResult, design: BudgetedDesign, run_dir: Path) -> dict[str, str]:
+    """The four files; their paths by the names the later stages take them as."""
+    return {
+        "budget_path": str(write_json(budget_summary(result, design), run_dir / BUDGET_FILE)),
+        "budget_cells_path": str(
+            write_parquet(cells_frame(result, design), run_dir / BUDGET_CELLS_FILE, BUDGET_CELLS)
+        ),
+        "budget_prompts_path": str(
+            write_parquet(
+                prompts_frame(result, design), run_dir / BUDGET_PROMPTS_FILE, BUDGET_PROMPTS
+            )
+        ),
+        "budget_estimates_path": str(
+            write_parquet(
+                estimates_frame(result, design),
+                run_dir / BUDGET_ESTIMATES_FILE,
+                BUDGET_ESTIMATES,
+            )
+        ),
+    }
+
+
+def budget_line(record: dict[str, Any]) -> str:
+    """ "budgeted: 1,604 of 7,968 cells (20%), stopped after round 3: every target met"."""
+    share = record["share"] or 0.0
+    if record["targets_unmet"]:
+        why = "target not met for " + ", ".join(record["targets_unmet"])
+    elif record["stop_reason"].startswith("every"):
+        why = "every target met or verdict decided"
+    else:
+        why = "the budget was spent"
+    return (
+        f"budgeted: {record['cells']:,} of {record['full_cells']:,} cells ({share:.0%}), "
+        f"stopped after round {record['rounds_run']} of {record['rounds_planned']}: {why}"
+    )
