@@ -7,5 +7,9 @@ prompt's language, with the prompt's kind;
 and variant, beyond the base's own flip rate, and their rates per family, subtype and
 strength with intervals over prompts, harmful and harmless prompts kept apart;
 ``best_of_n``: P(at least one of N variants breaches) as N grows, its power-law fit and
-the N at which half the harmful prompts are breached.
+the N at which half the harmful prompts are breached;
+``paired``: two releases' failure rates on the same prompts, with TOST and a verdict.
+
+A run's tables are written by ``stages/refusal.py``; the report's section is
+``report/refusal.py``, the card's rows ``report/card_refusal.py``.
 """
