@@ -48,13 +48,12 @@ def load_prompts_task(config: RunConfig, prompt_source_digest: str, out_dir: str
 
 
 @stage_task("plan-shards")
-def plan_shards_task(prompts_path: str, variants_path: str, shard_size: int, out_dir: str) -> str:
-    """Each shard's own input files and ``shards.json`` listing them."""
-    return str(
-        write_shards(
-            read_parquet(prompts_path), read_parquet(variants_path), shard_size, Path(out_dir)
-        )
-    )
+def plan_shards_task(
+    prompts_path: str, variants_path: str, shard_size: int, out_dir: str, workers: int = 1
+) -> str:
+    """Each shard's own input files and ``shards.json`` listing them, cut for ``workers``."""
+    prompts, variants = read_parquet(prompts_path), read_parquet(variants_path)
+    return str(write_shards(prompts, variants, shard_size, Path(out_dir), workers))
 
 
 @stage_task("build-variants")

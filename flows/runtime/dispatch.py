@@ -1,7 +1,14 @@
 """Where a model's shards run: in this process (one device), in one local worker process per
 device group (several devices, no server needed), or as `sago-shard` deployment runs (one
 work queue per device, served by workers anywhere). What runs is handed down by the flow
-(``ShardWork``): nothing here knows a stage."""
+(``ShardWork``): nothing here knows a stage.
+
+With several workers the plan is cut for them (``shard_workers``: each shard in one part per
+worker) and the parts are dealt longest first by estimated tokens, each part of a shard to a
+different worker (``sago_core.stages.shards.assign_shards``), so every worker pays its share of
+every dataset however long its answers run. A part costs a worker well under a second outside
+the engine (the shards' task runs carry no tags: ``flows.shard.shard_places``), so the finer
+cut no longer lengthens the run; ``python -m bench.shard_idle`` measures both plans."""
 
 from __future__ import annotations
 
@@ -21,9 +28,9 @@ from sago_core.artifacts.layout import GENERATIONS_FILE, SHARD_WORKER_FILE, RunL
 from sago_core.artifacts.store import read_text, write_json
 from sago_core.backends.allocator import worker_env
 from sago_core.backends.target import ModelTarget
-from sago_core.config import RunConfig
+from sago_core.config import OrchestrationSettings, RunConfig
 from sago_core.errors import SagoError
-from sago_core.stages.shards import Shard
+from sago_core.stages.shards import Shard, assign_shards
 from sago_core.storage.attached import refresh
 
 ShardDone = Callable[[str, bool], None]  # (generations path, fully cached)
@@ -47,10 +54,10 @@ def flow_entrypoint(flow_object: Any) -> str:
     return f"{function.__module__}:{function.__name__}"
 
 
-def device_groups(shards: list[Shard], devices: int) -> list[list[Shard]]:
-    """Contiguous, even groups: one per device queue (empty groups dropped)."""
-    size = -(-len(shards) // max(devices, 1))
-    return [shards[i : i + size] for i in range(0, len(shards), size)] if shards else []
+def shard_workers(settings: OrchestrationSettings) -> int:
+    """How many workers serve a model's shards: the plan cuts each shard for them (one: the
+    plan, its files and its cache keys are those of a one-device run)."""
+    return len(worker_devices(settings.devices, settings.devices_per_worker))
 
 
 def dispatch_shards(
@@ -78,7 +85,7 @@ def dispatch_shards(
             failures.append(f"{settings.queue_prefix}{index}: {problem}")
         collect_group(stage, target.spec, group, on_done, lock)
 
-    groups = device_groups(shards, len(devices))
+    groups = assign_shards(shards, len(devices), config.generation.max_new_tokens)
     threads = [threading.Thread(target=serve, args=(i, g)) for i, g in enumerate(groups)]
     for thread in threads:
         thread.start()

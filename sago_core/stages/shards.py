@@ -18,7 +18,9 @@ Shards are dealt longest first by estimated tokens (prompt texts x ``max_new_tok
 their prompt tokens, counted as characters / ``CHARS_PER_TOKEN``: no tokenizer is loaded to
 plan), each part to the least loaded of the workers that hold no part of its shard yet. One
 worker is never cut further: a one-device run's shards, their files and their cache keys
-do not depend on this.
+do not depend on this. A run's plan is cut for the workers that serve its models, and they
+are dealt their parts with ``assign_shards``; changing the number of workers changes the
+shards (a resume with another count asks the row cache, not the model, for what it has).
 """
 
 from __future__ import annotations
