@@ -129,6 +129,7 @@ def plan_lines(run: PilotRun, args: argparse.Namespace) -> list[str]:
         f"x K {best.samples} = {best.generations:,} generations ({best.generations / full:.0%} "
         f"of the full run), strata {best.level}",
         "  predicted half-width: " + ", ".join(f"{a} {best.half_widths[a]:.4g}" for a in axes),
+        *_no_event_lines(best),
         "",
         f"Designs ranked by the worst axis' predicted half-width over {rank} (first = best):",
         _header(axes),
@@ -137,16 +138,31 @@ def plan_lines(run: PilotRun, args: argparse.Namespace) -> list[str]:
     return lines
 
 
+NO_EVENT_NOTE = 0.05  # a share of event-free prompts worth a warning
+
+
+def _no_event_lines(design: PlannedDesign) -> list[str]:
+    risky = {a: x for a, x in (design.no_event or {}).items() if x >= NO_EVENT_NOTE}
+    if not risky:
+        return []
+    listed = ", ".join(f"{a} {x:.0%}" for a, x in risky.items())
+    return [
+        f"  prompts whose sampled cells would all be 0 though the run's are not: {listed}; "
+        "such a prompt's root is 0 with no stated variance, so the estimate runs low and its "
+        "interval is too narrow: fewer prompts with more variants each (see 0-event) lower it"
+    ]
+
+
 def _header(axes: tuple[str, ...]) -> str:
-    head = (
-        f"  {'prompts':>7} {'variants':>8} {'K':>3} {'generations':>11} {'strata':<8} {'worst':>6}"
-    )
+    head = f"  {'prompts':>7} {'variants':>8} {'K':>3} {'generations':>11} {'strata':<8}"
+    head += f" {'worst':>6} {'0-event':>7}"  # the ranking; the largest no-event share
     return head + "".join(f" {a:>8}" for a in axes)
 
 
 def _row(design: PlannedDesign, axes: tuple[str, ...]) -> str:
     return (
         f"  {design.prompts:>7} {design.variants:>8} {design.samples:>3} "
-        f"{design.generations:>11,} {design.level or '':<8} {design.score:>6.3f}"
+        f"{design.generations:>11,} {design.level or '':<8} {design.score:>6.3f} "
+        f"{max((design.no_event or {}).values(), default=0.0):>7.0%}"
         + "".join(f" {design.half_widths[a]:>8.4g}" for a in axes)
     )

@@ -17,6 +17,7 @@ from sago_core.budget.design import Grid, index_grid
 from sago_core.budget.planner import (
     Components,
     at_samples,
+    no_event_share,
     predicted_half_width,
     sample_shares,
     variance_components,
@@ -51,6 +52,14 @@ def test_predicted_width_with_prompts_sampled_by_hand() -> None:
     each sampled prompt's own error is averaged over the n sampled)."""
     parts = [Components(between=0.04, within=0.09, prompts=10, variants=20, sgs=0.5)]
     assert predicted_half_width(parts, 5, 5, "grid") == pytest.approx(0.160430, abs=1e-5)
+
+
+def test_no_event_share_by_hand() -> None:
+    """m = 3 cells of a prompt with 2 events in 10: (8/10)(7/9)(6/8) = 0.466667; 1 in 4:
+    (3/4)(2/3)(1/2) = 0.25; a prompt with no event is left out: mean 0.358333."""
+    measured, nonzero = np.array([10.0, 10.0, 4.0]), np.array([2.0, 0.0, 1.0])
+    assert no_event_share(measured, nonzero, 3) == pytest.approx(0.358333, abs=1e-6)
+    assert no_event_share(measured, nonzero, 9) == pytest.approx(0.0)  # 9 of 10 hold an event
 
 
 def test_sample_share_and_its_split_by_hand() -> None:
