@@ -40,7 +40,7 @@ from sago_core.budget.cells import GridValues, grid_from_deltas
 from sago_core.budget.design import Grid, draw_design
 from sago_core.budget.estimate import Z95, full_scores
 from sago_core.budget.planner import predicted_half_width, variance_components
-from sago_core.budget.schedule import budget_cells, make_schedule
+from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, run_budgeted
 from sago_core.scoring.significance import one_sided_t_test
 from sago_core.statistics.intervals import bootstrap_pooled_ci
@@ -281,7 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     table: list[dict] = []
     for fraction in (float(f) for f in args.budgets.split(",")):
         clock = time.perf_counter()
-        schedule = make_schedule(gv.grid, budget_cells(gv.grid.cells, fraction, None), args.rounds)
+        try:
+            schedule = make_schedule(
+                gv.grid, budget_cells(gv.grid.cells, fraction, None), args.rounds
+            )
+        except BudgetTooSmall as exc:  # a small grid's low budgets: no design to replay
+            print(f"{fraction:>6.0%} refused: {exc}")
+            continue
         results = replay(gv, fraction, args.rounds, args.replays)
         rows = budget_rows(gv, truth, fraction, args.rounds, results)
         table.extend(rows)
