@@ -6,9 +6,10 @@ work queue per device, served by workers anywhere). What runs is handed down by 
 With several workers the plan is cut for them (``shard_workers``: each shard in one part per
 worker) and the parts are dealt longest first by estimated tokens, each part of a shard to a
 different worker (``sago_core.stages.shards.assign_shards``), so every worker pays its share of
-every dataset however long its answers run. A part costs a worker well under a second outside
-the engine (the shards' task runs carry no tags: ``flows.shard.shard_places``), so the finer
-cut no longer lengthens the run; ``python -m bench.shard_idle`` measures both plans."""
+every dataset however long its answers run. A part costs a worker about a second outside
+the engine on two loaded cores, its share of the worker's one-time costs included (the
+shards' task runs carry no tags: ``flows.shard.shard_places``), so the finer cut no longer
+lengthens the run; ``python -m bench.shard_idle`` measures both plans."""
 
 from __future__ import annotations
 
