@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from sago_cli.common import configure_environment, csv_list
 from sago_core.errors import ConfigError
+from sago_core.storage.location import is_url, parse_store_url
 from sago_core.training.config import DEFAULT_TARGET_MODULES, OBJECTIVES, TrainConfig
 
 # Options that map one to one onto TrainConfig fields (argparse dest == field name).
@@ -47,7 +48,11 @@ def add_parser(commands: Any) -> None:
     )
     train.add_argument("data", type=Path, help="a `sago export --training` folder")
     train.add_argument("--model", required=True, help="hf:FOLDER, hf:ORG/NAME or hf:smollm2-135m")
-    train.add_argument("--out", type=Path, required=True, help="the result folder (resumable)")
+    train.add_argument(
+        "--out", required=True,
+        help="the result folder (resumable), or a store URL (s3://, gs://, az://: "
+        "checkpoints and results are put there, and another machine resumes from them)",
+    )  # fmt: skip
     fields = TrainConfig.model_fields
     train.add_argument(
         "--objective",
@@ -104,8 +109,15 @@ def add_parser(commands: Any) -> None:
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     values = {name: getattr(args, name) for name in _FIELDS}
+    out, store = Path(args.out), None
+    if is_url(args.out):
+        location = parse_store_url(args.out, field="--out")
+        if not location.prefix:
+            raise ConfigError(f"--out {args.out}: name a folder below the bucket")
+        store = location.parent().url
+        out = location.parent().scratch() / location.name
     try:
-        return TrainConfig(model=args.model, data=args.data, out=args.out, **values)
+        return TrainConfig(model=args.model, data=args.data, out=out, store=store, **values)
     except ValidationError as exc:
         error = exc.errors()[0]
         name = "--" + "-".join(str(p) for p in error["loc"]).replace("_", "-")

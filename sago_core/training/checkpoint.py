@@ -3,15 +3,16 @@ stopped, in safetensors and JSON (no pickle).
 
 ``<out>/checkpoints/step-000010/``: ``adapter.safetensors`` (the trainable LoRA weights by
 parameter name), ``optimizer.safetensors`` (AdamW's moments and step counts, and torch's RNG
-state), ``state.json`` (the step, the optimizer's hyper-parameters, the losses so far). A
-checkpoint is written in a hidden sibling folder and renamed into place, so a kill while it is
-written leaves the previous one as the latest.
+state), ``state.json`` (the step, the optimizer's hyper-parameters, the losses so far). Each
+file is written atomically and ``state.json`` last: a folder without it (a kill while the
+checkpoint was written) is not a checkpoint, and the previous one stays the newest. With an
+object store attached (``sago train --out s3://...``) every file is also put on the store,
+and the checkpoints are listed from the store, so another machine resumes where this stopped.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -19,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
+
+from sago_core.artifacts.store import atomic_write_bytes, write_json
+from sago_core.storage import attached
 
 CHECKPOINTS_DIR = "checkpoints"
 ADAPTER_FILE = "adapter.safetensors"
@@ -40,8 +44,10 @@ def checkpoint_dir(out: Path, step: int) -> Path:
 
 
 def checkpoints(out: Path) -> list[tuple[int, Path]]:
-    """The complete checkpoints (a state file present), oldest first."""
+    """The complete checkpoints (a state file present), oldest first; those on the attached
+    store fetched first."""
     root = out / CHECKPOINTS_DIR
+    attached.pull(root)
     if not root.is_dir():
         return []
     found = []
@@ -64,15 +70,11 @@ def save_checkpoint(
     losses: list[float],
     keep: int,
 ) -> Path:
-    """Write the checkpoint of ``step`` atomically and drop all but the ``keep`` newest."""
+    """Write the checkpoint of ``step`` (``state.json`` last) and drop all but the ``keep``
+    newest."""
     target = checkpoint_dir(out, step)
-    building = target.with_name(f".{target.name}.building")
-    shutil.rmtree(building, ignore_errors=True)
-    building.mkdir(parents=True)
-    save_file(
-        {n: p.detach().clone().contiguous() for n, p in trainable(model).items()},
-        str(building / ADAPTER_FILE),
-    )
+    weights = {n: p.detach().clone().contiguous() for n, p in trainable(model).items()}
+    atomic_write_bytes(target / ADAPTER_FILE, save(weights))
     state = optimizer.state_dict()
     tensors = {
         f"{index}.{key}": value.detach().clone().contiguous()
@@ -80,12 +82,13 @@ def save_checkpoint(
         for key, value in moments.items()
     }
     tensors[_RNG] = torch.get_rng_state()
-    save_file(tensors, str(building / OPTIMIZER_FILE))
-    record = {"step": step, "param_groups": state["param_groups"], "losses": losses}
-    (building / STATE_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(building, target)
+    atomic_write_bytes(target / OPTIMIZER_FILE, save(tensors))
+    write_json(
+        {"step": step, "param_groups": state["param_groups"], "losses": losses}, target / STATE_FILE
+    )
     for _, old in checkpoints(out)[:-keep]:
+        for name in (STATE_FILE, ADAPTER_FILE, OPTIMIZER_FILE):  # its marker first
+            attached.remove(old / name)
         shutil.rmtree(old, ignore_errors=True)
     return target
 

@@ -31,6 +31,9 @@ class TrainConfig(StrictModel):
     model: str  # an hf: spec whose weights can be trained (a folder, a hub id, the embedded)
     data: Path  # a `sago export --training` folder
     out: Path  # the result: checkpoints, the adapter, the merged model, provenance
+    # The object store that holds ``out`` (the URL of its parent folder; ``out`` is then
+    # this machine's scratch copy): checkpoints and results are put there too.
+    store: str | None = None
     objective: Objective = "consistency"
     divergence: Divergence = "js"
     sft_weight: float = Field(default=1.0, ge=0.0)
@@ -60,4 +63,4 @@ class TrainConfig(StrictModel):
 
     def settings(self) -> dict[str, Any]:
         """What determines the trained weights (paths excluded): the resume check's key."""
-        return self.model_dump(mode="json", exclude={"data", "out"})
+        return self.model_dump(mode="json", exclude={"data", "out", "store"})

@@ -21,6 +21,7 @@ from typing import Any
 
 from sago_core.artifacts.store import write_json, write_text
 from sago_core.errors import ConfigError
+from sago_core.storage import attached
 from sago_core.training.card import CARD_FILE
 from sago_core.training.config import TrainConfig
 
@@ -52,7 +53,7 @@ def begin(
         "status": "training",
     }
     path = config.out / PROVENANCE_FILE
-    if path.is_file():
+    if attached.ensure_local(path):
         before = json.loads(path.read_text(encoding="utf-8"))
         for key in _SAME:
             if before.get(key) != record[key]:
@@ -80,10 +81,22 @@ def finish(
     merged = model.merge_and_unload()
     merged.save_pretrained(str(model_dir(out)), safe_serialization=True)
     tokenizer.save_pretrained(str(model_dir(out)))
+    _push(out / ADAPTER_DIR)
+    _push(model_dir(out))
     done = {**record, "status": "done", "steps": len(losses), "losses": losses}
     write_json(done, out / PROVENANCE_FILE)
     write_text(model_card(done), out / CARD_FILE)
     return model_dir(out)
+
+
+def _push(folder: Path) -> None:
+    """Put the files of ``folder`` (written by peft or transformers) on the attached store."""
+    mirror = attached.current()
+    if mirror is None:
+        return
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            mirror.push(path, path.read_bytes())
 
 
 def model_card(record: dict[str, Any]) -> str:

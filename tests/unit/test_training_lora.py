@@ -68,6 +68,7 @@ def test_one_step_moves_the_lora_weights_with_a_finite_loss(
             assert value.equal(frozen[name]), f"a frozen base weight moved: {name}"
 
 
+@pytest.mark.slow
 def test_a_stopped_training_resumes_to_the_uninterrupted_weights(
     tiny_model_dir: Path, data: Path, tmp_path: Path
 ) -> None:
