@@ -225,3 +225,38 @@ def test_report_opens_in_headless_chromium_with_every_figure_and_true_tables(
         pooled = per_prompt.group_by("dataset").agg(pl.col("s").mean())["s"].mean()
         cell = re.search(rf'<td class="l">{axis}</td><td>([0-9.]+)', text)
         assert cell is not None and float(cell.group(1)) == pytest.approx(pooled, abs=6e-5)
+
+
+def test_posix_matrix_on_adds_the_matrix_and_recomputes_only_what_reads_it(
+    first_run: tuple[RunConfig, Path],
+) -> None:
+    """POSIX's full matrix (issue 39 item 4), turned on for the finished run: the same run
+    folder, the matrix per shard and per model, the peer indices and the report recomputed,
+    every other stage a cache hit; ``posix`` is the paper's, ``posix_base_column`` beside."""
+    from flows.evaluate import evaluate
+    from sago_core.config import PosixMatrixSettings
+
+    config, run_dir = first_run
+    on = config.model_copy(update={"posix_matrix": PosixMatrixSettings(max_prompts=3)})
+    assert on.resolved_run_id() == config.resolved_run_id()
+    prompts = (run_dir / "prompts.parquet").read_bytes()
+    evaluate(on)
+    recomputed = {path for path, hit in _stages(run_dir).items() if not hit}
+    assert recomputed, "the matrix was computed"
+    # load-prompts reads the whole config (so does the report's provenance): it reruns and
+    # writes the same bytes, so every stage after it is a cache hit
+    reads_it = ("posix_matrix.parquet", "peer_metrics.parquet", "report.html", "prompts.parquet")
+    assert [path for path in recomputed if not path.endswith(reads_it)] == []
+    assert (run_dir / "prompts.parquet").read_bytes() == prompts
+    (matrix_file,) = run_dir.glob("models/*/posix_matrix.parquet")
+    matrix = pl.read_parquet(matrix_file)
+    sizes = matrix.group_by("dataset", "prompt_id").len()
+    assert sizes.height == 12 and set(sizes["len"].to_list()) == {9}  # 3 x 3 per instance
+    assert matrix["logprob"].null_count() == 0
+    peer = pl.read_parquet(run_dir / "peer_metrics.parquet").filter(
+        (pl.col("dataset") == "__pooled__") & (pl.col("family") == "__all__")
+    )
+    rows = {r["index"]: r for r in peer.iter_rows(named=True)}
+    assert rows["posix"]["value"] is not None and rows["posix"]["n"] == 12
+    assert "12 of 12 instances had more prompt texts than the cap (3)" in rows["posix"]["coverage"]
+    assert rows["posix_base_column"]["value"] is not None
