@@ -94,6 +94,14 @@ def add_parser(commands: Any) -> None:
         help="the most answers per prompt text (K) to consider; needs the run's "
         "sample-within-variant component (default: the run's K)",
     )
+    plan.add_argument(
+        "--max-no-event",
+        type=float,
+        metavar="SHARE",
+        help="only designs where, on every axis, at most this share of the sampled prompts "
+        "is expected to show no non-zero delta though the run's do (column 0-event; such a "
+        "prompt's root is 0 and biases the estimate low); default: no limit",
+    )
     plan.add_argument("--top", type=int, default=5, help="designs listed")
 
 

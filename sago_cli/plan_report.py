@@ -49,6 +49,8 @@ def _checked(args: argparse.Namespace, pilot: Pilot, run: PilotRun) -> None:
         raise ConfigError(f"--pool: {args.pool} prompts per dataset; a t-test needs at least 2")
     if args.samples is not None and args.samples < 1:
         raise ConfigError(f"--samples: {args.samples}; K is at least 1")
+    if args.max_no_event is not None and not 0 <= args.max_no_event <= 1:
+        raise ConfigError(f"--max-no-event: {args.max_no_event:g} is not a share in [0, 1]")
     if args.top < 1:
         raise ConfigError(f"--top: {args.top}; list at least 1 design")
 
@@ -77,7 +79,13 @@ def plan_lines(run: PilotRun, args: argparse.Namespace) -> list[str]:
         max_prompts=args.pool,
         samples=samples,
         top=args.top,
+        max_no_event=args.max_no_event,
     )
+    if not designs and args.max_no_event is not None:
+        raise ConfigError(
+            f"--max-no-event: no design within {generations:,} generations keeps every axis' "
+            f"share of event-free prompts at or below {args.max_no_event:g}"
+        )
     if not designs:
         smallest = 2 * len(first) * (pilot.minimum[LEVELS[-1]] + PROMPT_OVERHEAD) * min(samples)
         raise ConfigError(

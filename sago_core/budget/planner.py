@@ -263,10 +263,12 @@ def plan(
     max_prompts: int | None = None,
     samples: Sequence[int] | None = None,
     top: int = 5,
+    max_no_event: float | None = None,
 ) -> list[PlannedDesign]:
     """Designs affordable with ``generations`` (n D (m + 2) K of them), best first: every n
     of the pool, every K of ``samples`` (default: the pilot's), m the most the rest affords,
-    the strata the finest that m fits (a design below the coarsest is not a design)."""
+    the strata the finest that m fits (a design below the coarsest is not a design).
+    ``max_no_event``: only designs whose every axis' ``no_event_share`` is at most this."""
     first = next(iter(pilot.components[LEVELS[0]].values()))
     datasets = len(first)
     pool = max_prompts or (
@@ -299,6 +301,8 @@ def plan(
                 for axis, (measured, nonzero) in (pilot.events or {}).items()
             }
             found.append(PlannedDesign(n, m, cost, widths, max(ratios), k, level, empty))
+    if max_no_event is not None:
+        found = [d for d in found if max((d.no_event or {}).values(), default=0.0) <= max_no_event]
     return sorted(found, key=lambda d: (d.score, d.generations))[:top]
 
 

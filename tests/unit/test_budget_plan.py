@@ -87,10 +87,12 @@ def test_sample_share_and_its_split_by_hand() -> None:
     assert "K = 1" in once["bleu"]
 
 
-def write_run(folder: Path, models: tuple[str, ...] = ("m",), samples: int = 1) -> Path:
+def write_run(
+    folder: Path, models: tuple[str, ...] = ("m",), samples: int = 1, sparse: bool = False
+) -> Path:
     """2 datasets x 4 prompts x 12 variants (two strata of 6 strengths), axes bleu and mr:
     each prompt's deltas scale with a prompt effect (1, 2, 3, 4), so prompts differ far more
-    than a prompt's variants do."""
+    than a prompt's variants do. ``sparse``: mr is 1 on one variant of each prompt, else 0."""
     rng = np.random.default_rng(3)
     rows = []
     for model in models:
@@ -99,6 +101,8 @@ def write_run(folder: Path, models: tuple[str, ...] = ("m",), samples: int = 1) 
                 for family, subtype, strength, position in KINDS:
                     for axis in ("bleu", "mr"):
                         value = -0.1 * (i + 1) * (1 + 0.2 * rng.random())
+                        if sparse and axis == "mr":
+                            value = float(family == "noise" and strength == 6.0)
                         rows.append(
                             {
                                 "model": model,
@@ -159,6 +163,22 @@ def test_plan_reads_the_sample_component_at_k_above_1(
     assert ks == {"1", "2", "3", "4"}
 
 
+def test_plan_keeps_designs_with_few_event_free_prompts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mr holds one event in a prompt's 12 variants: m sampled cells miss it with chance
+    1 - m/12. At 64 generations: 4 prompts x 6 (0.5), 3 x 8 (0.333), 2 x 12 (0). A limit of
+    0.4 drops 4 x 6; 0.2 leaves 2 x 12 = 2 x 2 x 14 = 56 generations."""
+    run = write_run(tmp_path / "run", sparse=True)
+    assert main(["plan", str(run), "--budget", "64", "--max-no-event", "0.4"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    designs = {(r[0], r[1], r[6]) for r in rows if len(r) > 6 and r[0].isdigit()}
+    assert designs == {("3", "8", "33%"), ("2", "12", "0%")}
+    assert main(["plan", str(run), "--budget", "64", "--max-no-event", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "Best design: 2 prompts per dataset x 12 variants per prompt x K 1 = 56" in out
+
+
 @pytest.mark.parametrize(
     ("setup", "argv", "message"),
     [
@@ -172,6 +192,8 @@ def test_plan_reads_the_sample_component_at_k_above_1(
         ("one", ["--budget", "20"], "--budget: 20 generations afford no design"),
         ("one", ["--budget", "0.5", "--samples", "3"], "--samples: the run's sample-within"),
         ("one", ["--budget", "0.5", "--pool", "1"], "--pool: 1 prompts per dataset"),
+        ("one", ["--budget", "0.5", "--max-no-event", "1.5"], "--max-no-event: 1.5 is not"),
+        ("sparse", ["--budget", "40", "--max-no-event", "0"], "--max-no-event: no design"),
         ("bad", ["--budget", "0.5"], "column 'axis': is not a run's deltas table"),
     ],
 )
@@ -187,6 +209,8 @@ def test_plan_refuses_bad_input_in_one_line(
         run.mkdir()
     elif setup == "two":
         write_run(run, models=("a", "b"))
+    elif setup == "sparse":
+        write_run(run, sparse=True)
     elif setup == "bad":
         write_run(run)
         pl.read_parquet(run / "deltas.parquet").drop("axis").write_parquet(run / "deltas.parquet")
