@@ -10,6 +10,7 @@ answered row again; a full run after it finds every budgeted row in the row cach
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,10 @@ def round_shards(plan: str, k: int) -> list[Shard]:
     ]
 
 
+# evaluate.evaluate_model: (stage, config, target, judge, shards, monitor, where=...) -> paths
+ModelStages = Callable[..., dict[str, str]]
+
+
 class Rounds:
     """The oracle of ``run_budgeted``: each call runs one round through the models' stages
     and returns the new cells' values; ``per_model`` holds the last round's artifacts."""
@@ -52,17 +57,16 @@ class Rounds:
         judge: ModelTarget | None,
         inputs: dict[str, str],
         design: BudgetedDesign,
+        run_model: ModelStages,
     ) -> None:
         self.stage, self.config, self.targets, self.judge = stage, config, targets, judge
-        self.inputs, self.design = inputs, design
+        self.inputs, self.design, self.run_model = inputs, design, run_model
         self.asked = np.zeros(len(design.cells.ids), dtype=bool)
         self.round = 0
         self.per_model: list[dict[str, str]] = []
         self.monitor: RunMonitor | None = None
 
     def __call__(self, new: np.ndarray) -> np.ndarray:
-        from flows.evaluate import evaluate_model  # the model stages are the evaluate flow's
-
         self.round += 1
         self.asked |= new
         k, layout, cells = self.round, self.stage.layout, self.design.cells
@@ -85,7 +89,7 @@ class Rounds:
         shards = round_shards(plan, k)
         self.monitor = RunMonitor(self.config.resolved_run_id(), len(shards) * len(self.targets))
         self.per_model = [
-            evaluate_model(
+            self.run_model(
                 self.stage,
                 self.config,
                 target,
@@ -111,17 +115,17 @@ def budgeted_models(
     config: RunConfig,
     targets: list[ModelTarget],
     judge: ModelTarget | None,
-    prompts: str,
-    variants: str,
+    inputs: dict[str, str],
+    run_model: ModelStages,
 ) -> tuple[list[dict[str, str]], dict[str, str], RunMonitor]:
-    """Every round of every model; (the last round's per-model artifacts, the budget's
-    artifact paths by the report's argument names, the last round's monitor)."""
+    """Every round of every model (``inputs``: the run's prompts and variants paths;
+    ``run_model``: the evaluate flow's stages of one model over a list of shards); (the last
+    round's per-model artifacts, the budget's artifact paths by the report's argument
+    names, the last round's monitor)."""
     assert config.budget is not None
-    cells: RunCells = run_cells(read_parquet(variants))
+    cells: RunCells = run_cells(read_parquet(inputs["variants"]))
     design = budgeted_design(cells, config.budget, config.seed, [t.spec for t in targets])
-    rounds = Rounds(
-        stage, config, targets, judge, {"prompts": prompts, "variants": variants}, design
-    )
+    rounds = Rounds(stage, config, targets, judge, inputs, design, run_model)
     result: BudgetResult = run_budgeted(
         design.design,
         design.schedule.totals,

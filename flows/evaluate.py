@@ -266,7 +266,12 @@ def evaluate(config: RunConfig) -> str:
     )
     if config.budget is not None:  # the grid's cells in rounds, until the verdicts are known
         per_model, budget, monitor = budgeted_models(
-            stage, config, list(targets.models.values()), targets.judge, prompts, variants
+            stage,
+            config,
+            list(targets.models.values()),
+            targets.judge,
+            {"prompts": prompts, "variants": variants},
+            evaluate_model,
         )
     else:
         plan = stage(
@@ -287,6 +292,13 @@ def evaluate(config: RunConfig) -> str:
     summary, report = finish_run(stage, config, inputs, prompts, variants, per_model, budget)
     monitor.finish(summary, Path(report))
     return out
+
+
+def budget_report(budget: dict[str, str] | None) -> dict[str, Any]:
+    """A budgeted run: the report's arguments naming its budget record and estimates; none
+    for a full-grid run, so its cache key stays."""
+    names = ("budget_path", "budget_estimates_path")
+    return {name: budget[name] for name in names} if budget else {}
 
 
 def sample_analysis(per_model: list[dict[str, str]]) -> dict[str, Any]:
@@ -368,6 +380,7 @@ def finish_run(
         out_dir=out,
         generations_path=generations,
         encoder=settings_encoder(config.bertscore).label,
+        **({"budget_path": budget["budget_path"]} if budget else {}),
     )
     instances, tails, axis_structure, axis_pca = beyond_the_mean(
         stage,
@@ -408,6 +421,7 @@ def finish_run(
         patching_path=located["patching_path"],
         peer_metrics_path=peer,
         **sampled,
+        **budget_report(budget),
     )
     write_manifest_task(config, inputs, stage.records, out, stage.store_summary())
     return summary, report

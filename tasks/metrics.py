@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -15,7 +16,7 @@ from sago_core.artifacts.layout import (
     artifact_file,
 )
 from sago_core.artifacts.schemas import DELTAS, PAIRS, SCORES, SUMMARY
-from sago_core.artifacts.store import read_parquet, write_parquet, write_text
+from sago_core.artifacts.store import read_parquet, read_text, write_parquet, write_text
 from sago_core.axes.text_similarity import (
     get_bert_scorer,
     multilingual_encoder,
@@ -93,9 +94,12 @@ def render_summary_task(
     out_dir: str,
     generations_path: str | None = None,
     encoder: str | None = None,
+    budget_path: str | None = None,
 ) -> str:
+    """summary.md; ``budget_path``: a budgeted run's budget.json (its line on top)."""
     drift = describe_drift(drifted(read_parquet(generations_path))) if generations_path else None
+    budget = json.loads(read_text(budget_path)) if budget_path else None
     text = render_summary(
-        read_parquet(summary_path), kept_counts(read_parquet(variants_path)), drift, encoder
+        read_parquet(summary_path), kept_counts(read_parquet(variants_path)), drift, encoder, budget
     )
     return str(write_text(text, Path(out_dir) / SUMMARY_MD_FILE))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from sago_core.artifacts.layout import GENERATIONS_FILE, REPORT_FILE, VARIANTS_FILE
-from sago_core.artifacts.store import read_parquet, write_text
+from sago_core.artifacts.store import read_parquet, read_text, write_text
 from sago_core.report.html import read_analysis, read_for_report, render_report
 from sago_core.report.insights import read_insights
 from sago_core.report.locate import read_located
@@ -33,12 +34,15 @@ def render_report_task(
     peer_metrics_path: str | None = None,
     sampling_tests_path: str | None = None,
     variance_components_path: str | None = None,
+    budget_path: str | None = None,
+    budget_estimates_path: str | None = None,
 ) -> str:
     """``analysis_paths``: every model's analysis.parquet (the per-layer curves); the
     instances, tails and axis-structure paths add the beyond-the-mean sections; the layer
     profiles and patching paths the where-the-instability-sits section; the peer metrics
     path the peer indices beside SGS; at K > 1 samples the sampling tests and variance
-    components paths the stability-under-sampling section. Of generations, variants and
+    components paths the stability-under-sampling section; a budgeted run's budget.json and
+    budget_estimates.parquet its budget line and section. Of generations, variants and
     analysis only the columns the report uses are read (``html.REPORT_COLUMNS``)."""
     page = render_report(
         read_parquet(summary_path),
@@ -55,6 +59,11 @@ def render_report_task(
         sampling_tests=read_parquet(sampling_tests_path) if sampling_tests_path else None,
         variance_components=(
             read_parquet(variance_components_path) if variance_components_path else None
+        ),
+        budget=(
+            (json.loads(read_text(budget_path)), read_parquet(budget_estimates_path))
+            if budget_path and budget_estimates_path
+            else None
         ),
     )
     return str(write_text(page, Path(out_dir) / REPORT_FILE))

@@ -56,6 +56,7 @@ from sago_core.backends.api_served import describe_drift, drifted
 from sago_core.data.placeholders import find_placeholders
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.report import figures
+from sago_core.report.budget_section import budget_headline, budget_sections
 from sago_core.report.explorer import MAX_ROWS
 from sago_core.report.headline import glances, headline_html, weak_rewriter_note
 from sago_core.report.insights import (
@@ -592,6 +593,7 @@ def render_report(
     variance_components: pl.DataFrame | None = None,
     paired: dict[str, Any] | None = None,
     paired_note: str | None = None,
+    budget: tuple[dict[str, Any], pl.DataFrame] | None = None,
 ) -> str:
     """The page, its headline block first; ``paired`` (card.json's ``paired`` block: the
     pooled verdicts against an earlier release) or ``paired_note`` (why there is none) feed
@@ -600,7 +602,8 @@ def render_report(
     structure) the tail-risk, axis-structure, graded-mirroring and explorer sections;
     ``peer_metrics`` (peer_metrics.parquet) the peer indices beside SGS; ``sampling_tests``
     and ``variance_components`` (a run at K > 1 samples) the stability-under-sampling
-    section."""
+    section; ``budget`` (a budgeted run's budget.json and budget_estimates.parquet) its line
+    in the headline and the design's section."""
     kept = kept_counts(variants)
     encoder = provenance_encoder(provenance)  # named beside every BERT number (issue 39)
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
@@ -617,7 +620,8 @@ def render_report(
         Section(
             HEADLINE,
             "At a glance",
-            headline_html(at_a_glance, encoder, weak_rewriter_note(provenance, variants)),
+            headline_html(at_a_glance, encoder, weak_rewriter_note(provenance, variants))
+            + budget_headline(budget[0] if budget else None),
         ),
         _identity_drift(generations),
         story_section(
@@ -625,6 +629,7 @@ def render_report(
         ),
         Section("method", "How to read it", _method_note(summary)),
         Section("pooled", "Pooled SGS per model and axis", _pooled_table(summary, encoder)),
+        *budget_sections(*(budget or (None, None))),
         *peer_sections(peer_metrics, summary, encoder),
         *sampling_sections(sampling_tests, variance_components),
         *tail_sections(insights, summary),

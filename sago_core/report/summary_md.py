@@ -10,8 +10,11 @@ as 0.
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
+from sago_core.budget.record import budget_line
 from sago_core.scoring.encoder import axis_label
 from sago_core.vocabulary import AXES, POOLED
 
@@ -54,11 +57,18 @@ def render_summary(
     kept_counts: pl.DataFrame | None = None,
     identity_drift: list[str] | None = None,
     encoder: str | None = None,
+    budget: dict[str, Any] | None = None,
 ) -> str:
     """``identity_drift``: one line per API model whose answers came from more than one
     served identity (``api_served.describe_drift``), flagged above the tables; ``encoder``:
-    the BERTScore encoder behind the ``bert`` row (``scoring/encoder.py``), named in it."""
+    the BERTScore encoder behind the ``bert`` row (``scoring/encoder.py``), named in it;
+    ``budget``: a budgeted run's budget.json, its line first."""
     lines = ["# SAGO summary", ""]
+    if budget:
+        lines += [
+            f"**{budget_line(budget)}** (SGS: design-based estimates of the full grid's).",
+            "",
+        ]
     if identity_drift:
         lines += [
             "**Model identity drift**: these models' answers came from more than one served "

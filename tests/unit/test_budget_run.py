@@ -1,0 +1,116 @@
+"""A budgeted run's pieces outside the flow: the grid read from the kept variants, a
+round's inputs, the values read back from deltas, the design-based scores and the budget
+line."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from sago_core.budget.record import budget_line
+from sago_core.budget.run_cells import cell_values, round_inputs_of, run_cells
+from sago_core.scoring.budgeted_scores import design_scores
+from sago_core.vocabulary import REPLAY_FAMILY
+
+
+def variants_frame() -> pl.DataFrame:
+    rows = [
+        # dataset, prompt, variant, family, subtype, strength, position, kept
+        ("d", "p1", "v1", "noise", "spacing", 5.0, "global", True),
+        ("d", "p1", "v2", "noise", "spacing", 5.0, "global", True),  # the same kind twice
+        ("d", "p1", "v3", "register", "polite", 4.0, "prefix", False),  # not kept
+        ("d", "p1", "r", REPLAY_FAMILY, REPLAY_FAMILY, 0.0, "global", True),
+        ("d", "p2", "v1", "noise", "spacing", 5.0, "global", True),
+        ("d", "p2", "r", REPLAY_FAMILY, REPLAY_FAMILY, 0.0, "global", True),
+    ]
+    names = ["dataset", "prompt_id", "variant_id", "family", "subtype", "strength", "position"]
+    frame = pl.DataFrame([r[:7] for r in rows], schema=names, orient="row")
+    return frame.with_columns(
+        pl.Series("kept", [r[7] for r in rows]), pl.Series("text", [f"t{i}" for i in range(6)])
+    )
+
+
+def test_the_grid_is_the_kept_variants_without_the_replay_and_a_twice_held_kind_apart() -> None:
+    cells = run_cells(variants_frame())
+    assert cells.ids == (("d", "p1", "v1"), ("d", "p1", "v2"), ("d", "p2", "v1"))
+    assert cells.grid.kind == (
+        ("noise", "spacing", 5.0, "global"),
+        ("noise", "spacing#2", 5.0, "global"),
+        ("noise", "spacing", 5.0, "global"),
+    )
+
+
+def test_a_round_holds_the_sampled_prompts_their_replays_and_the_cells_asked() -> None:
+    variants = variants_frame()
+    prompts = pl.DataFrame({"dataset": ["d", "d"], "prompt_id": ["p1", "p2"], "prompt": ["a", "b"]})
+    asked = pl.DataFrame({"dataset": ["d"], "prompt_id": ["p1"], "variant_id": ["v2"]})
+    round_prompts, round_variants = round_inputs_of(prompts, variants, asked, {("d", "p1")})
+    assert round_prompts["prompt_id"].to_list() == ["p1"]
+    assert round_variants.select("prompt_id", "variant_id").rows() == [("p1", "r"), ("p1", "v2")]
+
+
+def test_values_are_read_back_per_model_and_axis_missing_as_nan() -> None:
+    cells = run_cells(variants_frame())
+    deltas = pl.DataFrame(
+        {
+            "model": ["m", "m", "m", "n"],
+            "dataset": ["d"] * 4,
+            "prompt_id": ["p1", "p2", "p1", "p1"],
+            "variant_id": ["v1", "v1", "v2", "v1"],
+            "axis": ["bleu", "bleu", "bleu", "bleu"],
+            "delta_norm": [0.5, float("inf"), None, 0.25],
+        }
+    )
+    mask = np.array([True, True, True])
+    values = cell_values(deltas, cells, [("m", "bleu"), ("n", "bleu"), ("m", "act")], mask)
+    expected = np.array([[0.5, 0.25, np.nan], [np.nan, np.nan, np.nan], [np.nan, np.nan, np.nan]])
+    np.testing.assert_array_equal(values, expected)
+    only_first = cell_values(deltas, cells, [("m", "bleu")], np.array([True, False, False]))
+    np.testing.assert_array_equal(only_first, np.array([[0.5]]))
+
+
+def test_scores_carry_the_design_estimate_and_keep_a_missing_score_missing() -> None:
+    deltas = pl.DataFrame(
+        {
+            "model": ["m"] * 4,
+            "dataset": ["d"] * 4,
+            "prompt_id": ["p1", "p1", "p2", "p2"],
+            "variant_id": ["v1", "v2", "v1", "r"],
+            "family": ["noise", "noise", "noise", REPLAY_FAMILY],
+            "axis": ["bleu", "bleu", "act", "act"],
+            "delta_norm": [0.3, 0.4, None, 0.1],
+            "missing_reason": [None, None, "no hidden states", None],
+        }
+    )
+    design = pl.DataFrame(
+        {
+            "model": ["m", "m"],
+            "dataset": ["d", "d"],
+            "prompt_id": ["p1", "p2"],
+            "axis": ["bleu", "act"],
+            "s": [0.42, 0.9],
+        }
+    )
+    scores = design_scores(deltas, design)
+    bleu = scores.filter(pl.col("axis") == "bleu").row(0, named=True)
+    act = scores.filter(pl.col("axis") == "act").row(0, named=True)
+    assert bleu["s"] == 0.42 and bleu["n_variants"] == 2  # not the plain RMS 0.3536
+    assert act["s"] is None and act["missing_reason"] == "no hidden states"
+    assert act["floor"] == 0.1
+
+
+def test_the_budget_line_says_cells_share_round_and_why_it_stopped() -> None:
+    record = {
+        "cells": 1604,
+        "full_cells": 7968,
+        "share": 1604 / 7968,
+        "rounds_run": 3,
+        "rounds_planned": 3,
+        "stop_reason": "budget spent",
+        "targets_unmet": [],
+    }
+    assert budget_line(record) == (
+        "budgeted: 1,604 of 7,968 cells (20%), stopped after round 3 of 3: the budget was spent"
+    )
+    unmet = {**record, "targets_unmet": ["m :: bleu"], "rounds_run": 2}
+    assert budget_line(unmet).endswith("round 2 of 3: target not met for m :: bleu")
