@@ -49,6 +49,7 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.store import write_json, write_text
 from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE, current_names
+from sago_core.report.card_budget import budget_blocks, budget_card
 from sago_core.report.card_refusal import (
     refusal_against,
     refusal_blocks,
@@ -318,6 +319,7 @@ def build_card(
         "paired": paired,
         "paired_note": against_note if paired is None else None,
         **refusal_against(run_dir, against, paired),
+        **budget_card(run_dir),
     }
 
 
@@ -348,7 +350,7 @@ def _short(text: Any, limit: int = 160) -> str:
 
 def _sections(card: dict[str, Any]) -> list[Block]:
     """(heading, table headers, table rows, notes) blocks shared by the Markdown and HTML."""
-    blocks: list[Block] = []
+    blocks: list[Block] = [*budget_blocks(card)]
     for model in card["models"]:
         peer = model.get("peer_indices") or {}
         blocks += [

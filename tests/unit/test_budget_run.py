@@ -4,11 +4,15 @@ line."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 
 from sago_core.budget.record import budget_line
 from sago_core.budget.run_cells import cell_values, round_inputs_of, run_cells
+from sago_core.report.card_budget import budget_blocks, budget_card
 from sago_core.scoring.budgeted_scores import design_scores
 from sago_core.vocabulary import REPLAY_FAMILY
 
@@ -114,3 +118,21 @@ def test_the_budget_line_says_cells_share_round_and_why_it_stopped() -> None:
     )
     unmet = {**record, "targets_unmet": ["m :: bleu"], "rounds_run": 2}
     assert budget_line(unmet).endswith("round 2 of 3: target not met for m :: bleu")
+
+
+def test_the_card_carries_the_budget_line_only_for_a_budgeted_run(tmp_path: Path) -> None:
+    assert budget_card(tmp_path) == {}
+    record = {
+        "cells": 20,
+        "full_cells": 100,
+        "share": 0.2,
+        "rounds_run": 1,
+        "rounds_planned": 2,
+        "stop_reason": "every target met or verdict decided",
+        "targets_unmet": [],
+    }
+    (tmp_path / "budget.json").write_text(json.dumps(record))
+    card = budget_card(tmp_path)
+    assert card["budget"]["line"].startswith("budgeted: 20 of 100 cells (20%), stopped after")
+    ((heading, _, _, notes),) = budget_blocks(card)
+    assert heading == "Budgeted run" and notes[0].endswith("every target met or verdict decided.")
