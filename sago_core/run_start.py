@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sago_core.budget.dry_run import PER_PROMPT
 from sago_core.config import RunConfig
 from sago_core.progress import duration
 from sago_core.run_plan import RunPlan
@@ -30,6 +31,11 @@ def start_line(plan: RunPlan, config: RunConfig) -> str:
     630 scored sequences; roughly 10 min on 2 CPU cores (the demo's measured pace).``"""
     bound = "up to " if any(plan.kept_up_to.values()) else ""
     generations = sum(plan.generations.values())
+    if plan.budgeted is not None:  # a budgeted run asks at most its budget, per model
+        s = plan.budgeted.schedule
+        per_model = s.budget + PER_PROMPT * plan.budgeted.sampled_prompts
+        generations = min(generations, per_model * len(plan.generations))
+        bound = "up to "
     tokens = generations * config.generation.max_new_tokens
     scored = sum(plan.teacher_forced.values())
     models = len(plan.generations)
@@ -38,6 +44,9 @@ def start_line(plan: RunPlan, config: RunConfig) -> str:
         f"{models} model{'s' if models != 1 else ''}, {bound}{generations:,} generations "
         f"({tokens:,} new tokens)" + (f" and {scored:,} scored sequences" if scored else "")
     )
+    if plan.budgeted is not None:
+        s = plan.budgeted.schedule
+        what += f" (budgeted: at most {s.budget:,} of {s.full:,} cells)"
     return f"{what}; {rough_time(plan, tokens)}"
 
 

@@ -38,3 +38,20 @@ def test_no_time_is_guessed_for_another_model_a_gpu_or_an_api() -> None:
     api = plan("litellm:openai/gpt-4o-mini", 630, api=True)
     config = build_config("demo", {"models": ["litellm:openai/gpt-4o-mini"]})
     assert "scored sequences" not in start_line(api, config)
+
+
+def test_a_budgeted_run_says_its_worst_case_not_the_full_grid() -> None:
+    from sago_core.budget.design import Grid
+    from sago_core.budget.dry_run import plan_budget
+    from sago_core.config import BudgetSettings
+
+    # 2 prompts x 10 noise kinds in one stratum: a budget of 10 cells, all prompts kept
+    kinds = tuple(("noise", "spacing", float(g), "global") for g in range(10))
+    grid = Grid(("d",) * 20, ("p1",) * 10 + ("p2",) * 10, kinds * 2)
+    config = build_config("demo", {"models": ["hf:smollm2-135m"], "budget": {"fraction": 0.5}})
+    budgeted = plan("hf:smollm2-135m", 24)
+    budgeted.budgeted = plan_budget(grid, BudgetSettings(fraction=0.5))
+    line = start_line(budgeted, config)
+    # 10 cells + a base and a replay for each of the 2 prompts = 14, not the grid's 24
+    assert ", up to 14 generations " in line
+    assert "(budgeted: at most 10 of 20 cells)" in line
