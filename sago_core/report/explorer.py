@@ -10,6 +10,12 @@ dataset, family, subtype, strength, position and language (when the instances ca
 with a column chooser; the table wraps to the page's width. Plain HTML, no network: the page
 stays one self-contained offline file. Each row shows the base prompt, the variant, both
 answers, all six deltas and the graded mirroring.
+
+When the run's prompts carry a kind (``data/safety.py``), ``kind`` is a filter and a column,
+and the answers (base and variant) to a harmful request are drawn folded behind the
+refusal section's warning (``report.refusal.UNSAFE_WARNING``), as that section folds them;
+``sago site --redact-unsafe`` replaces their texts in the blob. A run without kinds gets
+the page it got before, byte for byte.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from typing import Any
 import polars as pl
 
 from sago_core.axes.language_fidelity import prompt_language
-from sago_core.report.explorer_script import SCRIPT, STYLE
+from sago_core.data.safety import HARMFUL
+from sago_core.report.explorer_script import FOLDED_CELLS, PLAIN_CELLS, SCRIPT, STYLE
+from sago_core.report.refusal import UNSAFE_CLASS, UNSAFE_WARNING
 from sago_core.vocabulary import AXES, LANGUAGE_FAMILY
 
 PER_GROUP = 5
@@ -31,8 +39,9 @@ MAX_ROWS = 25_000  # every variant of about three paper-size models; beyond, the
 PAGE_SIZES = (25, 50, 100)
 DIGITS = 6  # significant digits kept of each number (the table shows four decimals)
 CATEGORIES = ("model", "dataset", "family", "subtype", "strength", "position")
-OPTIONAL_CATEGORIES = ("language",)  # a filter and a column only when the instances carry it
+OPTIONAL_CATEGORIES = ("language", "kind")  # a filter and a column only where carried
 TEXTS = ("base_prompt", "variant_prompt", "base_answer", "variant_answer")
+FOLDED_TEXTS = ("base_answer", "variant_answer")  # folded for a harmful request
 ANY, NULL = "__any__", "__na__"
 
 
@@ -99,6 +108,12 @@ def explorer_data(rows: pl.DataFrame) -> dict[str, Any]:
         for column in TEXTS
     }
     nums = {column: [_round(v) for v in rows[column].to_list()] for column in numbers()}
+    harmful = (
+        [i for i, kind in enumerate(rows["kind"].to_list()) if kind == HARMFUL]
+        if "kind" in rows.columns
+        else []
+    )
+    folded = {"rows": harmful, "columns": list(FOLDED_TEXTS), "warning": UNSAFE_WARNING}
     columns = [
         *([c, "cat"] for c in cats),
         *([t, "txt"] for t in TEXTS),
@@ -113,6 +128,7 @@ def explorer_data(rows: pl.DataFrame) -> dict[str, Any]:
         "strings": list(strings),
         "texts": texts,
         "nums": nums,
+        **({"folded": {**folded, "cls": UNSAFE_CLASS}} if harmful else {}),
     }
 
 
@@ -169,8 +185,21 @@ def with_language(instances: pl.DataFrame) -> pl.DataFrame:
     return instances.with_columns(prompt_language().alias("language"))
 
 
-def explorer_section(instances: pl.DataFrame) -> str:
-    instances = with_language(instances)
+def with_kind(instances: pl.DataFrame, prompts: pl.DataFrame | None) -> pl.DataFrame:
+    """The instances with the prompt's ``kind`` (prompts.parquet's, ``data/safety.py``) when
+    some prompt has one; as they are otherwise, or when they carry the column already."""
+    if prompts is None or "kind" not in prompts.columns or "kind" in instances.columns:
+        return instances
+    key = ["dataset", "prompt_id"]
+    kinds = prompts.filter(pl.col("kind").is_not_null()).select(*key, "kind").unique(key)
+    if kinds.is_empty():
+        return instances
+    return instances.join(kinds, on=key, how="left", maintain_order="left")
+
+
+def explorer_section(instances: pl.DataFrame, prompts: pl.DataFrame | None = None) -> str:
+    """``prompts`` (prompts.parquet) gives each variant its prompt's kind, when it has one."""
+    instances = with_kind(with_language(instances), prompts)
     rows = explorer_rows(instances)
     if not len(rows.filter(pl.any_horizontal(pl.col(numbers()[:-1]).is_not_null()))):
         return "<p>No variant has a measured delta: nothing to explore.</p>"
@@ -183,13 +212,19 @@ def explorer_section(instances: pl.DataFrame) -> str:
             f"({MAX_ROWS}): the {PER_GROUP} with the largest |delta_norm| per model, dataset, "
             f"axis and family ({len(rows)})"
         )
-    script = SCRIPT % {"axes": json.dumps(list(AXES))}
+    cells = FOLDED_CELLS if "folded" in data else PLAIN_CELLS
+    script = SCRIPT % {"axes": json.dumps(list(AXES)), **cells}
+    folded = (
+        " Answers to harmful requests are folded behind a warning: open one to read it."
+        if "folded" in data
+        else ""
+    )
     return (
         f"<style>{STYLE}</style>"
         f"<p>{which}, sorted by |delta_norm| on the chosen axis; click a column's header to "
         "sort by it (again to reverse), choose the columns shown below the filters. d_* are "
         "normalised deltas; mr_intensity is the graded mirroring in [0, 1]; every variant is "
-        "in <code>instances.parquet</code>.</p>"
+        f"in <code>instances.parquet</code>.{folded}</p>"
         f'<div id="explorer">{_controls(data)}'
         '<div id="explorer-box"><table id="explorer-table"><thead id="explorer-head"></thead>'
         '<tbody id="explorer-rows"></tbody></table></div></div>'

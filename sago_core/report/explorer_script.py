@@ -43,7 +43,7 @@ const pick=id=>document.getElementById('explorer-'+id);
 const fmt=v=>v===null?'NA':(Math.abs(v)<1e-3&&v!==0?v.toExponential(2):v.toFixed(4));
 const api=window.sagoExplorer={openedMs:null};
 let D=null, kind={};
-const state={axis:axes[0],sort:null,desc:false,page:0};
+%(fold_def)sconst state={axis:axes[0],sort:null,desc:false,page:0};
 async function load(){
   const raw=atob(pick('data').textContent.trim());
   const out=new Uint8Array(raw.length);
@@ -109,7 +109,7 @@ function draw(){
     const tr=document.createElement('tr');tr.className='explorer-row';
     for(const [c,k] of cols){const td=document.createElement('td');const text=label(c,i);
       if(k==='txt'){td.className='l txt';const div=document.createElement('div');
-        div.textContent=text;td.appendChild(div);}
+        div.textContent=text;td.appendChild(%(fold_call)s);}
       else if(k==='cat'){td.className='l';breakable(td,text);}
       else{td.textContent=text;td.className=c==='d_'+state.axis?'n sel':'n';}
       tr.appendChild(td);}
@@ -136,3 +136,17 @@ api.ready=load().then(data=>{D=data;for(const [c,k] of D.columns)kind[c]=k;
     'browser ('+err+'); every variant is in instances.parquet.';throw err;});
 })();
 """
+
+# An answer to a harmful request (the rows and columns ``explorer.py`` lists in the data's
+# ``folded``) is drawn inside a closed <details> with the report's warning as its summary.
+# A page with no such answer gets the script without it, byte for byte as before.
+FOLD = """let folded=null;
+function fold(c,i,div){
+  if(folded===null)folded={rows:new Set(D.folded.rows),cols:new Set(D.folded.columns)};
+  if(!folded.rows.has(i)||!folded.cols.has(c))return div;
+  const box=document.createElement('details');box.className=D.folded.cls;
+  const s=document.createElement('summary');s.textContent=D.folded.warning;
+  box.appendChild(s);box.appendChild(div);return box;}
+"""
+PLAIN_CELLS = {"fold_def": "", "fold_call": "div"}
+FOLDED_CELLS = {"fold_def": FOLD, "fold_call": "fold(c,i,div)"}
