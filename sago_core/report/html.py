@@ -658,7 +658,7 @@ def render_report(
         Section("rankings", "Rankings across datasets", _rankings_section(summary)),
         Section("noise-floor", "Noise floor", _noise_floor(deltas, summary)),
         Section("missing", "Missing measurements", _missing(variant_deltas)),
-        *detail_sections(insights),
+        *detail_sections(insights, prompts),
         more_figures(scores, variant_deltas),
         *(
             [

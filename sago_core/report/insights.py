@@ -228,8 +228,10 @@ def tail_sections(insights: Insights | None, summary: pl.DataFrame) -> list[Sect
     return [Section("tails", "Tail risk beside SGS", tails_section(insights.tails, summary, at_k))]
 
 
-def detail_sections(insights: Insights | None) -> list[Section]:
-    """Axis structure, graded mirroring and the instance explorer."""
+def detail_sections(
+    insights: Insights | None, prompts: pl.DataFrame | None = None
+) -> list[Section]:
+    """Axis structure, graded mirroring and the instance explorer (``prompts``: its kinds)."""
     parts: list[Section] = []
     if insights is not None and insights.axis_structure is not None:
         parts.append(
@@ -245,7 +247,7 @@ def detail_sections(insights: Insights | None) -> list[Section]:
             Section(
                 "instances",
                 "Instance explorer: every variant you can read",
-                explorer_section(insights.instances),
+                explorer_section(insights.instances, prompts),
             ),
         ]
     return parts
