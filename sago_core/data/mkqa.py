@@ -9,6 +9,9 @@ Two layouts (issue 28, the ``language`` family's parallel data):
 - **One column per language** (``read_language_columns``): ``question`` holds the base
   language's text (English unless told otherwise), ``question_de``, ``question_ja``, ...
   the others; ``answer`` / ``answer_de`` ... their gold answers, where there are any.
+- **MultiJail** (``data/safety.read_multijail``): ``id``, ``source``, ``tags``, then one
+  column per language named by its code (``en``, ``zh``, ``it``, ...); a ``parallel:PATH``
+  file in this layout is read so, every question harmful and without gold answers.
 
 A question keeps one ``prompt_id`` in every language, so a language variant pairs with its
 base by a join. A language the file does not carry at all is refused, naming the codes it
@@ -261,5 +264,9 @@ def read_parallel(
     if layout == "mkqa":
         return read_mkqa(path, languages)
     if layout == "parallel":
+        from sago_core.data import safety  # it reads MultiJail into this module's types
+
+        if safety.is_multijail(read_records(path)):
+            return safety.read_multijail(path, languages)
         return read_language_columns(path, languages)
     raise InputError(f"unknown parallel layout {layout!r} (mkqa or parallel)", file=str(path))

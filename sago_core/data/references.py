@@ -30,6 +30,7 @@ from sago_core.data.datasets import SOURCES, DatasetSource, find_dataset_file
 from sago_core.data.mkqa import read_parallel
 from sago_core.data.prompt import split_source
 from sago_core.data.records import Record, read_records
+from sago_core.data.safety import is_multijail
 from sago_core.data.user_files import detect_layout, keeps_layout, parse_entry, parse_named
 from sago_core.errors import ConfigError, InputError
 
@@ -150,11 +151,13 @@ NOT_IN_PARALLEL = "its parallel file holds no question {prompt_id} in {lang}"
 
 def parallel_layout(records: list[Record]) -> str | None:
     """``mkqa`` when the first record holds a ``queries`` mapping, ``parallel`` when it has
-    a ``question_<lang>`` column, else None (not a parallel file): ``read_parallel``'s
-    layouts."""
+    a ``question_<lang>`` column or is in MultiJail's layout, else None (not a parallel
+    file): ``read_parallel``'s layouts."""
     first = records[0] if records else {}
     if isinstance(first.get("queries"), dict):
         return "mkqa"
+    if is_multijail(records):
+        return "parallel"
     return "parallel" if any(str(k).startswith("question_") for k in first) else None
 
 

@@ -22,7 +22,9 @@ what). Four layouts are read with their own columns, no mapping needed:
   unsafe -> harmful; the category is ``type``.
 - **MultiJail** (``id``, ``source``, ``tags``, then one column per language: ``en``,
   ``zh``, ``it``, ...): all harmful; ``read_multijail`` gives its questions per language
-  (``ParallelQuestions``, as ``mkqa.py`` does for MKQA).
+  (``ParallelQuestions``, as ``mkqa.py`` does for MKQA). A ``datasets`` entry
+  ``parallel:PATH`` naming such a file, with ``languages: [zh, sw, ...]``, asks each
+  English question and, as ``language`` variants of it, its MultiJail translations.
 
 A run that measures refusal needs every prompt's kind: ``require_kinds`` refuses a
 dataset without one, naming the file, row and the ``#kind=COLUMN`` remedy.
@@ -212,6 +214,12 @@ def load_safety_file(path: Path) -> list[Prompt]:
             file=str(path),
         )
     return read_safety(layout, path, records)
+
+
+def is_multijail(records: list[Record]) -> bool:
+    """Whether the file's first record is in MultiJail's layout (its metadata columns and
+    ``en``, no ``question`` column of the generic one-column-per-language layout)."""
+    return bool(records) and records[0].keys() >= MULTIJAIL_COLUMNS and "question" not in records[0]
 
 
 def multijail_languages(records: list[Record]) -> tuple[str, ...]:
