@@ -294,6 +294,12 @@ def evaluate(config: RunConfig) -> str:
     return out
 
 
+def budget_summary(budget: dict[str, str] | None) -> dict[str, Any]:
+    """A budgeted run: summary.md's argument naming its budget record; none for a
+    full-grid run, so its cache key stays."""
+    return {"budget_path": budget["budget_path"]} if budget else {}
+
+
 def budget_report(budget: dict[str, str] | None) -> dict[str, Any]:
     """A budgeted run: the report's arguments naming its budget record and estimates; none
     for a full-grid run, so its cache key stays."""
@@ -380,7 +386,7 @@ def finish_run(
         out_dir=out,
         generations_path=generations,
         encoder=settings_encoder(config.bertscore).label,
-        **({"budget_path": budget["budget_path"]} if budget else {}),
+        **budget_summary(budget),
     )
     instances, tails, axis_structure, axis_pca = beyond_the_mean(
         stage,
