@@ -12,6 +12,7 @@ import pytest
 from sago_core.data.safety import HARMFUL, HARMLESS
 from sago_core.report.explorer import explorer_section
 from sago_core.report.html import STYLE
+from sago_core.report.insights import Insights, detail_sections
 from sago_core.report.refusal import UNSAFE_CLASS, UNSAFE_WARNING
 from sago_core.site.redact import REDACTED, redact_page
 from tests.browser import probe_json
@@ -55,6 +56,15 @@ def test_answers_to_harmful_requests_are_folded_in_the_data() -> None:
     assert "fold(c,i,div)" in page and "folded behind a warning" in page
     # the prompts stay as they were; the answers are still in the blob (folded, not dropped)
     assert data["strings"] == _blob(explorer_section(instances))["strings"]
+
+
+def test_the_report_passes_its_prompts_to_the_explorer() -> None:
+    instances = synthetic_instances(ROWS)
+    prompts = _prompts(instances, {"p0": HARMFUL, "p1": HARMLESS})
+    # the graded-mirroring section beside the explorer reads its reason column
+    instances = instances.with_columns(pl.lit(None, pl.String).alias("mr_intensity_reason"))
+    sections = {s.key: s.body for s in detail_sections(Insights(instances), prompts)}
+    assert _blob(sections["instances"])["folded"]["rows"] == list(range(80))
 
 
 def test_harmless_kinds_alone_fold_nothing() -> None:
