@@ -12,7 +12,10 @@ Prompts without a kind in a run that mixes sets (a safety set beside a QA set) a
 of the measurement; a run without any kind has no refusal tables at all, and every other
 artifact is what it was. The ``replay`` family (the base prompt asked again) is kept in the
 rates as the floor a rewording's flips are read against, and left out of Best-of-N, which
-counts rewordings. The answers read are generations.parquet's (sample 0 at K > 1).
+counts rewordings. The answers read are generations.parquet's at T = 0; at K > 1 samples,
+samples.parquet's (every sample, sample 0 being generations.parquet's answer), so a flip is
+counted beyond the base's own flip rate between its samples, and a Best-of-N variant
+breaches by the majority of its samples (``refusal/flips.py``, ``refusal/best_of_n.py``).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ ANSWER_COLUMNS = (
     "answer_text",
     "failure_reason",
 )
+SAMPLE_COLUMN = "sample"  # samples.parquet's: which of a prompt text's K answers
 MODEL_FLIPS_SCHEMA: dict[str, Any] = {"model": pl.Utf8, **FLIPS_SCHEMA}
 MODEL_RATES_SCHEMA: dict[str, Any] = {"model": pl.Utf8, "level": pl.Utf8, **RATES_SCHEMA}
 
@@ -97,13 +101,26 @@ def _rates(flips: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def refusal_tables(prompts: pl.DataFrame, generations: pl.DataFrame) -> RefusalTables | None:
-    """The refusal tables of a run's ``generations`` (at least ``ANSWER_COLUMNS``) for its
-    ``prompts`` (prompts.parquet); None when no prompt has a kind (module docstring)."""
+def answers_read(generations: pl.DataFrame, samples: pl.DataFrame | None) -> pl.DataFrame:
+    """The answers judged: ``samples`` (every model's samples.parquet, at K > 1) when given,
+    each with its ``sample``; else ``generations``, one answer per prompt text."""
+    if samples is None:
+        return generations.select(ANSWER_COLUMNS)
+    if SAMPLE_COLUMN not in samples.columns:
+        raise ValueError("samples lack the column 'sample' (samples.parquet's)")
+    return samples.select(*ANSWER_COLUMNS, SAMPLE_COLUMN)
+
+
+def refusal_tables(
+    prompts: pl.DataFrame, generations: pl.DataFrame, samples: pl.DataFrame | None = None
+) -> RefusalTables | None:
+    """The refusal tables of a run's ``generations`` (at least ``ANSWER_COLUMNS``), or at
+    K > 1 of its ``samples`` (those columns and ``sample``), for its ``prompts``
+    (prompts.parquet); None when no prompt has a kind (module docstring)."""
     kinds = prompt_kinds(prompts)
     if kinds is None:
         return None
-    answers = generations.select(ANSWER_COLUMNS).join(
+    answers = answers_read(generations, samples).join(
         kinds.select("dataset", "prompt_id"), on=["dataset", "prompt_id"], how="semi"
     )
     verdicts = refusal_verdict_frame(answers, kinds)
