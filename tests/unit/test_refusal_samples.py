@@ -6,10 +6,14 @@ b_refused * b_complied / (K_b (K_b - 1))."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
+from sago_core.artifacts.layout import REFUSAL_RATES_FILE
 from sago_core.stages.refusal import refusal_tables
+from tasks.refusal import refusal_task
 from tests.unit.test_refusal_stage import ANSWER, COMPLY, REFUSE, REFUSE_FR, prompts_with_kinds
 from tests.unit.test_refusal_stage import _answer as answer_row
 
@@ -77,3 +81,26 @@ def test_samples_without_their_sample_column_are_refused() -> None:
     samples = _samples().drop("sample")
     with pytest.raises(ValueError, match="'sample'"):
         refusal_tables(prompts, samples, samples)
+
+
+def test_the_task_reads_every_models_samples(tmp_path: Path) -> None:
+    prompts_path, generations_path = tmp_path / "prompts.parquet", tmp_path / "generations.parquet"
+    prompts_with_kinds({"h1": "harmful", "s1": "harmless"}).write_parquet(prompts_path)
+    samples = _samples()
+    samples.filter(pl.col("sample") == 0).drop("sample").write_parquet(generations_path)
+    paths = []
+    for model in ("m", "m2"):  # one samples.parquet per model
+        path = tmp_path / f"samples-{model}.parquet"
+        samples.with_columns(pl.lit(model).alias("model")).write_parquet(path)
+        paths.append(str(path))
+    refusal_task.fn(
+        prompts_path=str(prompts_path),
+        generations_path=str(generations_path),
+        out_dir=str(tmp_path),
+        samples_paths=paths,
+    )
+    rates = pl.read_parquet(tmp_path / REFUSAL_RATES_FILE).filter(
+        (pl.col("level") == "family") & (pl.col("kind") == "harmful")
+    )
+    assert sorted(rates["model"].to_list()) == ["m", "m2"]
+    assert rates["breach_rate"].to_list() == [pytest.approx(1 / 9)] * 2
