@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from flows.runtime.dispatch import shard_workers
 from flows.runtime.monitor import RunMonitor
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import PROMPTS_FILE
@@ -85,6 +86,7 @@ class Rounds:
             variants_path=round_variants,
             shard_size=self.config.orchestration.shard_size,
             out_dir=str(layout.shards / f"round-{k}"),
+            workers=shard_workers(self.config.orchestration),
         )
         shards = round_shards(plan, k)
         self.monitor = RunMonitor(self.config.resolved_run_id(), len(shards) * len(self.targets))

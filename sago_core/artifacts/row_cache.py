@@ -39,6 +39,19 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_KEYS_OF: dict[Path, frozenset[str]] = {}  # a part's keys, read once per process
+
+
+def _part_keys(part: Path) -> frozenset[str] | None:
+    """The keys a part holds (None: unreadable now, e.g. being written: a miss)."""
+    if part not in _KEYS_OF:
+        try:
+            _KEYS_OF[part] = frozenset(pl.read_parquet(part, columns=[KEY])[KEY].to_list())
+        except (OSError, pl.exceptions.ComputeError, pl.exceptions.ColumnNotFoundError):
+            return None
+    return _KEYS_OF[part]
+
+
 class RowCache:
     """The cached rows of one table (``generations``, ``analysis``) and one scope."""
 
@@ -47,13 +60,20 @@ class RowCache:
         self.schema: Schema = {KEY: pl.String, **schema}
 
     def get(self, keys: list[str]) -> pl.DataFrame:
-        """The cached rows among ``keys`` (one per key; none for a miss)."""
+        """The cached rows among ``keys`` (one per key; none for a miss). A part's keys are
+        read once per process (a part is named by its content and never changes), and only
+        the parts holding a wanted key are read whole: a stage's lookup does not grow with
+        every part the run wrote before it."""
         parts = sorted(self.folder.glob(PART_GLOB)) if self.folder.is_dir() else []
         if not parts or not keys:
             return pl.DataFrame(schema=self.schema)
-        wanted = pl.Series(KEY, sorted(set(keys)), dtype=pl.String)
+        wanted_keys = set(keys)
+        wanted = pl.Series(KEY, sorted(wanted_keys), dtype=pl.String)
         frames = []
         for part in parts:
+            held = _part_keys(part)
+            if held is None or held.isdisjoint(wanted_keys):
+                continue
             try:
                 frame = pl.read_parquet(part)
             except (OSError, pl.exceptions.ComputeError):
