@@ -23,14 +23,20 @@ long passage, has none, and says so (``Prompt.no_references``).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sago_core.data.parallel_questions import (
+    LanguageQuestion,
+    MissingLanguage,
+    ParallelQuestions,
+    check_languages,
+)
 from sago_core.data.prompt import Prompt, content_id, source_of
 from sago_core.data.records import Record, read_records, text_list
+from sago_core.data.safety import is_multijail, read_multijail
 from sago_core.errors import InputError
 
 MKQA_NO_SHORT_ANSWER = {
@@ -43,64 +49,11 @@ NO_ANSWER_COLUMN = "the file has no answer column for {lang} ({column})"
 
 
 @dataclass(frozen=True)
-class LanguageQuestion:
-    """A question in one language: its prompt (one ``prompt_id`` across languages)."""
-
-    language: str
-    prompt: Prompt
-
-
-@dataclass(frozen=True)
-class MissingLanguage:
-    """A language one row lacks, and why: that row's variant in it is missing."""
-
-    prompt_id: str
-    language: str
-    reason: str
-    source: str  # "file, row N"
-
-
-@dataclass(frozen=True)
-class ParallelQuestions:
-    """What a parallel file gave for the languages asked for."""
-
-    carried: tuple[str, ...]  # every language code the file carries, sorted
-    languages: tuple[str, ...]  # the languages read, in the order asked for
-    questions: tuple[LanguageQuestion, ...]  # by row, then language
-    missing: tuple[MissingLanguage, ...]
-
-    def in_language(self, language: str) -> list[Prompt]:
-        return [q.prompt for q in self.questions if q.language == language]
-
-
-@dataclass(frozen=True)
 class _Row:
     number: int
     prompt_id: str
     texts: Mapping[str, Any]  # language -> its text (or what the file holds instead)
     references: Mapping[str, tuple[tuple[str, ...], str | None]]  # -> (texts, reason if none)
-
-
-def check_languages(asked: Sequence[str], carried: Iterable[str], *, file: Path) -> tuple[str, ...]:
-    """The languages asked for, each one the file carries; else an error naming them and
-    every code the file carries (before any model loads)."""
-    codes = sorted(set(carried))
-    unknown = [lang for lang in asked if lang not in codes]
-    if unknown:
-        hints = [difflib.get_close_matches(lang, codes, n=1, cutoff=0.6) for lang in unknown]
-        hint = "".join(
-            f"; {lang!r}: did you mean {h[0]!r}?"
-            for lang, h in zip(unknown, hints, strict=True)
-            if h
-        )
-        raise InputError(
-            f"language code(s) {', '.join(map(repr, unknown))} not in the file; it carries "
-            f"{', '.join(codes)}{hint}",
-            file=str(file),
-        )
-    if len(set(asked)) != len(asked):
-        raise InputError(f"languages {list(asked)} name a language twice", file=str(file))
-    return tuple(asked)
 
 
 def _question(row: _Row, language: str, path: Path, column: str) -> LanguageQuestion | str:
@@ -264,9 +217,7 @@ def read_parallel(
     if layout == "mkqa":
         return read_mkqa(path, languages)
     if layout == "parallel":
-        from sago_core.data import safety  # it reads MultiJail into this module's types
-
-        if safety.is_multijail(read_records(path)):
-            return safety.read_multijail(path, languages)
+        if is_multijail(read_records(path)):
+            return read_multijail(path, languages)
         return read_language_columns(path, languages)
     raise InputError(f"unknown parallel layout {layout!r} (mkqa or parallel)", file=str(path))

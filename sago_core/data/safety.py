@@ -38,7 +38,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sago_core.data.mkqa import (
+from sago_core.data.parallel_questions import (
     LanguageQuestion,
     MissingLanguage,
     ParallelQuestions,
