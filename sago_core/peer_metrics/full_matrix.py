@@ -4,8 +4,9 @@
 A scope's family keeps the prompt texts of that family and the base (both the prompt x_i and
 the answer's text j in it), the sub-matrix of the texts the other indices' family rows
 compare; ``__all__`` keeps every text. ``coverage`` says how many instances the cap reduced
-(an instance with ``n_prompts`` above the texts kept), and at K > 1 that the answers are
-sample 0's, one per prompt text. Polars and the standard library only.
+(an instance with ``n_prompts`` above the texts it kept, counted over all its families:
+``with_kept`` before scoping), and at K > 1 that the answers are sample 0's, one per prompt
+text. Polars and the standard library only.
 """
 
 from __future__ import annotations
@@ -58,9 +59,19 @@ def instance_psi(rows: pl.DataFrame) -> float | None:
     return posix_full_psi(logprob, tokens)
 
 
+def with_kept(matrix: pl.DataFrame) -> pl.DataFrame:
+    """``matrix`` with ``n_kept``: the texts its instance kept under the cap, counted before
+    a family's scope keeps some of them."""
+    return matrix.with_columns(
+        pl.col("prompt_variant_id").n_unique().over(INSTANCE).cast(pl.Int32).alias("n_kept")
+    )
+
+
 def _coverage(rows: pl.DataFrame, sampled: bool) -> str | None:
+    if "n_kept" not in rows.columns:
+        rows = with_kept(rows)
     sizes = rows.group_by(INSTANCE).agg(
-        pl.col("prompt_variant_id").n_unique().alias("kept"), pl.col("n_prompts").first()
+        pl.col("n_kept").first().alias("kept"), pl.col("n_prompts").first()
     )
     capped = sizes.filter(pl.col("n_prompts") > pl.col("kept"))
     parts = []

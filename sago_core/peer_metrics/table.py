@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from sago_core.artifacts.schemas import PEER_METRICS, conform
-from sago_core.peer_metrics.full_matrix import posix_full, scoped
+from sago_core.peer_metrics.full_matrix import posix_full, scoped, with_kept
 from sago_core.peer_metrics.multi_prompt import avg_p, cps, max_p
 from sago_core.peer_metrics.pdr import pdr
 from sago_core.peer_metrics.posix import posix_psi
@@ -418,6 +418,7 @@ def peer_metrics(
     bertscores = _bertscores(deltas)
     logprobs = _logprobs(analysis, deltas) if analysis is not None else None
     sampled = SAMPLED in instances.columns  # K > 1 (module docstring)
+    posix_matrix = with_kept(posix_matrix) if posix_matrix is not None else None
     rows = []
     for scope in _scopes(deltas):
         matrix = (

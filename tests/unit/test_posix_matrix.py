@@ -15,7 +15,7 @@ import pytest
 from sago_core.backends.protocol import ScoringRequest, TeacherForced
 from sago_core.config import AnalysisSettings, PosixMatrixSettings, RunConfig, build_config
 from sago_core.errors import ConfigError
-from sago_core.peer_metrics.full_matrix import NO_MATRIX, posix_full, scoped
+from sago_core.peer_metrics.full_matrix import NO_MATRIX, posix_full, scoped, with_kept
 from sago_core.peer_metrics.posix import posix_full_psi, posix_psi
 from sago_core.peer_metrics.sources import POSIX, POSIX_BASE_COLUMN, current_names
 from sago_core.stages.posix_matrix import (
@@ -145,6 +145,21 @@ def test_the_stage_scores_every_answer_under_every_prompt_text() -> None:
     assert (value, n, reason, coverage) == (pytest.approx(2.0), 1, None, None)
     assert posix_full(scoped(frame, "mock:m", "d", "noise"))[0] == pytest.approx(1.25)
     assert posix_full(None)[2] == NO_MATRIX
+    # capped at 2 of its 3 texts: a family's scope still says the instance's cap, 2
+    capped = with_kept(
+        posix_matrix(
+            MatrixBackend(),  # type: ignore[arg-type]
+            _generations(),
+            PosixMatrixSettings(max_prompts=2),
+            AnalysisSettings(),
+            seed=0,
+        )
+    )
+    assert capped.height == 4
+    for family in ("__all__", "noise", "register"):
+        coverage = posix_full(scoped(capped, "mock:m", "d", family))[3]
+        assert coverage is None or coverage.startswith("1 of 1 instances"), family
+        assert coverage is None or "than the cap (2)" in coverage, family
 
 
 def test_an_empty_answer_conditions_the_others_but_is_not_scored() -> None:
