@@ -115,7 +115,7 @@ def model_card(record: dict[str, Any]) -> str:
             f"`{record['data_card']}`",
             f"- code version: {record['code_version']}",
             f"- steps: {len(losses)}; loss at the first step {first}, at the last {last}",
-            "- evaluate it: `sago run --model hf:<this folder>/model ...`",
+            "- evaluate it: `sago run --models hf:<this folder>/model ...`",
             "",
             "## Settings",
             "",
