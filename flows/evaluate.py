@@ -294,6 +294,13 @@ def evaluate(config: RunConfig) -> str:
     return out
 
 
+def refusal_samples(per_model: list[dict[str, str]]) -> dict[str, Any]:
+    """K > 1: the refusal stage's argument naming every model's samples.parquet (breach and
+    over-refusal beyond the base's own flip rate); none at K = 1, so its cache key stays."""
+    paths = [m["samples"] for m in per_model if "samples" in m]
+    return {"samples_paths": paths} if paths else {}
+
+
 def budget_summary(budget: dict[str, str] | None) -> dict[str, Any]:
     """A budgeted run: summary.md's argument naming its budget record; none for a
     full-grid run, so its cache key stays."""
@@ -355,7 +362,13 @@ def finish_run(
         part_paths=[m["generations"] for m in per_model],
         out_dir=out,
     )
-    stage(refusal_task, prompts_path=prompts, generations_path=generations, out_dir=out)
+    stage(
+        refusal_task,
+        prompts_path=prompts,
+        generations_path=generations,
+        out_dir=out,
+        **refusal_samples(per_model),
+    )
     deltas = stage(
         assemble_task,
         name="deltas",

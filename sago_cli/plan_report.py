@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from sago_cli.plan import Budget, PilotRun
+from sago_cli.plan_pilot import Budget, PilotRun
 from sago_core.budget.design import LEVELS
 from sago_core.budget.planner import (
     PROMPT_OVERHEAD,
