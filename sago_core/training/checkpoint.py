@@ -17,13 +17,13 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
-from safetensors.torch import load_file, save
+from typing import TYPE_CHECKING, Any
 
 from sago_core.artifacts.store import atomic_write_bytes, write_json
 from sago_core.storage import attached
+
+if TYPE_CHECKING:
+    import torch
 
 CHECKPOINTS_DIR = "checkpoints"
 ADAPTER_FILE = "adapter.safetensors"
@@ -72,6 +72,9 @@ def save_checkpoint(
 ) -> Path:
     """Write the checkpoint of ``step`` (``state.json`` last) and drop all but the ``keep``
     newest."""
+    import torch
+    from safetensors.torch import save
+
     target = checkpoint_dir(out, step)
     weights = {n: p.detach().clone().contiguous() for n, p in trainable(model).items()}
     atomic_write_bytes(target / ADAPTER_FILE, save(weights))
@@ -95,6 +98,9 @@ def save_checkpoint(
 
 def load_checkpoint(folder: Path, model: Any, optimizer: torch.optim.Optimizer) -> Resumed:
     """Restore the adapters, the optimizer and the RNG from ``folder``."""
+    import torch
+    from safetensors.torch import load_file
+
     weights = load_file(str(folder / ADAPTER_FILE))
     params = trainable(model)
     if set(weights) != set(params):

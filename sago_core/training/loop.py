@@ -13,15 +13,16 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from sago_core.progress import each
 from sago_core.training.checkpoint import checkpoints, load_checkpoint, save_checkpoint, trainable
 from sago_core.training.config import TrainConfig
 from sago_core.training.losses import example_loss
 from sago_core.training.model import Encoded
+
+if TYPE_CHECKING:
+    pass
 
 # Called after every step with (step, steps, loss); a checkpoint written says its folder.
 StepHook = Callable[[int, int, float, Path | None], None]
@@ -49,6 +50,8 @@ def train_adapters(
 ) -> list[float]:
     """Train ``model``'s adapters for ``config.steps`` steps (continuing from the newest
     checkpoint under ``out``); the mean loss of every step."""
+    import torch
+
     optimizer = torch.optim.AdamW(trainable(model).values(), lr=config.learning_rate)
     start, losses = 0, []
     found = checkpoints(out)

@@ -13,17 +13,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
-import torch.nn.functional as F
+from typing import TYPE_CHECKING, Any
 
 from sago_core.training.config import CONSISTENCY_OBJECTIVE, DPO_OBJECTIVE, TrainConfig
 from sago_core.training.model import Encoded
 
+if TYPE_CHECKING:
+    import torch
+
 
 def answer_log_probs(model: Any, prompt: list[int], answer: list[int]) -> torch.Tensor:
     """Log-softmax of the logits that predict each answer token: (len(answer), vocab)."""
+    import torch
+    import torch.nn.functional as F
+
     ids = torch.tensor([prompt + answer], dtype=torch.long)
     logits = model(input_ids=ids).logits[0]
     start = len(prompt) - 1
@@ -31,11 +34,15 @@ def answer_log_probs(model: Any, prompt: list[int], answer: list[int]) -> torch.
 
 
 def _token_log_probs(log_probs: torch.Tensor, answer: list[int]) -> torch.Tensor:
+    import torch
+
     return log_probs.gather(1, torch.tensor(answer).unsqueeze(1)).squeeze(1)
 
 
 def divergence(base: torch.Tensor, variant: torch.Tensor, kind: str) -> torch.Tensor:
     """Mean over tokens of JS(P, Q) or KL(P || Q), from log-probabilities (tokens, vocab)."""
+    import torch
+
     if kind == "kl":
         per_token = (base.exp() * (base - variant)).sum(-1)
     else:
@@ -50,6 +57,9 @@ def divergence(base: torch.Tensor, variant: torch.Tensor, kind: str) -> torch.Te
 
 def example_loss(model: Any, example: Encoded, config: TrainConfig) -> torch.Tensor:
     """The objective's loss on one example (a scalar with gradients on the adapters)."""
+    import torch
+    import torch.nn.functional as F
+
     if config.objective == DPO_OBJECTIVE:
         assert example.rejected is not None
         chosen = _token_log_probs(
