@@ -11,6 +11,7 @@ the manifest, an appended ledger line. KIND, by where the file lies:
     artifact   a stage's output in the run folder (Parquet, summary.md, report.html, ...)
     result     a Prefect result record (``.prefect-results/``) or its checksum
     cache      an entry of the shared caches (``runs/.cache/``: API answers)
+    rows       a part of the row cache (``runs/.cache/rows/``: answers and measurements)
     ledger     the run's API ledger (``api_ledger.jsonl``)
     manifest   the run's ``manifest.json``
 
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from tests.reliability import target
 
-KINDS = ("artifact", "result", "cache", "ledger", "manifest")
+KINDS = ("artifact", "result", "cache", "rows", "ledger", "manifest")
 _seen: Counter[str] = Counter()
 
 
@@ -38,7 +39,7 @@ def kind_of(path: str, runs_dir: str) -> str | None:
     inside = Path(path).relative_to(runs_dir).parts
     name = Path(path).name
     if inside[0] == ".cache":
-        return "cache"
+        return "rows" if len(inside) > 1 and inside[1] == "rows" else "cache"
     if inside[0].startswith("."):
         return None  # Prefect's own home
     if ".prefect-results" in inside:

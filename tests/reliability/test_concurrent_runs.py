@@ -1,6 +1,8 @@
 """Three or four processes on one artifact folder, same and different configs, started at
 once: no torn file, every shard computed once, each config in its own content-addressed
-run folder with the same results as a run alone. Three processes share one config; four
+run folder with the same results as a run alone (two configs share their common rows
+through the row cache, so together they ask no more than both alone). Three processes
+share one config; four
 processes are two configs, two processes each (so two processes on one config is covered
 there). Every run is a new process, forked from one that already imported sago and Prefect
 (``harness.target_processes``)."""
@@ -72,10 +74,20 @@ def test_concurrent_runs_share_one_folder_without_doing_work_twice(
                 assert tables[name].equals(frame), (trial, seed, name)
         assert not [p for p in (root / "runs").rglob("*.tmp")]
 
-        # all processes of one config together asked exactly what one run alone asks
+        # all processes of one config together asked exactly what one run alone asks; two
+        # configs share the rows they have in common (the row cache: a base asked by one
+        # is an answer for the other), so together they ask at least every row either
+        # asks alone and at most the two alone runs' calls, never a row twice per config
         for seed in set(seeds):
             pids = {o.pid for o, s in zip(outcomes, seeds, strict=True) if s == seed}
-            assert _asked(calls, pids) == alone_calls[seed], (trial, seed)
+            if len(configs) == 1:
+                assert _asked(calls, pids) == alone_calls[seed], (trial, seed)
+            else:
+                assert _asked(calls, pids) <= alone_calls[seed], (trial, seed)
+        if len(configs) > 1:
+            together = _asked(calls, None)
+            union = alone_calls[0] | alone_calls[1]
+            assert union <= together <= alone_calls[0] + alone_calls[1], trial
         busy = sum(1 for o in outcomes if o.pid in calls_by_process(calls))
         report.append(f"{kind} x{processes}: {busy} processes asked the backend")
     print("; ".join(report))

@@ -6,7 +6,7 @@ server (one request at a time, so which request meets the fault is deterministic
 writes every kind of file: stage artifacts, Prefect result records, API cache entries,
 ledger lines and the manifest. For each of ENOSPC and EROFS a chain of runs meets one fault
 each (see ``disk_target.py``: the fault is raised at the write's fsync), in the order
-cache, ledger, artifact, result, manifest, and a last run has room again. Checks per
+cache, ledger, row cache, artifact, result, manifest, and a last run has room again. Checks per
 faulty run: it fails, its last line names the file and the space left there, no temp
 file and no torn line is left, and no backend call is made for a shard committed before
 it started. The last run's tables equal a run that never met a fault, every stage
@@ -49,7 +49,14 @@ pytestmark = pytest.mark.slow
 API_MODEL = "litellm:openai/disk-1"
 API_KEY = {"SAGO_DISK_KEY": "sk-disk-test"}
 TEMP = re.compile(r"^\.(.+)\.w[0-9a-f]{8}-\d+\..*\.tmp$")
-CHAIN = (("cache", 2), ("ledger", 3), ("artifact", 4), ("result", 3), ("manifest", 1))
+CHAIN = (
+    ("cache", 2),
+    ("ledger", 3),
+    ("rows", 1),
+    ("artifact", 4),
+    ("result", 3),
+    ("manifest", 1),
+)
 
 
 def _inputs(shared: Path, root: Path, base_url: str) -> Path:

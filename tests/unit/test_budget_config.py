@@ -56,9 +56,9 @@ def test_budget_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args(["run", "--budget", "0.2", "--dry-run"])
     config = config_from_args(args)
     assert config.budget is not None and config.budget.fraction == 0.2
-    # a real run is refused until the flow generates only the sampled cells
-    assert main(["run", "--budget", "0.2"]) != 0
-    assert "budget: the evaluate flow does not yet" in capsys.readouterr().err
+    # a budgeted run answers each prompt text once: K > 1 samples refused before anything
+    assert main(["run", "--budget", "0.2", "--preset", "sampling"]) != 0
+    assert "budget: a budgeted run answers each prompt text once" in capsys.readouterr().err
 
 
 def noise_config(tmp_path: Path, budget: dict[str, Any]) -> RunConfig:
