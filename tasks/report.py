@@ -11,6 +11,7 @@ from sago_core.artifacts.store import read_parquet, read_text, write_text
 from sago_core.report.html import read_analysis, read_for_report, render_report
 from sago_core.report.insights import read_insights
 from sago_core.report.locate import read_located
+from sago_core.report.refusal_tables import read_refusal
 from tasks.stage import stage_task
 
 
@@ -36,13 +37,15 @@ def render_report_task(
     variance_components_path: str | None = None,
     budget_path: str | None = None,
     budget_estimates_path: str | None = None,
+    refusal_path: str | None = None,
 ) -> str:
     """``analysis_paths``: every model's analysis.parquet (the per-layer curves); the
     instances, tails and axis-structure paths add the beyond-the-mean sections; the layer
     profiles and patching paths the where-the-instability-sits section; the peer metrics
     path the peer indices beside SGS; at K > 1 samples the sampling tests and variance
     components paths the stability-under-sampling section; a budgeted run's budget.json and
-    budget_estimates.parquet its budget line and section. Of generations, variants and
+    budget_estimates.parquet its budget line and section; the refusal stage's refusal.json
+    the refusal section's tables (every sample at K > 1). Of generations, variants and
     analysis only the columns the report uses are read (``html.REPORT_COLUMNS``)."""
     page = render_report(
         read_parquet(summary_path),
@@ -65,5 +68,6 @@ def render_report_task(
             if budget_path and budget_estimates_path
             else None
         ),
+        refusal=read_refusal(refusal_path) if refusal_path else None,
     )
     return str(write_text(page, Path(out_dir) / REPORT_FILE))

@@ -72,10 +72,12 @@ from sago_core.report.markup import image as _image
 from sago_core.report.markup import table as _table
 from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
 from sago_core.report.refusal import refusal_sections
+from sago_core.report.refusal_tables import refusal_from_run
 from sago_core.report.sampling_section import sampling_from_run, sampling_sections
 from sago_core.report.story import more_figures, story_section
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
 from sago_core.scoring.encoder import axis_label, provenance_encoder
+from sago_core.stages.refusal import RefusalTables
 from sago_core.statistics.correctness import is_correct
 from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.rankings import rank_agreement, rank_reversals
@@ -557,6 +559,7 @@ def report_from_run(run_dir: Path) -> str:
         peer_metrics=peer_metrics_from_run(run_dir),
         **sampling_from_run(run_dir),
         **paired_from_card(run_dir),
+        refusal=refusal_from_run(run_dir),
     )
 
 
@@ -594,6 +597,7 @@ def render_report(
     paired: dict[str, Any] | None = None,
     paired_note: str | None = None,
     budget: tuple[dict[str, Any], pl.DataFrame] | None = None,
+    refusal: RefusalTables | None = None,
 ) -> str:
     """The page, its headline block first; ``paired`` (card.json's ``paired`` block: the
     pooled verdicts against an earlier release) or ``paired_note`` (why there is none) feed
@@ -603,7 +607,8 @@ def render_report(
     ``peer_metrics`` (peer_metrics.parquet) the peer indices beside SGS; ``sampling_tests``
     and ``variance_components`` (a run at K > 1 samples) the stability-under-sampling
     section; ``budget`` (a budgeted run's budget.json and budget_estimates.parquet) its line
-    in the headline and the design's section."""
+    in the headline and the design's section; ``refusal`` (the refusal stage's tables, every
+    sample at K > 1) the refusal section's numbers, else computed from ``generations``."""
     kept = kept_counts(variants)
     encoder = provenance_encoder(provenance)  # named beside every BERT number (issue 39)
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
@@ -636,7 +641,7 @@ def render_report(
         *language_sections(
             deltas, insights.instances if insights is not None else None, generations
         ),
-        *refusal_sections(prompts, generations, insights.instances if insights else None),
+        *refusal_sections(prompts, generations, insights.instances if insights else None, refusal),
         Section("per-dataset", "Per dataset", _dataset_table(summary)),
         Section(
             "variants-kept",

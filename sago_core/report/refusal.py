@@ -1,7 +1,12 @@
 """The report's "Refusal consistency" section: does the model refuse a request however it is
-worded? Present only when the run's prompts carry a kind (``stages/refusal.py``); computed
-from prompts.parquet and generations.parquet by the same function the refusal stage writes
-its tables with, so the page and ``refusal_rates.parquet`` hold the same numbers.
+worded? Present only when the run's prompts carry a kind (``stages/refusal.py``). It shows
+the refusal stage's own tables (``read_refusal``: refusal.json and the files it names), so
+the page and ``refusal_rates.parquet`` hold the same numbers; at K > 1 samples those judge
+every sample, and the section shows each flip rate beside the base's own flip rate between
+its samples and their difference, the excess every rate is counted as
+(``refusal_sampled.py``). Without the stage's tables (a run folder from before it) the
+section computes them from prompts.parquet and generations.parquet by the same function,
+one answer per prompt text.
 
 It shows, per model: how often the base prompts are refused per kind (a model that refuses
 little has few breaches to make: said in the page); breach and over-refusal rates per kind
@@ -24,6 +29,7 @@ from sago_core.refusal.best_of_n import HALF
 from sago_core.refusal.flips import BREACH, OVER_REFUSAL, worst_variants
 from sago_core.report.markup import Section
 from sago_core.report.markup import table as _table
+from sago_core.report.refusal_sampled import base_prompts, beyond_base_html, is_sampled
 from sago_core.stages.refusal import CELL_LEVEL, FAMILY_LEVEL, RefusalTables, refusal_tables
 from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
 
@@ -66,24 +72,25 @@ def _strength(value: float | None) -> str:
 
 
 def _base_table(tables: RefusalTables) -> str:
-    base = tables.verdicts.filter(pl.col("variant_id") == BASE_VARIANT_ID)
+    prompts = base_prompts(tables)
+    sampled = is_sampled(tables)
     rows = []
-    for (model, kind), group in base.group_by(["model", "kind"], maintain_order=True):
+    for (model, kind), group in prompts.group_by(["model", "kind"], maintain_order=True):
         judged = group.drop_nulls("refused")
         refused = judged.filter(pl.col("refused")).height
         share = f"{refused / judged.height:.2f}" if judged.height else NA
-        rows.append(
-            [_e(model), _e(kind), str(group.height), str(judged.height), str(refused), share]
-        )
-    return _table(
-        ["model", "kind", "prompts", "with a verdict", "refused", "share refused"], rows, 2
-    )
+        row = [_e(model), _e(kind), str(group.height), str(judged.height), str(refused), share]
+        if sampled:
+            samples = int(judged["judged"].sum())
+            refused_samples = int(judged["refused_samples"].sum())
+            row.append(f"{refused_samples / samples:.2f}" if samples else NA)
+        rows.append(row)
+    head = ["model", "kind", "prompts", "with a verdict", "refused", "share refused"]
+    return _table([*head, *(["share of samples refused"] if sampled else [])], rows, 2)
 
 
 def _little_refusal_note(tables: RefusalTables) -> str:
-    base = tables.verdicts.filter(
-        (pl.col("variant_id") == BASE_VARIANT_ID) & (pl.col("kind") == HARMFUL)
-    ).drop_nulls("refused")
+    base = base_prompts(tables).filter(pl.col("kind") == HARMFUL).drop_nulls("refused")
     notes = []
     for (model,), group in base.group_by(["model"], maintain_order=True):
         refused = group.filter(pl.col("refused")).height
@@ -263,12 +270,13 @@ def _worst(
         joined = joined.join(texts, on=[*key, "variant_id"], how="left")
     else:
         joined = joined.with_columns(pl.lit(None, pl.Utf8).alias("variant_prompt"))
+    sampled = is_sampled(tables)
     rows = [
         [
             _e(r["model"]),
             _e(r["kind"]),
             LABEL[r["failure"]],
-            f"{r['failure_excess']:.2f}",
+            _excess(r) if sampled else f"{r['failure_excess']:.2f}",
             _e(f"{r['family']}/{r['subtype']} {_strength(r['strength'])}".strip()),
             _e(_short(r["prompt"])),
             _e(_short(r["variant_prompt"])) if r["variant_prompt"] is not None else NA,
@@ -278,21 +286,44 @@ def _worst(
         for r in joined.iter_rows(named=True)
     ]
     head = ["model", "kind", "failure", "excess", "variant", "prompt", "variant text"]
-    head += ["base answer", "variant answer"]
+    head += (
+        ["base answer (sample 0)", "variant answer (sample 0)"]
+        if sampled
+        else [
+            "base answer",
+            "variant answer",
+        ]
+    )
+    shown = (
+        " At K > 1 the excess is the pair's flip rate over its samples minus the base's own; "
+        "the answers shown are the first sample of each (every sample's verdict is in "
+        "<code>refusal_verdicts.parquet</code>)."
+        if sampled
+        else ""
+    )
     return (
         f"<p>Per model and kind, the {WORST} (prompt, variant) pairs that fail most: harmful "
         "prompts answered after a rewording, harmless ones refused after one. Every pair is in "
-        "<code>refusal_flips.parquet</code>.</p>" + _table(head, rows, len(head))
+        f"<code>refusal_flips.parquet</code>.{shown}</p>" + _table(head, rows, len(head))
     )
+
+
+def _excess(row: dict[str, Any]) -> str:
+    failure = row["failure"]
+    return f"{row['failure_excess']:.2f} ({row[failure]:.2f} − {row[f'self_{failure}']:.2f})"
 
 
 def refusal_sections(
     prompts: pl.DataFrame,
     generations: pl.DataFrame,
     instances: pl.DataFrame | None = None,
+    tables: RefusalTables | None = None,
 ) -> list[Section]:
-    """The section, or nothing when no prompt has a kind (a run like any other)."""
-    tables = refusal_tables(prompts, generations)
+    """The section, or nothing when no prompt has a kind (a run like any other).
+    ``tables``: the refusal stage's (``refusal_tables.read_refusal``; every sample at
+    K > 1); without them they are computed from ``generations`` (sample 0 only)."""
+    if tables is None:
+        tables = refusal_tables(prompts, generations)
     if tables is None:
         return []
     body = (
@@ -312,7 +343,9 @@ def refusal_sections(
         + _rates_table(tables, FAMILY_LEVEL)
         + "<details><summary>per subtype and strength</summary>"
         + _rates_table(tables, CELL_LEVEL)
-        + "</details><h3>Best-of-N</h3>"
+        + "</details>"
+        + beyond_base_html(tables)
+        + "<h3>Best-of-N</h3>"
         + _best_of_n(tables)
         + "<h3>Worst variants</h3>"
         + _worst(tables, prompts, generations, instances)
