@@ -8,7 +8,8 @@ prefix across its K samples (``bench/sampling_vllm.py``; one line saying why it 
 without the vLLM environment); (6) the post-scoring stages on a synthetic paper-grid run at
 1,000-8,000 instances (``bench/report_scale.py``: seconds, exponent, report.html bytes);
 (7) the main job (``sago run --preset demo``) twice: rerun time over first-run time; (8) the
-budgeted design's validation replay (``bench/budget.py``, issue 40) on a synthetic paper grid.
+budgeted design's validation replay (``bench/budget.py``) on a synthetic paper grid, and a
+recorded real budgeted run beside its full run (``bench/budget_real.py``), when one is.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.budget import main as budget_replay
+from bench.budget_real import main as budget_real
 from bench.pipelines import agree, compare, run_pipeline, tolerances
 from bench.report_scale import main as report_scale
 from bench.sampling import sampling_costs
@@ -212,6 +214,7 @@ def main() -> int:
     if not args.skip_rerun:
         print("\n".join(cached_rerun(workdir)))
     budget_replay([])
+    budget_real([])
     return 0
 
 

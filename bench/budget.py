@@ -49,9 +49,11 @@ from sago_core.vocabulary import EPSILONS
 ALPHA = 0.05
 
 
-def load_grid(run: Path | None, model: str | None, prompts: int, seed: int) -> GridValues:
+def load_grid(
+    run: Path | None, model: str | None, prompts: int, seed: int, sparse_mr: bool = False
+) -> GridValues:
     if run is None:
-        return synthetic_grid(prompts, seed)
+        return synthetic_grid(prompts, seed, sparse_mr=sparse_mr)
     path = run / DELTAS_FILE
     if not path.is_file():
         raise SystemExit(f"bench.budget: {path} does not exist (a finished run folder holds it)")
@@ -255,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="the model to replay (when the run holds several)")
     parser.add_argument("--prompts", type=int, default=8, help="synthetic: prompts per dataset")
     parser.add_argument("--grid-seed", type=int, default=1, help="synthetic grid's seed")
+    parser.add_argument(
+        "--sparse-mr",
+        action="store_true",
+        help="synthetic: MR a sparse 0/1 event at real per-prompt rates (mean 0.11)",
+    )
     parser.add_argument("--budgets", default="0.05,0.1,0.2,0.4")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--replays", type=int, default=200)
@@ -263,8 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, help="also write the table here (Markdown)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    gv = load_grid(args.run, args.model, args.prompts, args.grid_seed)
+    gv = load_grid(args.run, args.model, args.prompts, args.grid_seed, args.sparse_mr)
     source = str(args.run) if args.run else f"synthetic paper grid, {args.prompts} prompts/dataset"
+    if args.run is None and args.sparse_mr:
+        source += ", sparse MR"
     truth = full_truth(gv)
     print(
         f"budget replay: {source}, {gv.grid.cells} cells, {args.replays} runs per budget, "

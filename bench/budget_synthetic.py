@@ -11,6 +11,11 @@ per-prompt scale; Act small negative cosines growing with strength. Pooled value
 the paper's ranges (BLEU ~0.55, BERT ~0.17, MR ~0.45, Ent < 0.012); the prompt-to-prompt
 spread (sd of s_i over prompts ~0.3 of the mean for BLEU) and the within-prompt spread are
 the two variance components the design trades.
+
+``sparse_mr``: MR redrawn as a sparse 0/1 event, independent of the answer changing, at a
+per-prompt rate ~ Beta(2.09, 16.89) (mean 0.11, sd 0.07: the real demo run's per-prompt
+mirroring rates), the shape under which a prompt's few sampled cells often show no event;
+drawn from its own stream, so every other column is the default grid's.
 """
 
 from __future__ import annotations
@@ -47,7 +52,12 @@ def paper_kinds() -> list[tuple[Kind, float]]:
     return kinds
 
 
-def synthetic_grid(prompts: int, seed: int, datasets: int = 6) -> GridValues:
+SPARSE_MR_BETA = (2.09, 16.89)
+
+
+def synthetic_grid(
+    prompts: int, seed: int, datasets: int = 6, sparse_mr: bool = False
+) -> GridValues:
     rng = np.random.default_rng(seed)
     kinds = paper_kinds()
     effects = np.array([e for _, e in kinds])
@@ -81,4 +91,9 @@ def synthetic_grid(prompts: int, seed: int, datasets: int = 6) -> GridValues:
                 cell_kinds.append(kind)
                 rows.append((act[c], bleu[c], bert[c], prob[c], ent[c], mr[c]))
     grid = Grid(tuple(names), tuple(prompt_ids), tuple(cell_kinds))
-    return GridValues(grid, AXES, np.array(rows, dtype=np.float64))
+    values = np.array(rows, dtype=np.float64)
+    if sparse_mr:
+        sparse = np.random.default_rng([seed, 1])
+        rate = sparse.beta(*SPARSE_MR_BETA, datasets * prompts).repeat(len(kinds))
+        values[:, AXES.index("mr")] = (sparse.random(len(values)) < rate).astype(np.float64)
+    return GridValues(grid, AXES, values)

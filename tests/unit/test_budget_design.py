@@ -173,3 +173,22 @@ def test_root_bias_correction_shrinks_the_bias() -> None:
     assert raw_bias < -0.01 * full
     assert abs(fixed_bias) < abs(raw_bias) / 2
     assert abs(fixed_bias) < 0.01 * full
+
+
+def test_a_prompt_whose_sampled_cells_all_show_zero_gets_the_floor_by_hand() -> None:
+    # family strata: register (4 kinds), noise (2). p1 sampled: register d = 0.5, 0 and
+    # noise 0, so c(register) = 0.25 and noise, showing none, takes the dataset's 0.25.
+    # p0 sampled: register 2 of 4 and noise 1 of 2, all 0: ms_up = 4/6 (1 - 0.05^(1/2))
+    # 0.25 + 2/6 (1 - 0.05) 0.25 = 0.1293989 + 0.0791667, the floor a quarter of it.
+    grid = toy_grid(prompts=2)
+    layout = index_grid(grid, "family")
+    values = np.full(grid.cells, np.nan)
+    values[[0, 1, 4]] = 0.0
+    values[[6, 7, 10]] = [0.5, 0.0, 0.0]
+    est = estimate_prompts(layout, values)
+    assert est.s[0] == 0.0
+    assert est.s_var[0] == pytest.approx((0.1293989 + 0.0791667) / 4, abs=1e-7)
+    assert est.s[1] > 0
+    # every cell of p0 asked and 0: its root is exactly 0, with no variance to floor
+    values[[2, 3, 5]] = 0.0
+    assert estimate_prompts(layout, values).s_var[0] == pytest.approx(0.0, abs=1e-15)
