@@ -31,7 +31,8 @@ def add_parser(commands: Any) -> None:
         "--paired",
         action="store_true",
         help="two runs, the same prompts: paired t-test, Wilcoxon, bootstrap CI and an "
-        "equivalence test per dataset and axis (is B less stable than A?)",
+        "equivalence test per dataset and axis (is B less stable than A?); budgeted runs: "
+        "says which cells each asked and pairs them on the cells both asked where honest",
     )
     compare.add_argument(
         "--margin",

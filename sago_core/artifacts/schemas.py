@@ -356,6 +356,7 @@ PAIRED: Schema = {
     # difference of pooled SGS); shown beside mean_diff, labelled; equals it per dataset
     "mean_diff_datasets": pl.Float64,
     "ci_missing_reason": pl.String,  # why ci_low/ci_high are null (too few prompts)
+    "design": pl.String,  # full grid, or the budgeted cells each side asked (paired_design)
 }
 
 # `sago score`: the external file's rows, validated (stages/external_rows.parquet)

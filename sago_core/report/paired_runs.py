@@ -29,6 +29,7 @@ from sago_core.artifacts.rows import from_rows
 from sago_core.artifacts.schemas import PAIRED
 from sago_core.config import GenerationSettings
 from sago_core.errors import ConfigError, InputError
+from sago_core.report.paired_design import paired_design, population_keys
 from sago_core.report.served_identity import IdentityCheck, check_runs
 from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
@@ -76,6 +77,8 @@ class PairedComparison:
     identity: IdentityCheck = field(default_factory=IdentityCheck)  # served models mixed
     # Each run's SAMPLING settings (A, B), shown with the table.
     sampling: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+    # Budgeted runs: which cells each side asked and what the tests ran on (paired_design).
+    design: str | None = None
 
 
 def _leaves(value: Any, path: str) -> dict[str, Any]:
@@ -265,8 +268,10 @@ def paired_table(
     pairs: list[tuple[str, str]],
     margin: float,
     runs: tuple[str, str] = ("", ""),
+    design: str | None = None,
 ) -> pl.DataFrame:
-    """PAIRED rows for every model pair, dataset (then pooled) and axis."""
+    """PAIRED rows for every model pair, dataset (then pooled) and axis; ``design``: the
+    line of ``paired_design`` (budgeted runs), in every row."""
     rows = []
     for model_a, model_b in pairs:
         diffs = _diffs(scores_a, scores_b, model_a, model_b)
@@ -283,6 +288,7 @@ def paired_table(
     _correct(rows)
     for row in rows:
         row["run_a"], row["run_b"] = runs
+        row["design"] = design
     return from_rows(rows, PAIRED)
 
 
@@ -349,12 +355,20 @@ def compare_paired(
     pairs = pair_models(
         sorted(scores_a["model"].unique().to_list()), sorted(scores_b["model"].unique().to_list())
     )
-    check_prompts(run_a, run_b, scores_a, scores_b, pairs)
+    design = paired_design(run_a, run_b)
+    if design.budgeted:  # a budgeted run scores a sample of its prompts: check them all
+        check_prompt_sets(population_keys(run_a), population_keys(run_b), run_a, run_b)
+        check_prompt_texts(run_a, run_b)
+        scores_a, scores_b = design.scores(scores_a, scores_b, pairs)
+    else:
+        check_prompts(run_a, run_b, scores_a, scores_b, pairs)
     identity = check_runs([(f"A ({run_a})", run_a), (f"B ({run_b})", run_b)], pairs)
     identity.enforce(strict_identity)
-    table = paired_table(scores_a, scores_b, pairs, margin, (str(run_a), str(run_b)))
+    runs = (str(run_a), str(run_b))
+    table = paired_table(scores_a, scores_b, pairs, margin, runs, design.line)
     settings = (sampling_settings(config_a), sampling_settings(config_b))
-    return PairedComparison(table, differences, identity, settings)
+    shown = design.line if design.budgeted else None
+    return PairedComparison(table, differences, identity, settings, shown)
 
 
 def _cell(value: Any) -> str:
@@ -380,6 +394,7 @@ def render_paired(comparison: PairedComparison) -> str:
             "the per-dataset rows",
             f"decoding: A {describe_sampling(comparison.sampling[0])}; B "
             f"{describe_sampling(comparison.sampling[1])}",
+            *([f"design: {comparison.design}"] if comparison.design else []),
             "",
         ]
     if comparison.differences:

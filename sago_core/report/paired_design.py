@@ -1,0 +1,297 @@
+"""The design behind a paired comparison of two runs when either is budgeted
+(``sago_core/budget/``): which cells each side asked, whether they are the same cells, and
+the per-prompt scores the paired tests then run on.
+
+A budgeted run's per-prompt score is the design-based estimate of the score the full grid
+would give (``scores.parquet`` carries it). Two runs are paired by prompt, so their
+difference carries each side's sampling error of the cells; when both asked the same cells
+(common random numbers) that error is largely the same on both sides and cancels in the
+difference, so the paired test keeps its power. Four cases:
+
+- **the same cells** (the same design seed, grid and cells: two releases in one run, or two
+  runs whose rounds asked alike): the tests run on both runs' design-based scores;
+- **the cells both asked, honestly**: a budgeted design asks, in each stratum of a sampled
+  prompt, the first ``m`` kinds of one reading order fixed by (seed, grid), so two runs of
+  the same design (same seed, stratum level and sampled prompts) whose later rounds asked
+  different counts share exactly the design's cells at the smaller count per prompt and
+  stratum: itself a sample of that design, with known inclusion probabilities. That is
+  checked (each side's cells, and their intersection, re-drawn from the seed), then both
+  sides' per-prompt scores are re-estimated from those cells with the run's estimator
+  (``budget/estimate.py``). A full run against a budgeted one: the full run holds every
+  cell, so both are re-estimated from the budgeted side's cells;
+- **different samples** (other seeds, levels or prompts): the tests compare the two runs'
+  own design-based scores, two different samples of cells, and say so.
+
+Within a dataset every sampled prompt has the same first-stage inclusion probability, so the
+equal-weight mean over its prompts is the design-weighted mean; a pooled row weights
+prompts equally, which is the design's weighting when every dataset sampled the same share
+of its prompts (the line says when they did not).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from sago_core.artifacts.layout import (
+    BUDGET_CELLS_FILE,
+    BUDGET_FILE,
+    DELTAS_FILE,
+    PROMPTS_FILE,
+    VARIANTS_FILE,
+)
+from sago_core.budget.design import Layout, draw_design, index_grid, select_cells
+from sago_core.budget.estimate import estimate_prompts
+from sago_core.budget.run_cells import CELL_ID, RunCells, cell_values, run_cells
+from sago_core.errors import InputError
+from sago_core.statistics.intervals import stable_seed
+from sago_core.vocabulary import AXES
+
+FULL_GRID = "full grid in A and B"
+SAME = "same cells"
+COMMON = "cells both asked"
+DIFFERENT = "different samples"
+
+
+@dataclass(frozen=True)
+class RunDesign:
+    """One side: the run's grid, the cells it asked, its budget record (None: full grid)."""
+
+    run_dir: Path
+    cells: RunCells
+    asked: np.ndarray  # bool per grid cell (cells.ids order)
+    record: dict[str, Any] | None
+
+    @property
+    def budgeted(self) -> bool:
+        return self.record is not None
+
+    @property
+    def count(self) -> int:
+        return int(self.asked.sum())
+
+    def describe(self) -> str:
+        total = len(self.cells.ids)
+        if not self.budgeted:
+            return f"the full grid ({total:,} cells)"
+        return f"{self.count:,} of {total:,} cells ({self.count / max(total, 1):.0%})"
+
+
+@dataclass(frozen=True)
+class PairedDesign:
+    """What the paired tests run on, and the line that says so (paired.md, the table's
+    ``design`` column)."""
+
+    kind: str  # FULL_GRID, SAME, COMMON or DIFFERENT
+    line: str
+    a: RunDesign | None = None
+    b: RunDesign | None = None
+    common: np.ndarray | None = None  # COMMON: the cells the scores are re-estimated from
+    layout: Layout | None = None
+
+    @property
+    def budgeted(self) -> bool:
+        return self.kind != FULL_GRID
+
+    def scores(
+        self, scores_a: pl.DataFrame, scores_b: pl.DataFrame, pairs: list[tuple[str, str]]
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The per-prompt scores to pair: each run's own, or (COMMON) both re-estimated
+        from the cells both asked."""
+        if self.kind != COMMON or self.a is None or self.b is None:
+            return scores_a, scores_b
+        assert self.common is not None and self.layout is not None
+        models_a = sorted({a for a, _ in pairs})
+        models_b = sorted({b for _, b in pairs})
+        return (
+            common_scores(self.a, models_a, self.common, self.layout),
+            common_scores(self.b, models_b, self.common, self.layout),
+        )
+
+
+def _record(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / BUDGET_FILE
+    if not path.is_file():
+        return None
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"is not valid JSON: {exc}", file=str(path)) from exc
+    if not isinstance(loaded, dict):
+        raise InputError("is not a budget record (a JSON object)", file=str(path))
+    return loaded
+
+
+def read_run_design(run_dir: Path) -> RunDesign:
+    """The run's grid (its kept variants) and the cells it asked (``budget_cells.parquet``;
+    every cell for a full run)."""
+    record = _record(run_dir)
+    cells = run_cells(pl.read_parquet(run_dir / VARIANTS_FILE))
+    asked = np.ones(len(cells.ids), dtype=bool)
+    if record is not None:
+        path = run_dir / BUDGET_CELLS_FILE
+        if not path.is_file():
+            raise InputError(f"a budgeted run without {BUDGET_CELLS_FILE}", file=str(run_dir))
+        table = pl.read_parquet(path)
+        missing = [c for c in (*CELL_ID, "asked") if c not in table.columns]
+        if missing:
+            raise InputError(f"has no column {missing[0]!r}", file=str(path))
+        flags = (
+            cells.frame()
+            .join(table.select(*CELL_ID, "asked"), on=CELL_ID, how="left", maintain_order="left")
+            .get_column("asked")
+            .fill_null(False)
+        )
+        asked = flags.to_numpy().astype(bool)
+    return RunDesign(run_dir, cells, asked, record)
+
+
+def _sampled_prompts(layout: Layout, asked: np.ndarray) -> np.ndarray:
+    """Per dataset of the layout: the prompts holding an asked cell."""
+    prompts = np.unique(layout.prompt_code[asked])
+    return np.bincount(layout.prompt_dataset[prompts], minlength=len(layout.datasets))
+
+
+def _counts(layout: Layout, asked: np.ndarray) -> np.ndarray:
+    counts = np.zeros(layout.sizes.shape, dtype=np.int64)
+    np.add.at(counts, (layout.prompt_code[asked], layout.stratum[asked]), 1)
+    return counts
+
+
+def _same_design(a: RunDesign, b: RunDesign) -> tuple[Layout | None, str]:
+    """The layout when both runs are one design (seed, level, sampled prompts) and their
+    common cells are that design's at the smaller counts; else None and why not."""
+    ra, rb = a.record or {}, b.record or {}
+    if ra.get("seed") != rb.get("seed"):
+        return None, f"design seeds {ra.get('seed')} and {rb.get('seed')}"
+    if ra.get("level") != rb.get("level") or ra.get("level") is None:
+        return None, f"stratum levels {ra.get('level')} and {rb.get('level')}"
+    layout = index_grid(a.cells.grid, ra["level"])
+    sampled = _sampled_prompts(layout, a.asked)
+    if not np.array_equal(sampled, _sampled_prompts(layout, b.asked)):
+        return None, "different numbers of sampled prompts"
+    design = draw_design(layout, int(ra["seed"]), sampled.tolist())
+    counts_a, counts_b = _counts(layout, a.asked), _counts(layout, b.asked)
+    for side, counts in ((a, counts_a), (b, counts_b)):
+        if not np.array_equal(select_cells(design, counts), side.asked):
+            return None, f"{side.run_dir.name}'s cells are not its design's (seed {ra['seed']})"
+    common = select_cells(design, np.minimum(counts_a, counts_b))
+    if not np.array_equal(common, a.asked & b.asked):
+        return None, "the cells both asked are not one sample of the design"
+    return layout, ""
+
+
+def _sampling_shares(side: RunDesign, layout: Layout) -> str:
+    """A note when the side sampled fewer prompts, and when datasets' shares differ."""
+    sampled = _sampled_prompts(layout, side.asked)
+    population = layout.prompts_per_dataset
+    if np.array_equal(sampled, population):
+        return ""
+    note = f"; prompts sampled: {int(sampled.sum())} of {int(population.sum())}"
+    shares = sampled / np.maximum(population, 1)
+    if not np.allclose(shares, shares[0]):
+        note += (
+            " (datasets sampled at different shares: the pooled rows weight prompts equally, "
+            "not by the design)"
+        )
+    return note
+
+
+def paired_design(run_a: Path, run_b: Path) -> PairedDesign:
+    """The design of the two runs' comparison (reads nothing but ``budget.json`` when
+    neither run is budgeted)."""
+    if _record(run_a) is None and _record(run_b) is None:
+        return PairedDesign(FULL_GRID, FULL_GRID)
+    a, b = read_run_design(run_a), read_run_design(run_b)
+    if a.cells.ids != b.cells.ids:
+        line = (
+            f"budgeted design, different grids: A {a.describe()}, B {b.describe()}; the paired "
+            "tests compare two different samples (each run's own design-based per-prompt "
+            "scores)"
+        )
+        return PairedDesign(DIFFERENT, line, a, b)
+    budgeted = a if a.budgeted else b
+    layout = index_grid(a.cells.grid, (budgeted.record or {}).get("level") or "subtype")
+    notes = _sampling_shares(a, layout) + (
+        _sampling_shares(b, layout) if b.budgeted and a.budgeted else ""
+    )
+    if np.array_equal(a.asked, b.asked):
+        line = (
+            f"budgeted design: {a.describe()} in A, the same cells in B (common random "
+            "numbers; the paired tests run on both runs' design-based per-prompt scores)"
+        )
+        return PairedDesign(SAME, line + notes, a, b)
+    common = a.asked & b.asked
+    if a.budgeted != b.budgeted:
+        full, side = ("A", "B") if b.budgeted else ("B", "A")
+        if not common.any():
+            raise InputError("asked no cell of the grid", file=str(budgeted.run_dir))
+        line = (
+            f"budgeted design in {side} only: {side} {budgeted.describe()}, {full} the full "
+            f"grid; the paired tests run on {side}'s {int(common.sum()):,} cells, {full}'s "
+            "per-prompt scores re-estimated from the same cells (common random numbers)"
+        )
+        return PairedDesign(COMMON, line + _sampling_shares(budgeted, layout), a, b, common, layout)
+    same, why = _same_design(a, b)
+    if same is not None:
+        line = (
+            f"budgeted design, different cells: A {a.describe()}, B {b.describe()}; the paired "
+            f"tests run on the {int(common.sum()):,} cells both asked (the same design, seed "
+            f"{(a.record or {}).get('seed')}, at the smaller count per prompt and stratum), "
+            "each side's per-prompt scores re-estimated from them"
+        )
+        return PairedDesign(COMMON, line + notes, a, b, common, same)
+    line = (
+        f"budgeted design, different cells: A {a.describe()}, B {b.describe()}, "
+        f"{int(common.sum()):,} asked by both ({why}); the paired tests compare two different "
+        "samples, each run's own design-based per-prompt scores, whose differences carry both "
+        "designs' sampling error (less power than the same cells)"
+    )
+    return PairedDesign(DIFFERENT, line + notes, a, b)
+
+
+def common_scores(
+    side: RunDesign, models: list[str], common: np.ndarray, layout: Layout
+) -> pl.DataFrame:
+    """Per (model, prompt, axis): the design-based score (the corrected root of
+    ``budget/estimate.py``) from the ``common`` cells of ``side``'s deltas; the bootstrap
+    seeded by model, axis and the cells, so both sides of a pair draw alike."""
+    deltas = pl.read_parquet(side.run_dir / DELTAS_FILE)
+    present = set(deltas["axis"].unique().to_list())
+    rows: list[dict[str, Any]] = []
+    for model in models:
+        for axis in [a for a in AXES if a in present]:
+            values = np.full(len(side.cells.ids), np.nan)
+            values[common] = cell_values(deltas, side.cells, [(model, axis)], common)[:, 0]
+            seed = stable_seed(axis, str(int(common.sum()))) % (2**32)
+            estimates = estimate_prompts(layout, values, seed=seed)
+            for i, (dataset, prompt) in enumerate(layout.prompts):
+                if np.isfinite(estimates.s[i]):
+                    rows.append(
+                        {
+                            "model": model,
+                            "dataset": dataset,
+                            "prompt_id": prompt,
+                            "axis": axis,
+                            "s": float(estimates.s[i]),
+                        }
+                    )
+    schema = {
+        "model": pl.String,
+        "dataset": pl.String,
+        "prompt_id": pl.String,
+        "axis": pl.String,
+        "s": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def population_keys(run_dir: Path) -> set[tuple[str, str]]:
+    """The run's prompts (``prompts.parquet``): a budgeted run may score a sample of them."""
+    frame = pl.read_parquet(run_dir / PROMPTS_FILE).select("dataset", "prompt_id").unique()
+    return {(d, p) for d, p in frame.iter_rows()}
