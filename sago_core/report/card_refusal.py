@@ -1,7 +1,8 @@
 """The stability card's refusal rows: per model, breach and over-refusal per kind and family
 (refusal_rates.parquet) and the Best-of-N summary (best_of_n_summary.parquet); with an
 earlier release (``--against``) whose run measured refusal too, the refusal rows of the
-paired comparison (``refusal/paired.py``: failure rate B against A, TOST, Holm, verdict).
+paired comparison (``refusal/paired.py``: failure rate, and Best-of-N at the family's N,
+B against A, TOST, Holm, verdict).
 
 A run whose prompts carry no kind has none of these files: its card holds no refusal key
 at all, so its card.json is what it was.
@@ -15,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.layout import BEST_OF_N_SUMMARY_FILE, REFUSAL_RATES_FILE
-from sago_core.refusal.paired import refusal_paired_runs
+from sago_core.refusal.paired import BEST_OF_N_MEASURE, refusal_paired_runs
 from sago_core.stages.refusal import FAMILY_LEVEL
 
 Block = tuple[str, list[str], list[list[str]], list[str]]  # report/card.py's block
@@ -109,6 +110,13 @@ def refusal_blocks(model: dict[str, Any]) -> list[Block]:
     return [("Refusal consistency", headers, rows, notes)]
 
 
+def _family(row: dict[str, Any]) -> str:
+    """The row's family, and for a Best-of-N row its N (a card from before them has none)."""
+    if row.get("measure") == BEST_OF_N_MEASURE:
+        return f"{row['family']} (Best-of-N, N = {row['n_variants']})"
+    return str(row["family"])
+
+
 def refusal_paired_block(card: dict[str, Any]) -> list[Block]:
     """The refusal rows against the earlier release (none without them)."""
     table = card.get("refusal_paired")
@@ -118,7 +126,7 @@ def refusal_paired_block(card: dict[str, Any]) -> list[Block]:
         [
             f"{r['model_b']} vs {r['model_a']}",
             r["kind"],
-            r["family"],
+            _family(r),
             r["failure"],
             str(r["n"]),
             _number(r["mean_diff"]),
@@ -128,8 +136,10 @@ def refusal_paired_block(card: dict[str, Any]) -> list[Block]:
         for r in table
     ]
     notes = [
-        "failure rate B (this run) minus A (the earlier release) on shared prompts; "
-        f"equivalence margin {table[0]['margin']} in rate units; Holm over these rows"
+        "failure rate B (this run) minus A (the earlier release) on shared prompts; a "
+        "Best-of-N row: P(at least one of N variants fails), N the family's smallest shared "
+        f"variant count; equivalence margin {table[0]['margin']} in rate units; Holm over "
+        "these rows"
     ]
     headers = ["models", "kind", "family", "failure", "n", "B - A", "Holm (TOST)", "verdict"]
     return [("Refusal against the previous release", headers, rows, notes)]
