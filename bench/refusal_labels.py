@@ -1,0 +1,241 @@
+"""``python -m bench.refusal_labels``: how well do the rule-based refusal verdicts agree with a
+person's reading of the same answers?
+
+Two steps, a person labelling in between:
+
+    python -m bench.refusal_labels sample RUN --n 50 --out labels.csv [--seed 0]
+    (fill the ``label`` column: refused, complied or partial)
+    python -m bench.refusal_labels score labels.csv [--json scores.json]
+
+``sample`` draws ``n`` answers of a finished run that measured refusal (RUN is the run folder:
+refusal_verdicts.parquet, generations.parquet) with a rule verdict (refused or complied; an
+answer the rules leave NA, e.g. in a language without an openings list, has nothing to agree
+with and is left out, counted on the screen). It reads the first sample of each prompt text
+(generations.parquet's answer; at K > 1 the other samples' texts stay in samples.parquet).
+The draw is stratified and seeded: the strata are (kind, rule verdict, family, language), so
+both kinds, both verdicts, several families and several languages are held even when a
+model refuses little; rounds take one answer from each stratum (strata in a seeded order,
+each stratum's answers shuffled by the seed) until ``n`` are drawn. The agreement is
+therefore measured on a balanced sample, not weighted to the run's own shares. The CSV holds
+each answer's key, the prompt asked (the variant's text), the answer, the rule verdict
+(``rule``) and an empty ``label``.
+
+``score`` reads a filled CSV. ``partial`` (a partial compliance: part of what was asked is
+given) counts as complied for the agreement, since the rules have two verdicts and a partial
+answer is not a refusal (StrongREJECT scores it as non-refusal too); the confusion table keeps
+it apart. It prints the labelled rows, raw agreement, Cohen's kappa (NA with the reason when
+chance agreement is 1: every label and verdict the same class), the confusion table (label
+by rule) and every disagreeing row. A row with an empty label is left out and counted; any
+other label, or a rule verdict other than refused or complied, stops with the file, row and
+column named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import sys
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import polars as pl
+
+from sago_core.artifacts.layout import GENERATIONS_FILE, REFUSAL_VERDICTS_FILE
+
+REFUSED, COMPLIED, PARTIAL = "refused", "complied", "partial"
+LABELS = (REFUSED, COMPLIED, PARTIAL)
+RULES = (REFUSED, COMPLIED)
+STRATA = ("kind", "rule", "family", "language")
+KEY = ("model", "dataset", "prompt_id", "variant_id")
+COLUMNS = ("row", *KEY, "kind", "family", "language", "prompt", "answer", "rule", "label")
+CORNER = "label \\ rule"  # the confusion table's corner: labels down, rule verdicts across
+SNIPPET = 160  # characters of an answer printed beside a disagreement
+
+
+def labelled_answers(run_dir: Path) -> tuple[pl.DataFrame, int]:
+    """The run's first-sample answers with a rule verdict (one row per answer: ``KEY``, kind,
+    family, language, prompt, answer, rule) and how many had none (NA)."""
+    verdicts_path = run_dir / REFUSAL_VERDICTS_FILE
+    if not verdicts_path.is_file():
+        raise FileNotFoundError(
+            f"{verdicts_path}: no refusal verdicts (the run measured no refusal, or it is "
+            "not a finished run folder)"
+        )
+    verdicts = pl.read_parquet(verdicts_path).filter(pl.col("sample") == 0)
+    texts = pl.read_parquet(
+        run_dir / GENERATIONS_FILE, columns=[*KEY, "prompt_text", "answer_text"]
+    )
+    judged = verdicts.drop_nulls("refused")
+    rows = judged.join(texts, on=list(KEY), how="left").select(
+        *KEY,
+        "kind",
+        "family",
+        "language",
+        pl.col("prompt_text").alias("prompt"),
+        pl.col("answer_text").alias("answer"),
+        pl.when(pl.col("refused")).then(pl.lit(REFUSED)).otherwise(pl.lit(COMPLIED)).alias("rule"),
+    )
+    return rows.sort(list(KEY)), verdicts.height - judged.height
+
+
+def stratified_sample(answers: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:
+    """``n`` rows of ``answers`` (all when fewer), one per stratum per round (module
+    docstring), with a ``row`` number from 1."""
+    if n < 1:
+        raise ValueError(f"--n: need at least 1, got {n}")
+    rng = random.Random(seed)
+    strata: dict[tuple[str, ...], list[dict[str, object]]] = {}
+    for row in answers.iter_rows(named=True):
+        strata.setdefault(tuple(str(row[c]) for c in STRATA), []).append(row)
+    pools = [strata[key] for key in sorted(strata)]
+    for pool in pools:
+        rng.shuffle(pool)
+    drawn: list[dict[str, object]] = []
+    while len(drawn) < min(n, answers.height):
+        order = [pool for pool in pools if pool]
+        rng.shuffle(order)
+        for pool in order[: n - len(drawn)]:
+            drawn.append(pool.pop())
+    out = pl.DataFrame(drawn, schema=answers.schema)
+    return out.select(
+        pl.int_range(1, out.height + 1).alias("row"), *answers.columns, pl.lit("").alias("label")
+    )
+
+
+def write_labels_csv(sample: pl.DataFrame, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS))
+        writer.writeheader()
+        for row in sample.iter_rows(named=True):
+            writer.writerow({c: "" if row[c] is None else row[c] for c in COLUMNS})
+    return out
+
+
+@dataclass(frozen=True)
+class Agreement:
+    labelled: int
+    unlabelled: int
+    agreement: float | None  # share of labelled rows whose label (partial: complied) = rule
+    kappa: float | None
+    kappa_missing_reason: str | None
+    confusion: dict[str, dict[str, int]]  # label -> rule -> count
+    disagreements: list[dict[str, str]]
+
+
+def read_labels_csv(path: Path) -> list[dict[str, str]]:
+    """The CSV's rows; a missing column, a rule verdict or a label that is not one of the
+    documented values stops with the file, row and column named."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        absent = [c for c in ("rule", "label") if c not in (reader.fieldnames or [])]
+        if absent:
+            raise ValueError(f"{path}: no column {absent[0]!r} (the CSV that 'sample' writes)")
+        rows = list(reader)
+    for line, row in enumerate(rows, start=2):
+        row["label"] = (row["label"] or "").strip().lower()
+        row["rule"] = (row["rule"] or "").strip().lower()
+        if row["rule"] not in RULES:
+            raise ValueError(
+                f"{path}, line {line}, column 'rule': {row['rule']!r} is not one of "
+                f"{', '.join(RULES)}"
+            )
+        if row["label"] and row["label"] not in LABELS:
+            raise ValueError(
+                f"{path}, line {line}, column 'label': {row['label']!r} is not one of "
+                f"{', '.join(LABELS)} (or empty: not labelled)"
+            )
+    return rows
+
+
+def _binary(label: str) -> str:
+    return REFUSED if label == REFUSED else COMPLIED
+
+
+def agreement(rows: list[dict[str, str]]) -> Agreement:
+    """Raw agreement, Cohen's kappa and the confusion table of labelled ``rows``."""
+    labelled = [r for r in rows if r["label"]]
+    confusion = {label: dict.fromkeys(RULES, 0) for label in LABELS}
+    for r in labelled:
+        confusion[r["label"]][r["rule"]] += 1
+    n = len(labelled)
+    if not n:
+        return Agreement(0, len(rows), None, None, "no labelled row", confusion, [])
+    agree = [r for r in labelled if _binary(r["label"]) == r["rule"]]
+    observed = len(agree) / n
+    humans = Counter(_binary(r["label"]) for r in labelled)
+    rules = Counter(r["rule"] for r in labelled)
+    chance = sum(humans[c] * rules[c] for c in RULES) / n**2
+    if chance == 1.0:
+        kappa, why = None, "every label and rule verdict is the same class: kappa is undefined"
+    else:
+        kappa, why = (observed - chance) / (1.0 - chance), None
+    disagreements = [r for r in labelled if _binary(r["label"]) != r["rule"]]
+    return Agreement(n, len(rows) - n, observed, kappa, why, confusion, disagreements)
+
+
+def render(result: Agreement) -> str:
+    def number(value: float | None) -> str:
+        return "NA" if value is None else f"{value:.3f}"
+
+    kappa = number(result.kappa)
+    if result.kappa_missing_reason:
+        kappa += f" ({result.kappa_missing_reason})"
+    lines = [
+        f"labelled rows: {result.labelled} (without a label, left out: {result.unlabelled})",
+        f"raw agreement (partial counted as complied): {number(result.agreement)}",
+        f"Cohen's kappa: {kappa}",
+        "",
+        f"{CORNER:<14}{REFUSED:>10}{COMPLIED:>10}",
+        *(
+            f"{label:<14}{result.confusion[label][REFUSED]:>10}"
+            f"{result.confusion[label][COMPLIED]:>10}"
+            for label in LABELS
+        ),
+        "",
+        f"disagreements: {len(result.disagreements)}",
+    ]
+    for r in result.disagreements:
+        answer = " ".join((r.get("answer") or "").split())[:SNIPPET]
+        lines.append(
+            f"  row {r.get('row', '?')}: {r.get('kind', '')} {r.get('variant_id', '')} "
+            f"[{r.get('language', '')}] rule {r['rule']}, label {r['label']}: {answer}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.refusal_labels", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    sample = commands.add_parser("sample", help="draw answers to label from a finished run")
+    sample.add_argument("run", type=Path, help="the run folder (refusal_verdicts.parquet)")
+    sample.add_argument("--n", type=int, default=50)
+    sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--out", type=Path, default=Path("labels.csv"))
+    score = commands.add_parser("score", help="agreement of a labelled CSV with the rules")
+    score.add_argument("labels", type=Path)
+    score.add_argument("--json", type=Path, default=None, help="also write the scores here")
+    args = parser.parse_args(argv)
+    if args.command == "sample":
+        answers, without = labelled_answers(args.run)
+        drawn = stratified_sample(answers, args.n, args.seed)
+        write_labels_csv(drawn, args.out)
+        kinds = Counter(drawn["kind"].to_list())
+        print(
+            f"{drawn.height} answers of {answers.height} with a rule verdict ({without} without "
+            f"one left out) to {args.out}; kinds {dict(kinds)}, "
+            f"{drawn['family'].n_unique()} families, {drawn['language'].n_unique()} languages"
+        )
+        return 0
+    result = agreement(read_labels_csv(args.labels))
+    print(render(result))
+    if args.json:
+        args.json.write_text(json.dumps(asdict(result), indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
