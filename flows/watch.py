@@ -10,6 +10,12 @@ links the cards and marks significant regressions. Then it rebuilds the results 
 runs folder's ``site/`` (``sago_core/site``; on an object store, written to the store) and
 links it from a Prefect artifact: the store's address, not a file:// path that only this
 machine can open.
+
+A watch whose config has a ``budget`` runs each new release budgeted and climbs the
+``escalation`` ladder (``sago_core/watch/escalation.py``: default 0.5, then the full grid)
+while its verdict against the last release is undecided on a watched axis; both releases
+run at each budget, and the row cache makes each step pay only its new cells. Every step
+(budget, cells, verdicts) is logged and kept in the release's registry entry.
 """
 
 from __future__ import annotations
@@ -23,14 +29,21 @@ from prefect.artifacts import create_markdown_artifact
 from flows.evaluate import evaluate
 from flows.runtime.object_store import runs_folder
 from flows.runtime.server_outage import best_effort
-from sago_core.config import build_config
+from sago_core.config import BudgetSettings, build_config
 from sago_core.site.address import site_address
 from sago_core.site.build import build_site
 from sago_core.site.collect import run_names
 from sago_core.site.paths import SITE_DIR
+from sago_core.watch.escalation import escalate, parse_escalation
 from sago_core.watch.leaderboard import write_leaderboard
 from sago_core.watch.registry import Registry, discover_models
-from sago_core.watch.releases import identity_of, previous_release, write_release_card
+from sago_core.watch.releases import (
+    identity_of,
+    previous_release,
+    same_weights,
+    write_release_card,
+)
+from sago_core.watch.steps import Step
 
 
 @flow(name="sago-evaluate-models", flow_run_name="evaluate-{preset}", log_prints=True)
@@ -55,24 +68,41 @@ def watch(
     runs_dir: str = "runs",
     preset: str = "demo",
     overrides: dict[str, Any] | None = None,
+    escalation: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Evaluate every watched model not evaluated before; returns the specs evaluated now."""
+    """Evaluate every watched model not evaluated before; returns the specs evaluated now.
+    ``escalation``: the budget ladder of a budgeted watch (``EscalationSettings``)."""
     logger = get_run_logger()
+    ladder = parse_escalation(escalation)
     registry = Registry(runs_folder(runs_dir))  # a store URL: this machine's mirror of it
+
+    def run_at(model: str, budget: BudgetSettings | None) -> Path:
+        values = {**(overrides or {}), "models": [model], "runs_dir": runs_dir}
+        values.pop("budget", None)
+        if budget is not None:
+            values["budget"] = budget.model_dump()
+        return Path(evaluate(build_config(preset, values, source=f"watch of {source}")))
+
+    budget = build_config(preset, {**(overrides or {}), "runs_dir": runs_dir}).budget
     evaluated = []
     for spec in discover_models(source):
         identity = identity_of(spec)
         if registry.done(spec, identity) or not registry.claim(spec, identity):
             continue
+        previous = previous_release(registry.entries(), spec, identity)
         try:
-            values = {**(overrides or {}), "models": [spec], "runs_dir": runs_dir}
-            run_dir = evaluate(build_config(preset, values, source=f"watch of {source}"))
+            if budget is None:
+                run_dir, steps = run_at(spec, None), list[Step]()
+            else:
+                rerun = previous is not None and same_weights(previous)
+                run_dir, previous, steps = escalate(spec, previous, budget, ladder, run_at, rerun)
         except BaseException:
             registry.release(spec, identity)  # the next watch run tries again
             raise
-        previous = previous_release(registry.entries(), spec, identity)
-        registry.record(spec, identity, Path(run_dir))
-        write_release_card(Path(run_dir), spec, previous)
+        for step in steps:
+            logger.info("%s at %s", spec, step.describe())
+        registry.record(spec, identity, run_dir, [s.record() for s in steps])
+        write_release_card(run_dir, spec, previous)
         evaluated.append(spec)
         logger.info("evaluated new model %s -> %s", spec, run_dir)
     registry.write_table()

@@ -5,7 +5,9 @@ cards and marking significant regressions, then one report across all evaluated 
 
 A significant regression is a pooled paired verdict ``b_worse``: the Holm-adjusted paired
 t-test against the previous release of the family rejects and the equivalence test does
-not (``statistics/paired.py``). Verdicts are read from each release's ``card.json``.
+not (``statistics/paired.py``). Verdicts are read from each release's ``card.json``. A
+release the watch ran under a budget shows its steps (``watch/escalation.py``): each budget,
+its cells and the verdicts that stayed undecided, up to the one it stopped at.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sago_core.report.compare import compare_runs
 from sago_core.vocabulary import POOLED
 from sago_core.watch.registry import Entry, Registry
 from sago_core.watch.releases import model_family
+from sago_core.watch.steps import describe_steps
 
 LEADERBOARD_FILE = "leaderboard.parquet"
 LEADERBOARD_PAGE = "leaderboard.html"
@@ -40,6 +43,7 @@ LEADERBOARD = {
     "against": pl.String,  # the previous release of the family its card compares with
     "paired_verdict": pl.String,  # pooled verdict on this axis against that release
     "regression": pl.Boolean,  # paired_verdict == "b_worse"
+    "budget_steps": pl.String,  # the budgets the release ran at (null: the full grid alone)
 }
 
 
@@ -85,6 +89,7 @@ def leaderboard_rows(entries: list[Entry]) -> list[dict[str, Any]]:
                     "against": against,
                     "paired_verdict": verdict,
                     "regression": None if verdict is None else verdict == "b_worse",
+                    "budget_steps": describe_steps(entry.budget_steps),
                 }
             )
     return rows
@@ -102,6 +107,7 @@ def releases_section(table: pl.DataFrame, root: Path) -> str:
         pl.col("against").first(),
         pl.col("axis").filter(pl.col("regression").fill_null(False)).alias("regressed"),
         pl.col("paired_verdict").is_not_null().any().alias("compared"),
+        pl.col("budget_steps").first(),
     )
     for r in releases.sort("family", "evaluated_at").iter_rows(named=True):
         link = (
@@ -118,7 +124,8 @@ def releases_section(table: pl.DataFrame, root: Path) -> str:
             mark = "no significant regression"
         else:
             mark = "not compared"
-        cells = [r["family"], r["model"], link, r["against"] or "", mark]
+        budget = r["budget_steps"] or "full grid"
+        cells = [r["family"], r["model"], link, r["against"] or "", mark, budget]
         body.append(
             "<tr>"
             + "".join(
@@ -128,12 +135,14 @@ def releases_section(table: pl.DataFrame, root: Path) -> str:
             + "</tr>"
         )
     head = "".join(
-        f"<th>{h}</th>" for h in ("family", "release", "card", "against", "vs previous release")
+        f"<th>{h}</th>"
+        for h in ("family", "release", "card", "against", "vs previous release", "budget")
     )
     return (
         '<section id="releases"><h2>Releases</h2><p>Each release against the previous release '
         "of its family (paired tests on the same prompts; a regression is a pooled verdict "
-        "b_worse, Holm-adjusted).</p>"
+        "b_worse, Holm-adjusted). Budget: the budgets a release ran at under a budgeted "
+        "watch, each with its cells and the axes whose verdict stayed undecided there.</p>"
         f"<table><tr>{head}</tr>{''.join(body)}</table></section>"
     )
 

@@ -6,7 +6,9 @@ created with O_CREAT | O_EXCL, so exactly one run wins a model; a claim whose ow
 taken over after ``stale_after_s``; on an object store a claim is a lease object created with
 a conditional put, with the same expiry (``sago_core.storage.leases``). A finished
 evaluation writes ``<key>.json``; the ``registry.parquet`` table is rebuilt from those
-files (no read-modify-write to lose).
+files (no read-modify-write to lose). A release evaluated under a budget keeps its steps
+(``watch/steps.py``: each budget it ran at, the cells, the verdicts against the last release)
+in its entry, and ``registry.parquet`` shows them in one line.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import os
 import secrets
 import socket
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -33,12 +36,14 @@ from sago_core.storage.attached import current, ensure_local, pull
 from sago_core.storage.leases import Lease, release, try_acquire
 from sago_core.storage.mirror import Mirror
 from sago_core.storage.objects import ObjectStore
+from sago_core.watch.steps import describe_steps
 
 REGISTRY_SCHEMA = {
     "spec": pl.String,
     "identity": pl.String,
     "run_dir": pl.String,
     "evaluated_at": pl.Float64,
+    "budget_steps": pl.String,  # the budgets the release ran at (steps.describe_steps)
 }
 
 
@@ -48,6 +53,8 @@ class Entry:
     identity: str
     run_dir: str
     evaluated_at: float
+    # A release run under a budget: each step's record (steps.Step.record), in order.
+    budget_steps: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Registry:
@@ -105,8 +112,14 @@ class Registry:
             release(on_store[0], lease)
         path.unlink(missing_ok=True)
 
-    def record(self, spec: str, identity: str, run_dir: Path) -> Path:
-        entry = Entry(spec, identity, str(run_dir), time.time())
+    def record(
+        self,
+        spec: str,
+        identity: str,
+        run_dir: Path,
+        budget_steps: list[dict[str, Any]] | None = None,
+    ) -> Path:
+        entry = Entry(spec, identity, str(run_dir), time.time(), list(budget_steps or []))
         path = write_json(asdict(entry), self.folder / f"{self.key(spec, identity)}.json")
         self.release(spec, identity)
         return path
@@ -128,7 +141,9 @@ class Registry:
         return local
 
     def write_table(self) -> Path:
-        rows = [asdict(e) for e in self.entries()]
+        rows = [
+            {**asdict(e), "budget_steps": describe_steps(e.budget_steps)} for e in self.entries()
+        ]
         frame = pl.DataFrame(rows, schema=REGISTRY_SCHEMA)
         return write_parquet(
             frame.sort("evaluated_at"), self.root / "registry.parquet", REGISTRY_SCHEMA

@@ -32,6 +32,15 @@ def identity_of(spec: str) -> str:
     return resolve_local_model(parsed.model_id).identity if local else spec
 
 
+def same_weights(entry: Entry) -> bool:
+    """Whether the release's spec still resolves to the weights it was evaluated with (a
+    re-release under the same spec has a new identity; a deleted folder has none)."""
+    try:
+        return identity_of(entry.spec) == entry.identity
+    except (SagoError, OSError):
+        return False
+
+
 def model_family(spec: str) -> str:
     parsed = parse_model_spec(spec)
     config_file = Path(parsed.model_id) / "config.json"

@@ -1,0 +1,196 @@
+"""A watch under a budget: each new release is run budgeted, compared with the last release
+of its family, and rerun with a larger budget only while that verdict is undecided.
+
+The ladder: the config's own ``budget`` first, then each fraction of ``ladder`` above it
+(default 0.5, then 1.0: the full grid). After each rung the pooled paired verdict of every
+watched axis (``axes``; empty: every axis) against the last release is read
+(``report/paired_runs.py``); the release stops at the first rung where none is
+``inconclusive`` (or missing), and at the full grid in any case. A comparison the paired
+tests refuse (other prompts, other settings) stops it too: a larger budget cannot fix that.
+
+Both releases run at each rung: the last release is rerun with the same config at the same
+budget, so the two runs are one design (same seed, grid and schedule). Their first round
+asks the same cells, and the paired comparison pairs them on the cells both asked
+(``report/paired_design.py``), which keeps the power of common random numbers; a larger
+budget for the new release alone would leave the comparison no more cells in common. The
+row cache (``artifacts/row_cache.py``) answers every cell a run on this runs folder already
+asked, so a rung pays only the cells it adds, for either release; the last release's run at
+the rung it was itself recorded at asks nothing. When the last release's weights are no
+longer at its spec (a new identity there), it is not rerun: the new release is compared with
+its recorded run, and the comparison line says what the two runs asked.
+
+``escalate`` is Prefect-free: the flow hands it ``run_at(spec, budget) -> run folder``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import Field, ValidationError, field_validator
+
+from sago_core.artifacts.layout import BUDGET_FILE, VARIANTS_FILE
+from sago_core.config import BudgetSettings
+from sago_core.config_errors import describe_errors
+from sago_core.config_sections import StrictModel
+from sago_core.errors import ConfigError, SagoError
+from sago_core.statistics.paired import DEFAULT_MARGIN
+from sago_core.vocabulary import AXES, POOLED
+from sago_core.watch.registry import Entry
+from sago_core.watch.steps import Step
+
+UNDECIDED = "inconclusive"
+FULL_GRID = "full grid"
+
+RunAt = Callable[[str, BudgetSettings | None], Path]
+
+
+class EscalationSettings(StrictModel):
+    """The watch's ``escalation`` parameter: the budgets (fractions of the grid, increasing;
+    1.0 is the full grid) a release is rerun at after the config's own budget while its
+    verdict against the last release is undecided; the watched axes (empty: every axis);
+    the paired comparison's equivalence margin (SGS units)."""
+
+    ladder: tuple[float, ...] = (0.5, 1.0)
+    axes: tuple[str, ...] = ()
+    margin: float = Field(default=DEFAULT_MARGIN, gt=0)
+
+    @field_validator("ladder")
+    @classmethod
+    def _increasing(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        for fraction in value:
+            if not 0 < fraction <= 1:
+                raise ValueError(f"every budget must be in (0, 1], got {fraction}")
+        if any(b <= a for a, b in pairwise(value)):
+            raise ValueError(f"must increase, got {list(value)}")
+        return value
+
+    @field_validator("axes")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [a for a in value if a not in AXES]
+        if unknown:
+            raise ValueError(f"unknown axis {unknown[0]!r}; choose from {list(AXES)}")
+        return value
+
+
+def parse_escalation(values: dict[str, Any] | None) -> EscalationSettings:
+    """The flow parameter, strictly: one line naming the key when it is wrong."""
+    try:
+        return EscalationSettings.model_validate(values or {})
+    except ValidationError as exc:
+        problems = describe_errors(exc, EscalationSettings)
+        raise ConfigError(f"invalid watch escalation: {problems}") from None
+
+
+def rungs(budget: BudgetSettings, settings: EscalationSettings) -> list[BudgetSettings | None]:
+    """The config's budget, then every ladder budget above it (1.0: None, the full grid)."""
+    out: list[BudgetSettings | None] = [budget]
+    for fraction in settings.ladder:
+        if budget.fraction is not None and fraction <= budget.fraction:
+            continue
+        if fraction >= 1.0:
+            out.append(None)
+            break
+        values = {**budget.model_dump(), "fraction": fraction, "generations": None}
+        out.append(BudgetSettings.model_validate(values))
+    return out
+
+
+def budget_label(budget: BudgetSettings | None) -> str:
+    if budget is None:
+        return FULL_GRID
+    if budget.fraction is not None:
+        return f"{budget.fraction:.0%}"
+    return f"{budget.generations:,} cells"
+
+
+def run_cells_asked(run_dir: Path) -> tuple[int | None, int | None]:
+    """(cells asked, the full grid's cells): ``budget.json``, or a full run's kept cells."""
+    record = run_dir / BUDGET_FILE
+    if record.is_file():
+        loaded = json.loads(record.read_text(encoding="utf-8"))
+        return loaded.get("cells"), loaded.get("full_cells")
+    variants = run_dir / VARIANTS_FILE
+    if not variants.is_file():
+        return None, None
+    from sago_core.budget.run_cells import run_cells
+
+    try:
+        full = len(run_cells(pl.read_parquet(variants)).ids)
+    except (pl.exceptions.PolarsError, ValueError):
+        return None, None
+    return full, full
+
+
+def pooled_verdicts(
+    against: Path, run_dir: Path, margin: float
+) -> tuple[dict[str, str | None], str | None]:
+    """The pooled paired verdict per axis of ``run_dir`` (B) against ``against`` (A), and
+    the comparison's design line."""
+    from sago_core.report.paired_runs import compare_paired
+
+    comparison = compare_paired(against, run_dir, margin)
+    pooled = comparison.table.filter(pl.col("dataset") == POOLED)
+    verdicts = dict(zip(pooled["axis"].to_list(), pooled["verdict"].to_list(), strict=True))
+    return verdicts, comparison.design
+
+
+def _step(budget: BudgetSettings | None, run_dir: Path, against: Path | None, **rest: Any) -> Step:
+    cells, full = run_cells_asked(run_dir)
+    return Step(
+        budget_label(budget),
+        str(run_dir),
+        cells,
+        full,
+        None if against is None else str(against),
+        **rest,
+    )
+
+
+def compare_step(
+    budget: BudgetSettings | None,
+    run_dir: Path,
+    against: Path,
+    settings: EscalationSettings,
+) -> Step:
+    """One rung's record: the verdicts against the last release and which stay undecided."""
+    try:
+        verdicts, design = pooled_verdicts(against, run_dir, settings.margin)
+    except SagoError as exc:
+        return _step(budget, run_dir, against, note=f"not compared: {exc}")
+    watched = settings.axes or tuple(a for a in AXES if a in verdicts)
+    undecided = tuple(a for a in watched if verdicts.get(a) in (None, UNDECIDED))
+    return _step(budget, run_dir, against, verdicts=verdicts, undecided=undecided, design=design)
+
+
+def escalate(
+    spec: str,
+    previous: Entry | None,
+    budget: BudgetSettings,
+    settings: EscalationSettings,
+    run_at: RunAt,
+    rerun_previous: bool = True,
+) -> tuple[Path, Entry | None, list[Step]]:
+    """Run ``spec`` up the ladder until its verdicts against ``previous`` are decided.
+    Returns the release's last run, the previous release as compared at that rung (its
+    ``run_dir`` the run it was compared with; None: the first release of its family) and
+    the steps."""
+    if previous is None:
+        run_dir = run_at(spec, budget)
+        note = "first release of its family: nothing to compare with"
+        return run_dir, None, [_step(budget, run_dir, None, note=note)]
+    steps: list[Step] = []
+    for budget_now in rungs(budget, settings):
+        run_dir = run_at(spec, budget_now)
+        against = run_at(previous.spec, budget_now) if rerun_previous else Path(previous.run_dir)
+        step = compare_step(budget_now, run_dir, against, settings)
+        steps.append(step)
+        if step.note is not None or not step.undecided:
+            break
+    return run_dir, replace(previous, run_dir=str(against)), steps
