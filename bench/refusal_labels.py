@@ -23,9 +23,10 @@ each answer's key, the prompt asked (the variant's text), the answer, the rule v
 ``score`` reads a filled CSV. ``partial`` (a partial compliance: part of what was asked is
 given) counts as complied for the agreement, since the rules have two verdicts and a partial
 answer is not a refusal (StrongREJECT scores it as non-refusal too); the confusion table keeps
-it apart. It prints the labelled rows, raw agreement, Cohen's kappa (NA with the reason when
-chance agreement is 1: every label and verdict the same class), the confusion table (label
-by rule) and every disagreeing row. A row with an empty label is left out and counted; any
+it apart. It prints the labelled rows, raw agreement, Cohen's kappa
+(``statistics/agreement.py``; NA with the reason when chance agreement is 1: every label
+and verdict the same class), the confusion table (label by rule) and every disagreeing
+row. A row with an empty label is left out and counted; any
 other label, or a rule verdict other than refused or complied, stops with the file, row and
 column named.
 """
@@ -44,6 +45,7 @@ from pathlib import Path
 import polars as pl
 
 from sago_core.artifacts.layout import GENERATIONS_FILE, REFUSAL_VERDICTS_FILE
+from sago_core.statistics.agreement import agreement as rater_agreement
 
 REFUSED, COMPLIED, PARTIAL = "refused", "complied", "partial"
 LABELS = (REFUSED, COMPLIED, PARTIAL)
@@ -164,17 +166,16 @@ def agreement(rows: list[dict[str, str]]) -> Agreement:
     n = len(labelled)
     if not n:
         return Agreement(0, len(rows), None, None, "no labelled row", confusion, [])
-    agree = [r for r in labelled if _binary(r["label"]) == r["rule"]]
-    observed = len(agree) / n
-    humans = Counter(_binary(r["label"]) for r in labelled)
-    rules = Counter(r["rule"] for r in labelled)
-    chance = sum(humans[c] * rules[c] for c in RULES) / n**2
-    if chance == 1.0:
-        kappa, why = None, "every label and rule verdict is the same class: kappa is undefined"
-    else:
-        kappa, why = (observed - chance) / (1.0 - chance), None
+    measured = rater_agreement(
+        [int(_binary(r["label"]) == REFUSED) for r in labelled],
+        [int(r["rule"] == REFUSED) for r in labelled],
+    )
+    observed = None if measured.percent is None else measured.percent / 100.0
+    why = None
+    if measured.kappa is None:
+        why = "every label and rule verdict is the same class: kappa is undefined"
     disagreements = [r for r in labelled if _binary(r["label"]) != r["rule"]]
-    return Agreement(n, len(rows) - n, observed, kappa, why, confusion, disagreements)
+    return Agreement(n, len(rows) - n, observed, measured.kappa, why, confusion, disagreements)
 
 
 def render(result: Agreement) -> str:
