@@ -34,7 +34,7 @@ from sago_core.site.address import site_address
 from sago_core.site.build import build_site
 from sago_core.site.collect import run_names
 from sago_core.site.paths import SITE_DIR
-from sago_core.watch.escalation import escalate, parse_escalation
+from sago_core.watch.escalation import escalate, parse_escalation, release_config
 from sago_core.watch.leaderboard import write_leaderboard
 from sago_core.watch.registry import Registry, discover_models
 from sago_core.watch.releases import (
@@ -77,11 +77,8 @@ def watch(
     registry = Registry(runs_folder(runs_dir))  # a store URL: this machine's mirror of it
 
     def run_at(model: str, budget: BudgetSettings | None) -> Path:
-        values = {**(overrides or {}), "models": [model], "runs_dir": runs_dir}
-        values.pop("budget", None)
-        if budget is not None:
-            values["budget"] = budget.model_dump()
-        return Path(evaluate(build_config(preset, values, source=f"watch of {source}")))
+        where = f"watch of {source}"
+        return Path(evaluate(release_config(preset, overrides, runs_dir, model, budget, where)))
 
     budget = build_config(preset, {**(overrides or {}), "runs_dir": runs_dir}).budget
     evaluated = []

@@ -35,7 +35,7 @@ import polars as pl
 from pydantic import Field, ValidationError, field_validator
 
 from sago_core.artifacts.layout import BUDGET_FILE, VARIANTS_FILE
-from sago_core.config import BudgetSettings
+from sago_core.config import BudgetSettings, RunConfig, build_config
 from sago_core.config_errors import describe_errors
 from sago_core.config_sections import StrictModel
 from sago_core.errors import ConfigError, SagoError
@@ -100,6 +100,23 @@ def rungs(budget: BudgetSettings, settings: EscalationSettings) -> list[BudgetSe
         values = {**budget.model_dump(), "fraction": fraction, "generations": None}
         out.append(BudgetSettings.model_validate(values))
     return out
+
+
+def release_config(
+    preset: str,
+    overrides: dict[str, Any] | None,
+    runs_dir: str,
+    model: str,
+    budget: BudgetSettings | None,
+    source: str,
+) -> RunConfig:
+    """The watch's config for one release at one budget (None: the full grid): the
+    watch's overrides with its model and this budget in place of the config's."""
+    values = {**(overrides or {}), "models": [model], "runs_dir": runs_dir}
+    values.pop("budget", None)
+    if budget is not None:
+        values["budget"] = budget.model_dump()
+    return build_config(preset, values, source=source)
 
 
 def budget_label(budget: BudgetSettings | None) -> str:

@@ -150,3 +150,61 @@ def test_the_steps_are_recorded_and_shown_where_the_watch_reports_a_release(
     board = pl.DataFrame(leaderboard_rows(registry.entries()))
     page = releases_section(board, registry.root)
     assert f"<td>{html.escape(line)}</td>" in page and "<td>full grid</td>" in page
+
+
+def test_a_release_runs_at_each_budget_with_the_watch_config_otherwise_unchanged() -> None:
+    from sago_core.watch.escalation import release_config
+
+    overrides = {"n": 2, "budget": {"fraction": 0.2, "target": {"bleu": 0.05}, "seed": 7}}
+    first = release_config("demo", overrides, "runs", NEW, BUDGET, "watch")
+    higher = rungs(first.budget or BUDGET, DEFAULT)[1]
+    at_half = release_config("demo", overrides, "runs", NEW, higher, "watch")
+    full = release_config("demo", overrides, "runs", NEW, None, "watch")
+    assert first.budget == BUDGET and first.models == (NEW,) and first.n == 2
+    assert at_half.budget is not None and at_half.budget.fraction == 0.5
+    assert (at_half.budget.seed, dict(at_half.budget.target)) == (7, {"bleu": 0.05})
+    assert full.budget is None and full.n == 2
+    plain = release_config("demo", {"n": 2}, "runs", NEW, None, "watch")
+    assert full.model_dump() == plain.model_dump()  # the full grid: an unbudgeted run's config
+
+
+@pytest.mark.slow
+def test_a_budgeted_watch_runs_a_release_budgeted_and_records_its_step(
+    harness: None, tmp_path: Path
+) -> None:
+    """The whole flow on the mock backend: a first release, so one step (a mock model is its
+    own family: nothing to compare with, nothing to climb)."""
+    from flows.watch import watch
+
+    data = tmp_path / "questions.jsonl"
+    questions = ["What is the capital of France?", "Name a prime number.", "Why is the sky blue?"]
+    data.write_text("".join(json.dumps({"question": q}) + "\n" for q in questions))
+    source = tmp_path / "models.txt"
+    source.write_text("mock:watched\n")
+    overrides = {
+        "datasets": [str(data)],
+        "n": 3,
+        "generation": {"max_new_tokens": 8},
+        "variants": {
+            "register": None,
+            "structural": None,
+            "noise": {
+                "spacing": [1, 5, 20, 50],
+                "punctuation": [],
+                "capitalization": [10, 25, 50, 75],
+                "positions": ["global"],
+            },
+        },
+        "budget": {"fraction": 0.6, "rounds": 1},
+    }
+    runs = tmp_path / "runs"
+    assert watch(str(source), runs_dir=str(runs), overrides=overrides) == ["mock:watched"]
+    (entry,) = Registry(runs).entries()
+    record = json.loads((Path(entry.run_dir) / "budget.json").read_text())
+    assert record["cells"] < record["full_cells"]
+    (step,) = entry.budget_steps
+    assert step["budget"] == "60%" and step["cells"] == record["cells"]
+    assert step["note"].startswith("first release")
+    table = pl.read_parquet(runs / "registry.parquet")
+    assert table["budget_steps"].to_list()[0].startswith(f"60% ({record['cells']} of ")
+    assert "first release of its family" in (runs / "leaderboard.html").read_text()
