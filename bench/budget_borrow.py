@@ -17,18 +17,21 @@ effect (shrinking a kind seen once halfway to its group, a group towards the dat
 unobserved cell of a sampled prompt is predicted (clipped at 0, a square); a prompt's mean
 square is over its observed and predicted cells, its score the root, a dataset's SGS the mean
 over sampled prompts, the pooled SGS the mean over datasets: the design-based estimator's
-targets, the full grid's values over these prompts.
+targets, the full grid's values over these prompts. Beside them, error only (no interval
+was built for it): the model-assisted difference estimator (``_assisted_roots``).
 
 Interval: a heteroscedastic residual bootstrap of the fitted model (Davison and Hinkley
-1997, section 6.2.3): the observed cells' residuals, leverage-adjusted r / sqrt(1 - h) with
-h ~ 1/(n_i + ridge) + 1/(n_k + ridge) (the two-way layout's leverage), standardised by a
-prompt scale times a group scale (each a root mean square of those residuals, the prompt's
-shrunk towards the dataset's with ``SHRINK`` pseudo-cells), are resampled within the
-dataset and put back on every cell of the sampled prompts; the observed cells are refitted
-(warm-started), and each replicate's error is the estimate from its refit minus its own full
-grid (observed cells as drawn, unobserved cells = fit + their drawn residual). The interval
-is the estimate +- 1.96 sd of that error; where prompts were sampled (n < N) the first
-stage's (1 - n/N) s_b^2 / n is added, as the design's formula does. Verdicts: the one-sided
+1997, section 6.2.3), with cross-validated residuals in place of the fit's own (a kind seen
+once has its own effect absorb half of its residual, so the fit's residuals understate the
+error of predicting a cell not asked): the observed
+cells' residuals from a refit without their fold (``FOLDS`` random folds), standardised by a
+prompt scale times a kind scale (root mean squares, each shrunk towards the dataset's with
+``SHRINK`` pseudo-cells), are resampled within the dataset and put back, times each cell's
+scale, on every cell of the sampled prompts; the observed cells are refitted (warm-started),
+and each replicate's error is the estimate from its refit minus its own full grid (observed
+cells as drawn, unobserved cells = fit + their drawn residual). The interval is the estimate
++- 1.96 sd of that error; where prompts were sampled (n < N) the first stage's
+(1 - n/N) s_b^2 / n is added, as the design's formula does. Verdicts: the one-sided
 t-test over the sampled prompts' model scores at the level of the design's last look.
 """
 
@@ -54,7 +57,8 @@ RIDGE = 1.0
 SHRINK = 4.0
 ITERATIONS = 60  # the point fit's sweeps
 WARM_ITERATIONS = 15  # a bootstrap refit's sweeps, from the point fit
-BOOTSTRAP = 60
+BOOTSTRAP = 50
+FOLDS = 10  # cross-validation folds for the bootstrap's residuals
 MODELS = ("add", "rank1")
 
 
@@ -180,6 +184,7 @@ class BorrowEstimate:
     value: np.ndarray  # axes
     half: np.ndarray  # axes
     scores: list[np.ndarray]  # per axis: the sampled prompts' roots
+    assisted: np.ndarray  # axes: the model-assisted (difference) estimate, no interval
 
 
 def _mean_squares(cells: np.ndarray, known: np.ndarray) -> np.ndarray:
@@ -190,24 +195,30 @@ def _mean_squares(cells: np.ndarray, known: np.ndarray) -> np.ndarray:
 
 
 def _held_out_residuals(
-    y: np.ndarray, m: np.ndarray, group: np.ndarray, rank: int, ridge: float, eff: Effects
+    y: np.ndarray,
+    m: np.ndarray,
+    group: np.ndarray,
+    rank: int,
+    ridge: float,
+    eff: Effects,
+    rng: np.random.Generator,
 ) -> np.ndarray:
-    """(axes, P, K): each observed cell's leave-one-out residual, y minus its prediction
-    from a refit without it (all cells at once, warm-started): the error of predicting a
-    cell the run did not ask, a kind seen once included (it is then an unseen kind)."""
+    """(axes, P, K): each observed cell's cross-validated residual, y minus its prediction
+    from a refit without its fold (``FOLDS`` random folds of the asked cells, all refits at
+    once, warm-started): the error of predicting a cell the run did not ask, a kind seen
+    once included (held out, it is an unseen kind)."""
     where = np.argwhere(m.any(0))  # L x 2
-    rows = np.arange(len(where))
-    held = np.ones((len(where), *m.shape[1:]), dtype=bool)
-    held[rows, where[:, 0], where[:, 1]] = False
-    start = Effects(
-        *(np.repeat(getattr(eff, f.name)[:, None], len(where), axis=1) for f in fields(eff))
-    )
+    fold = rng.permutation(len(where)) % FOLDS
+    folds = min(FOLDS, len(where))
+    held = np.ones((folds, *m.shape[1:]), dtype=bool)
+    held[fold, where[:, 0], where[:, 1]] = False
+    start = Effects(*(np.repeat(getattr(eff, f.name)[:, None], folds, axis=1) for f in fields(eff)))
     refit = fit_additive(
         y[:, None], m[:, None] & held[None], group, rank, ridge, WARM_ITERATIONS, start
     ).predict(group)
     r = np.zeros(y.shape)
     r[:, where[:, 0], where[:, 1]] = (
-        y[:, where[:, 0], where[:, 1]] - refit[:, rows, where[:, 0], where[:, 1]]
+        y[:, where[:, 0], where[:, 1]] - refit[:, fold, where[:, 0], where[:, 1]]
     )
     return np.where(m, r, 0.0)
 
@@ -234,15 +245,19 @@ def estimate_borrow(
     result: BudgetResult,
     rank: int,
     rng: np.random.Generator,
+    stratum: np.ndarray,
     bootstrap: int = BOOTSTRAP,
     ridge: float = RIDGE,
 ) -> BorrowEstimate:
+    """The model's estimates from a budgeted run's cells; ``stratum``: each grid cell's
+    stratum in the run's design (for the model-assisted estimate)."""
     axes = len(gv.axes)
     assert result.values is not None
     values = np.where(result.observed[:, None], result.values, np.nan)
     value = np.zeros(axes)
     error = np.zeros((axes, bootstrap))
     first = np.zeros(axes)
+    assisted = np.zeros(axes)
     scores: list[list[np.ndarray]] = [[] for _ in range(axes)]
     used = 0
     for d in dense:
@@ -261,7 +276,10 @@ def estimate_borrow(
         fit = eff.predict(d.group)
         ms = _mean_squares(np.where(m, y, fit), known)
         roots = np.sqrt(ms)  # axes x P
-        z, scale = _standardised(_held_out_residuals(y, m, d.group, rank, ridge, eff), m)
+        held_out = _held_out_residuals(y, m, d.group, rank, ridge, eff, rng)
+        residual = np.where(m, y - fit, 0.0)
+        assisted += np.nanmean(_assisted_roots(fit, residual, m, known, stratum[cell]), axis=-1)
+        z, scale = _standardised(held_out, m)
         draws = np.zeros((axes, bootstrap, *y.shape[1:]))
         for a in range(axes):
             pool = z[a][m[a]]
@@ -287,7 +305,35 @@ def estimate_borrow(
         used += 1
     value, error, first = value / used, error / used, first / used**2
     half = Z95 * np.sqrt(error.var(axis=-1, ddof=1) + first)
-    return BorrowEstimate(value, half, [np.concatenate(s) for s in scores])
+    return BorrowEstimate(value, half, [np.concatenate(s) for s in scores], assisted / used)
+
+
+def _assisted_roots(
+    fit: np.ndarray, residual: np.ndarray, m: np.ndarray, known: np.ndarray, stratum: np.ndarray
+) -> np.ndarray:
+    """(axes, P): the difference estimator of each prompt's mean square (Saerndal, Swensson
+    and Wretman 1992, section 6.3): the mean of the model's prediction over every cell,
+    plus the design's stratified mean of the observed cells' residuals, so the model only
+    narrows the design's estimate and does not bias it (to first order); its root."""
+    prompts = fit.shape[-2]
+    _, local = np.unique(stratum, return_inverse=True)
+    local = local.reshape(stratum.shape)
+    strata = int(local.max()) + 1
+    index = np.arange(prompts)[:, None] * strata + local
+    out = np.full(fit.shape[:-1], np.nan)
+    for a in range(fit.shape[0]):
+        size = np.bincount(index[known[a]], minlength=prompts * strata).reshape(prompts, -1)
+        count = np.bincount(index[m[a]], minlength=prompts * strata).reshape(prompts, -1)
+        total = np.bincount(
+            index[m[a]], weights=residual[a][m[a]], minlength=prompts * strata
+        ).reshape(prompts, -1)
+        weight = np.where(count > 0, size, 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            weight = weight / weight.sum(-1, keepdims=True)
+            correction = (weight * np.where(count > 0, total / np.maximum(count, 1), 0)).sum(-1)
+            base = np.where(known[a], fit[a], 0.0).sum(-1) / known[a].sum(-1)
+        out[a] = np.sqrt(np.maximum(base + correction, 0.0))
+    return out
 
 
 def borrow_rows(
@@ -298,6 +344,7 @@ def borrow_rows(
         t = truth[axis]
         est = np.array([e.value[a] for e in estimates])
         hw = np.array([e.half[a] for e in estimates])
+        assisted = np.array([e.assisted[a] for e in estimates])
         agree = []
         for eps in EPSILONS:
             said = [
@@ -311,6 +358,9 @@ def borrow_rows(
                 "cover": float(np.mean(np.abs(est - t["sgs"]) <= hw)),
                 "err": float(np.mean(np.abs(est - t["sgs"]))) / t["half"] if t["half"] else None,
                 "agree": agree,
+                "assisted": float(np.mean(np.abs(assisted - t["sgs"]))) / t["half"]
+                if t["half"]
+                else None,
                 "real": float(np.mean(hw)),
                 "rmse": Z95 * float(np.sqrt(np.mean((est - t["sgs"]) ** 2))),
             }
@@ -339,6 +389,7 @@ def table_rows(
                 " / ".join(
                     f"{r['real'] / r['rmse']:.2f}" if r["rmse"] > 0 else "NA" for r in every
                 ),
+                " / ".join(_num(r["assisted"]) for r in others),
             ]
         )
     return out
@@ -379,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"borrowing strength: {source}, {gv.grid.cells} cells, {args.replays} runs per budget, "
         f"ridge {args.ridge}, {args.bootstrap} bootstrap replicates; "
-        "each cell: design / add / rank1"
+        "each cell: design / add / rank1 (assisted: add / rank1)"
     )
     head = [
         "budget",
@@ -388,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         "|err|/hw",
         *(f"agree@{e}" for e in EPSILONS),
         "hw/(1.96 rmse)",
+        "assisted |err|/hw",
     ]
     lines = ["|" + "|".join(c.replace("|", "\\|") for c in head) + "|", "|" + "---|" * len(head)]
     print("  ".join(head), flush=True)
@@ -403,11 +455,12 @@ def main(argv: list[str] | None = None) -> int:
         results = replay(gv, fraction, args.rounds, args.replays)
         design = budget_rows(gv, truth, fraction, args.rounds, results)
         level = look_levels(schedule.rounds, ALPHA)[-1]
+        stratum = schedule.layout.stratum
         models = {}
         for rank, name in enumerate(MODELS):
             rng = np.random.default_rng(7 + rank)
             estimates = [
-                estimate_borrow(gv, dense, r, rank, rng, args.bootstrap, args.ridge)
+                estimate_borrow(gv, dense, r, rank, rng, stratum, args.bootstrap, args.ridge)
                 for r in results
             ]
             models[name] = borrow_rows(gv, truth, estimates, level)
