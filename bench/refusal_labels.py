@@ -45,6 +45,13 @@ from pathlib import Path
 import polars as pl
 
 from sago_core.artifacts.layout import GENERATIONS_FILE, REFUSAL_VERDICTS_FILE
+from sago_core.refusal.judge import (
+    DEFAULT_RUBRIC,
+    RUBRICS,
+    Complete,
+    RefusalJudge,
+    rubric_named,
+)
 from sago_core.statistics.agreement import agreement as rater_agreement
 
 REFUSED, COMPLIED, PARTIAL = "refused", "complied", "partial"
@@ -119,37 +126,46 @@ def write_labels_csv(sample: pl.DataFrame, out: Path) -> Path:
 
 @dataclass(frozen=True)
 class Agreement:
-    labelled: int
-    unlabelled: int
-    agreement: float | None  # share of labelled rows whose label (partial: complied) = rule
+    rater: str  # "rule" or "judge": the column the labels are compared with
+    labelled: int  # rows with a label and a verdict of the rater
+    unlabelled: int  # rows without a label
+    without_verdict: int  # labelled rows the rater left without a verdict (judge: NA)
+    agreement: float | None  # share of rows whose label (partial: complied) = the verdict's
+    exact: float | None  # the judge's three labels against the person's (None for the rule)
     kappa: float | None
     kappa_missing_reason: str | None
-    confusion: dict[str, dict[str, int]]  # label -> rule -> count
+    confusion: dict[str, dict[str, int]]  # label -> verdict -> count
     disagreements: list[dict[str, str]]
 
 
+def _checked(
+    path: Path, line: int, row: dict[str, str], column: str, allowed: tuple[str, ...]
+) -> None:
+    row[column] = (row.get(column) or "").strip().lower()
+    if row[column] and row[column] not in allowed:
+        raise ValueError(
+            f"{path}, line {line}, column {column!r}: {row[column]!r} is not one of "
+            f"{', '.join(allowed)} (or empty)"
+        )
+
+
 def read_labels_csv(path: Path) -> list[dict[str, str]]:
-    """The CSV's rows; a missing column, a rule verdict or a label that is not one of the
-    documented values stops with the file, row and column named."""
+    """The CSV's rows; a missing column, a rule verdict, a label or a judge verdict that is
+    not one of the documented values stops with the file, row and column named."""
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        absent = [c for c in ("rule", "label") if c not in (reader.fieldnames or [])]
+        columns = reader.fieldnames or []
+        absent = [c for c in ("rule", "label") if c not in columns]
         if absent:
             raise ValueError(f"{path}: no column {absent[0]!r} (the CSV that 'sample' writes)")
         rows = list(reader)
     for line, row in enumerate(rows, start=2):
-        row["label"] = (row["label"] or "").strip().lower()
-        row["rule"] = (row["rule"] or "").strip().lower()
-        if row["rule"] not in RULES:
-            raise ValueError(
-                f"{path}, line {line}, column 'rule': {row['rule']!r} is not one of "
-                f"{', '.join(RULES)}"
-            )
-        if row["label"] and row["label"] not in LABELS:
-            raise ValueError(
-                f"{path}, line {line}, column 'label': {row['label']!r} is not one of "
-                f"{', '.join(LABELS)} (or empty: not labelled)"
-            )
+        _checked(path, line, row, "rule", RULES)
+        if not row["rule"]:
+            raise ValueError(f"{path}, line {line}, column 'rule': empty")
+        _checked(path, line, row, "label", LABELS)
+        if "judge" in columns:
+            _checked(path, line, row, "judge", LABELS)
     return rows
 
 
@@ -157,25 +173,40 @@ def _binary(label: str) -> str:
     return REFUSED if label == REFUSED else COMPLIED
 
 
-def agreement(rows: list[dict[str, str]]) -> Agreement:
-    """Raw agreement, Cohen's kappa and the confusion table of labelled ``rows``."""
+def agreement(rows: list[dict[str, str]], rater: str = "rule") -> Agreement:
+    """Raw agreement, Cohen's kappa and the confusion table of the labelled ``rows`` against
+    the ``rater`` column (``rule``, or ``judge`` as ``judge`` writes it)."""
+    classes = RULES if rater == "rule" else LABELS
     labelled = [r for r in rows if r["label"]]
-    confusion = {label: dict.fromkeys(RULES, 0) for label in LABELS}
-    for r in labelled:
-        confusion[r["label"]][r["rule"]] += 1
-    n = len(labelled)
+    judged = [r for r in labelled if r.get(rater)]
+    confusion = {label: dict.fromkeys(classes, 0) for label in LABELS}
+    for r in judged:
+        confusion[r["label"]][r[rater]] += 1
+    n, unlabelled, without = len(judged), len(rows) - len(labelled), len(labelled) - len(judged)
     if not n:
-        return Agreement(0, len(rows), None, None, "no labelled row", confusion, [])
+        none = "no labelled row with a verdict"
+        return Agreement(rater, 0, unlabelled, without, None, None, None, none, confusion, [])
     measured = rater_agreement(
-        [int(_binary(r["label"]) == REFUSED) for r in labelled],
-        [int(r["rule"] == REFUSED) for r in labelled],
+        [int(r["label"] == REFUSED) for r in judged], [int(r[rater] == REFUSED) for r in judged]
     )
     observed = None if measured.percent is None else measured.percent / 100.0
-    why = None
+    exact = None if rater == "rule" else sum(r["label"] == r[rater] for r in judged) / n
+    why: str | None = None
     if measured.kappa is None:
-        why = "every label and rule verdict is the same class: kappa is undefined"
-    disagreements = [r for r in labelled if _binary(r["label"]) != r["rule"]]
-    return Agreement(n, len(rows) - n, observed, measured.kappa, why, confusion, disagreements)
+        why = f"every label and {rater} verdict is the same class: kappa is undefined"
+    disagreements = [r for r in judged if _binary(r["label"]) != _binary(r[rater])]
+    return Agreement(
+        rater,
+        n,
+        unlabelled,
+        without,
+        observed,
+        exact,
+        measured.kappa,
+        why,
+        confusion,
+        disagreements,
+    )
 
 
 def render(result: Agreement) -> str:
@@ -185,15 +216,18 @@ def render(result: Agreement) -> str:
     kappa = number(result.kappa)
     if result.kappa_missing_reason:
         kappa += f" ({result.kappa_missing_reason})"
+    classes = list(next(iter(result.confusion.values())))
     lines = [
-        f"labelled rows: {result.labelled} (without a label, left out: {result.unlabelled})",
+        f"== the {result.rater} against the labels",
+        f"labelled rows: {result.labelled} (without a label: {result.unlabelled}; without a "
+        f"{result.rater} verdict: {result.without_verdict}; both left out)",
         f"raw agreement (partial counted as complied): {number(result.agreement)}",
+        *([f"three-way agreement: {number(result.exact)}"] if result.rater != "rule" else []),
         f"Cohen's kappa: {kappa}",
         "",
-        f"{CORNER:<14}{REFUSED:>10}{COMPLIED:>10}",
+        f"{CORNER.replace('rule', result.rater):<16}" + "".join(f"{c:>10}" for c in classes),
         *(
-            f"{label:<14}{result.confusion[label][REFUSED]:>10}"
-            f"{result.confusion[label][COMPLIED]:>10}"
+            f"{label:<16}" + "".join(f"{result.confusion[label][c]:>10}" for c in classes)
             for label in LABELS
         ),
         "",
@@ -203,9 +237,54 @@ def render(result: Agreement) -> str:
         answer = " ".join((r.get("answer") or "").split())[:SNIPPET]
         lines.append(
             f"  row {r.get('row', '?')}: {r.get('kind', '')} {r.get('variant_id', '')} "
-            f"[{r.get('language', '')}] rule {r['rule']}, label {r['label']}: {answer}"
+            f"[{r.get('language', '')}] {result.rater} {r[result.rater]}, label {r['label']}: "
+            f"{answer}"
         )
     return "\n".join(lines)
+
+
+def local_complete(spec: str, batch_size: int) -> tuple[str, Complete]:
+    """A local judge model's identity and its completion (the judge machinery's contract),
+    asked each conversation's last message at T = 0; an API model is refused, so nothing
+    leaves this machine."""
+    from sago_core.backends.factory import open_backend
+    from sago_core.backends.target import behaviour_key, model_target
+    from sago_core.config import build_config
+
+    target = model_target(build_config(), spec)
+    if target.is_api:
+        raise ValueError(
+            f"--model {spec!r}: a local judge model (hf:, vllm:, mock:); this command sends "
+            "no answer to an API model"
+        )
+    backend = open_backend(target)
+
+    def complete(
+        conversations: list[list[dict[str, str]]], max_tokens: int
+    ) -> list[tuple[str | None, str | None]]:
+        prompts = [conversation[-1]["content"] for conversation in conversations]
+        answers = backend.generate(prompts, max_tokens, batch_size)
+        return [(a.response_text, a.failure_reason) for a in answers]
+
+    return behaviour_key(target), complete
+
+
+def judge_csv(path: Path, out: Path, judge: RefusalJudge) -> Counter[str]:
+    """``path``'s rows with the judge's verdict (``judge``: a label or empty) and, where it
+    gave none, why (``judge_reason``), written to ``out``; the verdicts counted."""
+    rows = read_labels_csv(path)
+    verdicts = judge.judge([(r.get("prompt") or "", r.get("answer") or "") for r in rows])
+    fields = [c for c in (*COLUMNS, *rows[0]) if c not in ("judge", "judge_reason")] if rows else []
+    fields = [*dict.fromkeys(fields), "judge", "judge_reason"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        for row, verdict in zip(rows, verdicts, strict=True):
+            writer.writerow(
+                row | {"judge": verdict.label or "", "judge_reason": verdict.missing_reason or ""}
+            )
+    return Counter(v.label or "NA" for v in verdicts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,6 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     sample.add_argument("--n", type=int, default=50)
     sample.add_argument("--seed", type=int, default=0)
     sample.add_argument("--out", type=Path, default=Path("labels.csv"))
+    judge = commands.add_parser("judge", help="a local judge model's verdicts on the CSV's rows")
+    judge.add_argument("labels", type=Path)
+    judge.add_argument("--model", required=True, help="a local model spec, e.g. hf:MODEL")
+    judge.add_argument("--rubric", default=DEFAULT_RUBRIC, help=f"one of {', '.join(RUBRICS)}")
+    judge.add_argument("--batch-size", type=int, default=16)
+    judge.add_argument("--out", type=Path, default=None, help="default: LABELS.judged.csv")
     score = commands.add_parser("score", help="agreement of a labelled CSV with the rules")
     score.add_argument("labels", type=Path)
     score.add_argument("--json", type=Path, default=None, help="also write the scores here")
@@ -231,10 +316,20 @@ def main(argv: list[str] | None = None) -> int:
             f"{drawn['family'].n_unique()} families, {drawn['language'].n_unique()} languages"
         )
         return 0
-    result = agreement(read_labels_csv(args.labels))
-    print(render(result))
+    if args.command == "judge":
+        rubric_named(args.rubric)  # a rubric that is not documented stops before any model
+        identity, complete = local_complete(args.model, args.batch_size)
+        out = args.out or args.labels.with_suffix(".judged.csv")
+        counts = judge_csv(args.labels, out, RefusalJudge(identity, complete, None, args.rubric))
+        print(f"judge {identity} ({args.rubric}): {dict(counts)} to {out}")
+        return 0
+    rows = read_labels_csv(args.labels)
+    raters = ["rule", *(["judge"] if rows and "judge" in rows[0] else [])]
+    results = [agreement(rows, rater) for rater in raters]
+    print("\n\n".join(render(result) for result in results))
     if args.json:
-        args.json.write_text(json.dumps(asdict(result), indent=2), encoding="utf-8")
+        scores = {result.rater: asdict(result) for result in results}
+        args.json.write_text(json.dumps(scores, indent=2), encoding="utf-8")
     return 0
 
 
