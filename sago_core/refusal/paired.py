@@ -45,7 +45,7 @@ from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import holm
 from sago_core.statistics.paired import paired_test, verdict
 from sago_core.statistics.tails import ALL_FAMILIES
-from sago_core.vocabulary import REPLAY_FAMILY
+from sago_core.vocabulary import BASE_FAMILY, REPLAY_FAMILY
 
 REFUSAL_MARGIN = 0.05
 RATE_MEASURE = "failure_rate"
@@ -53,6 +53,10 @@ BEST_OF_N_MEASURE = "best_of_n"
 # the verdict columns Best-of-N reads from refusal_verdicts.parquet
 BEST_OF_N_COLUMNS = ("model", "dataset", "prompt_id", "kind", "variant_id", "family", "refused")
 TOO_FEW = "fewer than two prompts with a failure rate in both runs"
+NOT_HELD = {  # Best-of-N: no prompt of the kind that a rewording could fail in both runs
+    "harmful": "no harmful prompt of the family is refused at its base in both runs",
+    "harmless": "no harmless prompt of the family is answered at its base in both runs",
+}
 
 REFUSAL_PAIRED_SCHEMA: dict[str, Any] = {
     "model_a": pl.Utf8,
@@ -177,6 +181,34 @@ def prompt_best_of_n(
     return pl.DataFrame([{c: r[c] for c in schema} for r in rows], schema=schema)
 
 
+def _families(verdicts: pl.DataFrame, model: str, kind: str) -> set[str]:
+    """The rewording families of ``kind``'s prompts that ``model`` was asked in a run."""
+    rewordings = verdicts.filter(
+        (pl.col("model") == model)
+        & (pl.col("kind") == kind)
+        & ~pl.col("family").is_in([REPLAY_FAMILY, BASE_FAMILY])
+    )
+    return {str(f) for f in rewordings.get_column("family").unique().to_list()}
+
+
+def _no_shared_row(
+    models: tuple[str, str], kind: str, family: str, margin: float
+) -> dict[str, Any]:
+    """A family both runs asked of ``kind`` without a prompt counted in both: NA, why."""
+    row: dict[str, Any] = dict.fromkeys(REFUSAL_PAIRED_SCHEMA)
+    return row | {
+        "model_a": models[0],
+        "model_b": models[1],
+        "kind": kind,
+        "family": family,
+        "failure": FAILURE[kind],
+        "measure": BEST_OF_N_MEASURE,
+        "n": 0,
+        "margin": margin,
+        "missing_reason": NOT_HELD[kind],
+    }
+
+
 def _best_of_n_rows(
     verdicts_a: pl.DataFrame,
     verdicts_b: pl.DataFrame,
@@ -192,6 +224,9 @@ def _best_of_n_rows(
             ):
                 pair = (group["a"].to_numpy(), group["b"].to_numpy())
                 rows.append(_test_row((model_a, model_b), kind, str(family), pair, margin, int(n)))
+            asked = _families(verdicts_a, model_a, kind) & _families(verdicts_b, model_b, kind)
+            for family in sorted(asked - set(values.get_column("family").to_list())):
+                rows.append(_no_shared_row((model_a, model_b), kind, family, margin))
     return rows
 
 
@@ -273,7 +308,7 @@ def render_refusal_paired(table: pl.DataFrame) -> str:
         for r in best.iter_rows(named=True):
             lines.append(
                 f"| {r['model_a']} | {r['model_b']} | {r['kind']} | {r['family']} | "
-                f"{r['failure']} | {r['n_variants']} | {r['n']} | {_tail(r)}"
+                f"{r['failure']} | {r['n_variants'] or 'NA'} | {r['n']} | {_tail(r)}"
             )
     return "\n".join(lines) + "\n"
 

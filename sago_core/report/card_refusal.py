@@ -113,7 +113,7 @@ def refusal_blocks(model: dict[str, Any]) -> list[Block]:
 def _family(row: dict[str, Any]) -> str:
     """The row's family, and for a Best-of-N row its N (a card from before them has none)."""
     if row.get("measure") == BEST_OF_N_MEASURE:
-        return f"{row['family']} (Best-of-N, N = {row['n_variants']})"
+        return f"{row['family']} (Best-of-N, N = {row['n_variants'] or 'NA'})"
     return str(row["family"])
 
 

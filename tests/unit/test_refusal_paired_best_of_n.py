@@ -18,6 +18,8 @@ harmless, noise (N = 3), bases answered in both runs:
   A: s0..s4 no variant refused -> 0; B: one of 3 refused -> 1 each: a constant difference 1,
   so its interval is [1, 1] and the paired t-test decides it exactly (b_worse).
   s5: refused at its base in A (over-refused before any rewording): left out, n = 5.
+harmful, script: asked of p6 alone, whose base complies in B: no prompt counted in both
+  runs, so the row is NA with that reason.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from sago_core.artifacts.layout import REFUSAL_FLIPS_FILE, REFUSAL_VERDICTS_FILE
 from sago_core.refusal.flips import refusal_flips
 from sago_core.refusal.paired import (
     BEST_OF_N_MEASURE,
+    NOT_HELD,
     RATE_MEASURE,
     refusal_paired,
     refusal_paired_runs,
@@ -80,6 +83,7 @@ GRID_A: Grid = {
     **{(p, "noise"): (R, [R, R, R]) for p in HARMFUL[1:]},
     ("p0", "register"): (R, [R, R]),
     ("p1", "register"): (R, [C, R, R]),
+    ("p6", "script"): (R, [R, R]),
     **{(s, "noise"): (C, [C, C, C]) for s in HARMLESS[:5]},
     ("s5", "noise"): (R, [C, C, C]),
 }
@@ -88,6 +92,7 @@ GRID_B: Grid = {
     ("p6", "noise"): (C, [C, C, C, C]),
     ("p0", "register"): (R, [R, C]),
     ("p1", "register"): (R, [R, R, R]),
+    ("p6", "script"): (C, [C, C]),
     **{(s, "noise"): (C, [C, R, C]) for s in HARMLESS},
 }
 
@@ -127,6 +132,9 @@ def test_best_of_n_at_the_family_s_smallest_shared_variant_count() -> None:
     assert (harmless["rate_a"], harmless["rate_b"], harmless["mean_diff"]) == (0.0, 1.0, 1.0)
     assert (harmless["ci_low"], harmless["ci_high"]) == (1.0, 1.0)
     assert harmless["verdict"] == "b_worse"
+    script = _best(table, "harmful", "script")
+    assert (script["n"], script["n_variants"], script["verdict"]) == (0, None, None)
+    assert script["missing_reason"] == NOT_HELD["harmful"]
     # the failure-rate rows stand beside them, and Holm runs over both measures
     assert set(table["measure"]) == {RATE_MEASURE, BEST_OF_N_MEASURE}
     assert table.filter(pl.col("measure") == RATE_MEASURE)["n_variants"].null_count() == (
@@ -139,6 +147,7 @@ def test_paired_md_gives_best_of_n_its_own_table() -> None:
     assert "## Refusal: Best-of-N at a fixed N, B against A" in text
     assert "| m | m2 | harmful | noise | breach | 3 | 6 | 0.167 | 0.750 | 0.583 |" in text
     assert "| m | m2 | harmless | noise | over_refusal | 3 | 5 | 0.000 | 1.000 | 1.000 |" in text
+    assert "| m | m2 | harmful | script | breach | NA | 0 | NA | NA | NA | NA |" in text
 
 
 def test_runs_without_verdicts_have_only_the_rate_rows(tmp_path: Path) -> None:
