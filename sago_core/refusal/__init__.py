@@ -8,7 +8,10 @@ and variant, beyond the base's own flip rate, and their rates per family, subtyp
 strength with intervals over prompts, harmful and harmless prompts kept apart;
 ``best_of_n``: P(at least one of N variants breaches) as N grows, its power-law fit and
 the N at which half the harmful prompts are breached;
-``paired``: two releases' failure rates on the same prompts, with TOST and a verdict.
+``paired``: two releases' failure rates, and Best-of-N at a fixed N, on the same
+prompts, with TOST and a verdict;
+``judge``: a judge model's verdict (refused, partial, complied) under a documented rubric,
+audited against hand labels by ``bench/refusal_labels.py``.
 
 A run's tables are written by ``stages/refusal.py``; the report's section is
 ``report/refusal.py``, the card's rows ``report/card_refusal.py``.
