@@ -362,7 +362,7 @@ def finish_run(
         part_paths=[m["generations"] for m in per_model],
         out_dir=out,
     )
-    stage(
+    refusal = stage(
         refusal_task,
         prompts_path=prompts,
         generations_path=generations,
@@ -439,6 +439,7 @@ def finish_run(
         layer_profiles_path=located["layer_profiles_path"],
         patching_path=located["patching_path"],
         peer_metrics_path=peer,
+        refusal_path=refusal,
         **sampled,
         **budget_report(budget),
     )
