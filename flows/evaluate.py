@@ -263,6 +263,7 @@ def evaluate(config: RunConfig) -> str:
         prompts_path=prompts,
         bertscore=config.bertscore,
         out_dir=out,
+        cache_dir=str(layout.cache.root),
     )
     if config.budget is not None:  # the grid's cells in rounds, until the verdicts are known
         per_model, budget, monitor = budgeted_models(

@@ -27,6 +27,7 @@ from sago_core.config import (
     VariantGrid,
 )
 from sago_core.stages.prompts import prepare_prompts
+from sago_core.stages.semantic_cache import cached_f1, scorer_identity
 from sago_core.stages.shards import write_shards
 from sago_core.stages.structural import rewrite_structural
 from sago_core.stages.translation import (
@@ -35,7 +36,7 @@ from sago_core.stages.translation import (
     needs_back_translation,
     translate_prompts,
 )
-from sago_core.stages.variants import build_variant_candidates, filter_variants
+from sago_core.stages.variants import F1Fn, build_variant_candidates, filter_variants
 from tasks.backends import backend_for
 from tasks.stage import stage_task
 
@@ -123,15 +124,24 @@ def translate_prompts_task(
 
 @stage_task("filter-variants")
 def filter_variants_task(
-    candidates_paths: list[str], prompts_path: str, bertscore: BertScoreSettings, out_dir: str
+    candidates_paths: list[str],
+    prompts_path: str,
+    bertscore: BertScoreSettings,
+    out_dir: str,
+    cache_dir: str | None = None,
 ) -> str:
     """Every candidate artifact's variant columns (the translated candidates carry more),
-    through the semantic filter."""
+    through the semantic filter; ``cache_dir``: the shared cache root, whose scores any
+    earlier run of the same texts and scorer left (the scorer loads only for the rest)."""
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
+    f1: F1Fn = scorer.f1
+    if cache_dir is not None:
+        identity = scorer_identity(scorer.model, bertscore.num_layers)
+        f1 = cached_f1(scorer.f1, JsonCache(CacheLayout(Path(cache_dir)).semantic), identity)
     frame = filter_variants(
         pl.concat([conform(read_parquet(p), VARIANTS) for p in candidates_paths]),
         read_parquet(prompts_path),
-        scorer.f1,
+        f1,
         bertscore.semantic_threshold,
     )
     return str(write_parquet(frame, Path(out_dir) / VARIANTS_FILE, VARIANTS))

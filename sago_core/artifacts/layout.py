@@ -4,6 +4,7 @@
 <runs_dir>/
   .cache/api/            validated API answers, shared by every run
   .cache/rewrites/       structural rewrites (rewriter identity, instruction version, prompt)
+  .cache/semantic/       the semantic filter's F1 per (scorer identity, variant, base prompt)
   .cache/judge/          register-judge verdicts
   .cache/materialised/   GGUF weights materialised for vLLM (keyed by sha256)
   .cache/rows/           answers and teacher-forced rows, one key per row (row_cache.py)
@@ -141,6 +142,10 @@ class CacheLayout:
     @property
     def judge(self) -> Path:
         return self.root / "judge"
+
+    @property
+    def semantic(self) -> Path:
+        return self.root / "semantic"
 
     @property
     def materialised(self) -> Path:
