@@ -38,6 +38,8 @@ def start_line(plan: RunPlan, config: RunConfig) -> str:
         bound = "up to "
     tokens = generations * config.generation.max_new_tokens
     scored = sum(plan.teacher_forced.values())
+    if plan.budgeted is not None and scored:  # every asked answer is scored, no other
+        scored = min(scored, generations)
     models = len(plan.generations)
     what = (
         f"Run {config.resolved_run_id()}: {sum(plan.prompts.values())} prompts, "

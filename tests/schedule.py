@@ -47,6 +47,7 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/flow/test_api_flow.py",
     "tests/unit/test_report.py",
     "tests/flow/test_watch.py",
+    "tests/unit/test_watch_budget.py",
     "tests/unit/test_embedded_model.py",
     "tests/flow/test_locate_flow.py",
     "tests/reliability/test_api_drift.py",

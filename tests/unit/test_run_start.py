@@ -54,4 +54,5 @@ def test_a_budgeted_run_says_its_worst_case_not_the_full_grid() -> None:
     line = start_line(budgeted, config)
     # 10 cells + a base and a replay for each of the 2 prompts = 14, not the grid's 24
     assert ", up to 14 generations " in line
+    assert " and 14 scored sequences" in line  # the asked answers, not the grid's 24
     assert "(budgeted: at most 10 of 20 cells)" in line
