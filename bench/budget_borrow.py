@@ -465,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
         "assisted |err|/hw",
     ]
     lines = ["|" + "|".join(c.replace("|", "\\|") for c in head) + "|", "|" + "---|" * len(head)]
+    decisions: list[str] = []
     print("  ".join(head), flush=True)
     for fraction in (float(f) for f in args.budgets.split(",")):
         clock = time.perf_counter()
@@ -494,12 +495,10 @@ def main(argv: list[str] | None = None) -> int:
             wins, why = verdict(design, rows)
             line = f"{fraction:.0%} {name}: borrowing {'wins' if wins else 'does not win'} ({why})"
             print(line)
-            lines.append("")
-            lines.append(line)
-            lines.append("")
+            decisions.append(f"- {line}")
         print(f"({time.perf_counter() - clock:.0f} s)", flush=True)
     if args.markdown:
-        args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        args.markdown.write_text("\n".join([*lines, "", *decisions]) + "\n", encoding="utf-8")
     print(f"\n({time.perf_counter() - started:.0f} s)")
     return 0
 
