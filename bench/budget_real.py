@@ -123,7 +123,7 @@ def same_cells(full: pl.DataFrame, budgeted: pl.DataFrame) -> str:
         budgeted.select([*keys, "delta_norm"]), on=keys, suffix="_b"
     )
     diff = (joined["delta_norm"] - joined["delta_norm_b"]).abs().drop_nulls().drop_nans()
-    worst = float(diff.max() or 0.0) if len(diff) else 0.0
+    worst = float(diff.to_numpy().max()) if len(diff) else 0.0
     cells = joined.select(["model", *CELL]).unique().height
     return (
         f"cells both runs asked (replays included): {cells:,}; "
