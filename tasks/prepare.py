@@ -18,6 +18,7 @@ from sago_core.artifacts.layout import (
 from sago_core.artifacts.schemas import VARIANTS, conform, empty, prompts_schema
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
+from sago_core.backends.model_source import resolve_bertscore_model
 from sago_core.backends.target import ModelTarget, behaviour_key
 from sago_core.config import (
     BertScoreSettings,
@@ -136,7 +137,8 @@ def filter_variants_task(
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
     f1: F1Fn = scorer.f1
     if cache_dir is not None:
-        identity = scorer_identity(scorer.model, bertscore.num_layers)
+        model = resolve_bertscore_model(bertscore.model)
+        identity = scorer_identity(model, bertscore.num_layers)
         f1 = cached_f1(scorer.f1, JsonCache(CacheLayout(Path(cache_dir)).semantic), identity)
     frame = filter_variants(
         pl.concat([conform(read_parquet(p), VARIANTS) for p in candidates_paths]),

@@ -10,8 +10,9 @@ the manifest, an appended ledger line. KIND, by where the file lies:
 
     artifact   a stage's output in the run folder (Parquet, summary.md, report.html, ...)
     result     a Prefect result record (``.prefect-results/``) or its checksum
-    cache      an entry of the shared caches (``runs/.cache/``: API answers)
+    cache      an entry of the other shared caches (``runs/.cache/``: API answers)
     rows       a part of the row cache (``runs/.cache/rows/``: answers and measurements)
+    semantic   a semantic filter score (``runs/.cache/semantic/``)
     ledger     the run's API ledger (``api_ledger.jsonl``)
     manifest   the run's ``manifest.json``
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from tests.reliability import target
 
-KINDS = ("artifact", "result", "cache", "rows", "ledger", "manifest")
+KINDS = ("artifact", "result", "cache", "rows", "semantic", "ledger", "manifest")
 _seen: Counter[str] = Counter()
 
 
@@ -39,7 +40,8 @@ def kind_of(path: str, runs_dir: str) -> str | None:
     inside = Path(path).relative_to(runs_dir).parts
     name = Path(path).name
     if inside[0] == ".cache":
-        return "rows" if len(inside) > 1 and inside[1] == "rows" else "cache"
+        own = {"rows", "semantic"}
+        return inside[1] if len(inside) > 1 and inside[1] in own else "cache"
     if inside[0].startswith("."):
         return None  # Prefect's own home
     if ".prefect-results" in inside:

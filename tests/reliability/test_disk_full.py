@@ -6,10 +6,10 @@ server (one request at a time, so which request meets the fault is deterministic
 writes every kind of file: stage artifacts, Prefect result records, API cache entries,
 ledger lines and the manifest. For each of ENOSPC and EROFS a chain of runs meets one fault
 each (see ``disk_target.py``: the fault is raised at the write's fsync), in the order
-cache, ledger, row cache, artifact, result, manifest, and a last run has room again. Checks per
-faulty run: it fails, its last line names the file and the space left there, no temp
-file and no torn line is left, and no backend call is made for a shard committed before
-it started. The last run's tables equal a run that never met a fault, every stage
+semantic score, cache, ledger, row cache, artifact, result, manifest, and a last run has
+room again. Checks per faulty run: it fails, its last line names the file and the space
+left there, no temp file and no torn line is left, and no backend call is made for a shard
+committed before it started. The last run's tables equal a run that never met a fault, every stage
 committed before it is a cache hit, and the API was asked each request once, plus once
 more for each answer whose cache entry or ledger line could not be written.
 
@@ -50,6 +50,7 @@ API_MODEL = "litellm:openai/disk-1"
 API_KEY = {"SAGO_DISK_KEY": "sk-disk-test"}
 TEMP = re.compile(r"^\.(.+)\.w[0-9a-f]{8}-\d+\..*\.tmp$")
 CHAIN = (
+    ("semantic", 1),
     ("cache", 2),
     ("ledger", 3),
     ("rows", 1),
