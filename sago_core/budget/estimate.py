@@ -164,17 +164,17 @@ def estimate_prompts(
     with np.errstate(invalid="ignore", divide="ignore"):
         delta_var = np.where(ms > 0, np.minimum(ms_var / (4 * ms), ms), 0.0)
     s_var = np.where(measured, np.maximum(boot_var, delta_var), np.nan)
-    floor = zero_root_floor(layout, values, count, mean)
+    floor = zero_root_floor(layout, values, count, mean, weight)
     s_var = np.where(measured & (ms == 0), np.maximum(s_var, floor), s_var)
     return PromptEstimates(ms, ms_var, root, s, s_var)
 
 
 def zero_root_floor(
-    layout: Layout, values: np.ndarray, count: np.ndarray, mean: np.ndarray
+    layout: Layout, values: np.ndarray, count: np.ndarray, mean: np.ndarray, weight: np.ndarray
 ) -> np.ndarray:
     """Per prompt: ms_up / 4 (see the module's docstring), the floor on the root's variance
     of a prompt whose sampled cells all show 0; 0 where every cell of the prompt was asked
-    or its dataset shows no non-zero cell."""
+    or its dataset shows no non-zero cell. ``weight``: the prompt's stratum weights W_ih."""
     seen = np.isfinite(values)
     sq = np.where(seen, values, 0.0) ** 2
     hit = seen & (sq > 0)
@@ -190,14 +190,9 @@ def zero_root_floor(
         d_mean = np.where(d_hits > 0, d_total / d_hits, 0.0)
         c = np.where(hits > 0, total / hits, d_mean[layout.stratum_dataset])
         bound = np.where(count > 0, 1.0 - ZERO_BOUND_ALPHA ** (1.0 / count), 0.0)
-    size = layout.sizes.astype(np.float64)
-    present = count > 0
-    weight_total = np.where(present, size, 0.0).sum(axis=1)
-    open_ = present & (count < size) & (np.nan_to_num(mean) == 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        weight = np.where(present, size, 0.0) / weight_total[:, None]
-        ms_up = np.where(open_, weight * bound * c[None, :], 0.0).sum(axis=1)
-    return np.where(weight_total > 0, ms_up / 4, 0.0)
+    open_ = (count > 0) & (count < layout.sizes) & (np.nan_to_num(mean) == 0)
+    ms_up = np.where(open_, np.nan_to_num(weight) * bound * c[None, :], 0.0).sum(axis=1)
+    return ms_up / 4
 
 
 def dataset_estimate(

@@ -128,11 +128,7 @@ def expected_floor(c: Components, m: float) -> tuple[float, float]:
     shows no non-zero cell or every cell is asked."""
     if c.event_d2 <= 0 or not c.events or m >= c.variants:
         return 0.0, 0.0
-    shares = []
-    for v, k in c.events:
-        draws = int(min(m, v))
-        t = np.arange(draws)
-        shares.append(float(np.prod(np.clip((v - k - t) / np.maximum(v - t, 1), 0.0, 1.0))))
+    shares = [no_event_chance(v, k, m) for v, k in c.events]
     per_stratum = max(m / max(c.strata, 1.0), 1.0)
     bound = 1.0 - ZERO_BOUND_ALPHA ** (1.0 / per_stratum)
     return float(np.mean(shares)), bound * c.event_d2 / 4
@@ -266,14 +262,17 @@ def no_event_share(measured: np.ndarray, nonzero: np.ndarray, variants: int) -> 
     (MR, and BLEU at T = 0) such a prompt's root is 0 with a stated variance of 0, the
     estimate is biased low and its interval too narrow (docs/guide/budget.md, Validation).
     Hypergeometric: prod_{t < m} (V - k - t) / (V - t)."""
-    shares = []
-    for v, k in zip(measured, nonzero, strict=True):
-        if k <= 0:
-            continue
-        m = min(variants, int(v))
-        t = np.arange(m)
-        shares.append(float(np.prod(np.clip((v - k - t) / (v - t), 0.0, 1.0))))
+    shares = [
+        no_event_chance(v, k, variants) for v, k in zip(measured, nonzero, strict=True) if k > 0
+    ]
     return float(np.mean(shares)) if shares else 0.0
+
+
+def no_event_chance(measured: float, nonzero: float, variants: float) -> float:
+    """The chance that ``variants`` cells drawn without replacement from a prompt's
+    ``measured`` cells miss all its ``nonzero`` ones (1 when it has none)."""
+    t = np.arange(int(min(variants, measured)))
+    return float(np.prod(np.clip((measured - nonzero - t) / np.maximum(measured - t, 1), 0.0, 1.0)))
 
 
 def level_for(pilot: Pilot, variants: int) -> Level | None:
