@@ -183,6 +183,7 @@ def score_model(
         generations_path=generations,
         bertscore=config.bertscore,
         out_dir=out,
+        cache_dir=str(layout.cache.root),
     )
     mirroring = stage(
         detect_mirroring_task,

@@ -31,18 +31,26 @@ from sago_core.scoring.deltas import compute_deltas
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.stages.pairs import score_pairs
+from sago_core.stages.semantic_cache import cached_scorer
 from tasks.stage import stage_task
 
 
 @stage_task("score-pairs", run_name="score-pairs[{model}]")
 def score_pairs_task(
-    model: str, generations_path: str, bertscore: BertScoreSettings, out_dir: str
+    model: str,
+    generations_path: str,
+    bertscore: BertScoreSettings,
+    out_dir: str,
+    cache_dir: str | None = None,
 ) -> str:
+    """BLEU and BERTScore of every answer against its base answer; ``cache_dir``: the
+    shared cache root, whose F1 of a pair scored before is read back."""
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
+    raw = cached_scorer(scorer.f1, cache_dir, bertscore.model, bertscore.num_layers)
     generations = read_parquet(generations_path)
     multilingual = multilingual_encoder(bertscore.model, bertscore.multilingual)
     baseline = run_baseline(bertscore.model, bertscore.num_layers, bertscore.rescale_with_baseline)
-    f1 = skip_cross_language(rescaled(scorer.f1, baseline), generations, multilingual)
+    f1 = skip_cross_language(rescaled(raw, baseline), generations, multilingual)
     frame = without_cross_language(score_pairs(generations, f1), generations, multilingual)
     return str(write_parquet(frame, Path(out_dir) / PAIRS_FILE, PAIRS))
 

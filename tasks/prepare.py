@@ -18,7 +18,6 @@ from sago_core.artifacts.layout import (
 from sago_core.artifacts.schemas import VARIANTS, conform, empty, prompts_schema
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.axes.text_similarity import get_bert_scorer
-from sago_core.backends.model_source import resolve_bertscore_model
 from sago_core.backends.target import ModelTarget, behaviour_key
 from sago_core.config import (
     BertScoreSettings,
@@ -28,7 +27,7 @@ from sago_core.config import (
     VariantGrid,
 )
 from sago_core.stages.prompts import prepare_prompts
-from sago_core.stages.semantic_cache import cached_f1, scorer_identity
+from sago_core.stages.semantic_cache import cached_scorer
 from sago_core.stages.shards import write_shards
 from sago_core.stages.structural import rewrite_structural
 from sago_core.stages.translation import (
@@ -37,7 +36,7 @@ from sago_core.stages.translation import (
     needs_back_translation,
     translate_prompts,
 )
-from sago_core.stages.variants import F1Fn, build_variant_candidates, filter_variants
+from sago_core.stages.variants import build_variant_candidates, filter_variants
 from tasks.backends import backend_for
 from tasks.stage import stage_task
 
@@ -135,11 +134,7 @@ def filter_variants_task(
     through the semantic filter; ``cache_dir``: the shared cache root, whose scores any
     earlier run of the same texts and scorer left (the scorer loads only for the rest)."""
     scorer = get_bert_scorer(bertscore.model, bertscore.num_layers, bertscore.batch_size)
-    f1: F1Fn = scorer.f1
-    if cache_dir is not None:
-        model = resolve_bertscore_model(bertscore.model)
-        identity = scorer_identity(model, bertscore.num_layers)
-        f1 = cached_f1(scorer.f1, JsonCache(CacheLayout(Path(cache_dir)).semantic), identity)
+    f1 = cached_scorer(scorer.f1, cache_dir, bertscore.model, bertscore.num_layers)
     frame = filter_variants(
         pl.concat([conform(read_parquet(p), VARIANTS) for p in candidates_paths]),
         read_parquet(prompts_path),

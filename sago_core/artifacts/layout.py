@@ -4,7 +4,7 @@
 <runs_dir>/
   .cache/api/            validated API answers, shared by every run
   .cache/rewrites/       structural rewrites (rewriter identity, instruction version, prompt)
-  .cache/semantic/       the semantic filter's F1 per (scorer identity, variant, base prompt)
+  .cache/semantic/       BERTScore F1 per (scorer, candidate, reference): filter and pairs
   .cache/judge/          register-judge verdicts
   .cache/materialised/   GGUF weights materialised for vLLM (keyed by sha256)
   .cache/rows/           answers and teacher-forced rows, one key per row (row_cache.py)

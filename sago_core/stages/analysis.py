@@ -16,19 +16,26 @@ companions, other padding. The floor thus includes what batching and padding cha
 themselves (with transformers on a CPU that measured exactly 0; batched GPU kernels need not
 be bitwise equal across batch shapes). Rows keep their order whatever the calls.
 
+With the row cache (``.cache/rows/``), a row measured before is read back, and so are the
+hidden states of each base prompt measured (``references``, float32 bytes): a later stage that
+asks new variants of a prompt (a budgeted run's next round, a full run after a budgeted one)
+forces only the new rows and takes their cosines against the base's cached states, which on
+one machine are the states forcing the base again would give.
+
 The measurements are stored as the backend returned them; a non-finite one (NaN, inf) is made
 missing, with the reason "non-finite measurement", where deltas are taken (scoring/deltas.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from sago_core.artifacts.row_cache import KEY, RowCache, digest
-from sago_core.artifacts.schemas import ANALYSIS, conform
+from sago_core.artifacts.schemas import ANALYSIS, Schema, conform
 from sago_core.axes.activation import layer_cosines
 from sago_core.backends.protocol import Backend, ScoringRequest, TeacherForced
 from sago_core.backends.target import ModelTarget
@@ -37,6 +44,7 @@ from sago_core.stages.generation import model_scope
 from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
 
 PROMPT_KEY = ["dataset", "prompt_id"]
+Place = tuple[str, str]  # (dataset, prompt_id)
 
 
 def _score_apart(
@@ -74,12 +82,57 @@ MEASURE_COLUMNS = [
     "missing_reason",
 ]
 MEASURE_ROW_VERSION = 1
+# A base prompt's hidden states (the cosines' reference), float32 bytes of (layers, width).
+REFERENCE_SCHEMA: Schema = {"layers": pl.Int32, "hidden": pl.Binary, "hidden_user": pl.Binary}
+
+Reference = tuple[np.ndarray | None, np.ndarray | None]  # (hidden, hidden_user)
 
 
-def measure_cache(cache_root: Path, target: ModelTarget) -> RowCache:
+@dataclass(frozen=True)
+class MeasureCache:
+    """Teacher-forced rows, and the hidden states of the bases they were measured against:
+    a later stage measuring new variants of a prompt reads its base's states instead of
+    forcing the base again."""
+
+    rows: RowCache
+    references: RowCache
+
+    def get_references(self, keys: dict[Place, str]) -> dict[Place, Reference]:
+        found = self.references.get(list(keys.values()))
+        by_key = {row[KEY]: row for row in found.iter_rows(named=True)}
+        return {p: _unpacked(by_key[k]) for p, k in keys.items() if k in by_key}
+
+    def put_references(self, states: dict[str, Reference]) -> None:
+        packed = [_packed(key, hidden, user) for key, (hidden, user) in states.items()]
+        rows = [row for row in packed if row is not None]
+        self.references.put(pl.DataFrame(rows, schema=self.references.schema))
+
+
+def _packed(key: str, hidden: np.ndarray | None, user: np.ndarray | None) -> dict | None:
+    if hidden is None:
+        return None
+    layers = int(hidden.shape[0])
+
+    def raw(state: np.ndarray | None) -> bytes | None:
+        return None if state is None else np.ascontiguousarray(state, np.float32).tobytes()
+
+    return {KEY: key, "layers": layers, "hidden": raw(hidden), "hidden_user": raw(user)}
+
+
+def _unpacked(row: dict) -> Reference:
+    def state(raw: bytes | None) -> np.ndarray | None:
+        return None if raw is None else np.frombuffer(raw, np.float32).reshape(row["layers"], -1)
+
+    return state(row["hidden"]), state(row["hidden_user"])
+
+
+def measure_cache(cache_root: Path, target: ModelTarget) -> MeasureCache:
     """Teacher-forced rows of one model; the analysis settings are batch shapes only."""
     scope = {"model": model_scope(target), "version": MEASURE_ROW_VERSION}
-    return RowCache(cache_root, "analysis", scope, {c: ANALYSIS[c] for c in MEASURE_COLUMNS})
+    return MeasureCache(
+        RowCache(cache_root, "analysis", scope, {c: ANALYSIS[c] for c in MEASURE_COLUMNS}),
+        RowCache(cache_root, "references", scope, REFERENCE_SCHEMA),
+    )
 
 
 def measure_keys(rows: pl.DataFrame) -> list[str]:
@@ -97,11 +150,12 @@ def analyse_pairs(
     backend: Backend,
     generations: pl.DataFrame,
     settings: AnalysisSettings,
-    reuse: RowCache | None = None,
+    reuse: MeasureCache | None = None,
 ) -> pl.DataFrame:
     """Every row's teacher-forced measurements; with ``reuse``, a row some run measured
-    before is read back, and a prompt with any row to measure is scored with its base (the
-    cosines' reference), whose own row may be cached."""
+    before is read back, and a prompt with any row to measure takes its base's hidden states
+    (the cosines' reference) from the cache, or scores its base with it when none is
+    cached."""
     base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
         [
             *PROMPT_KEY,
@@ -116,19 +170,29 @@ def analyse_pairs(
         for failure, ids in zip(rows["base_failure"], rows["base_ids"], strict=True)
     ]
     keys = measure_keys(rows) if reuse is not None else [""] * rows.height
-    cached = reuse.get([k for k, ok in zip(keys, scorable, strict=True) if ok]) if reuse else None
+    cached = (
+        reuse.rows.get([k for k, ok in zip(keys, scorable, strict=True) if ok]) if reuse else None
+    )
     known: dict[str, dict] = (
         {row[KEY]: row for row in cached.iter_rows(named=True)} if cached is not None else {}
     )
     places = list(zip(rows["dataset"], rows["prompt_id"], strict=True))
+    variant_ids = rows["variant_id"].to_list()
     to_measure = {
         p for p, k, ok in zip(places, keys, scorable, strict=True) if ok and k not in known
     }
+    base_keys = {
+        p: k
+        for p, k, v in zip(places, keys, variant_ids, strict=True)
+        if v == BASE_VARIANT_ID and p in to_measure and k in known
+    }
+    references = reuse.get_references(base_keys) if reuse is not None else {}
     scored_here = [
-        ok and (k not in known or (v == BASE_VARIANT_ID and p in to_measure))
-        for ok, k, v, p in zip(scorable, keys, rows["variant_id"], places, strict=True)
+        ok
+        and (k not in known or (v == BASE_VARIANT_ID and p in to_measure and p not in references))
+        for ok, k, v, p in zip(scorable, keys, variant_ids, places, strict=True)
     ]
-    measured = measure_rows(backend, rows, scored_here, settings)
+    measured, states = measure_rows(backend, rows, scored_here, settings, references)
     unanswered = dict.fromkeys(MEASURE_COLUMNS) | {
         "n_response_tokens": 0,
         "missing_reason": "no base answer to score (generation failed)",
@@ -143,11 +207,18 @@ def analyse_pairs(
             for i, (here, k) in enumerate(zip(scored_here, keys, strict=True))
             if here and k not in known
         ]
-        reuse.put(
+        reuse.rows.put(
             pl.DataFrame(
                 [{KEY: keys[i], **{c: values[i][c] for c in MEASURE_COLUMNS}} for i in fresh],
-                schema=reuse.schema,
+                schema=reuse.rows.schema,
             )
+        )
+        reuse.put_references(
+            {
+                keys[i]: states[places[i]]
+                for i, (here, v) in enumerate(zip(scored_here, variant_ids, strict=True))
+                if here and v == BASE_VARIANT_ID and places[i] in states
+            }
         )
     frame = rows.with_columns(
         pl.Series(c, [v[c] for v in values], dtype=ANALYSIS[c]) for c in MEASURE_COLUMNS
@@ -156,13 +227,19 @@ def analyse_pairs(
 
 
 def measure_rows(
-    backend: Backend, rows: pl.DataFrame, here: list[bool], settings: AnalysisSettings
-) -> dict[int, dict]:
-    """The rows marked ``here`` teacher-forced (their bases among them): their measurements
-    by row index, the per-layer cosines taken against their base's hidden states."""
+    backend: Backend,
+    rows: pl.DataFrame,
+    here: list[bool],
+    settings: AnalysisSettings,
+    references: dict[Place, Reference] | None = None,
+) -> tuple[dict[int, dict], dict[Place, Reference]]:
+    """The rows marked ``here`` teacher-forced: their measurements by row index, the
+    per-layer cosines taken against their base's hidden states (from ``references``, else
+    from the base, which is then among them), and the hidden states of the bases forced
+    here."""
     index = [i for i, flag in enumerate(here) if flag]
     if not index:
-        return {}
+        return {}, {}
     picked = rows[index]
     requests = [
         ScoringRequest(text, tuple(ids))
@@ -170,10 +247,11 @@ def measure_rows(
     ]
     replay = [family == REPLAY_FAMILY for family in picked["family"]]
     results = _score_apart(backend, requests, replay, settings)
-    base_hidden: dict[tuple[str, str], tuple[np.ndarray | None, np.ndarray | None]] = {}
+    forced: dict[Place, Reference] = {}
     for row, result in zip(picked.iter_rows(named=True), results, strict=True):
         if row["variant_id"] == BASE_VARIANT_ID:
-            base_hidden[(row["dataset"], row["prompt_id"])] = (result.hidden, result.hidden_user)
+            forced[(row["dataset"], row["prompt_id"])] = (result.hidden, result.hidden_user)
+    base_hidden = {**(references or {}), **forced}
     measured: dict[int, dict] = {}
     for i, row, result in zip(index, picked.iter_rows(named=True), results, strict=True):
         reference, reference_user = base_hidden.get(
@@ -191,4 +269,4 @@ def measure_rows(
             "n_response_tokens": result.n_response_tokens,
             "missing_reason": reason,
         }
-    return measured
+    return measured, forced

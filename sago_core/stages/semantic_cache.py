@@ -1,10 +1,13 @@
-"""The semantic filter's scores cached across runs: one BERTScore F1 per (scorer, variant
-text, base prompt), below the runs folder (``.cache/semantic/``).
+"""BERTScore F1 cached across runs: one raw F1 per (scorer, candidate text, reference text),
+below the runs folder (``.cache/semantic/``).
 
-The filter scores every filtered-family candidate against its base prompt before any model
-answers; the score depends on the two texts and the scorer only, never on the evaluated
-model. So every later run of the same prompts (the next release, a budgeted run after a
-full one, a resumed run in a fresh folder) reads the scores instead of encoding them again.
+Two stages ask it. The semantic filter scores every filtered-family candidate against its
+base prompt before any model answers: the score depends on the two texts and the scorer
+only, never on the evaluated model, so every later run of the same prompts (the next
+release, a budgeted run after a full one, a resumed run in a fresh folder) reads the scores
+instead of encoding them again. Pair scoring scores each variant's answer against its base
+answer: a budgeted run's next round, or a full run after a budgeted one, scores only the
+pairs no stage scored before (the baseline rescaling is applied after, to the raw F1).
 The scorer's identity is its resolved name, its layer and, for a local folder, a digest of
 its ``config.json`` and its files' sizes (so replaced weights are a different scorer).
 """
@@ -16,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sago_core.artifacts.json_cache import JsonCache
+from sago_core.artifacts.layout import CacheLayout
+from sago_core.backends.model_source import resolve_bertscore_model
 from sago_core.stages.variants import F1Fn
 
 CACHE_VERSION = "semantic-f1-v1"
@@ -55,3 +60,12 @@ def cached_f1(f1: F1Fn, cache: JsonCache, identity: str) -> F1Fn:
         return [float(v) for v in found if v is not None]
 
     return scored
+
+
+def cached_scorer(f1: F1Fn, cache_dir: str | None, model: str, num_layers: int) -> F1Fn:
+    """``f1`` (the configured scorer's raw F1: ``bertscore.model``, ``num_layers``) through
+    the shared F1 cache below the cache root ``cache_dir``; ``f1`` itself without one."""
+    if cache_dir is None:
+        return f1
+    identity = scorer_identity(resolve_bertscore_model(model), num_layers)
+    return cached_f1(f1, JsonCache(CacheLayout(Path(cache_dir)).semantic), identity)

@@ -72,7 +72,7 @@ def test_a_second_stage_over_the_same_rows_asks_nothing_and_reads_the_same(
     assert first_a.equals(plain_a) and again_a.equals(plain_a)
 
 
-def test_more_rows_later_ask_only_the_new_ones_and_their_bases_for_the_cosines(
+def test_more_rows_later_ask_only_the_new_ones_their_cosines_against_the_cached_bases(
     tmp_path: Path, variants: pl.DataFrame
 ) -> None:
     noise = variants.filter(pl.col("family") != "noise")  # the first round: no noise rows
@@ -80,12 +80,29 @@ def test_more_rows_later_ask_only_the_new_ones_and_their_bases_for_the_cosines(
     full_g, full_a, later = run(variants, tmp_path)
     new = variants.filter(pl.col("family") == "noise")
     assert sorted(asked(later, "generate")) == sorted(new["text"].to_list())
-    # the new rows are forced with their prompts' bases (whose hidden states are the
-    # reference of the cosines); nothing else is scored again
-    bases = PROMPTS.filter(pl.col("prompt_id").is_in(new["prompt_id"].implode()))["prompt"]
-    assert sorted(asked(later, "score")) == sorted([*new["text"], *bases])
+    # only the new rows are forced: their bases' hidden states (the cosines' reference)
+    # come from the first round's cache, and the cosines equal a run without any cache
+    assert sorted(asked(later, "score")) == sorted(new["text"].to_list())
     plain_g, plain_a, _ = run(variants, None)
     assert full_g.equals(plain_g) and full_a.equals(plain_a)
+    noise_rows = full_a.filter(pl.col("variant_id").is_in(new["variant_id"].implode()))
+    assert noise_rows.height == new.height and noise_rows["layer_cosines"].null_count() == 0
+
+
+def test_a_base_measured_before_its_states_were_cached_is_forced_again(
+    tmp_path: Path, variants: pl.DataFrame
+) -> None:
+    """A cache written before the bases' states were kept (or that lost them) gives no
+    reference: the base is forced again with the new rows, never a cosine left out."""
+    run(variants.filter(pl.col("family") != "noise"), tmp_path)
+    for part in (tmp_path / "references").rglob("*.parquet"):
+        part.unlink()
+    _, later_a, later = run(variants, tmp_path)
+    new = variants.filter(pl.col("family") == "noise")
+    bases = PROMPTS.filter(pl.col("prompt_id").is_in(new["prompt_id"].implode()))["prompt"]
+    assert sorted(asked(later, "score")) == sorted([*new["text"], *bases])
+    _, plain_a, _ = run(variants, None)
+    assert later_a.equals(plain_a)
 
 
 class FailsOnce(MockBackend):

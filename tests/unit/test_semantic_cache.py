@@ -46,3 +46,56 @@ def test_replaced_weights_in_a_local_folder_are_another_scorer(tmp_path: Path) -
     (folder / "model.safetensors").write_bytes(b"x" * 11)
     assert scorer_identity(str(folder), 6) != before
     assert scorer_identity("hub/name", 6) != scorer_identity("hub/other", 6)
+
+
+def test_a_later_round_scores_only_its_new_answer_pairs_and_the_same_values(
+    tmp_path: Path,
+) -> None:
+    """Pair scoring through the shared F1 cache (tasks/metrics.py's ``score_pairs_task``):
+    the second round's stage asks the scorer only for answer pairs no stage scored, and its
+    pair scores equal scoring every pair afresh."""
+    import polars as pl
+
+    from sago_core.backends.mock import MockBackend
+    from sago_core.config import GenerationSettings, VariantGrid
+    from sago_core.stages.generation import generate_responses
+    from sago_core.stages.pairs import score_pairs
+    from sago_core.stages.semantic_cache import cached_scorer
+    from sago_core.stages.variants import build_variant_candidates
+
+    prompts = pl.DataFrame(
+        {
+            "dataset": ["d", "d"],
+            "prompt_id": ["p1", "p2"],
+            "prompt": ["What is the capital of France?", "Who wrote the play Hamlet?"],
+            "references": [["Paris"], ["Shakespeare"]],
+            "source": ["builtin", "builtin"],
+        }
+    )
+    grid = VariantGrid.model_validate(
+        {
+            "register": {"strengths": [-4, 4], "positions": ["prefix"]},
+            "noise": {"spacing": [5], "capitalization": [50], "positions": ["global"]},
+        }
+    )
+    variants = build_variant_candidates(prompts, grid, seed=0).with_columns(kept=pl.lit(True))
+    settings = GenerationSettings(max_new_tokens=8)
+
+    def answers(frame: pl.DataFrame) -> pl.DataFrame:
+        return generate_responses(MockBackend("m"), "mock:m", prompts, frame, settings)
+
+    def pairs_of(frame: pl.DataFrame) -> set[tuple[str, str]]:
+        base = frame.filter(pl.col("variant_id") == "base").select("prompt_id", "response_text")
+        rows = frame.filter(pl.col("variant_id") != "base").join(
+            base, on="prompt_id", suffix="_base"
+        )
+        return set(zip(rows["response_text"], rows["response_text_base"], strict=True))
+
+    first_round = answers(variants.filter(pl.col("family") == "register"))
+    score_pairs(first_round, cached_scorer(CountingF1(), str(tmp_path), "minilm-l6", 6))
+    full = answers(variants)
+    later = CountingF1()
+    cached = score_pairs(full, cached_scorer(later, str(tmp_path), "minilm-l6", 6))
+    new_pairs = pairs_of(full) - pairs_of(first_round)
+    assert new_pairs and set(later.asked) == new_pairs
+    assert cached.equals(score_pairs(full, CountingF1()))
