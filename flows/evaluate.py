@@ -52,7 +52,7 @@ from tasks.prepare import (
     translate_prompts_task,
 )
 from tasks.provenance import provenance, resolve_inputs_task, targets_of, write_manifest_task
-from tasks.refusal import refusal_task
+from tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
 from tasks.report import render_report_task
 from tasks.sampling import excess_deltas_task, sampling_tests_task, variance_components_task
 
@@ -366,10 +366,12 @@ def finish_run(
     )
     refusal = stage(
         refusal_task,
+        commit_if=all_refusals_judged,
         prompts_path=prompts,
         generations_path=generations,
         out_dir=out,
         **refusal_samples(per_model),
+        **refusal_judge(config.refusal, targets_of(inputs).refusal_judge, stage.layout),
     )
     deltas = stage(
         assemble_task,

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from sago_core.config_errors import describe_errors
+from sago_core.config_refusal import RefusalSettings
 from sago_core.config_sections import (
     ALL_POSITIONS as ALL_POSITIONS,
 )
@@ -503,18 +504,17 @@ class RunConfig(StrictModel):
     budget: BudgetSettings | None = None
     # POSIX's full matrix for the peer metrics; null: off (only the base column is scored).
     posix_matrix: PosixMatrixSettings | None = None
+    refusal: RefusalSettings = RefusalSettings()  # a refusal judge; default: rules alone
 
     @model_serializer(mode="wrap")
     def _no_languages_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A run without ``languages`` (or ``budget``, ``posix_matrix``) serialises as before
-        the field existed (its run id, result hash and cache keys stay the same)."""
+        """A section left unset (``names``) is left out, so its run id and cache keys stay."""
         data = handler(self)
-        if self.languages is None and isinstance(data, dict):
-            data.pop("languages", None)
-        if self.budget is None and isinstance(data, dict):
-            data.pop("budget", None)
-        if self.posix_matrix is None and isinstance(data, dict):
-            data.pop("posix_matrix", None)
+        names = ("languages", "budget", "posix_matrix", "refusal")
+        unset = (self.languages, self.budget, self.posix_matrix, self.refusal.judge)
+        for name, value in zip(names, unset, strict=True):
+            if value is None and isinstance(data, dict):
+                data.pop(name, None)
         return data
 
     @field_validator("languages")
@@ -609,11 +609,11 @@ class RunConfig(StrictModel):
         return self
 
     def result_hash(self) -> str:
-        """Hash of everything that changes results (not where they are written). Patching
-        and POSIX's full matrix only add their own artifacts, so they are left out: turned
-        on for a finished run, they land in that run's folder and every earlier stage is a
-        cache hit."""
-        where = dict.fromkeys((*self.PLACE_FIELDS, "run_id", "posix_matrix"), True)
+        """Hash of everything that changes results (not where they are written). Patching,
+        POSIX's full matrix and the refusal judge only add or redo their own artifacts, so
+        they are left out: turned on for a finished run, they land in that run's folder and
+        every earlier stage is a cache hit."""
+        where = dict.fromkeys((*self.PLACE_FIELDS, "run_id", "posix_matrix", "refusal"), True)
         payload = self.model_dump(mode="json", exclude={**where, "analysis": {"patching": True}})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import CacheLayout
-from sago_core.axes.judge import RegisterJudge
+from sago_core.axes.judge import Complete, RegisterJudge
 from sago_core.backends.api import api_key_from_environment
 from sago_core.backends.factory import BackendPlaces, open_backend
 from sago_core.backends.protocol import Backend
@@ -39,12 +39,12 @@ def backend_for(target: ModelTarget, cache_dir: str | None, ledger_file: str | N
     return open_backend(target, places, key)
 
 
-def register_judge(
+def judge_completion(
     target: ModelTarget, cache_dir: str, ledger_file: str, batch_size: int
-) -> RegisterJudge:
-    """The register judge on any backend: an API model (the paper's choice) or a local one,
-    asked the same single-message YES/NO question at T = 0 (``batch_size`` prompts per
-    generate call of a local one)."""
+) -> Complete:
+    """A judge's completion (the judge machinery's contract) on any backend: an API model
+    takes the conversation, a local one its last message at T = 0 (``batch_size`` prompts
+    per generate call); an API judge's spending is booked in ``ledger_file``."""
     backend = backend_for(target, cache_dir, ledger_file)
 
     def complete(
@@ -57,5 +57,14 @@ def register_judge(
         answers = backend.generate(prompts, max_tokens, batch_size)
         return [(a.response_text, a.failure_reason) for a in answers]
 
+    return complete
+
+
+def register_judge(
+    target: ModelTarget, cache_dir: str, ledger_file: str, batch_size: int
+) -> RegisterJudge:
+    """The register judge on any backend: an API model (the paper's choice) or a local one,
+    asked the same single-message YES/NO question at T = 0."""
+    complete = judge_completion(target, cache_dir, ledger_file, batch_size)
     cache = JsonCache(CacheLayout(Path(cache_dir)).judge)
     return RegisterJudge(behaviour_key(target), complete, cache)

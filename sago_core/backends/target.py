@@ -129,9 +129,11 @@ class RunTargets(BaseModel):
     rewriter: ModelTarget | None = None
     translator: ModelTarget | None = None
     judge: ModelTarget | None = None
+    refusal_judge: ModelTarget | None = None  # config.refusal.judge, only when named
 
     def tools(self) -> list[ModelTarget]:
-        return [t for t in (self.rewriter, self.translator, self.judge) if t is not None]
+        tools = (self.rewriter, self.translator, self.judge, self.refusal_judge)
+        return [t for t in tools if t is not None]
 
 
 def run_targets(config: RunConfig) -> RunTargets:
@@ -151,6 +153,7 @@ def run_targets(config: RunConfig) -> RunTargets:
         rewriter=tool(structural.rewriter if structural else None),
         translator=tool(translation.translator if translation else None),
         judge=tool(config.judge.model),
+        refusal_judge=tool(config.refusal.judge),
     )
 
 

@@ -7,7 +7,8 @@ a ``language`` variant's subtype is the language it asks in (a machine translati
 ``mt:de`` is ``de``), every other answer is judged in the base language. A generation that
 failed, or whose reasoning block never closed, has no verdict and says why. Each prompt's
 kind comes from the prompts (``data/safety.py``); a prompt without one is refused here,
-before any verdict, as ``require_kinds`` refuses it at loading.
+before any verdict, as ``require_kinds`` refuses it at loading. With a judge, each answer is
+also put to it and the judge's verdict is used where it gave one (``judged.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 import polars as pl
 
 from sago_core.axes.language_fidelity import prompt_language
+from sago_core.refusal.judge import RefusalJudge
+from sago_core.refusal.judged import JUDGE_COLUMNS, with_judge
 from sago_core.refusal.rules import refusal_verdicts
 
 NO_ANSWER_TEXT = "no answer text (the reasoning block never closed)"
@@ -36,12 +39,18 @@ VERDICTS_SCHEMA: dict[str, Any] = {
     "opening": pl.Utf8,  # the matched refusal opening
     "missing_reason": pl.Utf8,
 }
+# with a refusal judge: the rule's and the judge's verdicts beside the one used
+JUDGED_VERDICTS_SCHEMA: dict[str, Any] = {**VERDICTS_SCHEMA, **JUDGE_COLUMNS}
+REQUEST_COLUMN = "prompt_text"  # what the judge is given as the request
 
 
-def refusal_verdict_frame(answers: pl.DataFrame, kinds: pl.DataFrame) -> pl.DataFrame:
+def refusal_verdict_frame(
+    answers: pl.DataFrame, kinds: pl.DataFrame, judge: RefusalJudge | None = None
+) -> pl.DataFrame:
     """Verdicts for ``answers`` (generations.parquet's or samples.parquet's columns; no
     ``sample`` column: one sample, 0) given ``kinds`` (``dataset``, ``prompt_id``,
-    ``kind``)."""
+    ``kind``); with ``judge`` (``answers`` then carry ``REQUEST_COLUMN``), the judge's
+    beside the rules' (``JUDGED_VERDICTS_SCHEMA``)."""
     joined = answers.join(
         kinds.select("dataset", "prompt_id", "kind"), on=["dataset", "prompt_id"], how="left"
     )
@@ -64,7 +73,7 @@ def refusal_verdict_frame(answers: pl.DataFrame, kinds: pl.DataFrame) -> pl.Data
             reasons.append(verdict.missing_reason)
         else:
             reasons.append(failure or NO_ANSWER_TEXT)
-    return joined.select(
+    frame = joined.select(
         "model",
         "dataset",
         "prompt_id",
@@ -79,3 +88,7 @@ def refusal_verdict_frame(answers: pl.DataFrame, kinds: pl.DataFrame) -> pl.Data
         pl.Series("opening", [v.opening for v in verdicts], dtype=pl.Utf8),
         pl.Series("missing_reason", reasons, dtype=pl.Utf8),
     ).cast(pl.Schema(VERDICTS_SCHEMA))
+    if judge is None:
+        return frame
+    requests = joined.get_column(REQUEST_COLUMN).to_list()
+    return with_judge(frame, requests, texts, judge).cast(pl.Schema(JUDGED_VERDICTS_SCHEMA))

@@ -29,6 +29,7 @@ from sago_core.refusal.best_of_n import HALF
 from sago_core.refusal.flips import BREACH, OVER_REFUSAL, worst_variants
 from sago_core.report.markup import Section
 from sago_core.report.markup import table as _table
+from sago_core.report.refusal_judge import judge_html
 from sago_core.report.refusal_sampled import base_prompts, beyond_base_html, is_sampled
 from sago_core.stages.refusal import CELL_LEVEL, FAMILY_LEVEL, RefusalTables, refusal_tables
 from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
@@ -335,7 +336,8 @@ def refusal_sections(
         "Rates are over prompts (each prompt weighs once, its mean over the family's "
         "variants) with bootstrap 95% intervals; <code>replay</code> (the base asked again) "
         "is the floor a rewording's rate is read against.</p>"
-        "<h3>Base prompts refused</h3>"
+        + judge_html(tables.judge)
+        + "<h3>Base prompts refused</h3>"
         + _base_table(tables)
         + _little_refusal_note(tables)
         + _missing_note(tables)

@@ -33,7 +33,7 @@ def read_refusal(refusal_json: str | Path) -> RefusalTables | None:
             raise FileNotFoundError(
                 f"{path}: names the refusal table {file}, which is not in {path.parent}"
             ) from error
-    return RefusalTables(**frames)
+    return RefusalTables(**frames, judge=record.get("judge"))
 
 
 def refusal_from_run(run_dir: Path) -> RefusalTables | None:

@@ -16,6 +16,11 @@ counts rewordings. The answers read are generations.parquet's at T = 0; at K > 1
 samples.parquet's (every sample, sample 0 being generations.parquet's answer), so a flip is
 counted beyond the base's own flip rate between its samples, and a Best-of-N variant
 breaches by the majority of its samples (``refusal/flips.py``, ``refusal/best_of_n.py``).
+
+With a refusal judge (the run's ``refusal.judge``; none by default) each answer is also put
+to the judge, every table reads the judge's verdict where it gave one and the rule's
+elsewhere, the verdicts file says which (``refusal/judged.py``), and refusal.json carries
+the judge's record and its agreement with the rules. Without one, every file is as before.
 """
 
 from __future__ import annotations
@@ -49,7 +54,14 @@ from sago_core.refusal.flips import (
     refusal_flips,
     refusal_rates,
 )
-from sago_core.refusal.verdicts import VERDICTS_SCHEMA, refusal_verdict_frame
+from sago_core.refusal.judge import RefusalJudge
+from sago_core.refusal.judged import judge_record
+from sago_core.refusal.verdicts import (
+    JUDGED_VERDICTS_SCHEMA,
+    REQUEST_COLUMN,
+    VERDICTS_SCHEMA,
+    refusal_verdict_frame,
+)
 from sago_core.vocabulary import REPLAY_FAMILY
 
 NO_KIND = (
@@ -78,11 +90,12 @@ MODEL_RATES_SCHEMA: dict[str, Any] = {"model": pl.Utf8, "level": pl.Utf8, **RATE
 class RefusalTables:
     """A run's refusal measurement: one table per artifact (``write_refusal``)."""
 
-    verdicts: pl.DataFrame  # VERDICTS_SCHEMA: one row per answer
+    verdicts: pl.DataFrame  # VERDICTS_SCHEMA (JUDGED_VERDICTS_SCHEMA): one row per answer
     flips: pl.DataFrame  # MODEL_FLIPS_SCHEMA: one row per model, prompt and variant
     rates: pl.DataFrame  # MODEL_RATES_SCHEMA: level "family" (kind, family) or "cell"
     curve: pl.DataFrame  # best_of_n.CURVE_SCHEMA
     best_of_n: pl.DataFrame  # best_of_n.SUMMARY_SCHEMA
+    judge: dict[str, Any] | None = None  # judged.judge_record; None: the rules alone
 
 
 def prompt_kinds(prompts: pl.DataFrame) -> pl.DataFrame | None:
@@ -101,29 +114,41 @@ def _rates(flips: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def answers_read(generations: pl.DataFrame, samples: pl.DataFrame | None) -> pl.DataFrame:
+def answer_columns(judged: bool) -> list[str]:
+    """The answers' columns the stage reads: with a judge, the request too."""
+    return [*ANSWER_COLUMNS, *([REQUEST_COLUMN] if judged else [])]
+
+
+def answers_read(
+    generations: pl.DataFrame, samples: pl.DataFrame | None, judged: bool = False
+) -> pl.DataFrame:
     """The answers judged: ``samples`` (every model's samples.parquet, at K > 1) when given,
     each with its ``sample``; else ``generations``, one answer per prompt text."""
+    columns = answer_columns(judged)
     if samples is None:
-        return generations.select(ANSWER_COLUMNS)
+        return generations.select(columns)
     if SAMPLE_COLUMN not in samples.columns:
         raise ValueError("samples lack the column 'sample' (samples.parquet's)")
-    return samples.select(*ANSWER_COLUMNS, SAMPLE_COLUMN)
+    return samples.select(*columns, SAMPLE_COLUMN)
 
 
 def refusal_tables(
-    prompts: pl.DataFrame, generations: pl.DataFrame, samples: pl.DataFrame | None = None
+    prompts: pl.DataFrame,
+    generations: pl.DataFrame,
+    samples: pl.DataFrame | None = None,
+    judge: RefusalJudge | None = None,
 ) -> RefusalTables | None:
-    """The refusal tables of a run's ``generations`` (at least ``ANSWER_COLUMNS``), or at
-    K > 1 of its ``samples`` (those columns and ``sample``), for its ``prompts``
-    (prompts.parquet); None when no prompt has a kind (module docstring)."""
+    """The refusal tables of a run's ``generations`` (at least ``ANSWER_COLUMNS``, and
+    ``REQUEST_COLUMN`` with a ``judge``), or at K > 1 of its ``samples`` (those columns and
+    ``sample``), for its ``prompts`` (prompts.parquet); None when no prompt has a kind
+    (module docstring)."""
     kinds = prompt_kinds(prompts)
     if kinds is None:
         return None
-    answers = answers_read(generations, samples).join(
+    answers = answers_read(generations, samples, judge is not None).join(
         kinds.select("dataset", "prompt_id"), on=["dataset", "prompt_id"], how="semi"
     )
-    verdicts = refusal_verdict_frame(answers, kinds)
+    verdicts = refusal_verdict_frame(answers, kinds, judge)
     flips, rates = [], []
     for (model,), group in verdicts.group_by(["model"], maintain_order=True):
         per_model = refusal_flips(group)
@@ -137,6 +162,7 @@ def refusal_tables(
         rates=pl.concat(rates) if rates else pl.DataFrame(schema=MODEL_RATES_SCHEMA),
         curve=curve,
         best_of_n=summary,
+        judge=None if judge is None else judge_record(verdicts, judge),
     )
 
 
@@ -157,6 +183,8 @@ def write_refusal(tables: RefusalTables | None, folder: Path) -> Path:
     written = {}
     for name, file, schema in TABLE_FILES:
         frame: pl.DataFrame = getattr(tables, name)
-        write_parquet(frame, folder / file, schema)
+        judged = name == "verdicts" and tables.judge is not None
+        write_parquet(frame, folder / file, JUDGED_VERDICTS_SCHEMA if judged else schema)
         written[name] = {"file": file, "rows": frame.height}
-    return write_json({"measured": True, "tables": written}, folder / REFUSAL_FILE)
+    judge = {"judge": tables.judge} if tables.judge is not None else {}
+    return write_json({"measured": True, "tables": written, **judge}, folder / REFUSAL_FILE)
