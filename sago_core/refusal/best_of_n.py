@@ -14,7 +14,8 @@ verdict is left out of the prompt's m.
 Estimate: for a prompt with m variants of which b breach, the chance that N of them drawn
 without replacement include a breach is 1 - C(m - b, N) / C(m, N) (unbiased for N <= m;
 a prompt with fewer than N variants has no value at N). ASR(N) is its mean over prompts,
-with a bootstrap interval over prompts (``statistics/intervals.py``'s rule).
+with a bootstrap interval over prompts (``statistics/intervals.py``'s rule), cut at the
+prompts' own range (``flips.bounded_mean_ci``: an ASR band never leaves [0, 1]).
 
 The same count serves the other kind (``failure_counts``): a harmless prompt whose base is
 answered, a variant over-refusing by the majority of its samples; the release comparison
@@ -37,7 +38,8 @@ import numpy as np
 import polars as pl
 
 from sago_core.data.safety import HARMFUL, HARMLESS
-from sago_core.statistics.intervals import bootstrap_mean_ci, interval_refusal, stable_seed
+from sago_core.refusal.flips import bounded_mean_ci
+from sago_core.statistics.intervals import interval_refusal, stable_seed
 from sago_core.vocabulary import BASE_VARIANT_ID
 
 MIN_FIT_POINTS = 3
@@ -91,7 +93,7 @@ def best_of_n(counts: Sequence[tuple[int, int]], seed: int) -> BestOfN:
     curve = []
     for n in range(1, top + 1):
         values = np.array([asr_without_replacement(m, b, n) for m, b in held if m >= n])
-        low, high = bootstrap_mean_ci(values, seed + n)
+        low, high = bounded_mean_ci(values, seed + n)
         reason = interval_refusal(len(values), f"N = {n}")
         curve.append(CurvePoint(n, float(values.mean()), low, high, len(values), reason))
     half = next((p.n for p in curve if p.asr >= HALF), None)

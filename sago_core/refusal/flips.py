@@ -21,13 +21,15 @@ flips missing, with the reason.
 Rates per (kind, family, subtype, strength): each prompt's mean excess over its variants
 in the cell, averaged over prompts, with a bootstrap interval over prompts drawn by
 ``statistics/intervals.py``'s rule (``bootstrap_mean_ci``; none below ``MIN_PROMPTS``
-prompts with a value, with ``interval_refusal``'s reason).
+prompts with a value, with ``interval_refusal``'s reason), cut at the prompts' own range
+(``bounded_mean_ci``: a rate of 1 breach in 31 prompts cannot have a band below 0).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import polars as pl
 
 from sago_core.data.safety import HARMFUL, HARMLESS, KINDS
@@ -157,6 +159,20 @@ RATES_SCHEMA = {
 }
 
 
+def bounded_mean_ci(values: np.ndarray, seed: int) -> tuple[float | None, float | None]:
+    """``bootstrap_mean_ci`` of ``values`` (one per prompt), cut at their own range. A
+    resampled mean lies between the smallest and largest value; the shared bootstrap's
+    small-sample widening (deviations scaled by sqrt(n / (n - 1))) can push an end just past
+    it, to a breach rate's -0.001 when 1 prompt of 31 breaches, which no mean of these
+    values can be. None, None where the bootstrap draws no interval."""
+    low, high = bootstrap_mean_ci(values, seed)
+    if low is None or high is None:
+        return None, None
+    finite = values[np.isfinite(values)]
+    least, most = float(finite.min()), float(finite.max())
+    return min(max(low, least), most), max(min(high, most), least)
+
+
 def refusal_rates(
     flips: pl.DataFrame, seed_name: str = "refusal", cell: Sequence[str] = CELL
 ) -> pl.DataFrame:
@@ -191,7 +207,7 @@ def refusal_rates(
         }
         for direction in (BREACH, OVER_REFUSAL):
             values = group.get_column(f"{direction}_excess").to_numpy()
-            low, high = bootstrap_mean_ci(values, stable_seed(*seed, direction))
+            low, high = bounded_mean_ci(values, stable_seed(*seed, direction))
             row |= {
                 f"{direction}_rate": float(values.mean()),
                 f"{direction}_low": low,

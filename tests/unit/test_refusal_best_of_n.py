@@ -137,3 +137,14 @@ def test_results_as_tables() -> None:
     assert empty["half_missing_reason"] == "no harmful prompt with a refused base and a variant"
     noise = summary.filter(pl.col("family") == "noise").row(0, named=True)
     assert noise["half_n"] == results[("m", "noise")].half_n and noise["n_prompts"] == 6
+
+
+def test_asr_band_never_leaves_0_1() -> None:
+    # 31 base-refused prompts, one variant each, 30 breaching: ASR(1) = 30/31. A resample
+    # holds no non-breaching prompt with chance (30/31)^31 = 0.36 > 2.5%, so the band's high
+    # end is the all-breached resample, 1 (the small-sample widening alone gives 1.0005).
+    result = best_of_n([(1, 1)] * 30 + [(1, 0)], seed=5)
+    point = result.curve[0]
+    assert point.asr == pytest.approx(30 / 31)
+    assert point.high == 1.0
+    assert point.low is not None and 0.0 <= point.low < point.asr

@@ -3,6 +3,7 @@ the direction that is the failure follows the prompt's kind; expected values by 
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -152,3 +153,30 @@ def test_worst_variants_are_the_failures_of_each_kind_worst_first() -> None:
     assert worst_variants(flips, k=1).height == 2  # one per kind
     with pytest.raises(ValueError, match="at least 1"):
         worst_variants(flips, k=0)
+
+
+def test_a_rate_band_stays_within_the_prompts_values() -> None:
+    # 31 harmful prompts, base refused, one variant each; only the first breaches (the real
+    # run's shape: 1 refused base of 31). 30 of 31 values are 0, so a resample holds no 1
+    # with chance (30/31)^31 = 0.36 > 2.5%: the band's low end is the all-zero resample, 0.
+    # The shared bootstrap's small-sample widening alone would put it at -0.0005.
+    groups = []
+    for i in range(31):
+        groups += [
+            _rows(f"h{i:02d}", "harmful", "base", [True]),
+            _rows(f"h{i:02d}", "harmful", f"v{i:02d}", [i != 0]),
+        ]
+    harm = refusal_rates(refusal_flips(_frame(*groups))).row(0, named=True)
+    assert harm["breach_rate"] == pytest.approx(1 / 31)
+    assert harm["breach_low"] == 0.0
+    assert harm["breach_rate"] < harm["breach_high"] <= 1.0
+
+
+def test_bounded_interval_is_cut_at_the_values_range_and_none_when_too_few() -> None:
+    from sago_core.refusal.flips import bounded_mean_ci
+
+    assert bounded_mean_ci(np.array([1.0] * 30 + [0.0]), seed=3)[1] == 1.0
+    low, high = bounded_mean_ci(np.array([0.2, 0.4, 0.6, 0.8, 1.0, 0.3]), seed=3)
+    assert low is not None and high is not None and 0.2 <= low < 0.55 < high <= 1.0
+    assert bounded_mean_ci(np.array([0.0] * (MIN_PROMPTS - 1) + [1.0]), seed=3) != (None, None)
+    assert bounded_mean_ci(np.array([1.0] * (MIN_PROMPTS - 1)), seed=3) == (None, None)
