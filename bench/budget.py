@@ -12,7 +12,8 @@ for) and print, per budget and axis:
   alpha = 0.05 under the alpha-spending rule) equals the full grid's t-test verdict;
 - ``stop``: mean share of the budget used, and mean rounds run;
 - ``pred hw``: the planner's predicted half-width (planner.py, from the full grid's
-  variance components at the replay's strata, sampled prompts and mean cells per prompt);
+  variance components at the replay's strata, sampled prompts and mean cells per prompt,
+  each stratum at the design's own allocation: planner.allocated_half_widths);
   ``real hw``: the mean realised half-width of the budgeted runs' intervals; ``pred/real``
   their ratio; ``1.96 rmse``: 1.96 x the root mean square error of the estimates against the
   full grid's value, the half-width an interval would need (real hw below it: intervals too
@@ -39,7 +40,7 @@ from sago_core.artifacts.layout import DELTAS_FILE
 from sago_core.budget.cells import GridValues, grid_from_deltas
 from sago_core.budget.design import Grid, draw_design
 from sago_core.budget.estimate import Z95, full_scores
-from sago_core.budget.planner import predicted_half_width, variance_components
+from sago_core.budget.planner import allocated_half_widths, variance_components
 from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, run_budgeted
 from sago_core.scoring.significance import one_sided_t_test
@@ -100,7 +101,11 @@ def budget_rows(
     cells = np.mean([r.cells for r in results])
     sampled = min(schedule.prompts)
     per_prompt = cells / sum(schedule.prompts)
-    for a, axis in enumerate(gv.axes):
+    components = {
+        axis: variance_components(layout, gv.values[:, a]) for a, axis in enumerate(gv.axes)
+    }
+    allocated = allocated_half_widths(components, sampled, per_prompt, rounds=schedule.rounds)
+    for axis in gv.axes:
         t = truth[axis]
         est = np.array([r.axes[axis].estimate.value for r in results])
         hw = np.array([r.axes[axis].estimate.half_width() for r in results])
@@ -108,8 +113,7 @@ def budget_rows(
         for eps in EPSILONS:
             said = [r.axes[axis].verdicts[eps].decision == "above" for r in results]
             agree.append(float(np.mean([v == t["verdicts"][eps] for v in said])))
-        parts = variance_components(layout, gv.values[:, a])
-        predicted = predicted_half_width(parts, sampled, per_prompt)
+        predicted = allocated[axis]
         real = float(np.mean(hw))
         rows.append(
             {

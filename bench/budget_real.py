@@ -35,7 +35,7 @@ import polars as pl
 from bench.budget import ALPHA, full_truth
 from sago_core.artifacts.layout import DELTAS_FILE
 from sago_core.budget.cells import CELL, grid_from_deltas
-from sago_core.budget.planner import predicted_half_width, variance_components
+from sago_core.budget.planner import allocated_half_widths, variance_components
 from sago_core.budget.schedule import make_schedule
 from sago_core.vocabulary import EPSILONS
 
@@ -94,7 +94,14 @@ def compare(full: Path, budgeted: Path) -> list[str]:
     header += "".join(f" {'agree@' + str(e):>11}" for e in EPSILONS)
     header += f" {'pred hw':>9} {'pred/real':>9}"
     lines += ["", header]
-    for a, axis in enumerate(gv.axes):
+    components = {
+        axis: variance_components(schedule.layout, gv.values[:, a])
+        for a, axis in enumerate(gv.axes)
+    }
+    allocated = allocated_half_widths(
+        components, min(schedule.prompts), per_prompt, rounds=schedule.rounds
+    )
+    for axis in gv.axes:
         row = estimates.filter(pl.col("axis") == axis)
         if row.is_empty():
             lines.append(f"{axis:<5} not in the budgeted run's estimates")
@@ -103,8 +110,7 @@ def compare(full: Path, budgeted: Path) -> list[str]:
         t = truth[axis]
         said = budget["verdicts"].get(f"{model} :: {axis}", {})
         agree = [(said.get(str(e)) == "above") == t["verdicts"][e] for e in EPSILONS]
-        parts = variance_components(schedule.layout, gv.values[:, a])
-        predicted = predicted_half_width(parts, min(schedule.prompts), per_prompt)
+        predicted = allocated[axis]
         lines.append(
             f"{axis:<5} {t['sgs']:>9.4f} {value:>9.4f} {half:>9.4f} "
             f"{'yes' if abs(value - t['sgs']) <= half else 'no':>6}"
