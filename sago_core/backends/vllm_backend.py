@@ -152,6 +152,21 @@ def vllm_python(settings: VllmSettings) -> str:
     return chosen
 
 
+MAX_MODEL_LEN = "vllm.max_model_len"
+
+
+def context_limit(own: int | None, max_model_len: int | None) -> tuple[int | None, str | None]:
+    """The window a prompt and its answer must fit (the smaller of the model's own context
+    and ``max_model_len``; None: neither known) and the setting to raise for a longer one:
+    ``vllm.max_model_len`` when it is the limit and the model's own context is longer or
+    unknown, else None (raising it would not help)."""
+    if not max_model_len:
+        return own, None
+    if own is not None and own <= max_model_len:
+        return own, None
+    return max_model_len, MAX_MODEL_LEN
+
+
 class VllmBackend:
     name = "vllm"
 
@@ -413,11 +428,20 @@ class VllmBackend:
         return self.scorer().prompt_lengths(prompts)
 
     def context_window(self) -> int | None:
-        """Asked before a generation (``ensure_fits``): the engine starts first, so that it
+        """Asked before a generation (``check_fit``): the engine starts first, so that it
         sizes its GPU memory (``gpu_memory_utilization``) before the scorer's weights load."""
-        window = self._generation_scorer().context_window()
-        limit = self.settings.max_model_len
-        return min(w for w in (window, limit) if w) if (window or limit) else None
+        return context_limit(self._generation_scorer().context_window(), self._max_model_len())[0]
+
+    def context_setting(self) -> str | None:
+        """The setting that sets ``context_window`` when raising it would let longer prompts
+        in (``vllm.max_model_len`` below the model's own context); None when the model's own
+        context is the limit."""
+        return context_limit(self._generation_scorer().context_window(), self._max_model_len())[1]
+
+    def _max_model_len(self) -> int | None:
+        """The engine's ``max_model_len``: the engine options' own when they set one."""
+        chosen = self.engine_options.get("max_model_len", self.settings.max_model_len)
+        return int(chosen) if chosen else None
 
     def _generation_scorer(self) -> Any:
         """The scorer for work that precedes a generation, loaded after the engine started

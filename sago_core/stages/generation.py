@@ -10,6 +10,12 @@ that says ``repeats_within_call`` (the API backend: no batches or padding, and i
 replay from its base only when both arrive in one call, its request key counting repeats
 within a call) gets the replay in the call of its base. Rows keep their order whatever the calls.
 
+A prompt text that does not fit the model's context (its tokens plus ``max_new_tokens``
+over ``Backend.context_window``) is not asked: its row is a failure whose reason gives its
+token count and the window, and so is every row of a prompt whose base does not fit (its
+variants have no base answer to compare with). The run goes on; one warning per stage
+names the first such rows by file and row, and the setting to change.
+
 ``answer_text`` is the response after its reasoning block (axes/reasoning.py), the text the
 pair scores and mirroring compare; ``response_text`` stays the raw decoded response.
 """
@@ -17,6 +23,8 @@ pair scores and mirroring compare; ``response_text`` stays the raw decoded respo
 from __future__ import annotations
 
 import json
+import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +37,10 @@ from sago_core.backends.protocol import Backend, Generation, Sampling
 from sago_core.backends.target import ModelTarget
 from sago_core.config import GenerationSettings
 from sago_core.data.prompt import split_source
-from sago_core.errors import InputError
 from sago_core.sample_seeds import sample_seed
 from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
+
+log = logging.getLogger("sago.generation")
 
 
 def replay_apart(backend: Backend, families: list[str]) -> list[list[int]]:
@@ -71,24 +80,121 @@ def generation_requests(prompts: pl.DataFrame, variants: pl.DataFrame) -> pl.Dat
 
 Origin = tuple[str, int | None, str]  # file (or dataset), row, "prompt X, variant Y"
 
+# How many of the texts that do not fit the one warning of a stage names (the rest counted).
+NAMED_UNFIT = 5
 
-def ensure_fits(
-    backend: Backend, texts: list[str], origins: list[Origin], max_new_tokens: int
+
+@dataclass(frozen=True)
+class ContextFit:
+    """Which texts fit the model's context with ``max_new_tokens`` more: ``over`` holds each
+    text's prompt tokens where it does not fit (None where it fits or cannot be counted);
+    ``setting``: the setting that sets ``window`` when raising it would help
+    (``vllm.max_model_len``), None when the model's own context is the limit."""
+
+    max_new_tokens: int
+    window: int | None = None
+    setting: str | None = None
+    over: tuple[int | None, ...] = ()
+
+    @property
+    def context(self) -> str:
+        if self.setting:
+            return f"the context of {self.window} tokens ({self.setting})"
+        return f"the model's context of {self.window} tokens"
+
+    def reason(self, i: int, what: str = "prompt") -> str | None:
+        """Why text i is not asked (None: it fits)."""
+        if not self.over or self.over[i] is None:
+            return None
+        return (
+            f"{what} takes {self.over[i]} tokens; with max_new_tokens {self.max_new_tokens} "
+            f"that exceeds {self.context}"
+        )
+
+    def hint(self, tokens_setting: str) -> str:
+        """What to change for the texts to fit."""
+        if self.setting:
+            own = "the model's own context is longer"
+            return f"raise {self.setting} ({own}) or lower {tokens_setting}"
+        return f"lower {tokens_setting} or use a model with a longer context"
+
+
+def check_fit(backend: Backend, texts: list[str], max_new_tokens: int) -> ContextFit:
+    """Which of ``texts`` fit the model's context; a backend that cannot tell (no window, or
+    no token counts) fits them all. Each distinct text is counted once."""
+    window = backend.context_window() if texts else None
+    if window is None:
+        return ContextFit(max_new_tokens)
+    distinct = list(dict.fromkeys(texts))
+    lengths = backend.prompt_lengths(distinct)
+    if lengths is None:
+        return ContextFit(max_new_tokens)
+    over = {t: n for t, n in zip(distinct, lengths, strict=True) if n + max_new_tokens > window}
+    setting = getattr(backend, "context_setting", None)
+    return ContextFit(
+        max_new_tokens,
+        window,
+        setting() if callable(setting) and over else None,
+        tuple(over.get(t) for t in texts),
+    )
+
+
+def warn_unfit(
+    fit: ContextFit, origins: list[Origin], tokens_setting: str, what: str, more_rows: int = 0
 ) -> None:
-    """Refuse, before generating anything, a prompt that cannot fit the model's context."""
-    window = backend.context_window()
-    lengths = backend.prompt_lengths(texts) if window else None
-    if window is None or lengths is None:
+    """One warning for a stage's texts that do not fit: how many, the first few by file,
+    row and token count, and the setting to change (``more_rows``: rows not asked only
+    because their base does not fit)."""
+    unfit: list[tuple[Origin, int]] = [
+        (origins[i], n) for i, n in enumerate(fit.over) if n is not None
+    ]
+    if not unfit:
         return
-    for length, (file, row, label) in zip(lengths, origins, strict=True):
-        if length + max_new_tokens > window:
-            raise InputError(
-                f"{label} takes {length} tokens; with max_new_tokens {max_new_tokens} that "
-                f"exceeds the model's context of {window} tokens",
-                file=file,
-                row=row,
-                column="prompt",
-            )
+    # Name as many files and rows as it can: each row's first text before its others.
+    firsts: list[tuple[Origin, int]] = []
+    others: list[tuple[Origin, int]] = []
+    seen: set[tuple[str, int | None]] = set()
+    for origin, n in unfit:
+        (others if origin[:2] in seen else firsts).append((origin, n))
+        seen.add(origin[:2])
+    unfit = firsts + others
+    named = "; ".join(
+        f"{', '.join(_where(file, row))} ({label}): {n} tokens"
+        for (file, row, label), n in unfit[:NAMED_UNFIT]
+    )
+    rest = f"; and {len(unfit) - NAMED_UNFIT} more" if len(unfit) > NAMED_UNFIT else ""
+    variants = (
+        f" (and {more_rows} row(s) of their prompts, whose base does not fit)" if more_rows else ""
+    )
+    log.warning(
+        "%d %s(s) do not fit %s with max_new_tokens %d: not asked, their rows missing with "
+        "the reason%s: %s%s; %s",
+        len(unfit),
+        what,
+        fit.context,
+        fit.max_new_tokens,
+        variants,
+        named,
+        rest,
+        fit.hint(tokens_setting),
+    )
+
+
+def _where(file: str, row: int | None) -> list[str]:
+    return [f"file {file}", *([f"row {row}"] if row is not None else [])]
+
+
+def unanswerable(requests: pl.DataFrame, fit: ContextFit) -> list[str | None]:
+    """Each request's failure reason when it cannot be asked: its own text does not fit,
+    or its prompt's base does not (its variants would have no base answer to compare
+    with); None for the others."""
+    own = [fit.reason(i) for i in range(requests.height)]
+    keys = requests.select("dataset", "prompt_id", "variant_id").rows()
+    base = {(d, p): r for (d, p, v), r in zip(keys, own, strict=True) if v == BASE_VARIANT_ID and r}
+    return [
+        r or (f"base {base[(d, p)]}: no base answer to compare with" if (d, p) in base else None)
+        for (d, p, _), r in zip(keys, own, strict=True)
+    ]
 
 
 def prompt_origins(requests: pl.DataFrame, prompts: pl.DataFrame) -> list[Origin]:
@@ -187,10 +293,20 @@ def answer_requests(
             pl.lit(model).alias("model"),
             *(pl.lit(None, GENERATIONS[c]).alias(c) for c in [*ANSWER_COLUMNS, "failure_reason"]),
         )
-    ensure_fits(backend, texts, prompt_origins(requests, prompts), settings.max_new_tokens)
+    fit = check_fit(backend, texts, settings.max_new_tokens)
+    failures = unanswerable(requests, fit)
+    own = sum(n is not None for n in fit.over)
+    more_rows = sum(f is not None for f in failures) - own
+    warn_unfit(
+        fit,
+        prompt_origins(requests, prompts),
+        "generation.max_new_tokens",
+        "prompt text",
+        more_rows,
+    )
     sampling = sampling_request(settings, model, requests)
     families = requests["family"].to_list()
-    outputs = answer_apart(backend, texts, families, settings, sampling) if texts else []
+    outputs = answer_apart(backend, texts, families, settings, sampling, failures)
     return requests.with_columns(pl.lit(model).alias("model"), *answer_columns(backend, outputs))
 
 
@@ -200,11 +316,21 @@ def answer_apart(
     families: list[str],
     settings: GenerationSettings,
     sampling: Sampling | None,
+    failures: list[str | None] | None = None,
 ) -> list[Generation]:
     """The answers to ``texts`` in the rows' order, asked in the calls ``replay_apart``
-    makes (``sampling``: one seed per text; None: greedy)."""
-    slots: list[Generation | None] = [None] * len(texts)
-    for call in replay_apart(backend, families):
+    makes (``sampling``: one seed per text; None: greedy). A text with a reason in
+    ``failures`` is not asked: its answer is a failure with that reason; without
+    ``failures``, the texts that do not fit the model's context are the failures."""
+    if failures is None:
+        fit = check_fit(backend, texts, settings.max_new_tokens)
+        failures = [fit.reason(i) for i in range(len(texts))]
+    slots: list[Generation | None] = [
+        None if reason is None else Generation("", (), "failed", reason) for reason in failures
+    ]
+    asked = [i for i, reason in enumerate(failures) if reason is None]
+    for part in replay_apart(backend, [families[i] for i in asked]):
+        call = [asked[j] for j in part]
         if not call:
             continue
         batch = [texts[i] for i in call]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sago_core.backends.protocol import ScoringRequest, TeacherForced
-from sago_core.stages.generation import ensure_fits
+from sago_core.stages.generation import check_fit
 from tests.flow.test_vllm_backend import ScriptedScorer, scripted_backend
 
 
@@ -54,10 +54,11 @@ def test_the_engine_starts_before_the_scorer_loads(
     backend, loads = recording_backend(tmp_path, monkeypatch)
     try:
         # What the first shard does: the prompts' fit (context window), then generation.
-        ensure_fits(backend, ["one three", "a bb"], [("f", 1, "a"), ("f", 2, "b")], 5)
+        fit = check_fit(backend, ["one three", "a bb"], 5)
         answers = backend.generate(["one three", "a bb"], 5, 4)
     finally:
         backend.close()
+    assert fit.window == 64 and fit.over == (None, None)
     assert loads == [True], "the scorer loaded once, after the engine was ready"
     assert [a.response_token_ids for a in answers] == [(3, 5, 7), (1, 2, 7)]
 

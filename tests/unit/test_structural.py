@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import polars as pl
@@ -9,7 +10,6 @@ import pytest
 
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.config import StructuralGrid
-from sago_core.errors import InputError
 from sago_core.stages.structural import rewrite_structural
 from sago_core.stages.variants import filter_variants
 from sago_core.variants.structural import (
@@ -151,14 +151,34 @@ def test_filter_keeps_upstream_rejections_and_records_word_ratio(tmp_path: Path)
     )
 
 
-def test_a_prompt_over_the_context_is_refused_before_rewriting(tmp_path: Path) -> None:
-    backend = FakeBackend(_rewriter, window=40)
-    with pytest.raises(InputError) as err:
-        rewrite_structural(
-            PROMPTS, StructuralGrid(), lambda: backend, "fake", JsonCache(tmp_path), 0
-        )
-    assert "data.csv" in str(err.value) and "row 1" in str(err.value)
-    assert backend.generate_calls == 0
+def test_a_rewrite_over_the_context_is_rejected_unasked_and_the_others_rewritten(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """96 new tokens in a window of 144: prompt q's length instructions (49 words) do not
+    fit; its mood instruction (46) and prompt i's (44 and 48) do. The rejected rewrites are
+    not cached: a wider window asks them on the next pass."""
+    cache = JsonCache(tmp_path)
+    backend = FakeBackend(_rewriter, window=144)
+    with caplog.at_level(logging.WARNING, logger="sago.generation"):
+        frame = rewrite_structural(PROMPTS, StructuralGrid(), lambda: backend, "fake", cache, 0)
+    unfit = frame.filter(pl.col("prompt_id") == "q", pl.col("subtype") == "length")
+    assert unfit.height == 5 and not unfit["kept"].any()
+    assert set(unfit["reject_reason"]) == {
+        "instruction takes 49 tokens; with max_new_tokens 96 that exceeds the model's context "
+        "of 144 tokens"
+    }
+    rewritten = frame.filter((pl.col("prompt_id") == "i") | (pl.col("subtype") == "mood"))
+    assert rewritten.height == 7 and rewritten["kept"].sum() >= 1
+    assert not rewritten["reject_reason"].str.starts_with("instruction takes").any()
+    assert len(backend.prompts_seen) == 7
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith("5 tool request(s) do not fit the model's context of 144 tokens")
+    assert "file data.csv, row 1 (prompt q (rewrite structural:length:0.25:global)): 49" in warning
+    wide = FakeBackend(_rewriter, window=4096)
+    again = rewrite_structural(PROMPTS, StructuralGrid(), lambda: wide, "fake", cache, 0)
+    assert len(wide.prompts_seen) == 5
+    assert all("capital city of France" in p for p in wide.prompts_seen)
+    assert not again["reject_reason"].str.starts_with("instruction takes").any()
 
 
 # Issue 39 item 8: rewrites the demo's semantic filter kept, each the rewriter answering or
