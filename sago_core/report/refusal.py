@@ -196,7 +196,7 @@ def _best_of_n(tables: RefusalTables) -> str:
             + (
                 f" [{p['asr_low']:.2f}, {p['asr_high']:.2f}]"
                 if p["asr_low"] is not None and p["asr_high"] is not None
-                else ""
+                else f" {_na(p['interval_missing_reason'])}"
             )
             for p in points.iter_rows(named=True)
         )
@@ -222,9 +222,11 @@ def _best_of_n(tables: RefusalTables) -> str:
         "<p>Per harmful prompt whose base is refused: the chance that at least one of N of its "
         "variants of the family, drawn without replacement, is answered (ASR, as in Best-of-N "
         "jailbreaking), averaged over prompts; <i>half at N</i>: the smallest N at which half "
-        "the harmful prompts are breached; the power-law fit -log ASR = a N<sup>-b</sup> where "
-        "it fits. <i>base complied</i>: harmful prompts already answered at the base, left "
-        "out of the curve.</p>" + _curve_svg(curve) + _table(head, rows, 2)
+        "of these prompts (harmful, base refused) are breached; the power-law fit "
+        "-log ASR = a N<sup>-b</sup> where it fits. <i>base complied</i>: harmful prompts "
+        "already answered at the base, left out of the curve.</p>"
+        + _curve_svg(curve)
+        + _table(head, rows, 2)
     )
 
 

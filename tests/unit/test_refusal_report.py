@@ -38,6 +38,8 @@ def test_family_rates_and_best_of_n_are_shown() -> None:
     assert re.search(r"<td class=\"l\">register</td><td>breach</td><td>2</td><td><b>0\.50 ", body)
     # Best-of-N: register breached at N = 1 for model m (the one refused harmful base)
     assert "N=1: 1.00" in body and 'id="fig-best-of-n"' in body
+    # one prompt on the curve: no interval, said as NA with its reason, not left blank
+    assert 'N=1: 1.00 <span class="na" title="N = 1: 1 prompt(s) with a value, fewer than' in body
     # m refuses 1 of its 2 harmful bases, half: no warning that it refuses little
     assert "harmful base prompts with a verdict" not in body
 
