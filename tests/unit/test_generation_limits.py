@@ -12,10 +12,16 @@ import polars as pl
 import pytest
 
 from sago_core.backends.model_source import LocalModel
+from sago_core.backends.target import ModelTarget
 from sago_core.backends.vllm_backend import VllmBackend, context_limit
 from sago_core.config import GenerationSettings, VariantGrid, VllmSettings
 from sago_core.data.loading import load_user_file
-from sago_core.stages.generation import answer_apart, check_fit, generate_responses
+from sago_core.stages.generation import (
+    answer_apart,
+    answer_cache,
+    check_fit,
+    generate_responses,
+)
 from sago_core.stages.variants import build_variant_candidates
 from sago_core.vocabulary import BASE_VARIANT_ID
 from tests.conftest import SHARED_DATA
@@ -123,6 +129,32 @@ def test_a_variant_over_the_context_is_a_missing_row_and_never_asked(
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.startswith("1 prompt text(s) do not fit the model's context of 60 tokens")
     assert "file /data/q.csv, row 1 (prompt p1, variant script:fullwidth): 40 tokens" in warning
+
+
+def test_a_row_over_the_context_is_not_cached_and_a_wider_window_asks_it(
+    tmp_path: Path,
+) -> None:
+    prompts = pl.DataFrame(
+        {
+            "dataset": ["d"],
+            "prompt_id": ["p1"],
+            "prompt": ["What is the capital of France?"],
+            "references": [["Paris"]],
+            "source": ["/data/q.csv, row 1"],
+        }
+    )
+    wide = "Ｗｈａｔ " * 40
+    variants = kept_variants([("p1", "script:fullwidth", "script", wide)])
+    target = ModelTarget(spec="fake:m", backend="mock", model_id="m", identity="fake:m")
+    settings = GenerationSettings(max_new_tokens=32)
+    reuse = answer_cache(tmp_path, target, settings)
+    narrow = FakeBackend(lambda p: "Paris", window=60)
+    first = generate_responses(narrow, "fake:m", prompts, variants, settings, reuse)
+    assert first["failure_reason"].null_count() == 1
+    larger = FakeBackend(lambda p: "Paris", window=4096)
+    second = generate_responses(larger, "fake:m", prompts, variants, settings, reuse)
+    assert larger.prompts_seen == [wide], "the base read back, the unfit variant asked"
+    assert second["failure_reason"].null_count() == 2
 
 
 def test_contextual_harmbench_behaviours_over_a_small_window_fail_alone(
