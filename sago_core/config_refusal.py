@@ -19,7 +19,11 @@ from sago_core.registry.rubrics import DEFAULT_RUBRIC, rubric_named
 
 
 class RefusalSettings(StrictModel):
-    """A refusal judge: null ``judge`` (the default) = the rules' verdicts alone."""
+    """A judge model for the refusal verdicts (a run whose prompts carry a kind). ``judge``:
+    a model spec (``litellm:openai/gpt-4o-mini``, ``hf:MODEL``); null, the default, gives
+    the rules' verdicts alone, and no answer is sent to any judge. ``rubric``: one of the
+    documented rubrics (``refused-partial-complied``). ``batch_size``: prompts per generate
+    call of a local judge."""
 
     judge: str | None = None
     rubric: str = DEFAULT_RUBRIC

@@ -45,6 +45,7 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/reliability/test_api_faults.py",
     "tests/flow/test_score_flow.py",
     "tests/flow/test_api_flow.py",
+    "tests/flow/test_refusal_judge_flow.py",
     "tests/unit/test_report.py",
     "tests/flow/test_watch.py",
     "tests/unit/test_watch_budget.py",
