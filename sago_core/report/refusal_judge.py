@@ -53,7 +53,7 @@ def judge_html(record: dict[str, Any] | None) -> str:
     missing = record["without_verdict"]
     gaps = (
         " The judge gave no verdict for "
-        + ", ".join(f"{n} ({html.escape(str(why))})" for why, n in missing.items())
+        + "; ".join(f"{n} answer(s): {html.escape(str(why))}" for why, n in missing.items())
         + "."
         if missing
         else ""
