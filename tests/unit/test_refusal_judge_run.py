@@ -286,3 +286,42 @@ def test_the_task_drives_a_named_judge_on_its_backend(tmp_path: Path) -> None:
     )
     assert any((layout.cache.root / "judge").iterdir())
     assert Path(out).name == REFUSAL_FILE
+
+
+def test_an_api_judge_is_asked_over_http_and_its_spending_booked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local OpenAI-compatible test server answers "About ...: the answer is number N.",
+    no verdict: what is checked is the way there (one request per answer with a text, each
+    booked in the run's ledger, none asked again on a second pass: they are cached)."""
+    from tests.openai_server import ScriptedServer
+
+    monkeypatch.setenv("SAGO_TEST_API_KEY", "sk-canary-0123456789")
+    layout = RunLayout(tmp_path / "run")
+    prompts_path, generations_path = _task_inputs(tmp_path)
+    with ScriptedServer() as server:
+        api = {"base_url": server.base_url, "key_env": "SAGO_TEST_API_KEY", "backoff_s": 0}
+        config = build_config(overrides={"api": api})
+        target = model_target(config, "litellm:openai/judge-1")
+        arguments = refusal_judge(RefusalSettings(judge=target.spec), target, layout)
+        layout.ledger.parent.mkdir(parents=True, exist_ok=True)
+        out = refusal_task.fn(
+            prompts_path=prompts_path,
+            generations_path=generations_path,
+            out_dir=str(tmp_path),
+            **arguments,
+        )
+        asked = sum(1 for r in ROWS if r[2] is not None)
+        assert server.total_calls() == asked
+        refusal_task.fn(
+            prompts_path=prompts_path,
+            generations_path=generations_path,
+            out_dir=str(tmp_path / "again"),
+            **arguments,
+        )
+        assert server.total_calls() == asked
+    record = json.loads(Path(out).read_text())["judge"]
+    assert record["without_verdict"]["judge answer unparseable"] == asked
+    booked = layout.ledger.read_text(encoding="utf-8").splitlines()
+    assert len(booked) == asked
+    assert "sk-canary" not in layout.ledger.read_text(encoding="utf-8")
