@@ -49,6 +49,8 @@ COMPARABILITY: dict[str, tuple[str, ...]] = {
         "bertscore.num_layers",
         "bertscore.semantic_threshold",
         "judge.model",
+        "refusal.judge",  # where the refusal verdicts come from (null: the rules)
+        "refusal.rubric",
     ),
     "seed": ("seed",),
 }

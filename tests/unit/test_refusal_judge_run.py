@@ -325,3 +325,13 @@ def test_an_api_judge_is_asked_over_http_and_its_spending_booked(
     booked = layout.ledger.read_text(encoding="utf-8").splitlines()
     assert len(booked) == asked
     assert "sk-canary" not in layout.ledger.read_text(encoding="utf-8")
+
+
+def test_releases_judged_differently_are_not_compared_unasked() -> None:
+    from sago_core.report.paired_runs import check_designs
+
+    rules = build_config().model_dump(mode="json", by_alias=True)
+    judged = build_config(overrides={"refusal": {"judge": "mock:judge"}})
+    with pytest.raises(ConfigError, match=r"refusal\.judge \(scorer\): None vs 'mock:judge'"):
+        check_designs(rules, judged.model_dump(mode="json", by_alias=True))
+    assert check_designs(rules, rules) == []
