@@ -937,11 +937,34 @@ class HFBackend:
         rows = [e.ids + list(r.response_token_ids) for e, r in zip(encoded, requests, strict=True)]
         n_resp = [len(r.response_token_ids) for r in requests]
         results: list[TeacherForced | None] = [None] * len(requests)
-        with torch.inference_mode():
-            scored = self._score_rows(
-                encoded, rows, n_resp, self.exact, batch_size, max_batch_tokens
+        # a row past the model's own context (a variant too long to answer, its base answer
+        # forced under it) is missing with its reason: positions past it are untrained
+        window = self.context_window()
+        fits = [i for i, row in enumerate(rows) if window is None or len(row) <= window]
+        for i in sorted(set(range(len(rows))) - set(fits)):
+            results[i] = TeacherForced(
+                None,
+                None,
+                None,
+                0,
+                missing_reason=f"prompt and answer take {len(rows[i])} tokens, past the "
+                f"model's context of {window} tokens",
             )
-            for index, hidden_t, user_t, logits, _ in each(scored, len(requests)):
+        with torch.inference_mode():
+            scored = (
+                ()
+                if not fits
+                else self._score_rows(
+                    [encoded[i] for i in fits],
+                    [rows[i] for i in fits],
+                    [n_resp[i] for i in fits],
+                    self.exact,
+                    batch_size,
+                    max_batch_tokens,
+                )
+            )
+            for place, hidden_t, user_t, logits, _ in each(scored, len(fits)):
+                index = fits[place]
                 hidden = hidden_t.float().cpu().numpy().astype(np.float32)
                 user = user_t.float().cpu().numpy().astype(np.float32)
                 if logits is None:

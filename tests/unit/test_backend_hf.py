@@ -313,3 +313,19 @@ def test_an_unknown_logit_scaling_falls_back_to_the_models_own_forward(
     assert results[0].hidden is not None
     np.testing.assert_allclose(results[0].hidden[0], out.hidden_states[1][0, n - 1], atol=1e-5)
     np.testing.assert_allclose(results[0].hidden[-1], out.hidden_states[-1][0, n - 1], atol=1e-5)
+
+
+def test_a_row_past_the_models_context_is_missing_with_its_reason(backend: HFBackend) -> None:
+    """A variant too long to answer is still forced with its base's answer (analysis.py):
+    past the model's 1,024 positions that row is missing with its reason, the others are
+    scored as alone."""
+    short = ScoringRequest("Who wrote Hamlet?", (5, 6, 7))
+    long = ScoringRequest("word " * 1100, (5, 6, 7))
+    short_alone = backend.score([short], batch_size=2)[0]
+    scored = backend.score([long, short], batch_size=2)
+    assert scored[0].hidden is None and scored[0].logprob is None
+    assert scored[0].missing_reason is not None
+    assert "past the model's context of 1024 tokens" in scored[0].missing_reason
+    assert scored[1].hidden is not None and short_alone.hidden is not None
+    np.testing.assert_allclose(scored[1].hidden, short_alone.hidden, atol=1e-5)
+    assert scored[1].logprob == pytest.approx(short_alone.logprob, abs=1e-5)
