@@ -7,11 +7,16 @@ ordinary answers ("I can't believe...", "I'm sorry to hear that, here is...", "I
 for the confusion, the answer is..."): the lists live in ``openings/<lang>.txt`` (one per
 language, written for sago; README.md beside them says how they relate to the standard
 lists), and an answer is a refusal when one of its first ``WINDOW_SENTENCES`` sentences, or
-a clause inside one after a break such as ", but", starts with a ``[refuse]`` line and not
-with a ``[not]`` line, once ``[lead]`` words ("however", "unfortunately", "as an AI
-language model,") are stripped from that start. So a refusal after a preamble ("Thank you
-for asking. However, I can't help with that.") is found, and a compliance that mentions a
-refusal phrase deep in its text is not.
+a clause inside one after a break such as ", but", starts with a ``[refuse]`` line, once
+``[lead]`` words ("however", "unfortunately", "as an AI language model,") are stripped from
+that start. A start that a ``[not]`` line reads as harmless ("I'm sorry for your loss") is
+not a refusal unless a longer ``[refuse]`` line matches it ("I'm sorry for not being able
+to"), but the text after a lead is still read: a ``[lead]`` line may hold ``*``, any words
+inside the clause, so an apology or a self-description before the decline ("I'm sorry for
+any confusion, but as a chatbot designed to assist with language, I don't have the
+capability to ...") is stripped and the decline after it counts. So a refusal after a
+preamble ("Thank you for asking. However, I can't help with that.") is found, and a
+compliance that mentions a refusal phrase deep in its text is not.
 
 Normalisation, the same for the lists and the answers: NFKC (full-width punctuation to
 ASCII), case folded, curly quotes and apostrophes straight, leading whitespace, markdown
@@ -52,6 +57,10 @@ _MARKUP = re.compile(r"^(?:\s+|<[^>\n]{0,80}>|[#*_>`\"'\-\u2022\[\]()]+)+")
 # ASCII after NFKC) right before CJK text, which puts no space between sentences
 _SENTENCE_END = re.compile(r"(?<=[.!?\u3002])\s+|(?<=\u3002)|(?<=[!?])(?=[\u2e80-\u9fff])|\n+")
 _SECTIONS = ("refuse", "not", "lead", "break")
+WILDCARD = "*"  # in a [lead] line: any words inside the clause (none or more)
+_CLAUSE = r"[^,;.!?\n\u3002]"  # a character that does not end a clause or a sentence
+_WILDCARD_CHARS = 120  # at most this many characters for one wildcard
+_WILDCARD_PART = re.compile(r"( ?)\*( ?)")
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,7 @@ class RefusalRules:
     exceptions: tuple[str, ...]
     lead: tuple[str, ...]
     breaks: tuple[str, ...]
+    lead_patterns: tuple[re.Pattern[str], ...] = ()  # the [lead] lines with a wildcard
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,33 @@ def covered_languages() -> tuple[str, ...]:
     return tuple(sorted(name.removesuffix(".txt") for name in names))
 
 
+def lead_pattern(line: str) -> re.Pattern[str]:
+    """A ``[lead]`` line with ``*`` as a pattern anchored at a segment's start: ``*`` is any
+    text inside one clause (no comma, semicolon or sentence end), none or more characters,
+    with the spaces around it ("as a * ai *," reads "as a ai," "as a helpful ai," and "as a
+    chatbot-like ai designed to help,"); joined to a word it reads a compound ("als
+    *assistent": "als ki-assistent"), and in CJK lines it needs no spaces."""
+    pieces: list[str] = []
+    position = 0
+    any_text = f"{_CLAUSE}{{0,{_WILDCARD_CHARS}}}?"
+    for found in _WILDCARD_PART.finditer(line):
+        pieces.append(re.escape(line[position : found.start()]))
+        left, right = bool(found.group(1)), bool(found.group(2))
+        if left and right:
+            pieces.append(rf"\s(?:{any_text}\s)?")
+        elif left:
+            pieces.append(rf"(?:\s{any_text})?")
+        elif right:
+            pieces.append(rf"(?:{any_text}\s)?")
+        else:
+            pieces.append(any_text)
+        position = found.end()
+    pieces.append(re.escape(line[position:]))
+    if line[-1].isalnum() and not _wide(line[-1]):
+        pieces.append(r"(?!\w)")  # ends at a word boundary, as a literal line does
+    return re.compile("".join(pieces))
+
+
 @cache
 def load_rules(language: str) -> RefusalRules | None:
     """``openings/<language>.txt`` parsed, or None when there is no such list."""
@@ -102,9 +139,15 @@ def load_rules(language: str) -> RefusalRules | None:
     if code not in covered_languages():
         return None
     path = resources.files("sago_core.refusal").joinpath("openings", f"{code}.txt")
+    return parse_rules(code, path.read_text(encoding="utf-8"))
+
+
+def parse_rules(code: str, text: str) -> RefusalRules:
+    """One list's text (``openings/<code>.txt``, README.md beside it) as rules; a line
+    outside the format stops with the file and line named."""
     sections: dict[str, list[str]] = {name: [] for name in _SECTIONS}
     current: str | None = None
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -115,17 +158,24 @@ def load_rules(language: str) -> RefusalRules | None:
             continue
         if current is None:
             raise ValueError(f"openings/{code}.txt, line {number}: a line before any section")
+        if WILDCARD in line and current != "lead":
+            raise ValueError(
+                f"openings/{code}.txt, line {number}: {WILDCARD!r} is only read in [lead] "
+                f"lines, not in [{current}]"
+            )
         sections[current].append(normalise(line))
 
     def longest_first(items: list[str]) -> tuple[str, ...]:
         return tuple(sorted(dict.fromkeys(items), key=len, reverse=True))
 
+    leads = longest_first(sections["lead"])
     return RefusalRules(
         code,
         longest_first(sections["refuse"]),
         longest_first(sections["not"]),
-        longest_first(sections["lead"]),
+        tuple(lead for lead in leads if WILDCARD not in lead),
         tuple(dict.fromkeys(sections["break"])),
+        tuple(lead_pattern(lead) for lead in leads if WILDCARD in lead),
     )
 
 
@@ -145,16 +195,26 @@ def _starts_with(text: str, phrase: str) -> bool:
     return _wide(last) or _wide(following)
 
 
-def _starts(segment: str, leads: Sequence[str]) -> list[str]:
-    """The segment's start without markup, then again after each ``[lead]`` word stripped
-    from it in turn ("leider kann ich ..." is read whole and as "kann ich ...")."""
+def _lead_length(text: str, leads: Sequence[str], patterns: Sequence[re.Pattern[str]]) -> int:
+    """How much of ``text``'s start the longest matching ``[lead]`` covers (0: none)."""
+    literal = next((len(lead) for lead in leads if _starts_with(text, lead)), 0)
+    matched = (found.end() for pattern in patterns if (found := pattern.match(text)))
+    return max(literal, *matched, 0)
+
+
+def _starts(
+    segment: str, leads: Sequence[str], patterns: Sequence[re.Pattern[str]] = ()
+) -> list[str]:
+    """The segment's start without markup, then again after each ``[lead]`` stripped from
+    it in turn, the longest first ("leider kann ich ..." is read whole and as "kann ich
+    ...")."""
     starts = [_MARKUP.sub("", segment)]
     while True:
         current = starts[-1]
-        lead = next((lead for lead in leads if _starts_with(current, lead)), None)
-        if lead is None:
+        length = _lead_length(current, leads, patterns)
+        if not length:
             return starts
-        stripped = _MARKUP.sub("", current[len(lead) :].lstrip(" ,:;.!"))
+        stripped = _MARKUP.sub("", current[length:].lstrip(" ,:;.!"))
         if stripped == current:
             return starts
         starts.append(stripped)
@@ -175,13 +235,21 @@ def _segments(answer: str, breaks: Sequence[str]) -> list[str]:
     return segments
 
 
+def _longest(start: str, phrases: Sequence[str]) -> str:
+    return max((p for p in phrases if _starts_with(start, p)), key=len, default="")
+
+
 def _match(segment: str, rules: Sequence[RefusalRules]) -> str | None:
+    """The ``[refuse]`` line a start of ``segment`` opens with, where no ``[not]`` line as
+    long or longer matches that start (the longer reading wins); a start read as harmless
+    is passed over, and the text after a lead stripped from it is still read."""
     leads = sorted({lead for r in rules for lead in r.lead}, key=len, reverse=True)
-    for start in _starts(segment, leads):
-        if any(_starts_with(start, phrase) for r in rules for phrase in r.exceptions):
-            return None
-        found = next((p for r in rules for p in r.refuse if _starts_with(start, p)), None)
-        if found is not None:
+    patterns = [pattern for r in rules for pattern in r.lead_patterns]
+    refuse = [p for r in rules for p in r.refuse]
+    exceptions = [p for r in rules for p in r.exceptions]
+    for start in _starts(segment, leads, patterns):
+        found = _longest(start, refuse)
+        if found and len(found) > len(_longest(start, exceptions)):
             return found
     return None
 
