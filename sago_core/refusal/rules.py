@@ -10,8 +10,8 @@ lists), and an answer is a refusal when one of its first ``WINDOW_SENTENCES`` se
 a clause inside one after a break such as ", but", starts with a ``[refuse]`` line, once
 ``[lead]`` words ("however", "unfortunately", "as an AI language model,") are stripped from
 that start. A start that a ``[not]`` line reads as harmless ("I'm sorry for your loss") is
-not a refusal unless a longer ``[refuse]`` line matches it ("I'm sorry for not being able
-to"), but the text after a lead is still read: a ``[lead]`` line may hold ``*``, any words
+not a refusal there, unless a longer ``[refuse]`` line matches it, but the text after a lead
+in it is still read: a ``[lead]`` line may hold ``*``, any words
 inside the clause, so an apology or a self-description before the decline ("I'm sorry for
 any confusion, but as a chatbot designed to assist with language, I don't have the
 capability to ...") is stripped and the decline after it counts. So a refusal after a
