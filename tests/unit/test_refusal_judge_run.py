@@ -29,7 +29,6 @@ import pytest
 
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import REFUSAL_FILE, REFUSAL_VERDICTS_FILE, RunLayout
-from sago_core.artifacts.schemas import prompts_schema
 from sago_core.backends.target import model_target
 from sago_core.config import RunConfig, build_config
 from sago_core.config_refusal import RefusalSettings
@@ -40,6 +39,7 @@ from sago_core.report.refusal import refusal_sections
 from sago_core.report.refusal_tables import read_refusal
 from sago_core.stages.refusal import RefusalTables, refusal_tables, write_refusal
 from tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
+from tests.unit.test_refusal_stage import prompts_with_kinds
 
 REFUSE = "I'm sorry, but I can't help with that request."
 # (prompt, variant, answer, the judge's reply)
@@ -58,20 +58,7 @@ KIND = {"h1": "harmful", "s1": "harmless"}
 
 
 def prompts() -> pl.DataFrame:
-    rows = [
-        {
-            "dataset": "d",
-            "prompt_id": pid,
-            "prompt": f"request {pid}",
-            "references": [],
-            "source": f"d.csv:{i}",
-            "reference_missing_reason": "a safety dataset",
-            "kind": kind,
-            "category": None,
-        }
-        for i, (pid, kind) in enumerate(KIND.items(), start=1)
-    ]
-    return pl.DataFrame(rows, schema=prompts_schema(pl.DataFrame({"kind": []})))
+    return prompts_with_kinds(dict(KIND))
 
 
 def generations() -> pl.DataFrame:

@@ -62,16 +62,9 @@ def test_a_later_round_scores_only_its_new_answer_pairs_and_the_same_values(
     from sago_core.stages.pairs import score_pairs
     from sago_core.stages.semantic_cache import cached_scorer
     from sago_core.stages.variants import build_variant_candidates
+    from tests.fakes import PROMPTS
 
-    prompts = pl.DataFrame(
-        {
-            "dataset": ["d", "d"],
-            "prompt_id": ["p1", "p2"],
-            "prompt": ["What is the capital of France?", "Who wrote the play Hamlet?"],
-            "references": [["Paris"], ["Shakespeare"]],
-            "source": ["builtin", "builtin"],
-        }
-    )
+    prompts = PROMPTS
     grid = VariantGrid.model_validate(
         {
             "register": {"strengths": [-4, 4], "positions": ["prefix"]},
