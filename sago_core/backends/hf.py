@@ -24,6 +24,10 @@ the row's own ``torch.Generator`` (seeded with the row's seed, on the model's de
 chosen token gets score 0 and every other -inf, so argmax takes it. transformers' own
 sampling draws every row from one global generator, so a row's answer would change with its
 batch companions; here it depends on its own logits and seed only.
+
+Beside this module: ``hf_loading.py`` (placement, the chat template's arguments, the weights),
+``hf_sampling.py`` (the per-row sampler) and ``hf_hooks.py`` (the self-check's comparison,
+rows gathered across devices, the patching hooks).
 """
 
 from __future__ import annotations
@@ -42,6 +46,13 @@ import numpy as np
 
 from sago_core.backends.allocator import tune_heap
 from sago_core.backends.gguf_probe import probe_gguf
+from sago_core.backends.hf_hooks import Patch, patch_hook, rows_at, tensors_close
+from sago_core.backends.hf_loading import (
+    load_pretrained,
+    placement_kwargs,
+    resolve_chat_template_kwargs,
+)
+from sago_core.backends.hf_sampling import SAMPLER, RowSampler, Steps
 from sago_core.backends.model_source import LocalModel
 from sago_core.backends.patching import PatchedScore, PatchRequest
 from sago_core.backends.protocol import Generation, Sampling, ScoringRequest, TeacherForced
@@ -122,238 +133,10 @@ PROBE_PROMPTS = ("Hi", "Which river runs through the middle of Paris, and how lo
 PROBE_RESPONSE = " The Seine, about 777 km long."
 
 
-# How this backend samples, recorded with every sampled answer.
-SAMPLER = "per-row torch.Generator, exponential race after temperature, top-k, top-p"
-
-
-def sample_rows(logits: Any, sampling: Sampling, generators: Sequence[Any]) -> Any:
-    """The next token of each row of ``logits`` (rows x vocabulary), drawn under
-    ``sampling`` with row i's own ``generators[i]``: argmax of p / E, E ~ Exp(1) drawn per
-    token (the exponential race, as vLLM draws). Unlike an inverse-CDF draw over sorted
-    probabilities, a last-digit change in the logits (another batch's padding) flips the
-    choice only when two tokens tie to that digit."""
-    import torch
-
-    scores = logits.float() / sampling.temperature
-    if sampling.top_k > 0:
-        kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
-        scores = scores.masked_fill(scores < kth, float("-inf"))
-    probs = torch.softmax(scores, dim=-1)
-    if sampling.top_p < 1.0:  # keep the likeliest tokens until their mass reaches top_p
-        ordered, order = torch.sort(probs, dim=-1, descending=True, stable=True)
-        dropped = (torch.cumsum(ordered, dim=-1) - ordered) >= sampling.top_p
-        probs = probs.masked_fill(dropped.scatter(-1, order, dropped), 0.0)
-    race = torch.empty_like(probs)
-    for row, generator in enumerate(generators):
-        race[row].exponential_(generator=generator)
-    return (probs / race).argmax(dim=-1)
-
-
-class RowSampler:
-    """A logits processor for greedy ``generate``: each row's token drawn by
-    ``sample_rows`` with its own generator, every other token's score set to -inf."""
-
-    def __init__(self, sampling: Sampling) -> None:
-        import torch
-
-        self._torch = torch
-        self.sampling = sampling
-        self.generators: list[Any] = []
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        if not self.generators:  # on the device the scores are on
-            self.generators = [
-                self._torch.Generator(device=scores.device).manual_seed(seed)
-                for seed in self.sampling.seeds
-            ]
-        chosen = sample_rows(scores, self.sampling, self.generators)
-        only = scores.new_full(scores.shape, float("-inf"))
-        return only.scatter_(-1, chosen.unsqueeze(-1), 0.0)
-
-
-class _Steps:
-    """A stopping criterion that never stops: it only calls ``step`` at each decode step,
-    so the stage's progress moves inside a long batch."""
-
-    def __init__(self, step: Callable[[], None]) -> None:
-        self.step = step
-
-    def __call__(self, input_ids: Any, scores: Any, **_: Any) -> Any:
-        import torch
-
-        self.step()
-        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-
-
-def placement_kwargs(
-    device: str, devices: int, gpu_memory: Sequence[int], headroom: float = 0.9
-) -> dict[str, Any]:
-    """from_pretrained arguments that place the model: nothing for one device, else
-    ``device_map="auto"`` over the first ``devices`` GPUs with ``max_memory`` per GPU (no CPU
-    entry: a model that does not fit is an error, never silently offloaded).
-
-    ``gpu_memory``: total bytes of each visible GPU (empty on a CPU-only machine)."""
-    if devices < 1:
-        raise ConfigError(f"devices must be at least 1, got {devices}")
-    if devices == 1:
-        return {}
-    if device == "cpu" or not gpu_memory:
-        raise ConfigError(
-            f"devices={devices} spreads a model over several GPUs, but this machine has no "
-            "visible GPU; use devices=1 on a CPU"
-        )
-    if devices > len(gpu_memory):
-        raise ConfigError(
-            f"devices={devices} asks for more GPUs than are visible ({len(gpu_memory)})"
-        )
-    budget = {i: f"{int(gpu_memory[i] * headroom) // 2**20}MiB" for i in range(devices)}
-    return {"device_map": "auto", "max_memory": budget}
-
-
-def template_variables(template: str | dict[str, str] | None) -> set[str]:
-    """Names a chat template reads from its context (jinja2 undeclared variables), over every
-    named template when the tokenizer has several. Empty without a template."""
-    if not template:
-        return set()
-    from jinja2 import meta
-
-    sources = template.values() if isinstance(template, dict) else [template]
-    names: set[str] = set()
-    for source in sources:
-        try:  # transformers' own environment knows its extra tags ({% generation %})
-            from transformers.utils.chat_template_utils import _compile_jinja_template
-
-            environment = _compile_jinja_template(source).environment
-        except Exception:  # fall back to a plain sandbox
-            from jinja2.ext import loopcontrols
-            from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-            environment = ImmutableSandboxedEnvironment(extensions=[loopcontrols])
-        names |= meta.find_undeclared_variables(environment.parse(source))
-    return names
-
-
-def resolve_chat_template_kwargs(
-    template: str | dict[str, str] | None,
-    requested: Sequence[tuple[str, Any]] | dict[str, Any] | None,
-    model_name: str,
-) -> dict[str, Any]:
-    """Keyword arguments for ``apply_chat_template``. None: thinking off where the template
-    offers ``enable_thinking``, else nothing. A key the template never reads is an error (a
-    typo would otherwise change nothing, silently)."""
-    variables = template_variables(template)
-    if requested is None:
-        return {"enable_thinking": False} if "enable_thinking" in variables else {}
-    chosen = dict(requested)
-    if chosen and not template:
-        raise ConfigError(
-            f"model {model_name}: chat_template_kwargs {sorted(chosen)} given, but the model "
-            "has no chat template"
-        )
-    unknown = sorted(k for k in chosen if k not in variables)
-    if unknown:
-        raise ConfigError(
-            f"model {model_name}: chat_template_kwargs key {unknown[0]!r} is not used by its "
-            f"chat template (it reads: {', '.join(sorted(variables)) or 'nothing'})"
-        )
-    return chosen
-
-
-def load_pretrained(source: LocalModel, kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    """Tokenizer and model; a folder that fails to load is a typed error naming it."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    where = Path(source.location) / (source.gguf_file or "")
-    tokenizer_kwargs = {
-        k: v for k, v in kwargs.items() if k not in ("dtype", "device_map", "max_memory")
-    }
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source.location, **tokenizer_kwargs)
-        model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
-    except Exception as exc:  # any failure to load (safetensors, tokenizers, ...) is the folder's
-        text = str(exc).strip()
-        message = text.splitlines()[0][:300] if text else type(exc).__name__
-        raise ModelLoadError(f"model {where} could not be loaded: {message}") from exc
-    return tokenizer, model
-
-
 @dataclass(frozen=True)
 class _Encoded:
     ids: list[int]
     user_end: int  # index in ids of the last token of the user's own text
-
-
-def _tolerance(dtype: Any) -> float:
-    import torch
-
-    return 1e-4 if dtype == torch.float32 or dtype == torch.float64 else 3e-2
-
-
-def _close(a: Any, b: Any, dtype: Any) -> tuple[bool, float]:
-    """Whether two tensors agree within the dtype's tolerance (relative to their scale)."""
-    import torch
-
-    if a is None or b is None:
-        return a is None and b is None, 0.0
-    if a.shape != b.shape:
-        return False, float("inf")
-    a, b = a.float(), b.float().to(a.device)
-    # equal values (the same -inf of a masked token included) differ by 0, not NaN
-    diff = torch.where(a == b, torch.zeros_like(a), a - b)
-    error = float(diff.abs().max()) if a.numel() else 0.0
-    finite = b[torch.isfinite(b)]
-    scale = max(1.0, float(finite.abs().max()) if finite.numel() else 0.0)
-    ok = bool(math.isfinite(error)) and error <= _tolerance(dtype) * scale
-    return ok, error
-
-
-def _rows_at(hidden: Any, rows: Any, positions: Any) -> Any:
-    """``hidden[rows, positions]`` (B, d), gathered onto the rows' device (a model spread
-    over several GPUs has its layers, and their outputs, on different devices)."""
-    where = hidden.device
-    return hidden[rows.to(where), positions.to(where)].to(rows.device)
-
-
-@dataclass
-class _Patch:
-    """One batch's patches: per row the layer (1..L; 0 = none) whose output at ``positions``
-    is replaced by that row's state; ``captured`` gets every layer's output at those
-    positions after patching, (B, *state_shape) per layer, in layer order."""
-
-    layers: list[int]
-    states: list[Any]  # a tensor where the row is patched, else None
-    captured: list[Any]
-
-
-def _state_rows(hidden: Any, rows: Any, positions: Any) -> Any:
-    """A layer output's full residual state at ``positions``: (B, d), or (B, streams, d) for
-    AltUp's stacked (streams, B, S, d) outputs."""
-    where = hidden.device
-    if hidden.dim() == 4:
-        return hidden[:, rows.to(where), positions.to(where)].transpose(0, 1).to(rows.device)
-    return _rows_at(hidden, rows, positions)
-
-
-def _patch_hook(layer: int, patch: _Patch, rows: Any, positions: Any) -> Callable[..., Any]:
-    chosen = [i for i, wanted in enumerate(patch.layers) if wanted == layer]
-
-    def hook(module: Any, inputs: Any, output: Any) -> Any:
-        hidden = output[0] if isinstance(output, tuple) else output
-        if chosen:
-            hidden = hidden.clone()
-            for i in chosen:
-                value = patch.states[i].to(hidden.device, hidden.dtype)
-                position = int(positions[i])
-                if hidden.dim() == 4:
-                    hidden[:, i, position] = value
-                else:
-                    hidden[i, position] = value
-        patch.captured.append(_state_rows(hidden, rows, positions))
-        if not chosen:
-            return None
-        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
-
-    return hook
 
 
 class HFBackend:
@@ -589,7 +372,7 @@ class HFBackend:
                 worst = 0.0
                 agree = True
                 for a, b in zip(fast, exact, strict=True):
-                    ok, error = _close(a, b, dtype)
+                    ok, error = tensors_close(a, b, dtype)
                     agree, worst = agree and ok, max(worst, error)
                 if agree:
                     prefix = "" if use_prefix else ", shared-prefix cache off"
@@ -739,7 +522,7 @@ class HFBackend:
                     sampler["logits_processor"] = LogitsProcessorList([row_sampler])
                 step = stepper(len(batch), max_new_tokens)
                 if step is not None:
-                    sampler["stopping_criteria"] = StoppingCriteriaList([_Steps(step)])
+                    sampler["stopping_criteria"] = StoppingCriteriaList([Steps(step)])
                 out = self.model.generate(
                     input_ids=ids, attention_mask=mask, generation_config=config, **sampler
                 )
@@ -768,7 +551,7 @@ class HFBackend:
         positions: list[Any],
         prefix: Any,
         exact: bool,
-        patch: _Patch | None = None,
+        patch: Patch | None = None,
     ) -> tuple[list[Any], Any, Any]:
         """(B, L, d) states at each set of ``positions`` for every decoder layer, the final
         normed states (B, S, d) and, on the exact path, the model's own logits (B, S, V).
@@ -783,7 +566,7 @@ class HFBackend:
         rows = torch.arange(ids.shape[0], device=ids.device)
         patching = (
             [
-                layer.register_forward_hook(_patch_hook(k, patch, rows, positions[0]))
+                layer.register_forward_hook(patch_hook(k, patch, rows, positions[0]))
                 for k, layer in enumerate(self.layers, start=1)
             ]
             if patch is not None
@@ -822,14 +605,14 @@ class HFBackend:
                 handle.remove()
             final = finals[-1]
             layers = [self._pick(h) for h in out.hidden_states[1 : self.n_layers]] + [final]
-            states = [torch.stack([_rows_at(h, rows, p) for h in layers], dim=1) for p in positions]
+            states = [torch.stack([rows_at(h, rows, p) for h in layers], dim=1) for p in positions]
             return states, final, out.logits
         captured: list[list[Any]] = [[] for _ in positions]
 
         def keep_rows(module: Any, inputs: Any, output: Any) -> None:
             hidden = self._pick(output[0] if isinstance(output, tuple) else output)
             for store, p in zip(captured, positions, strict=True):
-                store.append(_rows_at(hidden, rows, p))
+                store.append(rows_at(hidden, rows, p))
 
         handles = [layer.register_forward_hook(keep_rows) for layer in self.layers[:-1]]
         try:
@@ -840,7 +623,7 @@ class HFBackend:
         final = out.last_hidden_state
         states = []
         for store, p in zip(captured, positions, strict=True):
-            store.append(_rows_at(final, rows, p))
+            store.append(rows_at(final, rows, p))
             states.append(torch.stack(store, dim=1))
         return states, final, None
 
@@ -893,7 +676,7 @@ class HFBackend:
             last = last_prompt_index(mask.cpu(), n_prompt, side="right").to(ids.device)
             user = torch.tensor([encoded[i].user_end - skip for i in batch], device=ids.device)
             patch = (
-                _Patch([patches[i][0] for i in batch], [patches[i][1] for i in batch], [])
+                Patch([patches[i][0] for i in batch], [patches[i][1] for i in batch], [])
                 if patches is not None
                 else None
             )

@@ -43,7 +43,7 @@ def materialised_folder(source: LocalModel, cache_root: Path) -> Path:
     import torch
 
     from sago_core.backends.gguf_probe import probe_gguf
-    from sago_core.backends.hf import load_pretrained
+    from sago_core.backends.hf_loading import load_pretrained
 
     probe_gguf(Path(source.location) / source.gguf_file)
     kwargs: dict[str, Any] = {"gguf_file": source.gguf_file, "trust_remote_code": False}

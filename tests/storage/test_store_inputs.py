@@ -36,11 +36,13 @@ def test_a_missing_bucket_is_refused_before_any_model_loads(
     tmp_path: Path,
 ) -> None:
     import sago_core.backends.hf as hf
+    import sago_core.backends.hf_loading as hf_loading
 
     def no_load(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model was loaded before the store was checked")
 
     monkeypatch.setattr(hf, "load_pretrained", no_load)
+    monkeypatch.setattr(hf_loading, "load_pretrained", no_load)
     monkeypatch.setenv("SAGO_SCRATCH", str(tmp_path))
     code, err = _run(capsys, "s3://no-such-bucket/runs")
     assert code == 2

@@ -175,7 +175,7 @@ def test_entropy_ignores_zero_probability_tokens_and_keeps_non_finite() -> None:
 
 
 def test_placement_over_several_gpus() -> None:
-    from sago_core.backends.hf import placement_kwargs
+    from sago_core.backends.hf_loading import placement_kwargs
     from sago_core.errors import ConfigError
 
     assert placement_kwargs("cpu", 1, []) == {}
@@ -209,7 +209,7 @@ THINKING = (
 
 
 def test_chat_template_kwargs_resolution() -> None:
-    from sago_core.backends.hf import resolve_chat_template_kwargs, template_variables
+    from sago_core.backends.hf_loading import resolve_chat_template_kwargs, template_variables
     from sago_core.errors import ConfigError
 
     assert "enable_thinking" in template_variables(THINKING)

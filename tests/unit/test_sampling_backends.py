@@ -31,7 +31,7 @@ def _sampling(seeds: list[int], temperature: float = 1.0, **filters: Any) -> Sam
 def test_the_row_sampler_follows_the_distribution_and_its_filters() -> None:
     import torch
 
-    from sago_core.backends.hf import sample_rows
+    from sago_core.backends.hf_sampling import sample_rows
 
     rows = 3000
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]])).repeat(rows, 1)
