@@ -10,6 +10,7 @@ from typing import Any
 from sago_cli.common import run_folder
 from sago_cli.plan_pilot import Budget, read_pilot
 from sago_cli.plan_report import plan_lines
+from sago_core.budget.planner import DEFAULT_ROUNDS
 
 
 def budget_value(text: str) -> Budget:
@@ -92,6 +93,14 @@ def add_parser(commands: Any) -> None:
         "prompt's root is 0 and biases the estimate low); default: no limit",
     )
     plan.add_argument("--top", type=int, default=5, help="designs listed")
+    plan.add_argument(
+        "--rounds",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        help=f"rounds the run would take (budget.rounds; default {DEFAULT_ROUNDS}): the "
+        "first round's two cells per stratum and the later rounds' allocation shape the "
+        "predicted half-widths",
+    )
 
 
 def command(args: argparse.Namespace) -> int:

@@ -53,6 +53,8 @@ def _checked(args: argparse.Namespace, pilot: Pilot, run: PilotRun) -> None:
         raise ConfigError(f"--max-no-event: {args.max_no_event:g} is not a share in [0, 1]")
     if args.top < 1:
         raise ConfigError(f"--top: {args.top}; list at least 1 design")
+    if args.rounds < 1:
+        raise ConfigError(f"--rounds: {args.rounds}; a run takes at least 1 round")
 
 
 def plan_lines(run: PilotRun, args: argparse.Namespace) -> list[str]:
@@ -80,6 +82,7 @@ def plan_lines(run: PilotRun, args: argparse.Namespace) -> list[str]:
         samples=samples,
         top=args.top,
         max_no_event=args.max_no_event,
+        rounds=args.rounds,
     )
     if not designs and args.max_no_event is not None:
         raise ConfigError(

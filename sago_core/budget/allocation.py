@@ -17,7 +17,10 @@ a_h = sum over the watched axes of w_axis W_h^2 S_h^2 (w_axis = 1 / target^2, or
 with no target). The second-stage variance of one prompt's estimate of an axis is then
 sum_h W_h^2 S_h^2 (1 / m_h - 1 / V_h) (Cochran 1977 section 5.3), W_h = V_h / sum V.
 What it leaves out: the run's weights come from the cells it has seen (here the pilot's
-spreads are known), and a met target stops weighting its axis.
+spreads are known), a met target stops weighting its axis, and the run shares a round's
+cells equally over the sampled prompts of every dataset where the plan allocates each
+dataset's typical prompt (a stratum whose mean size is below one half counts as one
+variant).
 """
 
 from __future__ import annotations
@@ -106,6 +109,14 @@ def allocated_within(parts: StratumParts, counts: np.ndarray) -> float:
     m = np.maximum(counts.astype(float), 1e-12)
     fpc = np.where(counts > 0, np.maximum(1 / m - 1 / sizes, 0.0), 0.0)
     return float((share**2 * np.asarray(parts.spread) * fpc).sum())
+
+
+def allocated_sample(parts: StratumParts, counts: np.ndarray) -> float:
+    """The per-cell sampling variance's multiplier at ``counts``: sum_h W_h^2 / m_h (each
+    cell's own draws, so no finite-population correction); 1/m at proportional shares."""
+    share = parts.shares()
+    asked = counts > 0
+    return float((share[asked] ** 2 / counts[asked]).sum())
 
 
 def axis_weights(sgs: Mapping[str, float], target: Mapping[str, float] | None) -> dict[str, float]:

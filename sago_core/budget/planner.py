@@ -64,6 +64,7 @@ import polars as pl
 
 from sago_core.budget.allocation import (
     StratumParts,
+    allocated_sample,
     allocated_within,
     axis_weights,
     dataset_counts,
@@ -167,7 +168,8 @@ def predicted_variance(
         n = min(prompts, c.prompts) if scope == "grid" else prompts
         m = min(variants, c.variants)
         if counts is not None and c.stratum_parts is not None:
-            second = allocated_within(c.stratum_parts, counts[j]) + c.sample / m
+            sample = c.sample * allocated_sample(c.stratum_parts, counts[j])
+            second = allocated_within(c.stratum_parts, counts[j]) + sample
         else:
             second = c.within * max(1 / m - 1 / c.variants, 0.0) + c.sample / m
         # a prompt whose sampled cells all show 0 states the floor, not its own variance

@@ -104,15 +104,23 @@ class RefusalJudge:
             else:
                 pending.append(i)
         if pending:
-            conversations = [[{"role": "user", "content": self.prompt(*pairs[i])}] for i in pending]
+            # each distinct (request, response) asked once (a replay often repeats its base)
+            first: dict[tuple[str, str], int] = {}
+            for i in pending:
+                first.setdefault(pairs[i], i)
+            asked = list(first.values())
+            conversations = [[{"role": "user", "content": self.prompt(*pairs[i])}] for i in asked]
             answers = self.complete(conversations, JUDGE_MAX_TOKENS)
-            for i, (raw, failure) in zip(pending, answers, strict=True):
+            by_pair: dict[tuple[str, str], JudgedRefusal] = {}
+            for i, (raw, failure) in zip(asked, answers, strict=True):
                 if failure is not None or raw is None:
-                    verdicts[i] = JudgedRefusal(None, f"{JUDGE_CALL_FAILED}: {failure}")
+                    by_pair[pairs[i]] = JudgedRefusal(None, f"{JUDGE_CALL_FAILED}: {failure}")
                     continue
                 if self.cache is not None:
                     self.cache.put(self._key(*pairs[i]), {"raw": raw, "judge": self.identity})
-                verdicts[i] = _judged(raw)
+                by_pair[pairs[i]] = _judged(raw)
+            for i in pending:
+                verdicts[i] = by_pair[pairs[i]]
         return [verdicts[i] for i in range(len(pairs))]
 
     def prompt(self, request: str, response: str) -> str:

@@ -19,8 +19,9 @@ be bitwise equal across batch shapes). Rows keep their order whatever the calls.
 With the row cache (``.cache/rows/``), a row measured before is read back, and so are the
 hidden states of each base prompt measured (``references``, float32 bytes): a later stage that
 asks new variants of a prompt (a budgeted run's next round, a full run after a budgeted one)
-forces only the new rows and takes their cosines against the base's cached states, which on
-one machine are the states forcing the base again would give.
+forces only the new rows and takes their cosines against the base's cached states: those
+forcing the base again would give, up to what batch composition changes (what the replay
+floor measures).
 
 The measurements are stored as the backend returned them; a non-finite one (NaN, inf) is made
 missing, with the reason "non-finite measurement", where deltas are taken (scoring/deltas.py).
@@ -248,9 +249,12 @@ def measure_rows(
     replay = [family == REPLAY_FAMILY for family in picked["family"]]
     results = _score_apart(backend, requests, replay, settings)
     forced: dict[Place, Reference] = {}
+    base_missing: dict[Place, str] = {}
     for row, result in zip(picked.iter_rows(named=True), results, strict=True):
         if row["variant_id"] == BASE_VARIANT_ID:
             forced[(row["dataset"], row["prompt_id"])] = (result.hidden, result.hidden_user)
+            if result.hidden is None and result.missing_reason:
+                base_missing[(row["dataset"], row["prompt_id"])] = result.missing_reason
     base_hidden = {**(references or {}), **forced}
     measured: dict[int, dict] = {}
     for i, row, result in zip(index, picked.iter_rows(named=True), results, strict=True):
@@ -259,7 +263,10 @@ def measure_rows(
         )
         cosines = _cosines(result.hidden, reference)
         reason = None
-        if cosines is None:
+        place = (row["dataset"], row["prompt_id"])
+        if cosines is None and result.hidden is not None and place in base_missing:
+            reason = f"no base hidden states: {base_missing[place]}"
+        elif cosines is None:
             reason = result.missing_reason or f"backend {backend.name} exposes no hidden states"
         measured[i] = {
             "layer_cosines": cosines,

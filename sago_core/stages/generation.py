@@ -114,7 +114,7 @@ class ContextFit:
     def hint(self, tokens_setting: str) -> str:
         """What to change for the texts to fit."""
         if self.setting:
-            own = "the model's own context is longer"
+            own = "where the model's own context is longer"
             return f"raise {self.setting} ({own}) or lower {tokens_setting}"
         return f"lower {tokens_setting} or use a model with a longer context"
 

@@ -39,7 +39,9 @@ def reference_likelihood(
     for row, result in zip(scored_rows, results, strict=True):
         row["n_tokens"] = result.n_response_tokens
         if result.logprob is None:
-            row["missing_reason"] = "the backend gives no log-probabilities"
+            row["missing_reason"] = (
+                result.missing_reason or "the backend gives no log-probabilities"
+            )
         elif not math.isfinite(result.logprob):
             row["missing_reason"] = NON_FINITE
         else:

@@ -36,7 +36,7 @@ from sago_core.backends.protocol import (
 from sago_core.config import AnalysisSettings, GenerationSettings
 from sago_core.sample_seeds import sample_seed
 from sago_core.stages.analysis import _score_apart as score_apart
-from sago_core.stages.generation import answer_apart, answer_columns
+from sago_core.stages.generation import answer_apart, answer_columns, check_fit, unanswerable
 from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
 
 TEXT_KEY = ["dataset", "prompt_id", "variant_id"]
@@ -75,8 +75,12 @@ def sample_responses(
     rows = extra_samples(generations, settings.samples)
     seeds = sample_seeds(settings, model, rows)
     sampling = Sampling(settings.temperature, settings.top_p, settings.top_k, tuple(seeds))
+    texts = rows["prompt_text"].to_list()
+    # a text that does not fit, or whose base does not, is not sampled either (its sample 0
+    # failed with the same reason, and the generation stage warned of it)
+    failures = unanswerable(rows, check_fit(backend, texts, settings.max_new_tokens))
     outputs = answer_apart(
-        backend, rows["prompt_text"].to_list(), rows["family"].to_list(), settings, sampling
+        backend, texts, rows["family"].to_list(), settings, sampling, failures=failures
     )
     drawn = (
         rows.drop("family", "prompt_text")

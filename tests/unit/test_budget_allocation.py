@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sago_core.budget.allocation import StratumParts, allocated_within, planned_counts
+from sago_core.budget.allocation import (
+    StratumParts,
+    allocated_sample,
+    allocated_within,
+    planned_counts,
+)
 
 # a prompt of 16 variants: a small stratum (4) with a large spread, a large one (12) with a
 # small spread; the first round asks two cells of each
@@ -39,3 +44,10 @@ def test_an_axis_not_watched_does_not_move_the_allocation() -> None:
     assert watched.tolist() == planned_counts({"ent": PARTS}, 8, 2, {"ent": 1.0}).tolist()
     # nothing watched with a spread: the rest goes proportionally, like the first round
     assert planned_counts({"bleu": flat}, 8, 2, {"bleu": 1.0}).tolist() == [2, 6]
+
+
+def test_the_sampling_term_follows_the_allocation() -> None:
+    # sum_h W_h^2 / m_h: at proportional shares (2, 6) of 8 cells it is 1/8, as c.sample / m
+    assert allocated_sample(PARTS, np.array([2, 6])) == pytest.approx(1 / 8)
+    # at (4, 4): (1/4)^2 / 4 + (3/4)^2 / 4 = 0.015625 + 0.140625, larger than 1/8
+    assert allocated_sample(PARTS, np.array([4, 4])) == pytest.approx(0.15625)

@@ -266,3 +266,56 @@ def test_a_vllm_reason_names_max_model_len_when_it_is_the_limit(
         "128 tokens"
     )
     assert own.hint("generation.max_new_tokens").startswith("lower generation.max_new_tokens")
+
+
+class SampledFake(FakeBackend):
+    """The fake backend taking a sampling argument (its answers ignore it)."""
+
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, batch_size: int, sampling: object = None
+    ) -> list:
+        return super().generate(prompts, max_new_tokens, batch_size)
+
+
+def test_samples_of_a_prompt_whose_base_does_not_fit_are_not_drawn() -> None:
+    """At K > 1 the samples stage asks nothing for a prompt whose base does not fit: its
+    variants' samples 1..K-1 fail with sample 0's reason instead of paying for answers
+    with no base to compare with."""
+    from sago_core.stages.samples import sample_responses
+
+    prompts = pl.DataFrame(
+        {
+            "dataset": ["mine", "mine"],
+            "prompt_id": ["short", "long"],
+            "prompt": ["What is two plus two?", "word " * 3000],
+            "references": [[], []],
+            "source": ["/data/mine.csv, row 1", "/data/mine.csv, row 2"],
+        }
+    )
+    variants = kept_variants(
+        [
+            ("long", "structural:length:0.25", "structural", "word"),
+            ("short", "structural:length:0.25", "structural", "two plus two?"),
+        ]
+    ).with_columns(pl.lit("mine").alias("dataset"))
+    settings = GenerationSettings(max_new_tokens=64, temperature=0.7, samples=3)
+    backend = SampledFake(lambda p: "four", window=2048)
+    generations = generate_responses(backend, "fake", prompts, variants, settings)
+    backend.prompts_seen.clear()
+    samples = sample_responses(backend, "fake", generations, settings)
+    drawn = samples.filter(pl.col("sample") > 0)
+    long = drawn.filter(pl.col("prompt_id") == "long")
+    assert long.height == 4 and long["response_text"].is_null().all()
+    assert (
+        long.filter(pl.col("variant_id") == BASE_VARIANT_ID)["failure_reason"].to_list()
+        == [
+            "prompt takes 3000 tokens; with max_new_tokens 64 that exceeds the model's context "
+            "of 2048 tokens"
+        ]
+        * 2
+    )
+    short_of_long = long.filter(pl.col("variant_id") != BASE_VARIANT_ID)["failure_reason"]
+    assert all(r is not None and r.startswith("base prompt takes 3000") for r in short_of_long)
+    assert "word" not in backend.prompts_seen
+    short = drawn.filter(pl.col("prompt_id") == "short")
+    assert short.height == 4 and short["failure_reason"].is_null().all()

@@ -74,6 +74,22 @@ def test_verdicts_cached_failures_and_unparseable_answers(tmp_path: Path) -> Non
     assert asked == ["r3"]  # the failed call is asked again; answered ones are cached
 
 
+def test_a_pair_repeated_in_one_call_is_asked_once(tmp_path: Path) -> None:
+    """A replay often repeats its base's answer to the same request: one question each."""
+    asked: list[str] = []
+
+    def complete(
+        conversations: list[list[dict[str, str]]], max_tokens: int
+    ) -> list[tuple[str | None, str | None]]:
+        asked.extend(c[-1]["content"] for c in conversations)
+        return [("REFUSED", None)] * len(conversations)
+
+    judge = RefusalJudge("judge-x", complete, JsonCache(tmp_path))
+    pairs = [("q", "same answer"), ("q", "other"), ("q", "same answer")]
+    assert [v.label for v in judge.judge(pairs)] == ["refused"] * 3
+    assert len(asked) == 2
+
+
 def _csv(path: Path, rows: list[tuple[str, str, str]]) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=[*COLUMNS, "judge"])
