@@ -210,9 +210,7 @@ def allocated_half_widths(
     if any(len(p) != len(components[a]) for a, p in strata.items()):
         return {a: predicted_half_width(p, prompts, variants, scope) for a, p in components.items()}
     weights = axis_weights({a: _sgs(p) for a, p in components.items()}, target)
-    counts = dataset_counts(
-        {a: [p for p in ps if p is not None] for a, ps in strata.items()}, variants, rounds, weights
-    )
+    counts = dataset_counts(strata, variants, rounds, weights)
     return {
         axis: predicted_half_width(parts, prompts, variants, scope, counts)
         for axis, parts in components.items()

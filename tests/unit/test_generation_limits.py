@@ -42,6 +42,18 @@ NOISE = VariantGrid.model_validate(
 )
 
 
+# a prompt whose base (3,000 tokens) cannot fit, beside one that does
+LONG_BASE = pl.DataFrame(
+    {
+        "dataset": ["mine", "mine"],
+        "prompt_id": ["short", "long"],
+        "prompt": ["What is two plus two?", "word " * 3000],
+        "references": [[], []],
+        "source": ["/data/mine.csv, row 1", "/data/mine.csv, row 2"],
+    }
+)
+
+
 def _failures(frame: pl.DataFrame, prompt_id: str) -> list[str | None]:
     return frame.filter(pl.col("prompt_id") == prompt_id)["failure_reason"].to_list()
 
@@ -49,15 +61,7 @@ def _failures(frame: pl.DataFrame, prompt_id: str) -> list[str | None]:
 def test_a_base_over_the_context_fails_every_row_of_its_prompt_and_the_rest_is_answered(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    prompts = pl.DataFrame(
-        {
-            "dataset": ["mine", "mine"],
-            "prompt_id": ["short", "long"],
-            "prompt": ["What is two plus two?", "word " * 3000],
-            "references": [[], []],
-            "source": ["/data/mine.csv, row 1", "/data/mine.csv, row 2"],
-        }
-    )
+    prompts = LONG_BASE
     variants = build_variant_candidates(prompts, NOISE, 0)
     assert variants.filter(pl.col("prompt_id") == "long").height >= 1
     # a variant of the long prompt that fits by itself (a shortened rewrite, say)
@@ -283,15 +287,7 @@ def test_samples_of_a_prompt_whose_base_does_not_fit_are_not_drawn() -> None:
     with no base to compare with."""
     from sago_core.stages.samples import sample_responses
 
-    prompts = pl.DataFrame(
-        {
-            "dataset": ["mine", "mine"],
-            "prompt_id": ["short", "long"],
-            "prompt": ["What is two plus two?", "word " * 3000],
-            "references": [[], []],
-            "source": ["/data/mine.csv, row 1", "/data/mine.csv, row 2"],
-        }
-    )
+    prompts = LONG_BASE
     variants = kept_variants(
         [
             ("long", "structural:length:0.25", "structural", "word"),
