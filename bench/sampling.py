@@ -1,4 +1,4 @@
-"""The cost of a sample at T > 0 (issue 27): wall seconds per sample at K = 1 and at K = 4 on
+"""The cost of a sample at T > 0: wall seconds per sample at K = 1 and at K = 4 on
 the embedded model, a small workload (a few prompts, one variant per family), per stage.
 
 At K = 1 a prompt text is answered once (``generate_responses``) and its base answer is

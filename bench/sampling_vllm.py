@@ -1,4 +1,4 @@
-"""The vLLM speed-up from sharing a prompt's prefix across its K samples (issue 27).
+"""The vLLM speed-up from sharing a prompt's prefix across its K samples.
 
 ``sample_responses`` asks for a prompt text's K samples next to each other, each a request
 with its own seed, so that vLLM's prefix cache computes the prompt once for all K. This

@@ -1,5 +1,5 @@
 """``python -m bench.shard_idle``: how long each of two workers idles while the other still
-generates one model's shards, under the shard plan before and after issue 29 (item 4).
+generates one model's shards, under two shard plans: contiguous groups and per-worker cuts.
 
 Each arm is one model's shard stage as a multi-device run serves it: one local worker
 process per device (``flows.runtime.dispatch.serve_group``: CUDA_VISIBLE_DEVICES set, the
@@ -7,7 +7,7 @@ engine built once, the group served by the `sago-shard` flow reporting to this P
 The arms differ only in the plan:
 
 - ``before``: the one-worker cut (every ``shard_size`` prompts of a dataset), dealt out in
-  contiguous even groups (the dispatcher's grouping until issue 38);
+  contiguous even groups (the dispatcher's former grouping, kept as the baseline);
 - ``after``: the dispatcher's plan since then, ``sago_core.stages.shards`` with the workers
   counted (each shard cut into one part per worker, every worker given its share of every
   dataset, longest first).
@@ -18,7 +18,7 @@ same run, on the same machine under the same load; no threshold is asserted.
 The model is ``mock:paced``: the mock backend, slowed in the worker by a pace that stands
 for an engine (``Pace``): a start-up paid once per worker, then per prompt text its prompt
 tokens at ``prefill_s`` and its answer's tokens at ``decode_s`` (1/5,800 s: vLLM's published
-offline rate for an 8B model on one H100, issue 29's anchor), and the scoring pass's tokens
+offline rate for an 8B model on one H100), and the scoring pass's tokens
 at ``prefill_s``. Waiting, not computing, so the arms measure the plan, not the load other
 processes put on this machine's cores. What no plan knows is how long answers run; with
 ``--lengths dataset`` (default) each dataset has its own typical answer length (a share of
@@ -141,7 +141,7 @@ def paced_shard_flow(
 
 
 def contiguous_groups(shards: list[Any], workers: int) -> list[list[Any]]:
-    """The dispatcher's grouping before issue 29 item 4 (``device_groups`` in
+    """The dispatcher's former grouping, the baseline (once ``device_groups`` in
     flows/runtime/dispatch.py): contiguous, even by count, empty groups dropped."""
     size = -(-len(shards) // max(workers, 1))
     return [shards[i : i + size] for i in range(0, len(shards), size)] if shards else []

@@ -72,8 +72,8 @@ def beyond_the_mean(
     out: str,
     sampling_tests: list[str] | None = None,
 ) -> tuple[str, str, str, str]:
-    """Instances, tail statistics, axis structure and its PCA (issue 16): their paths; at
-    K > 1 the instances read every sample from the models' ``sampling_tests`` (issue 39)."""
+    """Instances, tail statistics, axis structure and its PCA: their paths; at
+    K > 1 the instances read every sample from the models' ``sampling_tests``."""
     sampled: dict[str, Any] = {"sampling_tests_paths": sampling_tests} if sampling_tests else {}
     instances = stage(
         build_instances_task,
@@ -141,7 +141,7 @@ def sample_model(
     prompts: str,
     judge: ModelTarget | None,
 ) -> dict[str, str]:
-    """K > 1 (issue 27): the sampling tests, and the deltas from their excesses, which
+    """K > 1: the sampling tests, and the deltas from their excesses, which
     replace the model's deltas of sample 0 (whose Act rows they keep)."""
     out = str(stage.layout.model_dir(model))
     tests = stage(
@@ -318,14 +318,14 @@ def budget_report(budget: dict[str, str] | None) -> dict[str, Any]:
 
 def sample_analysis(per_model: list[dict[str, str]]) -> dict[str, Any]:
     """K > 1: the peer indices' argument naming every model's sample_analysis.parquet
-    (POSIX over the K base answers, issue 39); none at K = 1, so its cache keys stay."""
+    (POSIX over the K base answers); none at K = 1, so its cache keys stay."""
     paths = [m["sample_analysis"] for m in per_model if "sample_analysis" in m]
     return {"sample_analysis_paths": paths} if paths else {}
 
 
 def sample_run(stage: StageRunner, per_model: list[dict[str, str]]) -> dict[str, Any]:
-    """K > 1: the models' sampling tests in one run-level file and the variance components
-    (issue 27). Their paths by the report's argument names; none at K = 1."""
+    """K > 1: the models' sampling tests in one run-level file and the variance components.
+    Their paths by the report's argument names; none at K = 1."""
     parts = [m["sampling_tests"] for m in per_model if "sampling_tests" in m]
     if not parts:
         return {}

@@ -1,4 +1,4 @@
-"""Where the instability sits inside a model (issue 17), as flow steps: activation patching
+"""Where the instability sits inside a model, as flow steps: activation patching
 per model, after its scoring pass is assembled (only where ``analysis.patching`` is on), and
 the per-layer profiles plus the run's patching table in the run-level tail."""
 

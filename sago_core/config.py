@@ -78,7 +78,7 @@ DATASET_NAMES: tuple[str, ...] = (
     "hotpotqa",
 )
 BUILTIN_DATASET = "builtin"
-# Parallel data (issue 28): a ``datasets`` entry ``<layout>:<path>`` names a file that carries
+# Parallel data: a ``datasets`` entry ``<layout>:<path>`` names a file that carries
 # its own translations; its base-language questions are the prompts, and each language of
 # ``languages`` a ``language`` variant of them (``sago_core/data/mkqa.py`` reads both layouts).
 PARALLEL_LAYOUTS: tuple[str, ...] = (
@@ -109,13 +109,13 @@ class BertScoreSettings(StrictModel):
     num_layers: int = Field(default=17, ge=1)
     semantic_threshold: float = Field(default=0.85, gt=0.0, lt=1.0)
     batch_size: int = Field(default=64, ge=1)
-    # Whether ``model`` embeds text beyond English (issue 28): null reads it from the model's
+    # Whether ``model`` embeds text beyond English: null reads it from the model's
     # name (``sago_core/axes/text_similarity.py``, ``multilingual_encoder``); an English-only
     # encoder leaves BERTScore of other-language pairs missing with a reason, never a number.
     multilingual: bool | None = None
     # Rescale the answers' F1 with the encoder's baseline (bert-score's method: the mean F1 of
     # unrelated sentence pairs; sago_core/baselines/bertscore.py), so 0 means "as alike as
-    # two unrelated sentences". Only encoders with a shipped baseline (issue 39).
+    # two unrelated sentences". Only encoders with a shipped baseline.
     rescale_with_baseline: bool = False
 
     @model_serializer(mode="wrap")
@@ -161,7 +161,7 @@ class GenerationSettings(StrictModel):
     ``top_k`` (0: off) and ``top_p`` (1: off) keep the likeliest tokens, in that order on
     every backend. Each sample is drawn with a seed of its own, derived from ``seed`` and
     what it answers (``sample_seeds.sample_seed``). ``samples``: answers per prompt text
-    (K; issue 27: K > 1 needs T > 0). ``temperatures``: a sweep, one arm per
+    (K; K > 1 needs T > 0). ``temperatures``: a sweep, one arm per
     temperature (T = 0 arms greedy with one sample). At T = 0 ``top_p``, ``top_k`` and ``seed``
     change nothing, and a greedy configuration serialises without the sampling keys, so
     greedy runs keep their result hashes and caches.
@@ -175,7 +175,7 @@ class GenerationSettings(StrictModel):
     temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, allow_inf_nan=False)
     top_k: int = Field(default=0, ge=0)
-    # A temperature sweep (issue 27): null, no sweep; serialised only when set.
+    # A temperature sweep: null, no sweep; serialised only when set.
     temperatures: tuple[float, ...] | None = None
     samples: int = Field(default=1, ge=1)
     seed: int = Field(default=0, ge=0)
@@ -230,7 +230,7 @@ class GenerationSettings(StrictModel):
 
     @property
     def draws_samples(self) -> bool:
-        """K > 1 answers per prompt text (issue 27): sampled and samples > 1."""
+        """K > 1 answers per prompt text: sampled and samples > 1."""
         return self.sampled and self.samples > 1
 
     @model_serializer(mode="wrap")
@@ -364,7 +364,7 @@ class StatisticsSettings(StrictModel):
 
 
 class BudgetSettings(StrictModel):
-    """A budgeted run (issue 40, sago_core/budget/): ask for a stratified sample of the grid's
+    """A budgeted run (sago_core/budget/): ask for a stratified sample of the grid's
     (prompt, variant) cells in at most ``rounds`` rounds instead of every cell. Exactly one of
     ``fraction`` (of the grid's cells, in (0, 1]) or ``generations`` (cells); ``target``: a
     half-width per axis at which the run may stop early; ``seed``: the design's (null: the
@@ -474,7 +474,7 @@ class RunConfig(StrictModel):
     # template field left unfilled) may appear in a prompt.
     max_prompt_chars: int = Field(default=100_000, ge=1)
     allow_placeholders: bool = False
-    # Placeholder-like text is a warning naming the rows; with this, an error (issue 15).
+    # Placeholder-like text is a warning naming the rows; with this, an error.
     strict_placeholders: bool = False
     # Models (specs as in ``models``) whose repositories may run their own Python code when
     # loaded. Empty by default: no model runs code from its folder or hub repository.
@@ -484,7 +484,7 @@ class RunConfig(StrictModel):
     PLACE_FIELDS: ClassVar[frozenset[str]] = frozenset({"runs_dir", "runs_store", "prefect_home"})
     runs_dir: Path = Path("runs")
     # The runs folder's URL when it lives on an object store (``runs_dir: s3://bucket/runs``
-    # sets it); ``runs_dir`` is then this machine's scratch mirror of it (issue 20).
+    # sets it); ``runs_dir`` is then this machine's scratch mirror of it.
     runs_store: str | None = None
     run_id: str | None = None
     prefect_home: Path | None = None
@@ -498,9 +498,9 @@ class RunConfig(StrictModel):
     orchestration: OrchestrationSettings = OrchestrationSettings()
     variants: VariantGrid = VariantGrid()
     # Languages each question of a parallel dataset (``mkqa:PATH``, ``parallel:PATH``) is
-    # also asked in, as ``language`` variants of its English base (issue 28). Null: none.
+    # also asked in, as ``language`` variants of its English base. Null: none.
     languages: tuple[str, ...] | None = None
-    # A budgeted run (issue 40); null: the full grid.
+    # A budgeted run; null: the full grid.
     budget: BudgetSettings | None = None
     # POSIX's full matrix for the peer metrics; null: off (only the base column is scored).
     posix_matrix: PosixMatrixSettings | None = None
@@ -651,7 +651,7 @@ PRESETS["locate"] = PRESETS["demo"].model_copy(
         "analysis": AnalysisSettings(batch_size=32, patching=PatchingSettings()),
     }
 )
-# ``sampling``: the demo run sampled at T 0.7 with 8 answers per prompt text (issue 27).
+# ``sampling``: the demo run sampled at T 0.7 with 8 answers per prompt text.
 PRESETS["sampling"] = PRESETS["demo"].model_copy(
     update={
         "preset": "sampling",

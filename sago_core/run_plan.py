@@ -122,13 +122,13 @@ class RunPlan:
     patching: dict[str, PatchingCost] = field(default_factory=dict)  # per local model
     # per model: the axes its backend can fill (registry/axes.py needs, backend capabilities)
     axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # language variants per language code (issue 28; empty without ``languages``)
+    # language variants per language code (empty without ``languages``)
     languages: dict[str, int] = field(default_factory=dict)
-    # machine translation (issue 28; None without ``variants.translation``)
+    # machine translation (None without ``variants.translation``)
     translation: TranslationPlan | None = None
     # why a bounded family may keep fewer than its candidates (default: the semantic filter)
     bounds: dict[str, str] = field(default_factory=dict)
-    # a budgeted run's schedule (issue 40; None without ``budget``)
+    # a budgeted run's schedule (None without ``budget``)
     budgeted: BudgetPlan | None = None
     # POSIX's full matrix: teacher-forced sequences per local model (None: posix_matrix off)
     posix_matrix: int | None = None

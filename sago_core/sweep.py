@@ -1,4 +1,4 @@
-"""A temperature sweep (issue 27, item 6): one study, one plain run per temperature.
+"""A temperature sweep: one study, one plain run per temperature.
 
 ``generation.temperatures: [0, 0.3, 0.7, 1.0]`` expands into arms. Each arm is an ordinary
 run configuration: the sweep's own settings with ``temperature`` set to the arm's T,

@@ -1,4 +1,4 @@
-"""Tasks beyond the mean: readable instances, tail statistics, axis structure (issue 16)."""
+"""Tasks beyond the mean: readable instances, tail statistics, axis structure."""
 
 from __future__ import annotations
 

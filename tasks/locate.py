@@ -1,4 +1,4 @@
-"""Tasks that locate the instability inside a model (issue 17): per-layer profiles of the
+"""Tasks that locate the instability inside a model: per-layer profiles of the
 scoring pass' cosines (run level, no model) and activation patching (per model, after the
 scoring pass; cached on its inputs, so turning it on for a finished run computes only it)."""
 

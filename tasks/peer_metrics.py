@@ -1,4 +1,4 @@
-"""Task: peer_metrics.parquet, the peers' prompt-sensitivity indices (issue 30)."""
+"""Task: peer_metrics.parquet, the peers' prompt-sensitivity indices."""
 
 from __future__ import annotations
 

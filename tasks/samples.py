@@ -1,4 +1,4 @@
-"""Tasks that draw and score K > 1 samples per prompt text (issue 27): ``sample`` ->
+"""Tasks that draw and score K > 1 samples per prompt text: ``sample`` ->
 samples.parquet, ``analyse-samples`` -> sample_analysis.parquet, one shard each.
 
 A module of their own, beside ``tasks.models``: a task's code version covers its module and

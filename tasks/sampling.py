@@ -1,4 +1,4 @@
-"""Tasks of a run at K > 1 samples per prompt text (issue 27): the per-model sampling tests
+"""Tasks of a run at K > 1 samples per prompt text: the per-model sampling tests
 and the deltas built from their excesses, and the run's variance components."""
 
 from __future__ import annotations

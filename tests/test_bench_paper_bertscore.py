@@ -1,4 +1,4 @@
-"""``make bench-paper``'s BERTScore ratio (issue 29): sago's scorer is timed beside
+"""``make bench-paper``'s BERTScore ratio: sago's scorer is timed beside
 bert_score's on the same pairs, without BLEU and the encoders' loads; hand-made numbers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Attach this process to the object store its runs folder lives on (issue 20).
+"""Attach this process to the object store its runs folder lives on.
 
 A flow (the evaluation, a shard worker, score, watch) calls ``attach_runs_store`` first;
 from then on every artifact write is also a whole-object put, and every read of a file this

@@ -16,7 +16,7 @@ from sago_core.artifacts.store import append_line, read_text
 from sago_core.storage.attached import refresh
 
 CHECKSUM_MISMATCH = "checksum mismatch"
-# An object on the runs store whose bytes fail the sha256 it was written with (issue 20).
+# An object on the runs store whose bytes fail the sha256 it was written with.
 STORE_OBJECT_CORRUPT = "store object corrupt"
 
 

@@ -38,7 +38,7 @@ RESULTS_DIR = ".prefect-results"
 CHECKSUMS_DIR = ".checksums"
 LOCKS_DIR = ".locks"  # stage locks beside the result records (a local runs folder)
 LEASES_DIR = ".leases"  # stage locks on an object store: lease objects below the run's key
-# The consistency study (issue 18): the training split and its check against the evaluation.
+# The consistency study: the training split and its check against the evaluation.
 TRAINING_SPLIT_FILE = "training_split.json"
 
 # Artifact file names, inside the folder a flow gives a stage (the run folder, a model's
@@ -51,13 +51,13 @@ SHARD_PLAN_FILE = "shards.json"
 SHARD_WORKER_FILE = "worker.json"
 GENERATIONS_FILE = "generations.parquet"
 ANALYSIS_FILE = "analysis.parquet"
-SAMPLES_FILE = "samples.parquet"  # K > 1 answers per prompt text (issue 27)
+SAMPLES_FILE = "samples.parquet"  # K > 1 answers per prompt text
 SAMPLE_ANALYSIS_FILE = "sample_analysis.parquet"  # K > 1: each base sample teacher-forced
 POSIX_MATRIX_FILE = "posix_matrix.parquet"  # POSIX's full matrix (RunConfig.posix_matrix)
 SAMPLING_TESTS_FILE = "sampling_tests.parquet"  # K > 1: excess and tests per variant, axis
 EXCESS_DELTAS_FILE = "excess_deltas.parquet"  # K > 1: a model's deltas built from excesses
 VARIANCE_COMPONENTS_FILE = "variance_components.parquet"  # K > 1: prompt / variant / sample
-TRANSLATED_CANDIDATES_FILE = "translated_candidates.parquet"  # machine translation (issue 28)
+TRANSLATED_CANDIDATES_FILE = "translated_candidates.parquet"  # machine translation
 PAIRS_FILE = "pairs.parquet"
 MIRRORING_FILE = "mirroring.parquet"
 DELTAS_FILE = "deltas.parquet"
@@ -71,22 +71,22 @@ SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.parquet"
 SUMMARY_MD_FILE = "summary.md"
 REPORT_FILE = "report.html"
-INSTANCES_FILE = "instances.parquet"  # beyond the mean (issue 16): one row per variant
+INSTANCES_FILE = "instances.parquet"  # beyond the mean: one row per variant
 TAILS_FILE = "tails.parquet"
 AXIS_STRUCTURE_FILE = "axis_structure.parquet"
 AXIS_PCA_FILE = "axis_pca.parquet"
-LAYER_PROFILES_FILE = "layer_profiles.parquet"  # per-layer (1 - cos) profiles (issue 17)
+LAYER_PROFILES_FILE = "layer_profiles.parquet"  # per-layer (1 - cos) profiles
 PATCHING_FILE = "patching.parquet"  # activation patching: recovery per (variant, layer)
-PEER_METRICS_FILE = "peer_metrics.parquet"  # peers' indices: PSS, POSIX, PDR, MaxP (issue 30)
-SWEEP_FILE = "sweep.parquet"  # a temperature sweep's folder (issue 27): per arm, axis, family
+PEER_METRICS_FILE = "peer_metrics.parquet"  # peers' indices: PSS, POSIX, PDR, MaxP
+SWEEP_FILE = "sweep.parquet"  # a temperature sweep's folder: per arm, axis, family
 SWEEP_HTML_FILE = "sweep.html"
-PAIRED_FILE = "paired.parquet"  # sago compare A B --paired (issue 16)
+PAIRED_FILE = "paired.parquet"  # sago compare A B --paired
 PAIRED_MD_FILE = "paired.md"
-CARD_MD_FILE = "card.md"  # sago card <run>: the stability card (issue 16)
+CARD_MD_FILE = "card.md"  # sago card <run>: the stability card
 CARD_HTML_FILE = "card.html"
 CARD_JSON_FILE = "card.json"
 MANIFEST_FILE = MANIFEST
-EXTERNAL_ROWS_FILE = "external_rows.parquet"  # sago score: the validated input rows (issue 15)
+EXTERNAL_ROWS_FILE = "external_rows.parquet"  # sago score: the validated input rows
 # Refusal consistency (prompts with a kind, data/safety.py): what was written, or why nothing
 REFUSAL_FILE = "refusal.json"
 REFUSAL_VERDICTS_FILE = "refusal_verdicts.parquet"  # one refusal verdict per answer

@@ -93,7 +93,7 @@ ANALYSIS: Schema = {
     "missing_reason": pl.String,
 }
 
-# Sampling (issue 27), generation.samples K > 1: every prompt text (base, variants, replay)
+# Sampling, generation.samples K > 1: every prompt text (base, variants, replay)
 # answered K times; one row per sample, sample 0 being the row of generations.parquet.
 # ``seed``: the sample's own seed (sample_seeds.sample_seed).
 SAMPLES: Schema = {**GENERATIONS, "sample": pl.Int32, "seed": pl.Int64}
@@ -129,7 +129,7 @@ POSIX_MATRIX: Schema = {
     "missing_reason": pl.String,
 }
 
-# Sampling (issue 27) at K > 1: one row per (model, prompt, variant, axis) of the sampled
+# Sampling at K > 1: one row per (model, prompt, variant, axis) of the sampled
 # axes (sampling/axis_tests.py). ``excess`` is in the axis's normalised units (delta_norm's):
 # text axes E = D - (W_base + W_variant) / 2 of d = 1 - similarity / R; mr the share of
 # (variant sample, base sample) pairs the detector flags minus the share of ordered pairs of
@@ -306,7 +306,7 @@ SUMMARY: Schema = {
     "ci_missing_reason": pl.String,  # why ci_low/ci_high are null (too few prompts)
 }
 
-# A temperature sweep's table (issue 27), in the sweep's own folder: per (model, temperature,
+# A temperature sweep's table, in the sweep's own folder: per (model, temperature,
 # axis, family incl. __all__), datasets pooled (report/sweep.py).
 SWEEP: Schema = {
     "model": pl.String,
@@ -460,7 +460,7 @@ SIGN_AGREEMENT: Schema = {
     "significant_share": pl.Float64,
 }
 
-# Issue 16 (beyond the mean): instances, tails, axis structure.
+# Beyond the mean: instances, tails, axis structure.
 
 
 def instances_schema() -> Schema:

@@ -1,4 +1,4 @@
-"""The ``lang`` axis (issue 28): does the answer come in the language its prompt was asked in?
+"""The ``lang`` axis: does the answer come in the language its prompt was asked in?
 
 Per variant: the prompt's language is the language variant's code (its subtype; ``de`` for
 the file's own translation and for a machine translation, ``mt:de``) and the base language

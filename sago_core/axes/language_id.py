@@ -1,4 +1,4 @@
-"""Language identification for the ``lang`` axis (issue 28): does an answer come in the
+"""Language identification for the ``lang`` axis: does an answer come in the
 language its prompt was asked in?
 
 ``py3langid`` (a maintained fork of langid.py: a naive Bayes model over byte n-grams, 140

@@ -5,7 +5,7 @@ to the base response is no instability, and float noise must not say otherwise. 
 string against a non-empty one scores BLEU 0 and F1 0 (bert-score cannot embed an empty
 string under transformers 5, and there is no content to match).
 
-Across languages (issue 28): a ``language`` variant's answer and its English base answer are
+Across languages: a ``language`` variant's answer and its English base answer are
 in different languages. BLEU counts shared n-grams, so it has no meaning there: missing with
 ``CROSS_LANGUAGE_BLEU``. BERTScore compares embeddings, which is meaningful only with an
 encoder trained on both languages (``multilingual_encoder``); an English-only encoder (the

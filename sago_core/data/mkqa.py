@@ -1,6 +1,6 @@
 """Parallel questions: one question asked in several languages, from the data's own translations.
 
-Two layouts (issue 28, the ``language`` family's parallel data):
+Two layouts (the ``language`` family's parallel data):
 
 - **MKQA** (``read_mkqa``): one JSON record per question, ``queries: {lang: text}`` and
   ``answers: {lang: [{type, text, aliases, ...}]}``, 26 languages (codes as MKQA writes

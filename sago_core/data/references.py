@@ -7,7 +7,7 @@ column its references are read from (the reader's own choice, or the gold column
 named with ``#answer=COLUMN``), or that it has none and why. The dry-run plan prints
 ``reference_lines``.
 
-Per language (issue 28): a ``language`` variant's answer is judged against the gold answers
+Per language: a ``language`` variant's answer is judged against the gold answers
 in its own language, which only its parallel file carries (MKQA gives each question's
 answers in every language). prompts.parquet records each prompt's file and row
 (``source``); ``language_references`` reads each such file once more, in the languages the

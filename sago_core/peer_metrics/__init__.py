@@ -1,4 +1,4 @@
-"""Peers' prompt-sensitivity indices from a sago run's own artifacts (issue 30).
+"""Peers' prompt-sensitivity indices from a sago run's own artifacts.
 
 One small module per index, each a pure function over plain numbers (``pss``, ``posix``,
 ``pdr``, ``multi_prompt``), and ``table`` that reads the run's frames (instances, deltas,

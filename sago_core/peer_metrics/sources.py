@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 PSS_CORRECT = "pss_correct"
-# ProSA's PSS formula on Y = BERTScore F1 against the base answer (issue 39): not ProSA's PSS,
+# ProSA's PSS formula on Y = BERTScore F1 against the base answer: not ProSA's PSS,
 # whose Y scores each answer against the task; a pair of variants here counts the gap between
 # two similarities to the base, not how far apart the two answers are. Never set beside
 # ProSA's published PSS values.

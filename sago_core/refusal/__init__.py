@@ -1,4 +1,4 @@
-"""Refusal consistency (issue 44): does the model refuse a request however it is worded?
+"""Refusal consistency: does the model refuse a request however it is worded?
 
 ``rules``: a refusal verdict per answer from language-aware lists of refusal openings;
 ``verdicts``: those verdicts for a run's generations (or samples), each read in its

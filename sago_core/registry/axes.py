@@ -14,7 +14,7 @@ A declaration (``AxisSpec``) is everything the rest of sago knows about an axis:
   ``thinking``/``base_thinking``;
 - ``tolerance``: the bench's largest |difference| between two pipelines on this axis;
 - ``family``: None for an axis of every run; a variant family's name for an axis measured
-  only in runs that have variants of it (``lang``: the ``language`` family, issue 28). Such
+  only in runs that have variants of it (``lang``: the ``language`` family). Such
   an axis is registered but left out of ``axes()``/``axis_names()`` (and so of
   ``vocabulary.AXES``, the artifacts' axis columns, tables and figures): a run without that
   family is exactly what it was. ``axes_for(families)`` adds it where the family is present.

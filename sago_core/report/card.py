@@ -15,7 +15,7 @@ JSON still says it predates them). With ``against``, the paired verdicts of this
 against the earlier one (A), pooled rows (``report/paired_runs.py``; runs sampled
 differently are refused unless allowed).
 
-Sampling (issue 27): the card states how the run decoded (greedy, or T, top_p, top_k and K
+Sampling: the card states how the run decoded (greedy, or T, top_p, top_k and K
 samples per prompt text) and, per model, how many sampled answers the engine record marks
 not reproducible (an API provider that takes no seed). A temperature sweep's folder gets a
 card of its own (``report/sweep_card.py``): per model, a row per temperature with each axis'
@@ -101,7 +101,7 @@ Block = tuple[str, list[str], list[list[str]], list[str]]
 
 
 def _predates(name: str) -> str:
-    return f"this run predates {name} (issue 16): not available"
+    return f"this run predates {name}: not available"
 
 
 def _axis_order(frame: pl.DataFrame) -> pl.DataFrame:
@@ -411,7 +411,7 @@ def _sgs_block(model: dict[str, Any], encoder: str | None = None) -> Block:
 
 
 def _peer_indices(run_dir: Path, model: str) -> dict[str, Any]:
-    """The peers' indices, datasets pooled, every family (peer_metrics.parquet, issue 30)."""
+    """The peers' indices, datasets pooled, every family (peer_metrics.parquet)."""
     path = run_dir / PEER_METRICS_FILE
     if not path.is_file():
         return {"available": False, "note": f"this run predates {PEER_METRICS_FILE}", "rows": []}

@@ -15,7 +15,7 @@ cosine curves at the answer start and at the end of the user's text, from analys
 when the caller passes it); provenance from the manifest. Every p-value is written by
 ``markup.p_value``; every table scrolls in its own box with its first column fixed.
 
-Size and speed at scale (issue 29; measured by ``python -m bench.report_scale``). No figure
+Size and speed at scale (measured by ``python -m bench.report_scale``). No figure
 draws a point per instance: each aggregates first, so the figures and tables are a part of
 fixed size for a given number of models, datasets and families (about 1 MB of PNG for one
 model on the paper grid). What grows is the instance explorer (report/explorer.py): every
@@ -610,7 +610,7 @@ def render_report(
     in the headline and the design's section; ``refusal`` (the refusal stage's tables, every
     sample at K > 1) the refusal section's numbers, else computed from ``generations``."""
     kept = kept_counts(variants)
-    encoder = provenance_encoder(provenance)  # named beside every BERT number (issue 39)
+    encoder = provenance_encoder(provenance)  # named beside every BERT number
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     at_a_glance = glances(
         summary,

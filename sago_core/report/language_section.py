@@ -1,4 +1,4 @@
-"""The report's and card's per-language and per-script tables (issue 28).
+"""The report's and card's per-language and per-script tables.
 
 Per model and language of the ``language`` family (one row per language code, after a row
 for the English base answers), and per method of the ``script`` family (full-width,

@@ -1,4 +1,4 @@
-"""The report's "where the instability sits" section (issue 17), from artifacts alone:
+"""The report's "where the instability sits" section, from artifacts alone:
 
 - layer profiles (layer_profiles.parquet): mean 1 - cos per layer with its bootstrap band,
   one curve per variant family (pooled over subtypes and strengths), at both read

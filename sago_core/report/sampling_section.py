@@ -1,4 +1,4 @@
-"""The report's "stability under sampling" section (issue 27), for a run at K > 1 samples per
+"""The report's "stability under sampling" section, for a run at K > 1 samples per
 prompt text, from sampling_tests.parquet and variance_components.parquet alone: the pooled
 excess per axis with its one-sided t-test, the variance components with their intervals,
 the replay calibration (the false-positive check), and flips and semantic spread beyond

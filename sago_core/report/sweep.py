@@ -1,4 +1,4 @@
-"""The page of a temperature sweep (issue 27, item 6): SGS, or SGS-excess at T > 0, and the
+"""The page of a temperature sweep: SGS, or SGS-excess at T > 0, and the
 prompt-induced share against temperature, per model, axis and variant family.
 
 One row per (model, arm, axis, family); ``family`` ``__all__`` is the arm's own pooled row of

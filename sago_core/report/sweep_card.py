@@ -1,4 +1,4 @@
-"""The card of a temperature sweep (issue 27, item 6), written in the sweep's folder by
+"""The card of a temperature sweep, written in the sweep's folder by
 ``sago run`` when the sweep finishes: per model, one row per temperature with each axis'
 SGS (SGS-excess at T > 0) and, in a second table, the prompt-induced share, every variant
 family and datasets pooled, read from ``sweep.parquet`` (``report/sweep.py``). It renders

@@ -1,4 +1,4 @@
-"""Statistics of sampling at T > 0 (issue 27, SAGO_SPEC section 10): K samples per (prompt,
+"""Statistics of sampling at T > 0: K samples per (prompt,
 variant), the base included, and the numbers that separate what the wording changes from
 what resampling the same prompt already changes.
 

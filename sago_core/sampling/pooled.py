@@ -8,7 +8,7 @@ the independent units. Only for the axes whose excess has a direction (``ONE_SID
 distance, more mirroring); Prob and Ent are shifts of either sign, tested per pair by the
 sign-flip test and through SGS.
 
-Replay calibration (issue 27's false-positive check): the replay is the base prompt asked
+Replay calibration (a check of the false-positive rate): the replay is the base prompt asked
 again, a variant whose true excess is zero. Per model and text axis, the share of replay
 rows whose permutation p is below ``ALPHA`` should be at most ALPHA plus its binomial 95%
 margin, 1.96 sqrt(ALPHA (1 - ALPHA) / n), and the pooled replay excess (one row per prompt)

@@ -1,4 +1,4 @@
-"""Stage: K > 1 samples per prompt text (issue 27) -> samples.parquet and
+"""Stage: K > 1 samples per prompt text -> samples.parquet and
 sample_analysis.parquet.
 
 ``sample_responses``: every prompt text of generations.parquet (base, variants, replay)

@@ -1,4 +1,4 @@
-"""Stage: machine-translated and round-trip variants from a translator model (issue 28).
+"""Stage: machine-translated and round-trip variants from a translator model.
 
 The same tool mechanism as the structural rewriter (``stages/tool_answers.py``): any backend,
 API models included, greedy (T = 0), every answer cached by (translator identity,

@@ -1,2 +1,2 @@
-"""Runs on object storage (issue 20): ``runs_dir`` as a URL, mirrored through a local scratch
+"""Runs on object storage: ``runs_dir`` as a URL, mirrored through a local scratch
 folder. Prefect-free: the flows attach a store, the artifact functions use it."""

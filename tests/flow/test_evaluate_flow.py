@@ -42,12 +42,12 @@ CONTRACT = {
         "missing_reason",
     ],
     "scores.parquet": ["model", "dataset", "prompt_id", "axis", "s", "n_variants"],
-    # beyond the mean (issue 16)
+    # beyond the mean
     "instances.parquet": ["model", "dataset", "prompt_id", "variant_id", "family", "subtype"],
     "tails.parquet": ["model", "dataset", "axis", "family", "n", "q50", "q90", "q99", "max"],
     "axis_structure.parquet": ["model", "axis_a", "axis_b", "spearman_rho", "p_value"],
     "axis_pca.parquet": ["model", "pca_component", "pca_variance_explained", "axis"],
-    # peer indices (issue 30)
+    # peer indices
     "peer_metrics.parquet": ["model", "dataset", "family", "index", "value", "n"],
     "summary.parquet": [
         "model",
@@ -201,7 +201,7 @@ def test_report_opens_in_headless_chromium_with_every_figure_and_true_tables(
     _, run_dir = first_run
     page = run_dir / "report.html"
     figures = figures_as_loaded(page, tmp_path)
-    assert [f[0] for f in figures] == [  # the story's figures first (issue 42)
+    assert [f[0] for f in figures] == [  # the story's figures first
         "fig-sgs-intervals",
         "fig-dose-response",
         "fig-heatmap",
@@ -230,7 +230,7 @@ def test_report_opens_in_headless_chromium_with_every_figure_and_true_tables(
 def test_posix_matrix_on_adds_the_matrix_and_recomputes_only_what_reads_it(
     first_run: tuple[RunConfig, Path],
 ) -> None:
-    """POSIX's full matrix (issue 39 item 4), turned on for the finished run: the same run
+    """POSIX's full matrix, turned on for the finished run: the same run
     folder, the matrix per shard and per model, the peer indices and the report recomputed,
     every other stage a cache hit; ``posix`` is the paper's, ``posix_base_column`` beside."""
     from flows.evaluate import evaluate

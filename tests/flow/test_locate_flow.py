@@ -1,6 +1,6 @@
-"""Issue 17 through the evaluate flow on a tiny random model: patching turned on for a
-finished run computes only the new stages, writes both artifacts, and the report shows the
-three figures of the where-the-instability-sits section."""
+"""Where the instability sits, through the evaluate flow on a tiny random model: patching turned
+on for a finished run computes only the new stages, writes both artifacts, and the report shows
+the three figures of the where-the-instability-sits section."""
 
 from __future__ import annotations
 

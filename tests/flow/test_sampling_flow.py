@@ -1,4 +1,4 @@
-"""A run at T 0.7 with K = 3 samples per prompt text on the mock backend (issue 27): it
+"""A run at T 0.7 with K = 3 samples per prompt text on the mock backend: it
 finishes, writes samples, sampling_tests and variance_components, its deltas are the
 excesses (Act kept from sample 0), and a replay's excess is near zero (the mock samples the
 replay from the base's own distribution)."""

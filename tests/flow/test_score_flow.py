@@ -143,7 +143,7 @@ def test_reference_csv_scores_each_row_against_its_own_base(tmp_path: Path, harn
     assert bleu[("1", "replay:base:1:global")] == 0.0
     # "They pass through." against prompt 0's base (sample 0, its first base answer)
     assert bleu[("0", "register:-2:prefix")] < -50 and bleu[("0", "register:-4:suffix")] < -50
-    # one prompt, one unit (issue 39): its other base answers are base samples, not prompts
+    # one prompt, one unit: its other base answers are base samples, not prompts
     assert set(pl.read_parquet(run_dir / "scores.parquet")["prompt_id"]) == {"0", "1", "2"}
     report = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "prompts whose base answers differ: 1" in report

@@ -1,4 +1,4 @@
-"""The vLLM engine starts before the transformers scorer loads (issue 29): vLLM sizes its
+"""The vLLM engine starts before the transformers scorer loads: vLLM sizes its
 GPU memory from ``gpu_memory_utilization`` of what is free when it starts, so a scorer
 loaded first (the context-window check before the first shard) would leave it less than it
 is told to take. Against the scripted worker of ``test_vllm_backend.py`` (no vLLM)."""

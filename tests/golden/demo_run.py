@@ -3,7 +3,7 @@
 ``python -m tests.golden.demo_run record`` runs it and writes ``demo_small.json`` (the
 artifacts' rows, sorted by their keys, minus what depends on the machine). The test
 ``tests/flow/test_demo_unchanged.py`` runs it again and compares, so a change meant to keep
-behaviour (the house-plan refactor of issue 14) is shown to keep it. Record again only
+behaviour (a refactor) is shown to keep it. Record again only
 when behaviour changes on purpose, from the commit *before* the change, and say so in the
 commit message. The recorded file names the commit it came from.
 """

@@ -1,4 +1,4 @@
-"""The ``budget`` section (issue 40): absent = every run id as before; bad input refused in
+"""The ``budget`` section: absent = every run id as before; bad input refused in
 one line naming the key; ``--budget`` on ``sago run``; the dry run's budgeted schedule; and
 the cells read from a real ``deltas.parquet`` frame."""
 

@@ -1,4 +1,4 @@
-"""Budgeted design (issue 40): inclusion probabilities exact on a toy grid, balance, nesting,
+"""Budgeted design: inclusion probabilities exact on a toy grid, balance, nesting,
 and the estimator's unbiasedness by simulation. Pure numpy, no model."""
 
 from __future__ import annotations

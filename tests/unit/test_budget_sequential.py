@@ -1,4 +1,4 @@
-"""Budgeted rounds (issue 40): the alpha-spending levels, the greedy Neyman allocation by
+"""Budgeted rounds: the alpha-spending levels, the greedy Neyman allocation by
 hand, the stopping rule's false-positive rate by simulation, and the planner's formula."""
 
 from __future__ import annotations

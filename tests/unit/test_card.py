@@ -1,6 +1,6 @@
-"""The stability card (issue 16, part 6): sections read from a run folder, numbers checked
+"""The stability card: sections read from a run folder, numbers checked
 against numpy/scipy on the hand-built inputs, and plain notes where a run predates the
-issue-16 artifacts."""
+instances, tails and axis-structure artifacts."""
 
 from __future__ import annotations
 
@@ -195,13 +195,13 @@ def test_card_files_and_the_paired_verdict_against_the_previous_release(tmp_path
     assert "<script" not in page and "src=" not in page and "<link" not in page  # offline
 
 
-def test_a_run_before_issue_16_says_so(tmp_path: Path) -> None:
+def test_a_run_without_the_instance_artifacts_says_so(tmp_path: Path) -> None:
     run = _run(tmp_path / "old", "hf:/m/old", _values(), extras=False)
     paths = write_card(run)
     assert [p.name for p in paths] == ["card.md", "card.html", "card.json"]
     md = paths[0].read_text()
     for name in ("tails.parquet", "instances.parquet", "axis_structure.parquet"):
-        assert f"this run predates {name} (issue 16)" in md
+        assert f"this run predates {name}" in md
     assert "no earlier release given" in md
 
 

@@ -1,4 +1,4 @@
-"""The stability card at T > 0 (issue 27, items 6-8): the decoding it states, answers the
+"""The stability card at T > 0: the decoding it states, answers the
 engine record marks not reproducible, the refusal of an --against run sampled differently,
 and a temperature sweep's card with one row per temperature."""
 

@@ -1,4 +1,4 @@
-"""The consistency study's design check (issue 26, item 3): can a pair be significant at all?
+"""The consistency study's design check: can a pair be significant at all?
 
 The smallest attainable p of the block-permutation test is found here by brute force over
 the block-permutation group (blocks built independently of the code), Holm's and BH's
@@ -136,7 +136,7 @@ def test_the_example_study_can_reach_significance_and_says_so_first() -> None:
     for family, models in study.families.items():  # by hand: blocks of 2, exact orderings
         blocks = math.ceil(len(models) / study.statistics.block_length)
         assert pairs / math.factorial(blocks) <= study.statistics.alpha, family
-    assert "alpaca" not in study.out_of_distribution  # no gold answers (issue 26, item 8)
+    assert "alpaca" not in study.out_of_distribution  # no gold answers
 
 
 def test_the_closing_note_can_open_with_the_design_check() -> None:

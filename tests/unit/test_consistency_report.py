@@ -1,4 +1,4 @@
-"""The consistency page's figures (issue 31, item 3): the pair-by-pair matrix of partial r
+"""The consistency page's figures: the pair-by-pair matrix of partial r
 with significance marks and readable text, each metric along the checkpoint series (a line
 per dataset, labels on every panel). The page itself (figures with their alt texts, the
 checkpoint table scrolling in its own box) is checked in Chromium (test_report_browser.py)."""

@@ -264,7 +264,7 @@ def test_an_empty_response_is_an_empty_answer_and_a_bad_logprob_an_error(
 
 
 def test_without_family_dove_names_family_and_subtype_by_its_dimensions(tmp_path: Path) -> None:
-    """Issue 41: the published files score with no flags; sample.json (0 shots) joined with
+    """The published files score with no flags; sample.json (0 shots) joined with
     demonstrations.jsonl (the same samples at 2 shots) gives both families."""
     table = read_external(ExternalSource(path=SAMPLE))
     variants = {r.variant_id: r.variant for r in table.rows if not r.is_base}

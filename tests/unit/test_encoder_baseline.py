@@ -1,4 +1,4 @@
-"""BERTScore rescaled with a baseline (issue 39): bert-score's formula, the shipped baseline of
+"""BERTScore rescaled with a baseline: bert-score's formula, the shipped baseline of
 the embedded encoder, the configuration key and what rescaling does to the numbers."""
 
 from __future__ import annotations

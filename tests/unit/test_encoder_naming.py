@@ -1,5 +1,5 @@
 """The BERTScore encoder is named beside every BERT number, and ``sago compare`` refuses runs
-scored by different encoders unless asked (issue 39)."""
+scored by different encoders unless asked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The scorer-sensitivity table (issue 39): the same run's SGS-BERT under a second encoder and
+"""The scorer-sensitivity table: the same run's SGS-BERT under a second encoder and
 the rank agreement between the two, checked with stand-in encoders whose answers are known."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The K > 1 stage on hand-built frames (issue 27): sampling_tests, the deltas built from
+"""The K > 1 stage on hand-built frames: sampling_tests, the deltas built from
 the excesses, and the variance components; every expected number is worked out by hand in
 the comments (d = |position(h) - position(r)| / 10 for BLEU, / 20 for BERTScore)."""
 
@@ -129,7 +129,7 @@ def test_text_axes_excess_and_permutation_by_hand() -> None:
     assert bleu["p_value"] == pytest.approx(1 / 3) and bleu["p_method"] == "exact"
     assert bleu["min_p"] == pytest.approx(1 / 3)
     # scored against the held-out base sample 1 (value 2): d(4, 2) .2, d(8, 2) .6; the
-    # base's cell is base sample 0: d(0, 2) .2 (issue 39: no leave-one-out for the base)
+    # base's cell is base sample 0: d(0, 2) .2 (no leave-one-out for the base)
     assert bleu["sample_scores"] == pytest.approx([0.2, 0.6])
     assert bleu["base_sample_scores"] == pytest.approx([0.2])
     bert = _one(frame, NOISE, "bert")

@@ -25,7 +25,7 @@ def test_reference_rows_become_pairs_with_their_own_base() -> None:
     table = read_external(ExternalSource(path=REFERENCE))
     assert table.format == "sago-reference"
     rows = {(r.prompt_id, r.variant_id): r for r in table.rows}
-    # one prompt, one unit (issue 39): prompt 0's two base answers are base samples of it,
+    # one prompt, one unit: prompt 0's two base answers are base samples of it,
     # the first its base row, every other base answer (one per row) a replay of it
     assert table.notes == {SEVERAL_BASES: 1, BASE_ANSWERS: 6}
     assert sorted({r.prompt_id for r in table.rows}) == ["0", "1", "2"]
@@ -112,7 +112,7 @@ def test_dove_base_where_picks_another_base_and_ambiguity_is_an_error() -> None:
     with pytest.raises(InputError, match=r"has 2 rows with the base configuration") as caught:
         _dove(DOVE, base_where=(("shuffle", "False"),))
     assert caught.value.column == "prompt_config.dimensions"
-    # no --family: DOVE's own dimensions name family and subtype (issue 41)
+    # no --family: DOVE's own dimensions name family and subtype
     plain = {r.variant_id: r.variant for r in read_external(ExternalSource(path=DOVE)).rows}
     assert plain["dove:enumerator=1"] == VariantKey("template", "enumerator", 1.0, "global")
 

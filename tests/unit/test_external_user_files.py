@@ -1,4 +1,4 @@
-"""User files in `sago run` (issue 15, part 6): a file in one of the six datasets' own
+"""User files in `sago run`: a file in one of the six datasets' own
 layouts is read by that dataset's reader, columns map per file, and placeholder-like text
 is a warning naming its rows (an error only when asked); LaTeX and code braces never count."""
 

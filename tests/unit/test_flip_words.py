@@ -1,6 +1,5 @@
 """The tails' flip columns at K > 1 are the mean flip beyond the base's self-flip rate, not a
-share of variants: the report's tail table, its headline and the card say which (issue 39
-item 3)."""
+share of variants: the report's tail table, its headline and the card say which."""
 
 from __future__ import annotations
 

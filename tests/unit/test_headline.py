@@ -1,4 +1,4 @@
-"""The report's headline block (issue 31, item 3): per model the unstable axes at each eps
+"""The report's headline block: per model the unstable axes at each eps
 (Holm over every summary row, by hand below), the worst family/subtype and instance, the flip
 rates, the verdicts against the previous release or why there are none. That the block
 opens the rendered page is checked in Chromium (test_report_browser.py)."""

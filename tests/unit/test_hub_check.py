@@ -147,7 +147,7 @@ GENERATIONS = Path(__file__).parents[1] / "fixtures" / "external" / "generations
 def test_the_paper_preset_offline_refuses_its_encoder_in_one_line_before_any_work(
     tmp_path: Path, command: str
 ) -> None:
-    """Issue 39 item 7: offline, with an empty hub cache, the paper preset's roberta-large
+    """Offline, with an empty hub cache, the paper preset's roberta-large
     is refused at once (exit 2, one line naming the encoder and how to point at a local
     copy), not a minute later inside score-pairs with a transformers traceback. The time
     is the child's CPU seconds (the wall clock of a shared CI machine says little): the

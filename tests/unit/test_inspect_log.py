@@ -5,7 +5,7 @@ tests/fixtures/external/inspect/ are this project's own logs built from inspect_
 log-probs, a second epoch and a failed sample; ``templates_in_metadata.json`` is one log whose
 samples name their template and item in ``metadata``. The ``.eval`` archives are written here
 in the layout of inspect's ``_recorders/eval.py`` (header.json + samples/<id>_epoch_<n>.json).
-Issue 41's fixtures: ``two_models.json``, two tasks (templates) run on two models, the second
+Further fixtures: ``two_models.json``, two tasks (templates) run on two models, the second
 model's logs from an older inspect (no ``eval_id``) and its second task cancelled after one
 sample; ``capitals_templates.eval``, an archive as ``_recorders/eval.py`` finishes it
 (``_journal/``, ``samples/``, ``summaries.json``, ``reductions.json``, ``header.json``).

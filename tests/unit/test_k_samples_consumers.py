@@ -1,4 +1,4 @@
-"""K > 1 samples per prompt text (issue 39 item 3): instances, tails and the peer indices use
+"""K > 1 samples per prompt text: instances, tails and the peer indices use
 every sample (shares of right samples, flips beyond the base's self-flip rate, the replay as
 the noise) instead of sample 0's verdicts, and say NA with a reason where an index has no
 meaning. Every expected value is worked out by hand in the comments, at K = 3."""

@@ -1,4 +1,4 @@
-"""Issue 28: answers judged in their own language. The matcher on German, Japanese, Chinese,
+"""Answers judged in their own language. The matcher on German, Japanese, Chinese,
 Arabic and Russian answers (expected verdicts by hand), and a language variant of the real
 MKQA sample judged against that language's gold answers, its base against the English ones."""
 

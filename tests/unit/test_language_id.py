@@ -1,4 +1,4 @@
-"""Language identification for the ``lang`` axis (issue 28): known sentences in 14
+"""Language identification for the ``lang`` axis: known sentences in 14
 languages, written for this test (the expected language is the one each was written in),
 and the missing values with their reasons."""
 

@@ -1,4 +1,4 @@
-"""Issue 28: with an English-only encoder, a cross-language pair never reaches it."""
+"""With an English-only encoder, a cross-language pair never reaches it."""
 
 from __future__ import annotations
 

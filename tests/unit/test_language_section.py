@@ -1,4 +1,4 @@
-"""Issue 28: the per-language and per-script tables on a hand-built run (values by hand)."""
+"""The per-language and per-script tables on a hand-built run (values by hand)."""
 
 from __future__ import annotations
 

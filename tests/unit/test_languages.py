@@ -1,4 +1,4 @@
-"""The language family in the pipeline (issue 28 items 2-4): ``languages`` in the config,
+"""The language family in the pipeline: ``languages`` in the config,
 parallel ``datasets`` entries, language variants built from the MKQA sample, refusal of
 codes a file does not carry, BLEU/BERTScore across languages, and the ``lang`` axis.
 Expected texts are read from the file with ``json`` (not through the reader under test);

@@ -1,4 +1,4 @@
-"""Issue 28 review: a languages run's report and summary carry its ``lang`` axis rows."""
+"""A languages run's report and summary carry its ``lang`` axis rows."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ fixtures under tests/fixtures/external/lmeval/ are this project's own lines buil
 lm_eval/evaluator.py's sample dict and evaluation_tracker.py's writer: two documents, three
 templates (tasks) each, concatenated with a `task` field; a generate_until benchmark (with a
 second filter's line and an empty generation) and a multiple-choice one (log-likelihoods per
-choice). Issue 41's fixtures, built the same way: `capitals_3templates_chat.jsonl`, a
+choice). More fixtures, built the same way: `capitals_3templates_chat.jsonl`, a
 chat-API model's run (`arguments` holding the chat messages as a JsonChatStr, a system turn,
 answers holding U+2028 and U+2029 written raw as `ensure_ascii=False` writes them) of three
 templates `capitals_prompt_<n>`; `capitals_plain_0shot_2shot.jsonl`, one template's 0-shot and
@@ -69,7 +69,7 @@ def test_generations_under_three_templates_become_base_and_variants() -> None:
         "global",
     )
     assert rows[("1", "base")].references == ("Tokyo",)
-    assert {r.dataset for r in table.rows} == {"capitals"}  # the tasks' benchmark (issue 41)
+    assert {r.dataset for r in table.rows} == {"capitals"}  # the tasks' benchmark
     assert {r.model for r in table.rows} == {"external"}
 
 

@@ -1,4 +1,4 @@
-"""Parallel questions (issue 28): the MKQA reader against the real sample, and the
+"""Parallel questions: the MKQA reader against the real sample, and the
 one-column-per-language user file. Expected values are read off the sample by hand."""
 
 from __future__ import annotations

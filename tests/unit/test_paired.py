@@ -1,4 +1,4 @@
-"""Paired comparison of two runs (issue 16, part 5): every number is checked against scipy on
+"""Paired comparison of two runs: every number is checked against scipy on
 hand-built per-prompt scores, never against the code under test."""
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ def test_the_pooled_row_shows_the_mean_and_interval_its_verdict_uses() -> None:
 def test_runs_sampled_differently_are_refused_in_one_line_unless_allowed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 27, item 7: temperature, top_p, top_k and K must match (a greedy run's saved
+    """Temperature, top_p, top_k and K must match (a greedy run's saved
     config leaves them out: T 0, top_p 1, top_k 0, K 1); the sampling seed need not."""
     a, b = _pair({})
     greedy = _run(tmp_path / "greedy", "hf:old", a)

@@ -1,4 +1,4 @@
-"""Peer indices (issue 30): each checked against a hand computation on a small table (the
+"""Peer indices: each checked against a hand computation on a small table (the
 arithmetic in the comments), CPS also against the published numbers of "State of What Art?",
 and every value that cannot be computed is NA with its reason, never 0 or NaN."""
 
@@ -249,7 +249,7 @@ def test_the_table_matches_hand_computations() -> None:
     bert = _cell(table, "pss_bert_to_base")
     assert bert["value"] == pytest.approx((1.6 / 6 + 0.6 / 3) / 2)
     assert bert["coverage"] is not None and "against the base answer" in bert["coverage"]
-    # issue 39: named for what it is, so no one sets it beside ProSA's published PSS
+    # named for what it is, so no one sets it beside ProSA's published PSS
     assert "pss_bertscore" not in table["index"].to_list()
     assert "not comparable with ProSA's published PSS" in bert["coverage"]
     assert "not ProSA's PSS" in bert["source"]
@@ -397,7 +397,7 @@ def test_templates_sharing_fewer_than_five_instances_are_not_compared() -> None:
 
 
 def test_a_peer_table_written_before_the_rename_reads_under_the_new_name(tmp_path: Path) -> None:
-    """Issue 39: ``pss_bertscore`` became ``pss_bert_to_base``; an old peer_metrics.parquet
+    """``pss_bertscore`` became ``pss_bert_to_base``; an old peer_metrics.parquet
     still shows its value in the report's section and on the card."""
     from sago_core.artifacts.layout import PEER_METRICS_FILE
     from sago_core.report.card import _peer_indices

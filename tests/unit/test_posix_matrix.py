@@ -1,4 +1,4 @@
-"""POSIX as the paper defines it (issue 39): the full N x N matrix of one instance, each
+"""POSIX as the paper defines it: the full N x N matrix of one instance, each
 answer teacher-forced under every prompt text; its base column beside it; the cap's seeded
 sample; the dry run's count; the switch off by default. Expected values are computed by hand
 in the comments."""

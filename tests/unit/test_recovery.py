@@ -1,4 +1,4 @@
-"""Patching recovery per layer (issue 26, item 2): the relative guard, the ratio of sums and
+"""Patching recovery per layer: the relative guard, the ratio of sums and
 the median with bands over prompts, against hand computations; a variant with a tiny gap
 no longer moves the reported figure."""
 

@@ -1,4 +1,4 @@
-"""The SAGO reference code's families as published (issue 41 item 6): the mood family's
+"""The SAGO reference code's families as published: the mood family's
 strengths are labels, the length family's baseline (1.0, an unchanged prompt) is the base
 asked again, and its folder and family slugs name sago's families without --family."""
 

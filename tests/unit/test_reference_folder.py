@@ -1,4 +1,4 @@
-"""A whole folder of the SAGO reference code's results in one command (issue 41 item 6):
+"""A whole folder of the SAGO reference code's results in one command:
 every full_results_all_models.csv beneath it, pooled by model and dataset, one run kept of
 each repeated (model, dataset, family) and the repeat reported with the reason."""
 

@@ -1,4 +1,4 @@
-"""Why correctness is missing reaches a run's outputs (issue 26 item 8).
+"""Why correctness is missing reaches a run's outputs.
 
 A prompt without reference answers carries its reader's reason in prompts.parquet
 (``reference_missing_reason``: Alpaca's ``NO_GOLD_ALPACA``, a file without an answer

@@ -1,4 +1,4 @@
-"""One prompt is one unit when scoring the SAGO reference code's CSVs (issue 39 item 1).
+"""One prompt is one unit when scoring the SAGO reference code's CSVs.
 
 The reference code asks the base prompt again on every row, so a prompt of its Gemini
 TriviaQA punctuation results has seven base answers (six ``response_orig``, one

@@ -1,4 +1,4 @@
-"""Gold answers only (issue 26, item 8), and multi-word placeholders (item 9).
+"""Gold answers only, and multi-word placeholders.
 
 Alpaca and AlpacaEval hold open-ended instructions whose ``output`` is another model's
 answer (text-davinci-003): it must not become a reference answer, so correctness on them is

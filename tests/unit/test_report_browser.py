@@ -1,5 +1,5 @@
-"""report.html and consistency.html in headless Chromium at 1280 px (issue 31, items 3 and 5);
-the report at 1,400 and 1,000 px too (issue 42, item 4: its story figures above its first
+"""report.html and consistency.html in headless Chromium at 1280 px;
+the report at 1,400 and 1,000 px too (its story figures above its first
 table, no header or explorer id broken inside a word, a scrolled table's first column kept):
 no horizontal overflow (``document.documentElement.scrollWidth <= 1280``), every figure
 decoded and labelled (an img's alt, an svg's aria-label or title), the headline block the

@@ -1,4 +1,4 @@
-"""Checks a structural rewrite passes beyond similarity (issue 39 item 8): golden cases, the
+"""Checks a structural rewrite passes beyond similarity: golden cases, the
 language gate, and the filter's precision and recall on a hand-labelled set of rewrites.
 
 ``tests/fixtures/rewrites/labelled.jsonl`` holds 167 rewrites, each labelled valid or invalid
@@ -6,8 +6,9 @@ by reading it (``why`` says why): 108 by the embedded SmolLM2-135M through ``rew
 (the demo grid on 24 built-in prompts, the paper grid on one prompt of each of six datasets'
 samples) and 59 by the SAGO reference code's rewriter (Claude Sonnet 4.6 mood and length
 variants from its published results), since the embedded model makes almost no valid ones.
-Each row keeps the checks' reason before issue 39 (``reason_before``) and its BERTScore-F1
-against the base under the demo preset's encoder (``semantic_f1``: MiniLM-L6, layer 6).
+Each row keeps the reason an earlier, looser version of the checks gave (``reason_before``) and
+its BERTScore-F1 against the base under the demo preset's encoder (``semantic_f1``: MiniLM-L6,
+layer 6).
 """
 
 from __future__ import annotations

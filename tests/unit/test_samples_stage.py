@@ -1,4 +1,4 @@
-"""K > 1 samples per prompt text (issue 27): samples.parquet holds K rows per text, sample 0
+"""K > 1 samples per prompt text: samples.parquet holds K rows per text, sample 0
 being the generations.parquet row, each sample with its own seed, reproducible and the same
 whatever its batch; sample_analysis.parquet scores each base sample under every prompt text of
 its prompt, sample 0 being the analysis.parquet values. The mock backend (and a scoring

@@ -1,4 +1,4 @@
-"""Backends sampling at T > 0 (issue 27, item 1), one sample per prompt text: the
+"""Backends sampling at T > 0, one sample per prompt text: the
 transformers backend samples each row with its own seeded generator (a row's answer does
 not change with its batch), the mock backend varies its answers by seed, the API backend
 sends temperature, top_p and the row's seed (and keys its cache on them), and the

@@ -1,4 +1,4 @@
-"""Sampling settings at the edge (issue 27, items 1 and 8): ``generation.temperature, top_p,
+"""Sampling settings at the edge: ``generation.temperature, top_p,
 top_k, samples, seed``. A greedy configuration serialises exactly as before they existed
 (same result hash, same generate-stage fingerprint), bad values are refused at parse in one
 line naming the key, each sample's seed is a stable digest, and the dry-run plan states

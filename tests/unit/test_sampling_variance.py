@@ -192,7 +192,7 @@ Rule = Callable[[np.ndarray, np.ndarray], tuple[list[float], list[float] | None]
 
 
 def _leave_one_out(cross: np.ndarray, within: np.ndarray) -> tuple[list[float], list[float]]:
-    """The rule before issue 39, kept here as the foil: a variant sample against all K base
+    """A leave-one-out rule, kept here as the foil: a variant sample against all K base
     samples, a base sample against the K - 1 others."""
     k = within.shape[0]
     return list(cross.mean(axis=1)), list((within.sum(axis=1) - np.diag(within)) / (k - 1))
@@ -237,7 +237,7 @@ def _null_shares(k: int, rule: Rule) -> tuple[np.ndarray, np.ndarray, float]:
 
 @pytest.mark.parametrize("k", [4, 8])
 def test_the_share_is_zero_in_expectation_when_the_wording_does_nothing(k: int) -> None:
-    """Issue 39: every cell, the base's included, is scored against the held-out half of the
+    """Every cell, the base's included, is scored against the held-out half of the
     base samples (axis_tests.cell_scores). With no variant effect (20 prompts x 6 variants,
     200 seeded runs) the raw variant component is 0 within 4 standard errors and the share's
     95% band excludes 0 in at most 5% of runs (measured: K = 4 mean share 0.016, raw ratio

@@ -1,4 +1,4 @@
-"""The script variant family (issue 28): full-width forms, homoglyphs, diacritics added and
+"""The script variant family: full-width forms, homoglyphs, diacritics added and
 stripped, romanisation and Simplified <-> Traditional, on real prompts including MKQA's
 non-Latin queries. Expected texts are written out by hand (checked against each script's
 rules), never recomputed with the code under test."""

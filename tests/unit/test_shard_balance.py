@@ -1,4 +1,4 @@
-"""The shard plan with several workers (issue 29, item 4): one-worker cuts unchanged, every
+"""The shard plan with several workers: one-worker cuts unchanged, every
 shard cut into one even part per worker and its parts dealt to different workers, the
 estimated load per worker close to the mean. Hand-computed cases; no timing."""
 

@@ -1,5 +1,5 @@
 """The results site draws one trend line only over runs ``sago compare --paired`` would
-pair (issue 42): one model's runs of other settings or other prompts are lines of their
+pair: one model's runs of other settings or other prompts are lines of their
 own with the refusal's reason, and a line is ordered by the runs' start (or a date in the
 release's name), never by when a manifest was last written or touched."""
 

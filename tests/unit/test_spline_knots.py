@@ -1,7 +1,7 @@
-"""The spline adjustment's knots grow with the data, and the limit it keeps (issue 26,
-item 4): two OOD scores that follow ID along the same saturating curve, with independent
-noise (true partial correlation 0), by simulation. 200 seeded studies of 20 checkpoints
-each; a test at alpha 0.05 should call about 5% of them significant."""
+"""The spline adjustment's knots grow with the data, and the limit it keeps: two OOD scores that
+follow ID along the same saturating curve, with independent noise (true partial correlation 0),
+by simulation. 200 seeded studies of 20 checkpoints each; a test at alpha 0.05 should call about
+5% of them significant."""
 
 from __future__ import annotations
 

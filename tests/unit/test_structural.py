@@ -181,7 +181,7 @@ def test_a_rewrite_over_the_context_is_rejected_unasked_and_the_others_rewritten
     assert not again["reject_reason"].str.starts_with("instruction takes").any()
 
 
-# Issue 39 item 8: rewrites the demo's semantic filter kept, each the rewriter answering or
+# Rewrites the demo's semantic filter kept, each the rewriter answering or
 # barely rewriting; the rewrite stage now rejects them with a reason, cached like any other.
 ANSWERING = {
     "Which composer wrote the Moonlight Sonata?": "The composer who wrote the Moonlight Sonata "

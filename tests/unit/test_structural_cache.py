@@ -1,4 +1,4 @@
-"""The rewrite cache over reruns (issue 29): a rewrite the checks reject is cached with its
+"""The rewrite cache over reruns: a rewrite the checks reject is cached with its
 reason, keyed as a usable one, so a rerun over a warm cache asks the rewriter nothing and
 never loads it; a failed call is not cached and is asked again."""
 

@@ -1,4 +1,4 @@
-"""A temperature sweep's arms (issue 27, item 6): each arm is a plain run, and the T = 0 arm
+"""A temperature sweep's arms: each arm is a plain run, and the T = 0 arm
 is the very run (run id, result hash) a plain greedy run of the same settings is."""
 
 from __future__ import annotations

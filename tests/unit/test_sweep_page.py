@@ -1,4 +1,4 @@
-"""The sweep's table and page (issue 27, item 6) on small hand-made arm frames: every expected
+"""The sweep's table and page on small hand-made arm frames: every expected
 number is worked out by hand in the comments."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``sago run`` with ``generation.temperatures`` (issue 27, item 6): the dry run plans each
+"""``sago run`` with ``generation.temperatures``: the dry run plans each
 arm under the plain run's id, and a sweep runs its arms in rising temperature, then writes
 its configuration, page and card in its own folder (the arms' flow stood in for by a
 function that writes an arm's summary, as ``run_sweep`` takes the evaluation as a value)."""

@@ -1,4 +1,4 @@
-"""Machine translation and round trips (issue 28) with a scripted fake translator: the
+"""Machine translation and round trips with a scripted fake translator: the
 variants, the back-translation check, the cache, the budget stop and the config's refusals."""
 
 from __future__ import annotations
