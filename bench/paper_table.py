@@ -15,7 +15,7 @@ from dataclasses import dataclass
 GENERATE = "generate"
 SCORING_PASS = "analyse"
 BERTSCORE = "score-pairs"
-# Scoring stages that run after the scoring pass but are not "after" it in the issue's sense:
+# Scoring stages that run after the scoring pass but are not post-scoring stages:
 # BERTScore has a ratio of its own, and mirroring is the judge's (or the rules') stage.
 NOT_POST_SCORING = frozenset({BERTSCORE, "detect-mirroring"})
 TARGETS = {"generation": 0.9, "scoring pass": 0.8, "BERTScore": 0.9}

@@ -1,4 +1,4 @@
-"""The consistency flow (spec section 8): evaluate every checkpoint of every family on the
+"""The consistency flow: evaluate every checkpoint of every family on the
 ID and OOD datasets, then ask whether one OOD dataset's scores predict another's."""
 
 from __future__ import annotations

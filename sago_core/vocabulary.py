@@ -1,4 +1,4 @@
-"""sago's shared vocabulary: the axes and their fixed scales R_X (spec section 4), the
+"""sago's shared vocabulary: the axes and their fixed scales R_X (docs/method.md), the
 tolerances of the tests, and the ids of the base prompt, its replay and the pooled row.
 One home for these words; every other module asks here.
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn, Protocol
 
-GRACE_S = 8.0  # first signal -> exit, at most (Kubernetes waits 30 s, the issue asks 10)
+GRACE_S = 8.0  # first signal -> exit, at most (well inside Kubernetes' 30 s, under 10 s)
 CHILD_GRACE_S = 3.0  # SIGTERM -> SIGKILL for a child process
 DRAIN_S = 2.0  # Prefect's queued logs and events
 SERVER_S = 3.0  # the temporary server's own shutdown

@@ -5,7 +5,7 @@ response y_base does, else 0; the MR delta is M(y^v, v) - M(y_base, v). The base
 compared with itself shows no increase, so M(y_base, v) = 0 for the noise and register
 detectors; for length it is evaluated honestly (ratio 1).
 
-Our documented choices (the spec fixes the shape, not the numbers):
+Our documented choices (the method fixes the shape of M, not its thresholds):
 - Noise: an absolute increase in the noise count AND an increase in its rate per 100
   characters, both thresholds growing with strength:
   spacing (extra spaces beyond single ones): abs >= max(1, ceil(s/10)), rate >= 0.5 x abs;

@@ -1,6 +1,6 @@
 """Graded mirroring: how much of the variant's surface form the answer copies, in [0, 1].
 
-The binary MR axis (axes/mirroring.py, the spec's M) stays as it is; this is a continuous
+The binary MR axis (axes/mirroring.py, the method's M) stays as it is; this is a continuous
 companion reported as ``mr_intensity`` in instances.parquet. Per family (documented choices):
 
 - Noise: the share of the inserted noise the answer reproduces. Inserted = the variant

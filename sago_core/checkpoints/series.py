@@ -1,6 +1,6 @@
 """Make a series of checkpoints of one model, each saved as a plain safetensors folder.
 
-Two families, so sign patterns can be compared between them (seed 003):
+Two families, so the consistency study can compare sign patterns between them:
 
 - ``finetune``: full fine-tuning with AdamW on question/answer text of a training split
   (``sago_core.checkpoints.training_split``; the reference answers in the model's chat

@@ -1,1 +1,4 @@
-"""Does a result on one out-of-distribution dataset predict another? (spec section 8)"""
+"""Does a result on one out-of-distribution dataset predict another?
+
+The study and its statistics are described in docs/method.md.
+"""

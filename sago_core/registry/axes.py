@@ -3,7 +3,7 @@
 A declaration (``AxisSpec``) is everything the rest of sago knows about an axis:
 
 - ``name``: the word in ``deltas.parquet``'s ``axis`` column and in ``d_<name>`` columns;
-- ``scale``: R_X of spec section 4 (``delta_norm = delta / scale``);
+- ``scale``: the axis's fixed scale R_X (``delta_norm = delta / scale``; docs/method.md);
 - ``needs``: the backend capabilities its measurement needs (``registry/backends.py``;
   empty: generated text is enough), which the dry-run plan reports per model;
 - ``delta``: its rule, ``"package.module:function"`` (imported when deltas are computed, so

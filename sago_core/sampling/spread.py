@@ -9,8 +9,8 @@ founds a new cluster. Deterministic, K^2 / 2 look-ups at most, and it needs only
 the text axes already compute (BERTScore-F1 between samples).
 
 ``DEFAULT_THRESHOLD`` = 0.85, BERTScore-F1 with RoBERTa-large (no baseline rescaling): the
-value the semantic filter uses to decide that two texts say the same thing (SAGO_SPEC
-section 2). Another scorer model (or rescaled scores) needs its own calibrated threshold,
+value the semantic filter uses to decide that two texts say the same thing (as in the
+paper). Another scorer model (or rescaled scores) needs its own calibrated threshold,
 passed explicitly.
 
 Entropy of the cluster sizes in nats, H = -sum_c (n_c / K) ln(n_c / K): 0 when every sample

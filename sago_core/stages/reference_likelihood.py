@@ -1,8 +1,8 @@
 """Stage: teacher-forced log-likelihood of each prompt's first reference answer.
 
-Seed 003 scores checkpoints by accuracy and by the likelihood of the reference answer; the
-per-token mean makes answers of different lengths comparable. Prompts without a reference,
-and backends that cannot tokenise or score, give null with a reason.
+The consistency study scores checkpoints by accuracy and by the likelihood of the reference
+answer; the per-token mean makes answers of different lengths comparable. Prompts without a
+reference, and backends that cannot tokenise or score, give null with a reason.
 """
 
 from __future__ import annotations

@@ -1,2 +1,2 @@
 """Statistics beyond the paper: intervals, multiple-testing corrections, power, rankings,
-and partial correlations across checkpoints (seed 003). Pure numpy/scipy."""
+and partial correlations across checkpoints (the consistency study). Pure numpy/scipy."""

@@ -1,8 +1,9 @@
 """Partial correlation of two OOD scores across checkpoints, controlling for the ID score.
 
-Seed 003: regress both OOD scores on the ID score, correlate the residuals. Two adjustments:
+The consistency study's question: regress both OOD scores on the ID score, correlate the
+residuals. Two adjustments:
 
-- ``linear`` (seed 003's method): the design is (1, ID). The t-test has n - 3 df.
+- ``linear`` (the published study's method): the design is (1, ID). The t-test has n - 3 df.
 - ``spline``: a natural (restricted) cubic spline of the ID score, Harrell's basis, with k
   knots at his recommended quantiles of the ID scores (3 knots: the 10th, 50th and 90th
   percentiles; table ``KNOT_QUANTILES``, 3 to 7 knots). It is linear beyond the outer knots

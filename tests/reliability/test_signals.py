@@ -45,7 +45,7 @@ from tests.reliability.harness import (
 )
 from tests.storage.s3_server import create_bucket, s3_server, store_environment
 
-LIMIT_S = 10.0  # the issue's bound: a guard only, the measured times are printed
+LIMIT_S = 10.0  # the stop bound sago promises: a guard only, the measured times are printed
 REACH_S = 600.0  # a run reaching its pause point (a fresh temporary server included)
 CRASHED = re.compile(r"Flow run '[^']+' - Crash detected! Execution was aborted by an? \w+ signal")
 

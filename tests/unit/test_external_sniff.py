@@ -1,7 +1,7 @@
 """`sago score` says what a file is: zip (inspect_ai's .eval), Parquet, JSON, JSON
 Lines or CSV told apart by content, never by name; a --format the file does not fit is
 refused in one line naming the format that reads it, and without --format that format is
-picked. The fixtures are the issue's real-layout files (see test_lmeval.py,
+picked. The fixtures are files in the tools' real layouts (see test_lmeval.py,
 test_inspect_log.py, test_dove.py)."""
 
 from __future__ import annotations

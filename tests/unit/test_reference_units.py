@@ -29,7 +29,7 @@ from sago_core.vocabulary import BASE_VARIANT_ID, POOLED, REPLAY_FAMILY
 RESULTS = Path(__file__).resolve().parents[1] / "fixtures" / "reference" / "closed_models"
 PUNCTUATION = RESULTS / "run_gemini_2_5_flash_trivia_qa_punctuation_20260501_031700"
 FILE = PUNCTUATION / "full_results_all_models.csv"
-# the family given, as before this issue: each test fails on the unit alone
+# the family given explicitly, so each test fails on the unit alone
 SOURCE = ExternalSource(path=FILE, family="noise", subtype="punctuation")
 
 
