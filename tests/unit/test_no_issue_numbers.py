@@ -31,7 +31,7 @@ TEXT_SUFFIXES = frozenset(
 )
 # Fixtures reproduce other tools' files as they are; only what we write about them is read.
 FIXTURE_SUFFIXES = frozenset({".py", ".md"})
-SKIPPED_PARTS = frozenset({"__pycache__", ".venv", "node_modules", "site"})
+SKIPPED_PARTS = frozenset({"__pycache__", "node_modules"})
 THIS_FILE = Path(__file__).resolve()
 
 # Each pattern with what it catches; matched case-insensitively.
