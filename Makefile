@@ -13,7 +13,7 @@ VLLM_STAMP   := $(VLLM_VENV)/.sago-installed
 # The worker writes Parquet that sago reads: the same pyarrow as the main environment's lock.
 PYARROW_PIN  := $(shell grep -m1 '^pyarrow==' requirements.lock | cut -d' ' -f1)
 
-.PHONY: setup setup-vllm run test test-fast bench bench-paper lint typecheck clean lock docs docs-serve
+.PHONY: setup setup-vllm run test test-fast bench bench-paper lint typecheck clean clean-runs lock docs docs-serve
 
 setup: $(STAMP)
 
@@ -66,6 +66,7 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(VULTURE)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 $(ARGS)
 
 # The quick loop: lint, types and every test not marked slow (no model load, no flow run),
@@ -74,6 +75,7 @@ test-fast: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(VULTURE)
 	$(BIN)/pytest -m "not slow and not reliability and not conformance" $(ARGS)
 
 # Naive vs sago on one workload, a scale curve and a cached rerun (about 15 minutes here).
@@ -103,8 +105,20 @@ docs: setup
 docs-serve: setup
 	$(BIN)/mkdocs serve --strict
 
-lint: setup
-	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
+# Dead code: vulture over the code and the tests (a name only a test uses counts as used).
+# vulture_whitelist.py lists what a framework or a "module:function" string calls; decorated
+# pydantic validators and serializers and pytest fixtures are their frameworks' to call.
+VULTURE = $(BIN)/vulture sago sago_core flows tasks sago_cli bench tests vulture_whitelist.py \
+	--min-confidence 60 \
+	--ignore-decorators '@*validator,@model_serializer,@field_serializer,@pytest.fixture'
 
+lint: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy && $(VULTURE)
+
+# Build outputs only: runs/ holds a user's results and stays. `make clean-runs` deletes it,
+# every run in it, on purpose.
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .venv-lock runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .venv-lock .pytest_cache .mypy_cache .ruff_cache
+
+clean-runs:
+	rm -rf runs

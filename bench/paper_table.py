@@ -20,8 +20,6 @@ BERTSCORE = "score-pairs"
 NOT_POST_SCORING = frozenset({BERTSCORE, "detect-mirroring"})
 TARGETS = {"generation": 0.9, "scoring pass": 0.8, "BERTScore": 0.9}
 POST_SCORING_TARGET = 0.05
-EXPONENT_TARGET = 1.05
-MEMORY_TARGET = 0.10
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,6 @@ class Answer:
     text: str | None
     finish_reason: str
     failure: str | None
-    from_cache: bool
     served: dict[str, str] | None = None  # what the provider says answered (api_served)
 
 
@@ -300,7 +299,6 @@ class ApiBackend:
                 cached["text"],
                 cached["finish_reason"],
                 None,
-                True,
                 served if isinstance(served, dict) else None,
             )
         failure, note = Failure("server_error"), ""
@@ -311,7 +309,7 @@ class ApiBackend:
                 text, finish, served = outcome
                 entry = {"text": text, "finish_reason": finish, "model": self.model}
                 self.cache.put(key, {**entry, "served": served})
-                return Answer(text, finish, None, False, served)
+                return Answer(text, finish, None, served)
             failure = outcome
             if not failure.retriable or attempt == self.settings.max_retries:
                 break
@@ -321,7 +319,7 @@ class ApiBackend:
                 break
             await asyncio.sleep(wait)
         reason = f"{failure.describe()} after {attempt + 1} attempt(s){note}"
-        return Answer(None, "failed", reason, False)
+        return Answer(None, "failed", reason)
 
     def _wait(self, failure: Failure, attempt: int) -> float | None:
         if failure.retry_after is not None:

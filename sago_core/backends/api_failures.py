@@ -24,9 +24,8 @@ RETRIABLE = frozenset(
         "length",
     }
 )
-PERMANENT = frozenset(
-    {"auth", "not_found", "bad_request", "context_window", "content_filter", "budget"}
-)
+# Every other reason is permanent: auth, not_found, bad_request, context_window,
+# content_filter, budget.
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ class Spent:
     requests: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
-    unknown_cost: int = 0  # calls whose price nobody knew
 
 
 class ApiLedger:
@@ -54,9 +53,7 @@ class ApiLedger:
     def _add(self, entry: dict) -> None:
         self.spent.requests += 1
         self.spent.tokens += int(entry.get("tokens") or 0)
-        if entry.get("cost_usd") is None:
-            self.spent.unknown_cost += 1
-        else:
+        if entry.get("cost_usd") is not None:
             self.spent.cost_usd += float(entry["cost_usd"])
 
     def exhausted(self) -> str | None:
@@ -85,8 +82,6 @@ class ApiLedger:
         entry = {"key": key, "model": model, "tokens": tokens, "cost_usd": cost_usd}
         with self._lock:
             self.spent.tokens += tokens
-            if cost_usd is None:
-                self.spent.unknown_cost += 1
-            else:
+            if cost_usd is not None:
                 self.spent.cost_usd += cost_usd
             append_line(self.path, json.dumps(entry))

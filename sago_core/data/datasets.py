@@ -1,8 +1,8 @@
 """The six paper datasets: where their files sit under ``--data-dir`` and how rows map to prompts.
 
 Each dataset reads its canonical local format, one subfolder per dataset under
-``--data-dir``. Hub ids are recorded for runs with a network (``load_from_hub``); this
-machine has none, so the local path is what the tests exercise.
+``--data-dir``. Each dataset also names its hub id, config and split, which a missing file's
+error gives as where the data comes from.
 
 Reference answers are gold answers only. Alpaca (and AlpacaEval, read by the same reader)
 holds open-ended instructions whose ``output`` is another model's answer (text-davinci-003),
@@ -198,8 +198,11 @@ def find_dataset_file(source: DatasetSource, data_dir: Path) -> Path:
         matches = sorted(folder.glob(pattern))
         if matches:
             return matches[0]
+    config = f", config {source.hub_config}" if source.hub_config else ""
     raise InputError(
-        f"no {source.name} data found (looked for {', '.join(source.patterns)} in {folder})",
+        f"no {source.name} data found (looked for {', '.join(source.patterns)} in {folder}; "
+        f"the data set is {source.hub_id} on the Hugging Face hub{config}, split "
+        f"{source.hub_split})",
         file=str(folder),
     )
 
@@ -234,21 +237,4 @@ def load_dataset_file(source: DatasetSource, path: Path, gold: str | None = None
             with_gold(source.to_prompt(rec, path, row), rec, gold), source=source_of(str(path), row)
         )
         for row, rec in enumerate(records, 1)
-    ]
-
-
-def load_from_hub(source: DatasetSource) -> list[Prompt]:
-    """Load from the hub through ``datasets`` (needs the ``hub`` extra and a network)."""
-    try:
-        import datasets  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:
-        raise InputError(
-            "loading from the hub needs `pip install sago[hub]`; or pass --data-dir",
-            file=source.hub_id,
-        ) from exc
-    rows = datasets.load_dataset(source.hub_id, source.hub_config, split=source.hub_split)
-    origin = Path(f"hub:{source.hub_id}")
-    return [
-        replace(source.to_prompt(dict(rec), origin, row), source=source_of(str(origin), row))
-        for row, rec in enumerate(rows, 1)
     ]

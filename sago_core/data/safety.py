@@ -203,19 +203,6 @@ def read_safety(layout: SafetyLayout, path: Path, records: list[Record]) -> list
     ]
 
 
-def load_safety_file(path: Path) -> list[Prompt]:
-    """A HarmBench, StrongREJECT or XSTest file read by its layout (an error otherwise)."""
-    records = read_records(path)
-    layout = detect_safety_layout(records)
-    if layout is None:
-        present = sorted(records[0].keys()) if records else []
-        raise InputError(
-            f"not a HarmBench, StrongREJECT or XSTest layout (columns present: {present})",
-            file=str(path),
-        )
-    return read_safety(layout, path, records)
-
-
 def is_multijail(records: list[Record]) -> bool:
     """Whether the file's first record is in MultiJail's layout (its metadata columns and
     ``en``, no ``question`` column of the generic one-column-per-language layout)."""

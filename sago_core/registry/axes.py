@@ -152,11 +152,6 @@ def axis_names() -> tuple[str, ...]:
     return tuple(spec.name for spec in axes())
 
 
-def conditional_axes() -> tuple[AxisSpec, ...]:
-    """The registered axes measured only where their variant family is present."""
-    return tuple(spec for spec in _REGISTRY.values() if spec.family is not None)
-
-
 def axes_for(families: Iterable[str]) -> tuple[AxisSpec, ...]:
     """The axes of a run whose variants are of ``families``: every run's axes, then each
     conditional axis whose family is among them, in registration order."""

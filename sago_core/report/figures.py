@@ -82,15 +82,6 @@ def text_colour(rgba: Sequence[float]) -> str:
     return DARK_TEXT if luminance > 0.179 else LIGHT_TEXT
 
 
-def _few_ticks(ax: Any, x: bool = True, y: bool = True) -> None:
-    from matplotlib.ticker import MaxNLocator
-
-    if x:
-        ax.xaxis.set_major_locator(MaxNLocator(4))
-    if y:
-        ax.yaxis.set_major_locator(MaxNLocator(4))
-
-
 def _draw_radar(deltas: pl.DataFrame) -> Any:
     plt = _pyplot()
     magnitude = (

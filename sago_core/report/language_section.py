@@ -40,7 +40,6 @@ from sago_core.statistics.tails import subtype_flips
 from sago_core.vocabulary import BASE_LANGUAGE, BASE_VARIANT_ID, LANGUAGE_FAMILY
 
 SCRIPT_FAMILY = "script"
-LANG_AXIS = "lang"
 BASE_ROW = f"{BASE_LANGUAGE} (base)"
 DETECTED_SHOWN = 3  # languages listed in "answers in"
 Block = tuple[str, list[str], list[list[str]], list[str]]

@@ -104,11 +104,6 @@ def bootstrap_mean_ci(
     return bootstrap_pooled_ci([values], seed, resamples, level)
 
 
-def measured_prompts(groups: Sequence[Values]) -> int:
-    """Prompts with a finite value, over every group."""
-    return sum(int(np.isfinite(np.asarray(g, dtype=np.float64)).sum()) for g in groups)
-
-
 def bootstrap_pooled_ci(
     groups: Sequence[Values],
     seed: int,

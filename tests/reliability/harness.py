@@ -63,31 +63,10 @@ class Outcome:
     committed_before: set[str] = field(default_factory=set)
 
 
-def run_target(
-    config: Path, calls: Path, env: dict[str, str], kill: tuple[str, int] | None = None
-) -> Outcome:
-    """One `sago run` of ``config`` in a fresh process on the fake backend."""
-    runs_dir = Path(yaml.safe_load(config.read_text())["runs_dir"])
-    committed = committed_results(runs_dir)
-    command = [sys.executable, "-m", "tests.reliability.target", str(config), str(calls)]
-    if kill is not None:
-        command += [kill[0], str(kill[1])]
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    output, _ = process.communicate(timeout=600)
-    return Outcome(process.pid, process.returncode, output, committed)
-
-
 class TargetProcesses:
     """Runs of ``target.py`` (or ``disk_target.py``), each in a new process forked from one
     that already imported sago and Prefect (``python -m tests.reliability.target serve``):
-    the same run as ``run_target``'s, its own pid, killable, less the seconds of imports a
+    one `sago run` on the fake backend, its own pid, killable, less the seconds of imports a
     fresh interpreter pays. Thread-safe: runs may overlap. Use as a context manager."""
 
     def __init__(self, env: dict[str, str]) -> None:
@@ -160,7 +139,8 @@ class TargetProcesses:
         kill: tuple[str, int] | None = None,
         env: dict[str, str] | None = None,
     ) -> Outcome:
-        """As ``run_target(config, calls, env, kill)``, forked (``env``: as ``spawn``'s)."""
+        """One `sago run` of ``config`` on the fake backend, forked (``env``: as ``spawn``'s);
+        ``kill``: (a point of ``target.POINTS``, n): SIGKILL itself the n-th time it gets there."""
         runs_dir = Path(yaml.safe_load(config.read_text())["runs_dir"])
         committed = committed_results(runs_dir)
         argv = [str(config), str(calls), *([kill[0], str(kill[1])] if kill else [])]
