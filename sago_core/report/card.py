@@ -48,6 +48,7 @@ from sago_core.artifacts.layout import (
     RunLayout,
 )
 from sago_core.artifacts.store import write_json, write_text
+from sago_core.backends.model_source import RecordedModel
 from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE, current_names
 from sago_core.report.card_budget import budget_blocks, budget_card
 from sago_core.report.card_refusal import (
@@ -368,9 +369,15 @@ def _sections(card: dict[str, Any]) -> list[Block]:
 
 def _identity_block(card: dict[str, Any], model: dict[str, Any]) -> Block:
     name = model["spec"]
-    identity = [
-        f"identity: {model['identity']}",
-        f"weights: {model['kind']} at {model['location']}",
+    if model["identity"] is None and RecordedModel.of(name).spec is None:
+        # answers scored from a file (`sago score`): no weights here, only the file's name
+        identity = [f"identity: {name}, known by its name only (answers made elsewhere)"]
+    else:
+        identity = [
+            f"identity: {model['identity']}",
+            f"weights: {model['kind']} at {model['location']}",
+        ]
+    identity += [
         f"run: {card['run_id']} (config {str(card['config_hash'])[:12]}, preset "
         f"{card['preset']}, datasets {card['datasets']}, n {card['n']}, seed {card['seed']})",
         f"written: {card['written_at']}; packages: "

@@ -1,6 +1,7 @@
 """Write the results site: every page, the vendored plotly.js, and copies of each run's
 report and card with a bar linking back to the site (so the site is linked both ways and
-can move as one folder). Written through the artifact store: a site inside a runs folder on
+can move as one folder), each naming runs by id and files by name, never by this machine's
+paths (``local_paths``). Written through the artifact store: a site inside a runs folder on
 an object store is written to the store too.
 """
 
@@ -17,6 +18,7 @@ from sago_core.errors import InputError, SagoError
 from sago_core.progress import each
 from sago_core.site import paths
 from sago_core.site.collect import Site, read_site
+from sago_core.site.local_paths import LocalPaths, local_paths
 from sago_core.site.pages import compare_page, index_page, leaderboard_page, run_page, runs_page
 from sago_core.site.redact import harmful_answers, left_out_page, redact_page
 
@@ -59,7 +61,7 @@ def _write(out: Path, relative: str, data: bytes) -> None:
     atomic_write_bytes(target, data)
 
 
-def _copies(site: Site, out: Path, redact_unsafe: bool = False) -> None:
+def _copies(site: Site, out: Path, publish: LocalPaths, redact_unsafe: bool = False) -> None:
     for run in site.runs.values():
         unsafe = harmful_answers(run.folder) if redact_unsafe else frozenset()
         for name, relative in (
@@ -72,11 +74,12 @@ def _copies(site: Site, out: Path, redact_unsafe: bool = False) -> None:
                 _write(out, relative, with_back_bar(left_out_page(name), bar))
             elif unsafe is not None and source.is_file():
                 bar = back_bar(relative, run.run_id)
-                page = redact_page(source.read_bytes(), unsafe)
+                page = publish.page(redact_page(source.read_bytes(), unsafe))
                 _write(out, relative, with_back_bar(page, bar))
     if site.leaderboard_page is not None:
         bar = back_bar(paths.RELEASES, None)
-        _write(out, paths.RELEASES, with_back_bar(site.leaderboard_page.read_bytes(), bar))
+        page = publish.page(site.leaderboard_page.read_bytes())
+        _write(out, paths.RELEASES, with_back_bar(page, bar))
 
 
 def build_site(root: Path, out: Path, redact_unsafe: bool = False) -> Path:
@@ -90,7 +93,8 @@ def build_site(root: Path, out: Path, redact_unsafe: bool = False) -> Path:
             file=str(root),
         )
     _write(out, paths.PLOTLY, plotly_js())
-    _copies(site, out, redact_unsafe)
+    publish = local_paths(site)  # a site is published: no path of this machine on any page
+    _copies(site, out, publish, redact_unsafe)
     pages = {
         paths.INDEX: index_page(site),
         paths.LEADERBOARD: leaderboard_page(site),
@@ -102,5 +106,5 @@ def build_site(root: Path, out: Path, redact_unsafe: bool = False) -> Path:
         {paths.compare_page(r): compare_page(site, r) for r in site.releases if r.verdicts}
     )
     for relative, text in pages.items():
-        _write(out, relative, text.encode("utf-8"))
+        _write(out, relative, publish.text(text).encode("utf-8"))
     return out / paths.INDEX

@@ -74,6 +74,9 @@ class SiteRun:
     identities: dict[str, str | None]  # model spec -> weights' identity
     pooled: dict[str, list[dict[str, Any]]]  # model spec -> pooled rows, one per axis
     card: dict[str, Any] | None
+    # paths of this machine its report and card quote (the scored file, the run compared
+    # with): local_paths.py names them, never prints them
+    quoted_paths: tuple[str, ...] = ()
 
     @property
     def has_report(self) -> bool:
@@ -133,6 +136,7 @@ def read_run(folder: Path) -> SiteRun | None:
         pooled.setdefault(row["model"], []).append({c: row.get(c) for c in POOLED_COLUMNS})
     models = manifest.get("models") or {}
     card_file = folder / CARD_JSON_FILE
+    card = json.loads(card_file.read_text(encoding="utf-8")) if card_file.is_file() else None
     return SiteRun(
         run_id=folder.name,
         folder=folder,
@@ -142,8 +146,16 @@ def read_run(folder: Path) -> SiteRun | None:
         config=manifest.get("config") or {},
         identities={s: (models.get(s) or {}).get("identity") for s in sorted(pooled)},
         pooled=pooled,
-        card=json.loads(card_file.read_text(encoding="utf-8")) if card_file.is_file() else None,
+        card=card,
+        quoted_paths=_quoted_paths(manifest, card),
     )
+
+
+def _quoted_paths(manifest: dict[str, Any], card: dict[str, Any] | None) -> tuple[str, ...]:
+    """The scored file a run read and the folder of the run its card compared it with."""
+    paired = (card or {}).get("paired") or {}
+    found = [(manifest.get("external") or {}).get("file"), paired.get("against")]
+    return tuple(str(path) for path in found if path)
 
 
 def registry_entries(root: Path) -> list[Entry]:

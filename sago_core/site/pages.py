@@ -154,7 +154,7 @@ def index_page(site: Site) -> str:
     intro = (
         f"<p>{len(site.runs)} runs, {len(site.releases)} releases in "
         f"{len(site.families())} {'family' if len(site.families()) == 1 else 'families'} from "
-        f"<code>{_e(site.root)}</code>. Each chart is one "
+        f"<code>{_e(site.root.resolve().name)}</code>. Each chart is one "
         "line: a model family's releases measured with one design (the same prompts, "
         "variants, decoding, sampling and scorer: the runs <code>sago compare --paired</code> "
         "would pair), pooled SGS per axis release after release with 95% bootstrap "

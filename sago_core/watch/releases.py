@@ -4,7 +4,8 @@ which release came before it, and its stability card against that one.
 A model's family is its architecture as its ``config.json`` states it (model type, depth,
 width, vocabulary; the text config of a multimodal checkpoint): a re-release, a fine-tuned
 or a quantised copy keeps it, another model does not. A model without a readable
-``config.json`` (a ``.gguf`` file, a hub id, an API model) is its own family, its spec: a
+``config.json`` (a ``.gguf`` file, a hub id, an API model, a model known by name only) is its
+own family, its spec or name: a
 re-release under the same spec with new weights (a new identity) follows its predecessor.
 """
 
@@ -15,9 +16,8 @@ from pathlib import Path
 
 from sago_core.artifacts.layout import MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE
 from sago_core.artifacts.store import write_text
-from sago_core.backends.model_source import parse_model_spec, resolve_local_model
+from sago_core.backends.model_source import RecordedModel, resolve_local_model
 from sago_core.errors import SagoError
-from sago_core.registry.backends import local_backends
 from sago_core.report.card import write_card
 from sago_core.report.html import report_from_run
 from sago_core.watch.registry import Entry
@@ -26,10 +26,10 @@ ARCHITECTURE_KEYS = ("model_type", "num_hidden_layers", "hidden_size", "vocab_si
 
 
 def identity_of(spec: str) -> str:
-    """The weights' identity of a local model (digest), the spec itself for an API model."""
-    parsed = parse_model_spec(spec)
-    local = parsed.backend in local_backends()
-    return resolve_local_model(parsed.model_id).identity if local else spec
+    """The weights' identity of a local model (digest), the spec itself for an API model or
+    one known by name only (generations scored from a file)."""
+    local_id = RecordedModel.of(spec).local_id
+    return spec if local_id is None else resolve_local_model(local_id).identity
 
 
 def same_weights(entry: Entry) -> bool:
@@ -42,9 +42,9 @@ def same_weights(entry: Entry) -> bool:
 
 
 def model_family(spec: str) -> str:
-    parsed = parse_model_spec(spec)
-    config_file = Path(parsed.model_id) / "config.json"
-    if parsed.backend not in local_backends() or not config_file.is_file():
+    local_id = RecordedModel.of(spec).local_id
+    config_file = Path(local_id or ".") / "config.json"
+    if local_id is None or not config_file.is_file():
         return spec
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))

@@ -1,0 +1,81 @@
+"""What a published site says about where things are: a run by its id, the runs folder by
+its name, any other file or folder of this machine by its own name; never an absolute path.
+
+A site is made to be published, yet what it shows was written for the machine that made the
+runs: a run's configuration holds its runs folder, the copied report names the file a scored
+run read, a card names the folder of the run it was compared with, a refused pairing names
+the ``scores.parquet`` it read. Every page the site writes passes through ``LocalPaths``,
+which knows each such path of every run it shows (the one owner of that knowledge), so a page
+added later is published the same way.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sago_core.backends.model_source import RecordedModel
+from sago_core.config import RunConfig
+from sago_core.site.collect import Site
+
+
+@dataclass(frozen=True)
+class LocalPaths:
+    """(this machine's path, what a published page says instead), longest path first, so a
+    run's folder is named by its id before its runs folder is named by its name."""
+
+    replacements: tuple[tuple[str, str], ...]
+
+    def text(self, text: str) -> str:
+        for path, name in self.replacements:
+            text = text.replace(path, name)
+        return text
+
+    def page(self, data: bytes) -> bytes:
+        return self.text(data.decode("utf-8", errors="surrogateescape")).encode(
+            "utf-8", errors="surrogateescape"
+        )
+
+
+def _forms(path: str | Path) -> set[str]:
+    """The ways a page may spell an absolute path: as given, resolved, HTML-escaped."""
+    given = Path(path).expanduser()
+    if not given.is_absolute():
+        return set()
+    forms = {str(given), str(given.resolve())}
+    return forms | {html.escape(f, quote=True) for f in forms}
+
+
+def _named(pairs: dict[str, str], path: Any, name: str | None = None) -> None:
+    if not isinstance(path, str | Path) or not str(path).strip() or "://" in str(path):
+        return  # nothing, or a store's URL: an address, not this machine's path
+    for form in _forms(path):
+        pairs.setdefault(form, name if name is not None else Path(path).name)
+
+
+def _config_paths(pairs: dict[str, str], config: dict[str, Any]) -> None:
+    """A run configuration's places (runs folder, Prefect home) and local model folders."""
+    for field in sorted(RunConfig.PLACE_FIELDS):
+        _named(pairs, config.get(field))
+    for model in config.get("models") or []:
+        local_id = RecordedModel.of(str(model)).local_id
+        if local_id is not None:
+            _named(pairs, local_id)
+
+
+def local_paths(site: Site) -> LocalPaths:
+    """The replacements for every page of ``site``: each run's folder by its id (also where
+    it lies resolved, or is named in a card as the run compared with), the runs folder by
+    its name, the places of each configuration, a scored run's input file by its name."""
+    pairs: dict[str, str] = {}
+    for run in site.runs.values():
+        _named(pairs, run.folder.resolve(), run.run_id)
+    _named(pairs, site.root.resolve())
+    for run in site.runs.values():
+        _config_paths(pairs, run.config)
+        for path in run.quoted_paths:
+            _named(pairs, path)
+    ordered = sorted(pairs.items(), key=lambda item: len(item[0]), reverse=True)
+    return LocalPaths(tuple(ordered))
