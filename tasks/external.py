@@ -13,7 +13,13 @@ from sago_core.artifacts.layout import (
     PROMPTS_FILE,
     VARIANTS_FILE,
 )
-from sago_core.artifacts.schemas import ANALYSIS, EXTERNAL_ROWS, GENERATIONS, PROMPTS, VARIANTS
+from sago_core.artifacts.schemas import (
+    ANALYSIS,
+    EXTERNAL_ROWS,
+    PAIRED_GENERATIONS,
+    PROMPTS,
+    VARIANTS,
+)
 from sago_core.artifacts.store import read_parquet, sha256_of, write_parquet, write_text
 from sago_core.backends.target import ModelTarget
 from sago_core.external.frames import (
@@ -72,7 +78,7 @@ def external_generations_task(
     frame = model_generations(
         read_parquet(rows_path), model, encode, target.spec if target else None
     )
-    return str(write_parquet(frame, Path(out_dir) / GENERATIONS_FILE, GENERATIONS))
+    return str(write_parquet(frame, Path(out_dir) / GENERATIONS_FILE, PAIRED_GENERATIONS))
 
 
 @stage_task("unmeasured-analysis", run_name="unmeasured-analysis[{model}]")

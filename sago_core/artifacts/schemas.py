@@ -359,9 +359,15 @@ PAIRED: Schema = {
     "design": pl.String,  # full grid, or the budgeted cells each side asked (paired_design)
 }
 
+# A scored file that asks the base again beside each variant pairs them itself: the base
+# sample (``base`` or a replay id of the same prompt) a variant's answer is compared with;
+# null: the base row. Only the generations of `sago score` carry it (stages/pairs.py).
+PAIRED_BASE = "paired_base"
+PAIRED_GENERATIONS: Schema = {**GENERATIONS, PAIRED_BASE: pl.String}
+
 # `sago score`: the external file's rows, validated (stages/external_rows.parquet)
 EXTERNAL_ROWS: Schema = {
-    **GENERATIONS,
+    **PAIRED_GENERATIONS,
     "references": pl.List(pl.String),
     "source": pl.String,  # file and row the response came from
 }

@@ -12,7 +12,8 @@ import polars as pl
 from sago_core.artifacts.schemas import (
     ANALYSIS,
     EXTERNAL_ROWS,
-    GENERATIONS,
+    PAIRED_BASE,
+    PAIRED_GENERATIONS,
     PROMPTS,
     VARIANTS,
     conform,
@@ -59,6 +60,7 @@ def rows_frame(rows: list[ExternalRow], file_name: str, file_sha256: str) -> pl.
                 "engine": json.dumps(engine, sort_keys=True),
                 "references": list(r.references),
                 "source": r.source,
+                PAIRED_BASE: r.paired_base,
             }
         )
     schema = {
@@ -143,7 +145,8 @@ def model_generations(
             pl.Series("response_token_ids", ids, dtype=pl.List(pl.Int32)),
             pl.Series("engine", engines, dtype=pl.String),
         )
-    return conform(frame, GENERATIONS)  # in the file's order: pair batches as the source had them
+    # in the file's order (pair batches as the source had them), each variant's paired base kept
+    return conform(frame, PAIRED_GENERATIONS)
 
 
 def unmeasured_analysis(generations: pl.DataFrame, reason: str = NO_MODEL) -> pl.DataFrame:

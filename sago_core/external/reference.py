@@ -14,8 +14,10 @@ sample 0 (the API's own variation) and ``p_floor`` tests each prompt's score ove
 n = the number of prompts. The base answers are ``response_orig`` of every row and
 ``response_pert`` of a row at its family's baseline (strength 0; 1.0 for
 ``length_variation``) or of a row whose perturbed prompt is the base prompt unchanged.
-Every other row is a variant, scored against sample 0. The notes count the base answers per
-prompt and the prompts whose base answers differ.
+Every other row is a variant, compared with the base answer asked on its own row (its
+``paired_base``: sample 0 or the replay that row's ``response_orig`` became), as the reference
+code computes each row's delta; only the aggregation (one unit per prompt, the floor) is
+sago's. The notes count the base answers per prompt and the prompts whose base answers differ.
 
 The family: ``--family``/``--subtype``, else the ``style`` column, else the run folder's
 name (``run_<model>_<dataset>_<family>_<stamp>``), else the folder's own name (a reference
@@ -43,7 +45,7 @@ from sago_core.external.reference_layout import (
     parse_run_folder,
 )
 from sago_core.external.reference_runs import Duplicate, Run, choose_runs
-from sago_core.external.schema import DEFAULT_MODEL, VariantKey, variant_id_of
+from sago_core.external.schema import DEFAULT_MODEL, PAIRED_BASE, VariantKey, variant_id_of
 from sago_core.variants.structural import is_question
 from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
 
@@ -71,6 +73,7 @@ BASE_ANSWERS = "base answers per prompt"
 UNCHANGED = "rows whose prompt is the base unchanged (read as the base asked again)"
 RUNS_READ = "runs read"
 LEFT_OUT = "duplicate runs left out"
+_SAMPLE = "__base_sample__"  # a variant's own row's base answer: its index in the samples
 
 
 def _text(value: Any) -> str:
@@ -186,12 +189,13 @@ class _Prompt:
 
     def records(self) -> list[Record]:
         """The base row (sample 0: the first base answer given), the other base samples as
-        replays, then the variants."""
+        replays, then the variants, each paired with the base sample of its own row."""
         order = sorted(
             range(len(self.samples)), key=lambda i: not _text(self.samples[i][1]).strip()
         )
         common = {"model": self.model, "dataset": self.dataset, "prompt_id": self.prompt_id}
         out = []
+        sample_ids: dict[int, str] = {}
         for k, index in enumerate(order[:1] + sorted(order[1:])):
             text, answer, row = self.samples[index]
             variant: Record = {"variant_id": BASE_VARIANT_ID}
@@ -199,10 +203,15 @@ class _Prompt:
                 key = VariantKey(REPLAY_FAMILY, BASE_FAMILY, float(k), "global")
                 variant = {"variant_id": variant_id_of(key), "family": REPLAY_FAMILY}
                 variant |= {"subtype": BASE_FAMILY, "strength": float(k), "position": "global"}
+            sample_ids[index] = variant["variant_id"]
             out.append(
                 {"__row__": row, **common, **variant, "prompt_text": text, "response_text": answer}
             )
-        return out + list(self.variants.values())
+        variants = [
+            {k: v for k, v in r.items() if k != _SAMPLE} | {PAIRED_BASE: sample_ids[r[_SAMPLE]]}
+            for r in self.variants.values()
+        ]
+        return out + variants
 
 
 def _variant(
@@ -222,6 +231,7 @@ def _add_row(prompt: _Prompt, record: Record, run: Run, file: str, row: int) -> 
     """Adds one row to its prompt; True when its variant prompt is the base unchanged (and
     not at the family's baseline): read as the base asked again."""
     base_text, pert = _text(record["prompt_orig"]), _text(record["prompt_pert"])
+    own_base = len(prompt.samples)  # the base answer asked on this row
     prompt.samples.append((base_text, record["response_orig"], row))
     strength = _strength(record, run.subtype, base_text, file, row)
     unchanged = pert == base_text
@@ -246,6 +256,7 @@ def _add_row(prompt: _Prompt, record: Record, run: Run, file: str, row: int) -> 
         **variant,
         "prompt_text": pert,
         "response_text": record["response_pert"],
+        _SAMPLE: own_base,
     }
     return False
 

@@ -12,22 +12,37 @@
 | ``references`` | no | reference answers (a list, a JSON array or one string) |
 | ``response_token_ids`` | no | the response's token ids (a list or a JSON array) |
 | ``failure_reason`` | no | why it failed; blank: it succeeded (an empty response is "") |
+| ``paired_base`` | no | the base sample a variant's answer is compared with (below) |
 
 Variant ids in sago's own form (``register:+6:prefix``, ``noise:spacing:20:global``,
 ``structural:length:0.5:global``, ``replay:base:0:global``) carry family, subtype, strength
 and position; explicit columns, where present, must agree with them.
+
+A variant's answer is compared with its prompt's base answer (the ``base`` row). A file that
+asks the base again beside each variant (the SAGO reference CSVs do, on every row) pairs
+them itself: ``paired_base`` names the base sample of the variant's own row, ``base`` or a
+replay (``replay:base:<k>:global``) of the same prompt, and the variant is compared with that
+answer, as the file's authors compared it. Blank: the ``base`` row.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sago_core.artifacts.schemas import PAIRED_BASE
 from sago_core.config import ALL_POSITIONS
 from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
 
 REQUIRED = ("dataset", "prompt_id", "variant_id", "prompt_text", "response_text")
 VARIANT_COLUMNS = ("family", "subtype", "strength", "position")
-OPTIONAL = (*VARIANT_COLUMNS, "model", "references", "response_token_ids", "failure_reason")
+OPTIONAL = (
+    *VARIANT_COLUMNS,
+    "model",
+    "references",
+    "response_token_ids",
+    "failure_reason",
+    PAIRED_BASE,
+)
 COLUMNS = (*REQUIRED, *OPTIONAL)
 TEMPLATE_FAMILY = "template"
 FEWSHOT_FAMILY = "fewshot"
@@ -71,6 +86,8 @@ class ExternalRow:
     failure_reason: str | None
     references: tuple[str, ...]
     response_token_ids: tuple[int, ...] | None
+    # the base sample this variant's answer is compared with (None: the ``base`` row)
+    paired_base: str | None = None
 
     @property
     def is_base(self) -> bool:

@@ -16,13 +16,14 @@ from sago_core.external.schema import (
     DEFAULT_MODEL,
     EMPTY_RESPONSE,
     FAMILIES,
+    PAIRED_BASE,
     POSITIONS,
     REQUIRED,
     ExternalRow,
     VariantKey,
     parse_variant_id,
 )
-from sago_core.vocabulary import BASE_VARIANT_ID
+from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
 
 
 def _blank(value: Any) -> bool:
@@ -218,7 +219,45 @@ def validate_row(
         failure_reason=failure,
         references=tuple(str(r).strip() for r in references if str(r).strip()),
         response_token_ids=_token_ids(record.get("response_token_ids"), file, row),
+        paired_base=_paired_base(record, is_base, file, row, max_chars),
     )
+
+
+def _paired_base(record: Record, is_base: bool, file: str, row: int, max_chars: int) -> str | None:
+    """The base sample a variant's answer is compared with (blank: the ``base`` row); the
+    base row itself is compared with nothing."""
+    if _blank(record.get(PAIRED_BASE)):
+        return None
+    if is_base:
+        raise InputError(
+            "the base row is compared with nothing: leave it blank",
+            file=file,
+            row=row,
+            column=PAIRED_BASE,
+        )
+    return _text(record, PAIRED_BASE, file, row, max_chars).strip()
+
+
+def _check_pairing(rows: list[ExternalRow], file: str) -> None:
+    """Every ``paired_base`` names a base sample of the row's own prompt and model: its
+    ``base`` row or one of its replays (the base asked again)."""
+    samples = {
+        (r.model, r.dataset, r.prompt_id, r.variant_id)
+        for r in rows
+        if r.is_base or (r.variant is not None and r.variant.family == REPLAY_FAMILY)
+    }
+    for r in rows:
+        if r.paired_base is None:
+            continue
+        if (r.model, r.dataset, r.prompt_id, r.paired_base) not in samples:
+            raise InputError(
+                f"{r.paired_base!r} is no base sample of prompt {r.prompt_id!r} (model "
+                f"{r.model!r}): name its 'base' row or one of its replays "
+                f"({REPLAY_FAMILY}:base:<k>:global)",
+                file=file,
+                row=_row(r),
+                column=PAIRED_BASE,
+            )
 
 
 def check_groups(rows: list[ExternalRow], file: str) -> None:
@@ -259,6 +298,7 @@ def check_groups(rows: list[ExternalRow], file: str) -> None:
                 row=_row(r),
                 column="prompt_id",
             )
+    _check_pairing(rows, file)
 
 
 def _row(r: ExternalRow) -> int:

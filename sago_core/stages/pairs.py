@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from sago_core.artifacts.schemas import MIRRORING, PAIRS, conform
+from sago_core.artifacts.schemas import MIRRORING, PAIRED_BASE, PAIRS, conform
 from sago_core.axes.judge import JudgeRequest, RegisterJudge
 from sago_core.axes.mirroring import Mirroring, detect_mirroring
 from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
@@ -26,16 +26,23 @@ NO_ANSWER = "no answer to compare (generation failed)"
 
 
 def _with_base_response(generations: pl.DataFrame) -> pl.DataFrame:
+    """Each variant beside the base answer it is compared with: its prompt's base row's, or,
+    where a scored file pairs them (``PAIRED_BASE``), the base sample its row names."""
     generations = with_answers(generations)
-    base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
+    paired = pl.col(PAIRED_BASE) if PAIRED_BASE in generations.columns else pl.lit(None, pl.String)
+    samples = generations.select(
         "model",
         "dataset",
         "prompt_id",
+        pl.col("variant_id").alias("_paired"),
         pl.col("answer_text").alias("base_answer"),
         pl.col("response_text").alias("base_response"),
     )
-    return generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).join(
-        base, on=["model", "dataset", "prompt_id"], how="left"
+    return (
+        generations.filter(pl.col("variant_id") != BASE_VARIANT_ID)
+        .with_columns(paired.fill_null(BASE_VARIANT_ID).alias("_paired"))
+        .join(samples, on=["model", "dataset", "prompt_id", "_paired"], how="left")
+        .drop("_paired")
     )
 
 
