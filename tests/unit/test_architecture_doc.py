@@ -1,6 +1,8 @@
 """docs/architecture.md names only what exists: every backticked file or folder, module,
 ``module.name`` / ``Class.member``, called function, ``python -m`` module and ``sago``
-command it writes.
+command it writes. And it names everything: every package (a folder with ``__init__.py`` at
+the top or under sago_core/, flows/, tasks/ and sago_cli/) is a room of its tree, and every
+command of the parser a row of its table of commands, and the other way round.
 
 The project's Python files are read as syntax (nothing is imported): a name exists when a
 module defines or imports it at top level, or a class defines it in its body.
@@ -8,6 +10,7 @@ module defines or imports it at top level, or a class defines it in its body.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 from dataclasses import dataclass, field
@@ -17,7 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
-PACKAGES = ("sago_cli", "bench", "flows", "tasks", "sago_core")
+PACKAGES = ("sago_cli", "sago", "bench", "flows", "tasks", "sago_core")
+# Folders whose every package the tree names (with the top-level packages).
+ROOMS_BELOW = ("sago_core", "flows", "tasks", "sago_cli")
 DATA_SUFFIXES = {"md", "html", "json", "jsonl", "parquet", "yaml", "yml", "csv", "toml", "db"}
 IDENTIFIER = r"[A-Za-z_]\w*"
 DOTTED = re.compile(rf"^{IDENTIFIER}(\.{IDENTIFIER})+$")
@@ -126,6 +131,8 @@ def check_token(token: str, root: Path, index: Index, commands: set[str]) -> str
         return None if module in index.names else f"no module {module}"
     if token.startswith("sago "):
         command = token.split()[1]
+        if command.startswith("-"):
+            return None  # an option of sago itself (`sago --help`)
         return None if command in commands else f"no sago command {command}"
     if " " in token or any(c in token for c in "<>{}*:|"):
         return None  # prose, a pattern or a placeholder
@@ -152,23 +159,25 @@ def index() -> Index:
     return build_index(ROOT)
 
 
-def sago_commands(index: Index) -> set[str]:
-    tree = ast.parse((ROOT / "sago_cli" / "main.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Dict):
-            return {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
-    raise AssertionError("sago_cli/main.py has no COMMANDS table")
+@pytest.fixture(scope="module")
+def commands() -> set[str]:
+    """The top-level commands, from the parser ``sago`` itself builds."""
+    from sago_cli.main import build_parser
+
+    parser = build_parser()
+    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert len(found) == 1, "the parser has one set of subcommands"
+    return set(found[0].choices)
 
 
-def test_every_name_in_the_architecture_doc_exists(index: Index) -> None:
+def test_every_name_in_the_architecture_doc_exists(index: Index, commands: set[str]) -> None:
     text = DOC.read_text(encoding="utf-8")
-    assert missing_names(text, ROOT, index, sago_commands(index)) == []
+    assert missing_names(text, ROOT, index, commands) == []
     assert len(re.findall(r"`([^`\n]+)`", text)) > 50  # the page is checked, not skipped
 
 
-def test_the_check_reports_what_does_not_exist(index: Index) -> None:
+def test_the_check_reports_what_does_not_exist(index: Index, commands: set[str]) -> None:
     """Each kind of name, once present and once missing."""
-    commands = sago_commands(index)
     present = [
         "`sago_core/artifacts/layout.py`",
         "`flows/runtime/`",
@@ -196,3 +205,79 @@ def test_the_check_reports_what_does_not_exist(index: Index) -> None:
     assert missing_names(" ".join(present), ROOT, index, commands) == []
     found = missing_names(" ".join(absent), ROOT, index, commands)
     assert [entry.split("`")[1] for entry in found] == [a.strip("`") for a in absent]
+
+
+TREE = re.compile(r"^## Rooms, and who may import whom\n+```\n(.*?)^```", re.S | re.M)
+# A room's line: its folder name at the indent of its depth (two spaces a level, at most
+# two levels down); a description's continuation lines are indented further.
+ROOM = re.compile(r"^((?:  ){0,2})([A-Za-z_]\w*)/(?=\s|$)")
+COMMAND_ROW = re.compile(r"^\| `sago ([\w-]+)` \|", re.M)
+
+
+def rooms(text: str) -> set[str]:
+    """The folders of the doc's tree of rooms, as paths from the repository root."""
+    found = TREE.search(text)
+    assert found, "docs/architecture.md has no tree under 'Rooms, and who may import whom'"
+    path: list[str] = []
+    folders = set()
+    for line in found.group(1).splitlines():
+        room = ROOM.match(line)
+        depth = len(room.group(1)) // 2 if room else -1
+        if room and depth <= len(path):
+            path[depth:] = [room.group(2)]
+            folders.add("/".join(path))
+    return folders
+
+
+def packages(root: Path) -> set[str]:
+    """Every top-level package, and every package under the folders of ``ROOMS_BELOW``."""
+    found = {p.parent.name for p in root.glob("*/__init__.py")}
+    for top in ROOMS_BELOW:
+        for init in (root / top).rglob("__init__.py"):
+            if "__pycache__" not in init.parts:
+                found.add(init.parent.relative_to(root).as_posix())
+    return found
+
+
+def listed_commands(text: str) -> set[str]:
+    section = text.split("\n## The commands\n", 1)
+    assert len(section) == 2, "docs/architecture.md has no section 'The commands'"
+    return set(COMMAND_ROW.findall(section[1].split("\n## ", 1)[0]))
+
+
+def test_every_package_is_a_room_and_every_room_a_folder() -> None:
+    named = rooms(DOC.read_text(encoding="utf-8"))
+    assert sorted(packages(ROOT) - named) == [], "packages the doc's tree does not name"
+    assert sorted(f for f in named if not (ROOT / f).is_dir()) == [], "rooms that do not exist"
+
+
+def test_every_command_is_a_row_and_every_row_a_command(commands: set[str]) -> None:
+    listed = listed_commands(DOC.read_text(encoding="utf-8"))
+    assert sorted(commands - listed) == [], "commands the doc's table does not list"
+    assert sorted(listed - commands) == [], "rows of the doc's table that are no command"
+
+
+def test_the_tree_and_the_table_are_read_as_written() -> None:
+    """Nested rooms become paths; a description's indented words are no room; a table row is
+    read only inside its section."""
+    text = """## Rooms, and who may import whom
+
+```
+top/         a package: pkg/ (in words, not a room)
+  inner/       one level down
+    deep/        two levels down
+                 continued/ (a description)
+other/       beside it
+```
+
+## The commands
+
+| `sago alpha` | a | b |
+| `sago beta-gamma` | a | b |
+
+## After
+
+| `sago not-a-row` | a | b |
+"""
+    assert rooms(text) == {"top", "top/inner", "top/inner/deep", "other"}
+    assert listed_commands(text) == {"alpha", "beta-gamma"}
