@@ -15,6 +15,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from sago_core.registry.backends import backend_names
@@ -22,6 +23,8 @@ from sago_core.vocabulary import BASE_LANGUAGE
 
 Position = Literal["prefix", "suffix", "global"]
 ALL_POSITIONS: tuple[Position, ...] = ("prefix", "suffix", "global")
+RewriteMethod = Literal["rules", "model", "rules_then_model"]
+EMBEDDED_REWRITER = "hf:smollm2-135m"
 
 
 class StrictModel(BaseModel):
@@ -70,14 +73,29 @@ class StructuralGrid(StrictModel):
     """Length scaling (target words = round(words x m)) and question <-> imperative.
 
     Produced by ``rewriter`` (a model spec; the embedded model by default) at T=0 and
-    cached by (rewriter identity, instruction version, prompt). GLOBAL position only.
+    cached by (rewriter identity, instruction version, prompt), or by the rule-based
+    rewriter (``sago_core/variants/structural_rules.py``) as ``method`` says: ``rules``
+    (the rules alone; a prompt they cannot rewrite, another language's among them, is
+    recorded as not rewritten with why), ``model`` (the rewriter alone) or
+    ``rules_then_model`` (the rewriter for what the rules leave). Unset, ``rules`` with
+    the embedded rewriter (too small to rewrite: it kept none of its demo rewrites) and
+    ``model`` with any rewriter a user names. GLOBAL position only.
     """
 
     lengths: tuple[float, ...] = (0.25, 0.5, 1.5, 2.0, 3.0)
     mood: bool = True
-    rewriter: str = "hf:smollm2-135m"
+    rewriter: str = EMBEDDED_REWRITER
+    method: RewriteMethod = "rules"
     max_new_tokens: int = Field(default=96, ge=8, le=1024)
     batch_size: int = Field(default=16, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_method(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "method" not in data:
+            named = data.get("rewriter", EMBEDDED_REWRITER) != EMBEDDED_REWRITER
+            return {**data, "method": "model" if named else "rules"}
+        return data
 
     @field_validator("lengths")
     @classmethod

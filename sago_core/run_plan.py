@@ -44,7 +44,7 @@ from sago_core.config import RunConfig, TranslationSettings, parallel_entry
 from sago_core.data.references import PARALLEL_REFERENCES, reference_lines
 from sago_core.registry.axes import axes
 from sago_core.stages.posix_matrix import planned_sequences
-from sago_core.stages.structural import rewrite_key, rewrite_tasks
+from sago_core.stages.structural import model_rewrite_tasks, rewrite_key, rewrite_tasks
 from sago_core.stages.translation import forward_tasks, needs_back_translation, translation_key
 from sago_core.stages.variants import build_variant_candidates
 from sago_core.variants.grid import FILTERED_FAMILIES
@@ -154,7 +154,7 @@ def _rewrites(
     cache = JsonCache(layout.cache.rewrites)
     todo, cached = [], 0
     for prompt in prompts["prompt"].to_list():
-        for task in rewrite_tasks(prompt, grid):
+        for task in model_rewrite_tasks(prompt, grid):
             key = rewrite_key(behaviour_key(rewriter), task, prompt, grid.max_new_tokens)
             if cache.get(key) is None:
                 todo.append(task.instruction)

@@ -105,7 +105,7 @@ def _rewriter(instruction: str) -> str:
 
 
 def test_rewrites_are_cached_and_failures_are_recorded(tmp_path: Path) -> None:
-    grid = StructuralGrid(lengths=(0.5, 2.0), mood=True)
+    grid = StructuralGrid(lengths=(0.5, 2.0), mood=True, method="model")
     cache = JsonCache(tmp_path / "cache")
     backend = FakeBackend(_rewriter)
     first = rewrite_structural(PROMPTS, grid, lambda: backend, "fake@1", cache, seed=0)
@@ -130,7 +130,7 @@ def test_rewrites_are_cached_and_failures_are_recorded(tmp_path: Path) -> None:
 
 
 def test_filter_keeps_upstream_rejections_and_records_word_ratio(tmp_path: Path) -> None:
-    grid = StructuralGrid(lengths=(2.0,), mood=True)
+    grid = StructuralGrid(lengths=(2.0,), mood=True, method="model")
     rewrites = rewrite_structural(
         PROMPTS, grid, lambda: FakeBackend(_rewriter), "fake", JsonCache(tmp_path), 0
     )
@@ -160,7 +160,9 @@ def test_a_rewrite_over_the_context_is_rejected_unasked_and_the_others_rewritten
     cache = JsonCache(tmp_path)
     backend = FakeBackend(_rewriter, window=144)
     with caplog.at_level(logging.WARNING, logger="sago.generation"):
-        frame = rewrite_structural(PROMPTS, StructuralGrid(), lambda: backend, "fake", cache, 0)
+        frame = rewrite_structural(
+            PROMPTS, StructuralGrid(method="model"), lambda: backend, "fake", cache, 0
+        )
     unfit = frame.filter(pl.col("prompt_id") == "q", pl.col("subtype") == "length")
     assert unfit.height == 5 and not unfit["kept"].any()
     assert set(unfit["reject_reason"]) == {
@@ -175,7 +177,9 @@ def test_a_rewrite_over_the_context_is_rejected_unasked_and_the_others_rewritten
     assert warning.startswith("5 tool request(s) do not fit the model's context of 144 tokens")
     assert "file data.csv, row 1 (prompt q (rewrite structural:length:0.25:global)): 49" in warning
     wide = FakeBackend(_rewriter, window=4096)
-    again = rewrite_structural(PROMPTS, StructuralGrid(), lambda: wide, "fake", cache, 0)
+    again = rewrite_structural(
+        PROMPTS, StructuralGrid(method="model"), lambda: wide, "fake", cache, 0
+    )
     assert len(wide.prompts_seen) == 5
     assert all("capital city of France" in p for p in wide.prompts_seen)
     assert not again["reject_reason"].str.starts_with("instruction takes").any()
@@ -211,7 +215,7 @@ def test_a_rewrite_that_answers_or_only_recases_is_rejected_with_its_reason(
     tmp_path: Path,
 ) -> None:
     cache = JsonCache(tmp_path / "cache")
-    grid = StructuralGrid(lengths=(), mood=True)
+    grid = StructuralGrid(lengths=(), mood=True, method="model")
     frame = rewrite_structural(DEMO_PROMPTS, grid, lambda: FakeBackend(_answering), "f", cache, 0)
     assert not frame["kept"].any()
     assert frame.sort("prompt_id")["reject_reason"].to_list() == [
@@ -237,7 +241,7 @@ def test_a_rewrite_cached_as_usable_before_the_checks_is_rejected_when_read(
     unused = FakeBackend(_answering)
     frame = rewrite_structural(
         DEMO_PROMPTS.filter(pl.col("prompt") == base),
-        StructuralGrid(lengths=(0.5,), mood=False, max_new_tokens=64),
+        StructuralGrid(lengths=(0.5,), mood=False, max_new_tokens=64, method="model"),
         lambda: unused,
         "f",
         cache,

@@ -18,7 +18,7 @@ from sago_core.variants.structural import mood_task
 from tests.fakes import FakeBackend
 from tests.unit.test_structural import PROMPTS
 
-GRID = StructuralGrid(lengths=(0.5, 2.0), mood=True)
+GRID = StructuralGrid(lengths=(0.5, 2.0), mood=True, method="model")
 
 
 def rewriter(instruction: str) -> str:
@@ -89,7 +89,7 @@ class FailingBackend(FakeBackend):
 
 def test_a_failed_call_is_not_cached_and_is_asked_again(tmp_path: Path) -> None:
     cache = JsonCache(tmp_path / "cache")
-    grid = StructuralGrid(lengths=(2.0,), mood=False)
+    grid = StructuralGrid(lengths=(2.0,), mood=False, method="model")
     failed = rewrite_structural(PROMPTS, grid, Opener(FailingBackend(rewriter)), "f", cache, 0)
     assert failed["reject_reason"].to_list() == ["tool call failed: timeout"] * 2
     retry = Opener(FakeBackend(rewriter))
