@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from sago_cli.common import check_finished_run, run_folder
+from sago_cli.options import add_run
 
 
 def add_parser(commands: Any) -> None:
@@ -15,8 +16,13 @@ def add_parser(commands: Any) -> None:
         "card",
         help="write the stability card of a finished run (card.md, card.html, card.json)",
     )
-    card.add_argument("run", type=run_folder, help="the run folder of the release")
-    card.add_argument("--against", type=run_folder, help="the previous release's run folder")
+    add_run(card, "the release's run (folder or store URL)")
+    card.add_argument(
+        "--against",
+        type=run_folder,
+        metavar="RUN",
+        help="the previous release's run (folder or store URL)",
+    )
     card.add_argument(
         "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin (SGS units)"
     )

@@ -1,16 +1,19 @@
-"""``sago export``: a finished run's generations in the input schema of ``sago score``, or
-(``--format hf-dataset``) its per-instance results as a Hugging Face dataset folder, or
-(``--training KIND``) consistency-training data in TRL's formats with its split and card."""
+"""``sago export generations|dataset|training RUN``: a finished run's data for use elsewhere.
+
+``generations``: its answers in the input schema of ``sago score`` (CSV, JSONL or Parquet,
+by ``--out``'s suffix); ``dataset``: its per-instance results as a Hugging Face dataset
+folder with a card; ``training``: consistency-training data in TRL's formats with its split
+and card (for ``sago train``)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
+from sago_cli.options import add_model, add_output, add_run, folder
 from sago_core.errors import ConfigError
 from sago_core.external.export import SUFFIXES as FILE_SUFFIXES
-from sago_core.external.hf_dataset import DEFAULT_LICENSE, HF_DATASET
+from sago_core.external.hf_dataset import DEFAULT_LICENSE
 from sago_core.training.export import KINDS as TRAINING_KINDS
 from sago_core.training.split import (
     DEFAULT_DATASET_SHARE,
@@ -21,46 +24,44 @@ from sago_core.training.split import (
 from sago_core.vocabulary import MAIN_EPSILON
 
 
-def output_path(text: str) -> Path:
-    """A file named by its format's suffix, or a folder (no suffix) for ``hf-dataset``; any
-    other suffix is refused before anything is written."""
-    path = Path(text)
-    if path.suffix and path.suffix.lower() not in FILE_SUFFIXES:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} must end in {' or '.join(FILE_SUFFIXES)} (the format written), or "
-            f"name a folder (no suffix) for --format {HF_DATASET}"
-        )
-    return path
-
-
 def add_parser(commands: Any) -> None:
     export = commands.add_parser(
         "export",
-        help="write a finished run's generations in the input schema of `sago score`, or its "
-        "per-instance results as a Hugging Face dataset folder",
+        help="export a finished run's answers, instances or training data (for `sago score`, "
+        "the Hugging Face Hub, `sago train`)",
     )
-    export.add_argument("run", type=Path, help="runs/<run_id>")
-    export.add_argument(
-        "--out",
-        type=output_path,
+    modes = export.add_subparsers(dest="mode", required=True, metavar="MODE", help="what to export")
+    generations = modes.add_parser(
+        "generations", help="the run's answers in the input schema of `sago score`"
+    )
+    add_run(generations)
+    add_output(
+        generations,
+        "the answers (the format follows the suffix)",
+        suffixes=FILE_SUFFIXES,
         required=True,
-        help=f"FILE.csv, FILE.jsonl or FILE.parquet; a FOLDER for --format {HF_DATASET}",
     )
-    export.add_argument(
-        "--format",
-        choices=(HF_DATASET,),
-        help=f"{HF_DATASET}: data/*.parquet of instances.parquet plus a dataset card README.md "
-        "(default: the generations, in the format of --out's suffix)",
+    dataset = modes.add_parser(
+        "dataset",
+        help="data/*.parquet of instances.parquet plus a dataset card README.md",
     )
-    export.add_argument(
+    add_run(dataset)
+    add_output(dataset, "the dataset folder", required=True, type=folder)
+    dataset.add_argument(
         "--license",
-        help=f"{HF_DATASET}: the card's license (a Hub licence id, e.g. cc-by-4.0; default: "
+        help="the card's license (a Hub licence id, e.g. cc-by-4.0; default: "
         f"{DEFAULT_LICENSE}, to be chosen by the publisher)",
     )
-    training = export.add_argument_group("training data (--training; --out names a folder)")
+    training = modes.add_parser(
+        "training",
+        help="consistency-training data in TRL's formats, with its split and card",
+    )
+    add_run(training)
+    add_output(training, "the training-data folder", required=True)
     training.add_argument(
-        "--training",
+        "--kind",
         action="append",
+        required=True,
         choices=TRAINING_KINDS,
         help="sft: variant prompt -> base answer; dpo: variant prompt, base answer chosen, "
         "variant answer rejected; pairs: base prompt, variant prompt, base answer (repeatable)",
@@ -72,7 +73,7 @@ def add_parser(commands: Any) -> None:
         help="keep instances with |d_AXIS| >= VALUE on any axis given (repeatable; default: "
         f"every axis at {MAIN_EPSILON})",
     )
-    training.add_argument("--model", help="the run's model to take answers from (if several)")
+    add_model(training, "the run's model to take answers from (when it holds several)")
     training.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the split's seed")
     training.add_argument(
         "--held-out-prompts",
@@ -112,39 +113,25 @@ def _thresholds(items: list[str] | None) -> dict[str, float] | None:
     return thresholds
 
 
-def _export_training(args: argparse.Namespace) -> Path:
-    if args.format or args.license:
-        raise ConfigError("--training writes its own folder: drop --format and --license")
-    from sago_core.training.export import Filters, export_training
-    from sago_core.training.split import SplitSpec
-
-    spec = SplitSpec(
-        seed=args.seed,
-        prompt_share=args.held_out_prompts,
-        held_out_families=_names(args.held_out_families) or (),
-        held_out_datasets=_names(args.held_out_datasets),
-    )
-    thresholds = _thresholds(args.min_delta)
-    filters = Filters() if thresholds is None else Filters(thresholds)
-    return export_training(args.run, args.out, args.training, spec, filters, args.model)
-
-
 def command(args: argparse.Namespace) -> int:
-    if args.training:
-        print(f"Exported: {_export_training(args)}")
-        return 0
-    if args.format == HF_DATASET:
+    if args.mode == "training":
+        from sago_core.training.export import Filters, export_training
+        from sago_core.training.split import SplitSpec
+
+        spec = SplitSpec(
+            seed=args.seed,
+            prompt_share=args.held_out_prompts,
+            held_out_families=_names(args.held_out_families) or (),
+            held_out_datasets=_names(args.held_out_datasets),
+        )
+        thresholds = _thresholds(args.min_delta)
+        filters = Filters() if thresholds is None else Filters(thresholds)
+        path = export_training(args.run, args.out, args.kind, spec, filters, args.model)
+    elif args.mode == "dataset":
         from sago_core.external.hf_dataset import export_hf_dataset
 
         path = export_hf_dataset(args.run, args.out, args.license)
     else:
-        if not args.out.suffix:
-            raise ConfigError(
-                f"--out {args.out}: give FILE.csv, FILE.jsonl or FILE.parquet, or --format "
-                f"{HF_DATASET} to write a folder"
-            )
-        if args.license:
-            raise ConfigError(f"--license is for --format {HF_DATASET}")
         from sago_core.external.export import export_run
 
         path = export_run(args.run, args.out)

@@ -1,6 +1,8 @@
 """The ``sago`` command line: the parser, built from one module per command, and dispatch.
 
-A command module has ``add_parser(commands)`` and ``command(args) -> int``. A ``SagoError``
+A command module has ``add_parser(commands)`` and ``command(args) -> int``; it parses and
+calls the Python API (``sago``). ``sago --help`` lists the commands in the groups of
+``GROUPS``, one line each. Old spellings are rewritten first (``legacy``). A ``SagoError``
 (bad input, a refused comparison, a run that did not complete) ends the command with its
 message and exit code 2.
 """
@@ -12,53 +14,94 @@ import sys
 from types import ModuleType
 
 from sago_cli import (
+    audit,
     card,
-    checkpoints,
     compare,
-    consistency,
+    design,
     export,
-    judge_audit,
-    plan,
     report,
     resume,
     run,
     score,
+    series,
     server_setup,
     site,
+    study,
     train,
 )
+from sago_cli.legacy import modern
 from sago_cli.parser import SagoParser
 from sago_core.errors import SagoError
 
-# In the order `sago --help` lists them.
 COMMANDS: dict[str, ModuleType] = {
     "run": run,
-    "report": report,
-    "compare": compare,
-    "card": card,
-    "judge-audit": judge_audit,
     "resume": resume,
-    "server-setup": server_setup,
-    "consistency": consistency,
-    "checkpoints": checkpoints,
     "score": score,
-    "plan": plan,
+    "design": design,
+    "report": report,
+    "card": card,
+    "compare": compare,
     "export": export,
-    "train": train,
     "site": site,
+    "audit": audit,
+    "train": train,
+    "series": series,
+    "study": study,
+    "server-setup": server_setup,
 }
+
+# What a user is doing -> its commands, in the order `sago --help` lists them.
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Evaluate models", ("run", "resume", "score", "design")),
+    ("Read finished runs", ("report", "card", "compare", "export", "site")),
+    ("Check the instruments", ("audit",)),
+    ("Train and study", ("train", "series", "study")),
+    ("Run on a Prefect server", ("server-setup",)),
+)
+
+
+class CommandLine(SagoParser):
+    """The top-level parser: it reads old spellings as today's (``legacy.modern``) before
+    parsing, so ``build_parser().parse_args`` and ``main`` agree on every spelling."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        given = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(modern(given), namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = SagoParser(  # its subcommands' parsers are SagoParsers too
+    parser = CommandLine(  # its subcommands' parsers are SagoParsers
         prog="sago",
         description="SAGO: does a language model behave the same on meaning-preserving "
         "variants of a prompt? Six signed deltas per prompt and variant, RMS scores, t-tests.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS.values():
         module.add_parser(commands)
+    lines = {action.dest: action.help or "" for action in commands._choices_actions}
+    commands._choices_actions = []  # listed by group in the epilog instead
+    commands.help = "one of the commands below; `sago COMMAND --help` for its options"
+    parser.epilog = grouped_help(lines)
     return parser
+
+
+def grouped_help(lines: dict[str, str], width: int = 100) -> str:
+    """The commands by group, one line each (a help text cut at its first clause)."""
+    name_width = max(len(name) for name in lines) + 2
+    out = []
+    for title, names in GROUPS:
+        out.append(f"{title}:")
+        for name in names:
+            text = lines[name].split(": ")[0].split(" (")[0]
+            room = width - name_width - 2
+            if len(text) > room:
+                text = text[: room - 3].rsplit(" ", 1)[0] + " ..."
+            out.append(f"  {name:<{name_width}}{text}")
+        out.append("")
+    return "\n".join(out).rstrip()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""What ``sago plan`` reads: its budget argument and the pilot run (a finished run's
+"""What ``sago design`` reads: its budget argument and the pilot run (a finished run's
 deltas.parquet and generation settings)."""
 
 from __future__ import annotations
@@ -8,15 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sago_cli.options import Budget
+
+__all__ = ["Budget", "PilotRun", "read_pilot"]
+
 COLUMNS = ("model", "dataset", "prompt_id", "family", "subtype", "strength", "position", "axis")
-
-
-@dataclass(frozen=True)
-class Budget:
-    """``--budget``: a share of the grid in (0, 1] or a number of generations (> 1)."""
-
-    fraction: float | None = None
-    generations: int | None = None
 
 
 @dataclass(frozen=True)

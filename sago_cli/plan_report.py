@@ -1,4 +1,4 @@
-"""What ``sago plan`` prints: the pilot, the budget in generations, the variance components
+"""What ``sago design`` prints: the pilot, the budget in generations, the variance components
 and the best designs with their predicted half-widths (sago_core/budget/planner.py)."""
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sago_cli.common import check_finished_run, run_folder
+from sago_cli.common import check_finished_run
+from sago_cli.options import add_run
 from sago_core.artifacts.layout import REPORT_FILE
 
 
@@ -14,7 +15,7 @@ def add_parser(commands: Any) -> None:
         "report",
         help="rebuild report.html of a finished run from its artifacts alone (no model)",
     )
-    report.add_argument("run", type=run_folder, help="the run folder (or its store URL)")
+    add_run(report)
 
 
 def command(args: argparse.Namespace) -> int:

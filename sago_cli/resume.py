@@ -1,17 +1,14 @@
-"""``sago resume``: continue a failed or killed run from its saved configuration."""
+"""``sago resume``: continue a failed or killed run from its saved configuration
+(``sago.evaluation.saved_config``; a temperature sweep's folder continues the sweep)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from sago_cli.common import run_folder
+from sago_cli.options import add_run
 from sago_cli.run import run_command
-from sago_core.artifacts.layout import RunLayout
-from sago_core.config import RunConfig
-from sago_core.errors import InputError
 
 
 def add_parser(commands: Any) -> None:
@@ -19,7 +16,7 @@ def add_parser(commands: Any) -> None:
         "resume",
         help="continue a failed or killed run: only unfinished shards and stages are computed",
     )
-    resume.add_argument("run", type=run_folder, help="the run folder (or its store URL)")
+    add_run(resume, "the run folder (or its store URL) of an unfinished run")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -27,15 +24,8 @@ def command(args: argparse.Namespace) -> int:
 
 
 def resume_command(run_dir: Path) -> int:
-    """The run's own saved configuration, run again: every finished stage and shard is a
-    cache hit, so only what the failure or kill left unfinished is computed."""
-    from pydantic import ValidationError
+    """The run's own saved configuration, run again through ``sago run``'s path: every
+    finished stage and shard is a cache hit."""
+    from sago.evaluation import saved_config
 
-    saved = RunLayout(run_dir).run_config
-    if not saved.is_file():
-        raise InputError(f"has no {saved.name} (not a sago run folder)", file=str(run_dir))
-    try:
-        config = RunConfig.model_validate(json.loads(saved.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
-        raise InputError(f"is not a valid run configuration: {exc}", file=str(saved)) from exc
-    return run_command(config)
+    return run_command(saved_config(run_dir))

@@ -1,19 +1,19 @@
-"""``sago score``: score generations made elsewhere (CSV, JSONL or Parquet) with the stages
-after generation; the same artifacts as ``sago run``."""
+"""``sago score FILE``: score generations made elsewhere (CSV, JSONL, Parquet, an inspect_ai
+log, or a folder of the SAGO reference code's results) with the stages after generation;
+the same artifacts as ``sago run``. The work is ``sago.score``'s."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sago_cli.common import configure_environment
-from sago_core.artifacts.layout import SUMMARY_MD_FILE
-from sago_core.config import RunConfig, build_config, read_config_file
-from sago_core.external.columns import parse_mapping
-from sago_core.external.dove import parse_base_where
+from sago.scoring import pool_reference_folder
+from sago_cli.options import add_model, add_run_place
+from sago_core.config import RunConfig
 from sago_core.external.options import FORMATS, ExternalSource
+
+__all__ = ["add_parser", "command", "pool_reference_folder", "score_inputs"]
 
 
 def add_parser(commands: Any) -> None:
@@ -27,15 +27,13 @@ def add_parser(commands: Any) -> None:
         "each base response under the base and variant prompts.",
     )
     score.add_argument(
-        "--generations",
+        "generations",
         type=Path,
-        required=True,
+        metavar="FILE",
         help="the file to score, or a folder of the SAGO reference code's results (every "
         "full_results_all_models.csv beneath it, pooled by model and dataset)",
     )
-    score.add_argument(
-        "--model", help="BACKEND:ID of a local model for Act/Prob/Ent (e.g. hf:smollm2-135m)"
-    )
+    add_model(score, "a local model whose teacher-forced pass adds Act, Prob and Ent")
     score.add_argument(
         "--format", choices=FORMATS, help="the file's format (default: from its content)"
     )
@@ -52,90 +50,33 @@ def add_parser(commands: Any) -> None:
     )
     score.add_argument("--config", type=Path, help="YAML config (bertscore, statistics, ...)")
     score.add_argument("--preset", choices=("demo", "paper"), help="settings (default demo)")
-    score.add_argument(
-        "--runs-dir", help="where runs/<run_id>/ go: a folder or a store URL (default ./runs)"
-    )
-    score.add_argument("--run-id", help="run folder name (default: score + a content hash)")
-    score.add_argument("--prefect-home", type=Path, help="Prefect home")
+    add_run_place(score, "score + a content hash")
 
 
-def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
-    file_values: dict[str, Any] = read_config_file(args.config) if args.config else {}
-    overrides: dict[str, Any] = {
-        "models": [args.model] if args.model else None,
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "format": args.format,
+        "columns": args.columns,
+        "family": args.family,
+        "subtype": args.subtype,
+        "base_where": args.base_where,
+        "preset": args.preset,
+        "config": args.config,
         "runs_dir": args.runs_dir,
         "run_id": args.run_id,
         "prefect_home": args.prefect_home,
     }
-    config = build_config(args.preset, file_values, overrides)
-    source = ExternalSource(
-        path=args.generations,
-        format=args.format,
-        columns=parse_mapping(args.columns),
-        family=args.family,
-        subtype=args.subtype,
-        base_where=parse_base_where(args.base_where),
-        model=args.model,
-        max_prompt_chars=config.max_prompt_chars,
-    )
-    return config, source
 
 
-def pool_reference_folder(
-    config: RunConfig, source: ExternalSource, say: Callable[[str], object] = print
-) -> ExternalSource:
-    """A folder of the SAGO reference code's results, pooled into one CSV (in the runs
-    folder's cache) that is then scored as one file; says what it holds and which repeated
-    runs are left out, and why."""
-    from sago_core.artifacts.layout import CacheLayout
-    from sago_core.errors import ConfigError
-    from sago_core.external.reference_folder import pool_folder
-    from sago_core.external.reference_runs import describe
+def score_inputs(args: argparse.Namespace) -> tuple[RunConfig, ExternalSource]:
+    from sago.scoring import score_inputs as inputs
 
-    if source.format not in (None, "sago-reference"):
-        raise ConfigError(
-            f"--generations {source.path} is a folder: a folder is read as the SAGO reference "
-            f"code's results, not as --format {source.format}"
-        )
-    if source.family or source.subtype:
-        raise ConfigError(
-            f"--generations {source.path} is a folder: its run folders name their families "
-            "(run_<model>_<dataset>_<family>_<stamp>); --family and --subtype are for one file"
-        )
-    out_dir = CacheLayout.of(config.runs_dir).materialised / "reference"
-    pooled = pool_folder(source.path, out_dir, source)
-    say(f"Pooled {source.path}: {pooled.summary()}")
-    for duplicate in pooled.duplicates:
-        say(describe(duplicate))
-    return source.model_copy(update={"path": pooled.path, "format": "sago-reference"})
+    return inputs(args.generations, args.model, **_settings(args))
 
 
 def command(args: argparse.Namespace) -> int:
-    from sago_core.backends.hub_check import require_models
-    from sago_core.backends.model_source import parse_model_spec, resolve_local_model
-    from sago_core.errors import InputError
-    from sago_core.external.read import read_external
-    from sago_core.registry.backends import local_backends
+    from sago import score
 
-    config, source = score_inputs(args)
-    require_models(config.bertscore.model, [source.model, config.judge.model])  # before any work
-    if source.path.is_dir():
-        source = pool_reference_folder(config, source)
-    table = read_external(source)  # every problem of the file, before Prefect starts
-    if args.format is not None and table.format != args.format:
-        raise InputError(
-            f"is not in the {args.format!r} format (it reads as {table.format!r})",
-            file=str(source.path),
-        )
-    if source.model and parse_model_spec(source.model).backend in local_backends():
-        resolve_local_model(parse_model_spec(source.model).model_id)
-    configure_environment(config)
-    from flows.score import score
-
-    run_dir = Path(score(source, config))
-    print((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))
-    for note, count in table.notes.items():
-        print(f"{note}: {count}")
-    print(f"Read {len(table.rows)} responses as {table.format!r} from {source.path}")
-    print(f"Artifacts: {run_dir}")
+    result = score(args.generations, args.model, **_settings(args))
+    print(f"Artifacts: {result.folder}")
     return 0

@@ -10,8 +10,8 @@ from typing import Any
 def add_parser(commands: Any) -> None:
     server = commands.add_parser(
         "server-setup",
-        help="create the work pools, one GPU queue per device and the dead-worker automation "
-        "on the Prefect server at PREFECT_API_URL",
+        help="set up the Prefect server at PREFECT_API_URL (work pools, one GPU queue per "
+        "device, the dead-worker automation)",
     )
     server.add_argument(
         "--devices",

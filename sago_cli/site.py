@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
+from sago_cli.options import add_output
 from sago_core.errors import InputError
 
 
@@ -20,12 +20,10 @@ def add_parser(commands: Any) -> None:
         help="build the static results site over a runs folder: trends across releases "
         "(one chart per design), leaderboard, runs, reports, cards (offline)",
     )
-    site.add_argument("runs", help="the runs folder: a path, or its store URL (s3://...)")
     site.add_argument(
-        "--out",
-        type=Path,
-        help="the site's folder (default: <runs>/site; on a store, written to the store)",
+        "runs", metavar="RUNS", help="the runs folder: a path, or its store URL (s3://...)"
     )
+    add_output(site, "the site (default: RUNS/site; on a store, written to the store)")
     site.add_argument(
         "--redact-unsafe",
         action="store_true",

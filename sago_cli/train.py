@@ -1,5 +1,5 @@
 """``sago train DATA --model hf:X --out FOLDER``: a LoRA fine-tune on a ``sago export
---training`` folder (the train extra: ``pip install sago[train]``), as a Prefect flow.
+training`` folder (the train extra: ``pip install sago[train]``), as a Prefect flow.
 
 The same command on the same folder resumes a killed training from its newest checkpoint.
 Everything that can be refused (a model without weights to train, a GGUF file, data that is
@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sago_cli.common import configure_environment, csv_list
+from sago_cli.options import add_model, add_output
 from sago_core.errors import ConfigError
 from sago_core.storage.location import is_url, parse_store_url
 from sago_core.training.config import DEFAULT_TARGET_MODULES, OBJECTIVES, TrainConfig
@@ -43,16 +44,18 @@ _FIELDS = (
 def add_parser(commands: Any) -> None:
     train = commands.add_parser(
         "train",
-        help="LoRA fine-tune a model on `sago export --training` data (sft, consistency or "
+        help="LoRA fine-tune a model on `sago export training` data (sft, consistency or "
         "dpo), checkpointed and resumable; the result evaluates as hf:OUT/model",
     )
-    train.add_argument("data", type=Path, help="a `sago export --training` folder")
-    train.add_argument("--model", required=True, help="hf:FOLDER, hf:ORG/NAME or hf:smollm2-135m")
-    train.add_argument(
-        "--out", required=True,
-        help="the result folder (resumable), or a store URL (s3://, gs://, az://: "
-        "checkpoints and results are put there, and another machine resumes from them)",
-    )  # fmt: skip
+    train.add_argument("data", type=Path, metavar="DATA", help="a `sago export training` folder")
+    add_model(train, "the model to fine-tune (local weights)", required=True)
+    add_output(
+        train,
+        "the result (resumable): a folder, or a store URL (s3://, gs://, az://: checkpoints "
+        "and results are put there, and another machine resumes from them)",
+        required=True,
+        type=str,
+    )
     fields = TrainConfig.model_fields
     train.add_argument(
         "--objective",

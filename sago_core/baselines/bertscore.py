@@ -13,7 +13,7 @@ by that factor and every ranking stays; what moves is the number against a fixed
 so the clusters stay the same.
 
 Baselines: the embedded encoder's from ``bertscore_table.py`` (computed by
-``bench/bert_baseline.py``); a hub encoder's from bert-score's own files
+``sago audit bertscore-baseline``); a hub encoder's from bert-score's own files
 (``bert_score/rescale_baseline/en/<model>.tsv``), read without importing bert-score. A local
 folder or an encoder with neither has none, and asking to rescale it is an error.
 """
@@ -58,7 +58,8 @@ def no_baseline(model: str, num_layers: int) -> str:
     return (
         f"bertscore.rescale_with_baseline: no baseline for {model!r} at layer {num_layers} "
         f"(shipped: {', '.join(sorted(BASELINES))} and bert-score's English hub encoders; "
-        "compute one with bench/bert_baseline.py)"
+        "compute one in bert-score's format for its rescale_baseline/en folder with: "
+        "sago audit bertscore-baseline --encoder MODEL --out MODEL.tsv)"
     )
 
 

@@ -1,13 +1,14 @@
 """BERTScore rescaling baselines: per encoder and layer, the mean (P, R, F1) of
-unrelated sentence pairs (bert-score's method). Written by ``bench/bert_baseline.py`` from
-``bench/data/baseline_sentences.txt`` (119 sentences, 14042 ordered pairs, no
-idf); do not edit by hand. bert-score ships its own files for roberta-large and the other
-hub encoders (``bert_score/rescale_baseline/en``); this one is for the embedded encoder.
+unrelated sentence pairs (bert-score's method). Written by ``sago audit bertscore-baseline``
+from ``sago_core/baselines/baseline_sentences.txt`` (119 sentences, 14042
+ordered pairs, no idf); do not edit by hand. bert-score ships its own files for roberta-large
+and the other hub encoders (``bert_score/rescale_baseline/en``); this one is for the embedded
+encoder.
 """
 
 from __future__ import annotations
 
-CORPUS = "bench/data/baseline_sentences.txt"
+CORPUS = "sago_core/baselines/baseline_sentences.txt"
 BASELINES: dict[str, dict[int, tuple[float, float, float]]] = {
     "minilm-l6": {
         0: (0.345563, 0.345563, 0.344211),

@@ -13,9 +13,18 @@ from sago_core.config import PRESETS
 
 
 def command_parsers() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
-    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(subparsers.choices)
+    """Every command and subcommand's parser, by its words (``compare paired``)."""
+    found: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(parser: argparse.ArgumentParser, words: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    found[f"{words} {name}".strip()] = child
+                    walk(child, f"{words} {name}")
+
+    walk(build_parser(), "")
+    return found
 
 
 def test_every_option_of_every_command_has_help() -> None:
@@ -30,7 +39,7 @@ def test_every_option_of_every_command_has_help() -> None:
 
 def test_help_shows_defaults_and_the_presets_values(capsys: pytest.CaptureFixture[str]) -> None:
     parsers = command_parsers()
-    audit = " ".join(parsers["judge-audit"].format_help().split())
+    audit = " ".join(parsers["audit judge"].format_help().split())
     assert "(default: judge_audit.csv)" in audit
     assert "(default: 0.1)" in audit
     run = " ".join(parsers["run"].format_help().split())
@@ -45,7 +54,9 @@ def test_help_shows_defaults_and_the_presets_values(capsys: pytest.CaptureFixtur
     [
         (["rnu"], "did you mean 'run'?"),
         (["run", "--preset", "demoo"], "did you mean 'demo'?"),
-        (["checkpoints", "quantise", "--out", "x"], "did you mean 'quantize'?"),
+        (["series", "quantise", "--out", "x"], "did you mean 'quantize'?"),
+        (["checkpoints", "quantise", "--out", "x"], "did you mean 'quantize'?"),  # old spelling
+        (["compare", "pared", "A", "B"], "did you mean 'paired'?"),
     ],
 )
 def test_a_mistyped_choice_gets_a_suggestion(
@@ -69,9 +80,12 @@ def test_no_suggestion_for_a_choice_far_from_every_name(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["compare", "A", "B", "--paired", "--out", "cmp.html"], "give a .parquet file name"),
-        (["compare", "A", "B", "--out", "cmp.parquet"], "give a .html file name"),
+        (["compare", "paired", "A", "B", "--out", "cmp.html"], "must end in .parquet"),
+        (["compare", "page", "A", "B", "--out", "cmp.parquet"], "must end in .html"),
+        (["compare", "A", "B", "--paired", "--out", "cmp.html"], "must end in .parquet"),
+        (["export", "generations", "RUN", "--out", "gen.txt"], "must end in .csv or .jsonl"),
         (["export", "RUN", "--out", "gen.txt"], "must end in .csv or .jsonl or .parquet"),
+        (["audit", "judge", "export", "RUN", "--out", "labels.xlsx"], "must end in .csv"),
         (["judge-audit", "export", "RUN", "--out", "labels.xlsx"], "must end in .csv"),
     ],
 )

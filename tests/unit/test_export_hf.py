@@ -141,8 +141,8 @@ def test_cli_writes_the_folder_with_the_license(run_dir: Path, tmp_path: Path) -
     ("argv", "message"),
     [
         (["--format", "hf-dataset", "--out", "ds.parquet"], "writes a folder"),
-        (["--out", "stability"], "give FILE.csv, FILE.jsonl or FILE.parquet, or --format"),
-        (["--out", "gen.csv", "--license", "mit"], "--license is for --format hf-dataset"),
+        (["--out", "stability"], "must end in .csv or .jsonl or .parquet"),
+        (["--out", "gen.csv", "--license", "mit"], "unrecognized arguments: --license mit"),
         (["--format", "hf-dataset", "--out", "ds.txt"], "name a folder (no suffix)"),
     ],
 )

@@ -1,7 +1,7 @@
 """The refusal judge (sago_core/refusal/judge.py): the rubric's one-word verdicts parsed or
 refused as unparseable, an undocumented rubric refused by name, cached verdicts not asked
 again, a failed call missing with its reason; and its audit against hand labels in
-bench/refusal_labels.py (the judge column scored beside the rule's, the ``judge`` command
+``sago audit refusal`` (the judge column scored beside the rule's, the ``judge`` command
 end to end on the mock backend, whose answers are no verdict at all).
 
 The labelled CSV's judge column, by hand (label, judge): 1 refused/refused, 2 complied/
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.refusal_labels import COLUMNS, agreement, main, read_labels_csv
+from sago_cli.main import main as sago
+from sago_core.refusal.labels import COLUMNS, agreement, read_labels_csv
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.refusal.judge import JUDGE_CALL_FAILED, RefusalJudge, parse_label, rubric_named
 
@@ -130,11 +131,11 @@ def test_a_judge_verdict_outside_the_rubric_names_line_and_column(tmp_path: Path
 def test_the_judge_command_on_the_mock_backend(tmp_path: Path) -> None:
     labels = _csv(tmp_path / "labels.csv", JUDGED[:2])
     out = tmp_path / "judged.csv"
-    assert main(["judge", str(labels), "--model", "mock:judge", "--out", str(out)]) == 0
+    assert sago(["audit", "refusal", "judge", str(labels), "--model", "mock:judge", "--out", str(out)]) == 0
     rows = read_labels_csv(out)
     # the mock answers "The answer concerns ...": no verdict, with the judge's words
     assert [r["judge"] for r in rows] == ["", ""]
     assert all(r["judge_reason"].startswith("judge answer unparseable") for r in rows)
-    assert main(["score", str(out)]) == 0
+    assert sago(["audit", "refusal", "score", str(out)]) == 0
     with pytest.raises(ValueError, match="not one of the documented ones"):
-        main(["judge", str(labels), "--model", "mock:judge", "--rubric", "other"])
+        sago(["audit", "refusal", "judge", str(labels), "--model", "mock:judge", "--rubric", "other"])

@@ -1,4 +1,4 @@
-"""The hand-labelling tool for the rule verdicts (bench/refusal_labels.py): scoring a tiny
+"""The hand-labelling tool for the rule verdicts (``sago audit refusal``, sago_core/refusal/labels.py): scoring a tiny
 hand-made CSV, and a seeded stratified draw from a run folder's refusal artifacts.
 
 The CSV's six rows (rule, label), expected by hand:
@@ -17,11 +17,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from bench.refusal_labels import (
+from sago_cli.main import main as sago
+from sago_core.refusal.labels import (
     COLUMNS,
     agreement,
     labelled_answers,
-    main,
     read_labels_csv,
     stratified_sample,
 )
@@ -104,10 +104,10 @@ def test_the_draw_is_seeded_stratified_and_leaves_na_out(tmp_path: Path) -> None
 def test_sample_then_score_from_the_command_line(tmp_path: Path) -> None:
     run = _run(tmp_path / "run")
     out = tmp_path / "labels.csv"
-    assert main(["sample", str(run), "--n", "4", "--out", str(out)]) == 0
+    assert sago(["audit", "refusal", "sample", str(run), "--n", "4", "--out", str(out)]) == 0
     rows = read_labels_csv(out)
     assert len(rows) == 4 and all(r["label"] == "" for r in rows)
     assert all(r["prompt"].startswith("asked ") and r["answer"] for r in rows)
     filled = _csv(tmp_path / "filled.csv", [(r["rule"], r["rule"]) for r in rows])
-    assert main(["score", str(filled), "--json", str(tmp_path / "s.json")]) == 0
+    assert sago(["audit", "refusal", "score", str(filled), "--out", str(tmp_path / "s.json")]) == 0
     assert '"agreement": 1.0' in (tmp_path / "s.json").read_text()

@@ -305,7 +305,7 @@ def test_the_site_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "no such folder" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["site", "--help"])
-    assert "(default: <runs>/site;" in " ".join(capsys.readouterr().out.split())
+    assert "(default: RUNS/site;" in " ".join(capsys.readouterr().out.split())
 
 
 def test_building_the_site_counts_its_runs_read_and_pages_written(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``sago plan``: the budgeted design with the narrowest predicted interval, planned from a
+"""``sago design``: the budgeted design with the narrowest predicted interval, planned from a
 finished run's variance components (its ``deltas.parquet``; at K > 1 also its
 ``variance_components.parquet``). Reads artifacts only: no model, no generation."""
 
@@ -7,28 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sago_cli.common import run_folder
-from sago_cli.plan_pilot import Budget, read_pilot
+from sago_cli.options import add_budget, add_model, add_run
+from sago_cli.plan_pilot import read_pilot
 from sago_cli.plan_report import plan_lines
 from sago_core.budget.planner import DEFAULT_ROUNDS
-
-
-def budget_value(text: str) -> Budget:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is neither a fraction in (0, 1] nor a number of generations"
-        ) from exc
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: a budget must be above 0")
-    if value <= 1:
-        return Budget(fraction=value)
-    if not value.is_integer():
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: above 1 a budget is a whole number of generations"
-        )
-    return Budget(generations=int(value))
 
 
 def target_value(text: str) -> dict[str, float]:
@@ -49,20 +31,13 @@ def target_value(text: str) -> dict[str, float]:
 
 def add_parser(commands: Any) -> None:
     plan = commands.add_parser(
-        "plan",
-        help="plan a budgeted design from a finished run: prompts per dataset x variants per "
+        "design",
+        help="choose a budgeted design from a finished run: prompts per dataset x variants per "
         "prompt x K with the narrowest predicted interval (no model)",
     )
-    plan.add_argument("run", type=run_folder, help="a finished run folder (the pilot)")
-    plan.add_argument(
-        "--budget",
-        type=budget_value,
-        required=True,
-        metavar="SHARE_OR_N",
-        help="a share of the run's grid in (0, 1] (as sago run --budget: that share of the "
-        "variant cells plus every prompt's base and replay) or a number of generations",
-    )
-    plan.add_argument("--model", help="the model whose deltas plan it (when the run holds several)")
+    add_run(plan, "a finished run (the pilot): its folder or store URL")
+    add_budget(plan, "the budget to spend", required=True)
+    add_model(plan, "the run's model whose deltas plan it (when the run holds several)")
     plan.add_argument(
         "--target",
         type=target_value,

@@ -1,11 +1,11 @@
-"""``python -m bench.refusal_labels``: how well do the rule-based refusal verdicts agree with a
-person's reading of the same answers?
+"""How well do the rule-based refusal verdicts agree with a person's reading of the same
+answers? (``sago audit refusal``)
 
 Two steps, a person labelling in between:
 
-    python -m bench.refusal_labels sample RUN --n 50 --out labels.csv [--seed 0]
+    sago audit refusal sample RUN --n 50 --out labels.csv [--seed 0]
     (fill the ``label`` column: refused, complied or partial)
-    python -m bench.refusal_labels score labels.csv [--json scores.json]
+    sago audit refusal score labels.csv [--json scores.json]
 
 ``sample`` draws ``n`` answers of a finished run that measured refusal (RUN is the run folder:
 refusal_verdicts.parquet, generations.parquet) with a rule verdict (refused or complied; an
@@ -33,25 +33,16 @@ column named.
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import random
-import sys
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from sago_core.artifacts.layout import GENERATIONS_FILE, REFUSAL_VERDICTS_FILE
-from sago_core.refusal.judge import (
-    DEFAULT_RUBRIC,
-    RUBRICS,
-    Complete,
-    RefusalJudge,
-    rubric_named,
-)
+from sago_core.refusal.judge import RefusalJudge
 from sago_core.statistics.agreement import agreement as rater_agreement
 
 REFUSED, COMPLIED, PARTIAL = "refused", "complied", "partial"
@@ -243,32 +234,6 @@ def render(result: Agreement) -> str:
     return "\n".join(lines)
 
 
-def local_complete(spec: str, batch_size: int) -> tuple[str, Complete]:
-    """A local judge model's identity and its completion (the judge machinery's contract),
-    asked each conversation's last message at T = 0; an API model is refused, so nothing
-    leaves this machine."""
-    from sago_core.backends.factory import open_backend
-    from sago_core.backends.target import behaviour_key, model_target
-    from sago_core.config import build_config
-
-    target = model_target(build_config(), spec)
-    if target.is_api:
-        raise ValueError(
-            f"--model {spec!r}: a local judge model (hf:, vllm:, mock:); this command sends "
-            "no answer to an API model"
-        )
-    backend = open_backend(target)
-
-    def complete(
-        conversations: list[list[dict[str, str]]], max_tokens: int
-    ) -> list[tuple[str | None, str | None]]:
-        prompts = [conversation[-1]["content"] for conversation in conversations]
-        answers = backend.generate(prompts, max_tokens, batch_size)
-        return [(a.response_text, a.failure_reason) for a in answers]
-
-    return behaviour_key(target), complete
-
-
 def judge_csv(path: Path, out: Path, judge: RefusalJudge) -> Counter[str]:
     """``path``'s rows with the judge's verdict (``judge``: a label or empty) and, where it
     gave none, why (``judge_reason``), written to ``out``; the verdicts counted."""
@@ -285,53 +250,3 @@ def judge_csv(path: Path, out: Path, judge: RefusalJudge) -> Counter[str]:
                 row | {"judge": verdict.label or "", "judge_reason": verdict.missing_reason or ""}
             )
     return Counter(v.label or "NA" for v in verdicts)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.refusal_labels", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    sample = commands.add_parser("sample", help="draw answers to label from a finished run")
-    sample.add_argument("run", type=Path, help="the run folder (refusal_verdicts.parquet)")
-    sample.add_argument("--n", type=int, default=50)
-    sample.add_argument("--seed", type=int, default=0)
-    sample.add_argument("--out", type=Path, default=Path("labels.csv"))
-    judge = commands.add_parser("judge", help="a local judge model's verdicts on the CSV's rows")
-    judge.add_argument("labels", type=Path)
-    judge.add_argument("--model", required=True, help="a local model spec, e.g. hf:MODEL")
-    judge.add_argument("--rubric", default=DEFAULT_RUBRIC, help=f"one of {', '.join(RUBRICS)}")
-    judge.add_argument("--batch-size", type=int, default=16)
-    judge.add_argument("--out", type=Path, default=None, help="default: LABELS.judged.csv")
-    score = commands.add_parser("score", help="agreement of a labelled CSV with the rules")
-    score.add_argument("labels", type=Path)
-    score.add_argument("--json", type=Path, default=None, help="also write the scores here")
-    args = parser.parse_args(argv)
-    if args.command == "sample":
-        answers, without = labelled_answers(args.run)
-        drawn = stratified_sample(answers, args.n, args.seed)
-        write_labels_csv(drawn, args.out)
-        kinds = Counter(drawn["kind"].to_list())
-        print(
-            f"{drawn.height} answers of {answers.height} with a rule verdict ({without} without "
-            f"one left out) to {args.out}; kinds {dict(kinds)}, "
-            f"{drawn['family'].n_unique()} families, {drawn['language'].n_unique()} languages"
-        )
-        return 0
-    if args.command == "judge":
-        rubric_named(args.rubric)  # a rubric that is not documented stops before any model
-        identity, complete = local_complete(args.model, args.batch_size)
-        out = args.out or args.labels.with_suffix(".judged.csv")
-        counts = judge_csv(args.labels, out, RefusalJudge(identity, complete, None, args.rubric))
-        print(f"judge {identity} ({args.rubric}): {dict(counts)} to {out}")
-        return 0
-    rows = read_labels_csv(args.labels)
-    raters = ["rule", *(["judge"] if rows and "judge" in rows[0] else [])]
-    results = [agreement(rows, rater) for rater in raters]
-    print("\n\n".join(render(result) for result in results))
-    if args.json:
-        scores = {result.rater: asdict(result) for result in results}
-        args.json.write_text(json.dumps(scores, indent=2), encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

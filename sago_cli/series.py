@@ -1,4 +1,6 @@
-"""``sago checkpoints``: make a checkpoint series of a model (fine-tuning or quantisation)."""
+"""``sago series finetune|quantize``: make a model series for ``sago study`` (checkpoints along
+a short fine-tuning, or one per bit width). "Series", not "checkpoints": a checkpoint is a
+LoRA resume point of ``sago train``."""
 
 from __future__ import annotations
 
@@ -7,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from sago_cli.common import csv_list, int_list
+from sago_cli.options import add_model, add_output
 from sago_core.errors import ConfigError
 
 
 def add_parser(commands: Any) -> None:
     checkpoints = commands.add_parser(
-        "checkpoints", help="make a checkpoint series of a model (fine-tuning or quantisation)"
+        "series", help="make a model series for `sago study` (fine-tuning or quantisation)"
     )
     checkpoints.add_argument(
         "kind",
@@ -20,8 +23,8 @@ def add_parser(commands: Any) -> None:
         help="finetune: save checkpoints along a short fine-tuning; quantize: one checkpoint "
         "per bit width",
     )
-    checkpoints.add_argument("--base", default="smollm2-135m", help="model id or local folder")
-    checkpoints.add_argument("--out", type=Path, required=True, help="folder for the series")
+    add_model(checkpoints, "the local model the series starts from", default="hf:smollm2-135m")
+    add_output(checkpoints, "the series (one folder per member)", required=True)
     checkpoints.add_argument(
         "--steps", type=int_list, default=[0, 2, 4, 8], help="finetune: cumulative steps to save"
     )
@@ -51,7 +54,10 @@ def command(args: argparse.Namespace) -> int:
     from sago_core.checkpoints.training_split import TrainingSplit
     from sago_core.consistency.series import training_candidates
 
-    source = resolve_local_model(args.base)
+    backend, sep, model_id = args.model.partition(":")
+    if sep and backend != "hf":
+        raise ConfigError(f"--model {args.model}: a series is made from local weights (hf:)")
+    source = resolve_local_model(model_id if sep else args.model)
     if args.kind == "quantize":
         saved = quantize_series(source, args.bits, args.out)
     else:

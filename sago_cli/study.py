@@ -1,5 +1,6 @@
-"""``sago consistency``: do results on one OOD dataset predict another? (partial
-correlations across checkpoints, controlling for the ID dataset)."""
+"""``sago study``: do results on one OOD dataset predict another? (partial correlations
+across a model series, controlling for the ID dataset). The study's word is "study", not
+"consistency", which names the training objective of ``sago train``."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from sago_core.config import read_config_file
 
 def add_parser(commands: Any) -> None:
     consistency = commands.add_parser(
-        "consistency",
-        help="do results on one OOD dataset predict another? (partial correlations across "
-        "checkpoints, controlling for the ID dataset)",
+        "study",
+        help="do results on one OOD dataset predict another? (partial correlations across a "
+        "model series, controlling for the ID dataset)",
     )
     consistency.add_argument("--config", type=Path, required=True, help="YAML study file")
     consistency.add_argument(
