@@ -6,6 +6,7 @@ missing with the reason)."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -19,6 +20,14 @@ from tests.grids import tiny_variants
 pytestmark = pytest.mark.slow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "external"
+PUNCTUATION = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "reference"
+    / "closed_models"
+    / "run_gemini_2_5_flash_trivia_qa_punctuation_20260501_031700"
+    / "full_results_all_models.csv"
+)
 KEY = ["model", "dataset", "prompt_id", "variant_id", "axis"]
 EXACT = ("bleu", "bert", "mr")
 MODEL_AXES = ("act", "prob", "ent")
@@ -141,7 +150,7 @@ def test_reference_csv_scores_each_row_against_its_own_base(tmp_path: Path, harn
     }
     # the base asked again repeats its base answer word for word: BLEU 100, delta 0
     assert bleu[("1", "replay:base:1:global")] == 0.0
-    # "They pass through." against prompt 0's base (sample 0, its first base answer)
+    # "They pass through." against the base answer asked on its own row
     assert bleu[("0", "register:-2:prefix")] < -50 and bleu[("0", "register:-4:suffix")] < -50
     # one prompt, one unit: its other base answers are base samples, not prompts
     assert set(pl.read_parquet(run_dir / "scores.parquet")["prompt_id"]) == {"0", "1", "2"}
@@ -177,3 +186,68 @@ def test_other_harnesses_logs_with_three_templates_score_to_a_report(
     assert NO_MODEL in set(model_axes["missing_reason"])
     report = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "External generations:" in report and Path(fixture).name in report
+
+
+def _api_results(path: Path, model: str, prompts: set[str], changed: bool = False) -> Path:
+    """Rows of the reference's Gemini punctuation CSV for ``prompts``, answered by ``model``
+    (``changed``: every other variant answers as its base did, another model's answers)."""
+    with PUNCTUATION.open(encoding="utf-8", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["prompt_id"] in prompts]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for i, row in enumerate(rows):
+            answer = row["response_orig"] if changed and i % 2 else row["response_pert"]
+            writer.writerow({**row, "model": model, "response_pert": answer})
+    return path
+
+
+def test_runs_scored_from_an_api_models_csv_go_wherever_runs_go(
+    tmp_path: Path, harness: None
+) -> None:
+    """Runs whose models are API models' names (no BACKEND:ID): the results site builds over
+    them and shows them by name, compare (page and paired) and the card take them, and no
+    page of the site holds a path of this machine (the site is made to be published)."""
+    from flows.score import score
+    from sago_core.external.options import ExternalSource
+    from sago_core.report.card import write_card
+    from sago_core.report.compare import compare_runs
+    from sago_core.report.paired_runs import compare_paired, render_paired
+    from sago_core.site.build import build_site
+
+    first, other = {"0", "1", "2", "3"}, {"4", "5", "6", "7"}
+    inputs = tmp_path / "inputs"
+    files = {
+        "flash": _api_results(inputs / "flash.csv", "gemini-2.5-flash", first),
+        "pro": _api_results(inputs / "pro.csv", "gemini-2.5-pro", first, changed=True),
+        "flash-later": _api_results(inputs / "later.csv", "gemini-2.5-flash", other),
+    }
+    runs = tmp_path / "runs"
+    folders = {}
+    for run_id, path in files.items():
+        config = _config(runs).model_copy(update={"run_id": run_id})
+        source = ExternalSource(path=path, family="noise", subtype="punctuation")
+        folders[run_id] = Path(score(source, config))
+    flash, pro = folders["flash"], folders["pro"]
+    comparison = compare_paired(flash, pro, 0.02)
+    assert set(comparison.table["model_a"]) == {"gemini-2.5-flash"}
+    assert set(comparison.table["model_b"]) == {"gemini-2.5-pro"}
+    text_axes = comparison.table.filter(pl.col("axis").is_in(EXACT))
+    assert text_axes.height > 0 and set(text_axes["n"]) == {4}  # one unit per prompt
+    assert "gemini-2.5-pro" in render_paired(comparison)
+    assert "gemini-2.5-pro" in compare_runs([flash, pro])
+    write_card(pro, flash)
+    card = (pro / "card.md").read_text(encoding="utf-8")
+    assert "gemini-2.5-pro, known by its name only" in card
+
+    index = build_site(runs, tmp_path / "site")
+    pages = [p for p in index.parent.rglob("*") if p.suffix in {".html", ".json"}]
+    text = index.read_text(encoding="utf-8")
+    assert "gemini-2.5-flash" in text and "gemini-2.5-pro" in text
+    for run_id in folders:
+        assert (index.parent / "runs" / run_id / "index.html").is_file(), run_id
+    # the later flash run asks other prompts: its own line, with the reason, by run id
+    assert "Not joined to line 1" in text and "flash-later/scores.parquet" in text
+    leaked = [p.name for p in pages if str(tmp_path) in p.read_text(encoding="utf-8")]
+    assert not leaked

@@ -228,3 +228,43 @@ def test_a_prompt_file_in_json_lines_splits_on_newlines_only(tmp_path: Path) -> 
     )
     records = read_records(path)
     assert [r["question"] for r in records] == ["Line\u2028separator\u0085next\u2029para", "two"]
+
+
+def test_a_file_in_the_input_schema_pairs_a_variant_with_a_base_sample_it_names(
+    tmp_path: Path,
+) -> None:
+    """``paired_base``: the variant is compared with that base sample's answer (a replay of
+    the base), not with the base row's; a name that is no base sample of the prompt is an
+    error naming the row and the column."""
+    import polars as pl
+
+    from sago_core.external.frames import model_generations, rows_frame
+    from sago_core.stages.pairs import score_pairs
+
+    header = [*HEADER, "paired_base"]
+    rows = [
+        ["d", "1", "base", "Hi?", "Hello there.", ""],
+        ["d", "1", "replay:base:1:global", "Hi?", "Good morning.", ""],
+        ["d", "1", "noise:spacing:5:global", "Hi  ?", "Good morning.", "replay:base:1:global"],
+        ["d", "1", "noise:spacing:9:global", "H i ?", "Good morning.", ""],
+    ]
+    path = _write(tmp_path / "g.csv", rows, header)
+    table = read_external(ExternalSource(path=path))
+    generations = model_generations(
+        rows_frame(table.rows, path.name, "0" * 64), "external", None, None
+    )
+    pairs = score_pairs(
+        generations, lambda h, r: [float(a == b) for a, b in zip(h, r, strict=True)]
+    )
+    bleu = dict(zip(pairs["variant_id"], pairs["bleu"], strict=True))
+    assert bleu["noise:spacing:5:global"] == 100.0  # its own base answer, word for word
+    assert bleu["noise:spacing:9:global"] < 100.0  # blank: the base row's answer
+    assert pairs.filter(pl.col("variant_id") == "noise:spacing:5:global")["bert_f1"][0] == 1.0
+    rows[2][5] = "replay:base:2:global"
+    with pytest.raises(InputError, match="no base sample of prompt '1'") as caught:
+        _read(_write(tmp_path / "bad.csv", rows, header))
+    assert (caught.value.row, caught.value.column) == (3, "paired_base")
+    rows[2][5], rows[0][5] = "", "base"
+    with pytest.raises(InputError, match="compared with nothing") as caught:
+        _read(_write(tmp_path / "bad.csv", rows, header))
+    assert (caught.value.row, caught.value.column) == (1, "paired_base")

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from sago_core.external.frames import model_generations, rows_frame, unmeasured_analysis
 from sago_core.external.options import ExternalSource
@@ -97,3 +98,59 @@ def test_every_base_answer_is_a_base_sample_of_its_prompt() -> None:
             if r["strength"] != "0"
         }
     assert sum(r.variant_id == BASE_VARIANT_ID for r in table.rows) == 16
+
+
+def _excerpt(tmp_path: Path, prompts: int) -> Path:
+    """The file's first ``prompts`` prompts, every row of each, as the reference wrote them."""
+    rows = _file_rows()
+    keep = list(dict.fromkeys(r["prompt_id"] for r in rows))[:prompts]
+    path = tmp_path / FILE.name
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(r for r in rows if r["prompt_id"] in keep)
+    return path
+
+
+def test_each_variant_is_compared_with_the_base_answer_asked_on_its_own_row(
+    tmp_path: Path,
+) -> None:
+    """The reference computes each row's delta against the base answer asked on that row:
+    sago's per-row BLEU deltas are sacrebleu's sentence BLEU of the row's own pair minus 100
+    (computed here with sacrebleu itself); only the aggregation (one unit per prompt) is
+    sago's, so n is the number of prompts."""
+    import sacrebleu
+
+    excerpt = _excerpt(tmp_path, 4)
+    rows = [r for r in _file_rows() if r["prompt_id"] in {"0", "1", "2", "3"}]
+    variants = [r for r in rows if r["strength"] != "0"]
+    table = read_external(ExternalSource(path=excerpt, family="noise", subtype="punctuation"))
+    frame = rows_frame(table.rows, excerpt.name, "0" * 64)
+    generations = model_generations(frame, "gemini-2.5-flash", None, None)
+    pairs = score_pairs(generations, lambda h, r: [0.0] * len(h))
+    deltas = compute_deltas(
+        generations, unmeasured_analysis(generations), pairs, detect_mirroring_frame(generations)
+    )
+    bleu_rows = deltas.filter(pl.col("axis") == "bleu").iter_rows(named=True)
+    got = {(r["prompt_id"], r["variant_id"]): r["delta"] for r in bleu_rows}
+
+    def bleu_delta(answer: str, base: str) -> float:
+        return float(sacrebleu.sentence_bleu(answer, [base]).score) - 100.0
+
+    own = {
+        (r["prompt_id"], f"noise:punctuation:{r['strength']}:global"): bleu_delta(
+            r["response_pert"], r["response_orig"]
+        )
+        for r in variants
+    }
+    assert len(own) == len(variants) == 20
+    for key, expected in own.items():
+        assert got[key] == pytest.approx(expected, abs=1e-9), key
+    # the pairing matters here: against each prompt's first base answer, as every variant
+    # was compared before, several rows get another delta
+    first_base = {r["prompt_id"]: r["response_orig"] for r in reversed(rows)}
+    first = [bleu_delta(r["response_pert"], first_base[r["prompt_id"]]) for r in variants]
+    assert sum(abs(a - b) > 1 for a, b in zip(first, own.values(), strict=True)) >= 3
+    summary = summarize(score_prompts(deltas))
+    bleu = summary.filter((pl.col("axis") == "bleu") & (pl.col("dataset") == POOLED))
+    assert bleu["n"].to_list() == [4]
