@@ -84,3 +84,17 @@ def test_a_family_is_the_architecture_in_config_json(tmp_path: Path) -> None:
     c = folder("c", **{**small, "num_hidden_layers": 4})
     assert model_family(a) == model_family(b) != model_family(c)
     assert model_family("litellm:openai/gpt-4o-mini") == "litellm:openai/gpt-4o-mini"
+
+
+def test_a_model_known_by_name_only_is_its_own_family_and_identity() -> None:
+    """A run scored from a file names its model as the file did (an API model's name,
+    ``external``): no spec, never parsed as one; its family and identity are its name."""
+    from sago_core.backends.model_source import RecordedModel
+    from sago_core.watch.releases import identity_of, model_family
+
+    for name in ("gemini-2.5-flash", "external", "openai:gpt-4o"):
+        assert RecordedModel.of(name).spec is None
+        assert model_family(name) == identity_of(name) == name
+    recorded = RecordedModel.of("hf:smollm2-135m")
+    assert recorded.spec is not None and recorded.local_id == "smollm2-135m"
+    assert RecordedModel.of("litellm:openai/gpt-4o-mini").local_id is None

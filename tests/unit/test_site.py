@@ -322,3 +322,44 @@ def test_building_the_site_counts_its_runs_read_and_pages_written(tmp_path: Path
         (0, runs, False),
         (2 * runs, 2 * runs, True),
     ]
+
+
+def test_a_site_names_runs_by_id_and_files_by_name_never_this_machines_paths(
+    tmp_path: Path,
+) -> None:
+    """A run scored from an API model's file (its model a name, no BACKEND:ID) builds into
+    the site under that name; the runs folder, the scored file, the run a card compared
+    with, a configuration's places and a refused pairing's files are named, never printed
+    as paths of this machine."""
+    root = tmp_path / "runs"
+    scored_file = tmp_path / "inputs" / "results.csv"
+    config = {**CONFIG, "runs_dir": str(root), "prefect_home": str(tmp_path / "prefect")}
+    first = _run(root, "scored-1", {"gemini-2.5-flash": ("", {"act": None})}, config)
+    later = _run(root, "scored-2", {"gemini-2.5-flash": ("", {"act": None})}, config, prompts=4)
+    for folder in (first, later):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest["models"], manifest["external"] = {}, {"file": str(scored_file)}
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+        (folder / "report.html").write_text(
+            f"<html><body>External generations: <code>{scored_file}</code> in "
+            f"{folder}</body></html>"
+        )
+    card = {"paired": {"against": str(first), "rows": []}, "paired_note": None}
+    (later / "card.json").write_text(json.dumps(card))
+    (later / "card.html").write_text(f"<html><body>A = gemini-2.5-flash ({first})</body></html>")
+
+    index = build_site(root, tmp_path / "site")
+    text = index.read_text(encoding="utf-8")
+    assert "gemini-2.5-flash" in text
+    assert "<code>runs</code>" in text  # the runs folder by its name
+    # the later run asks another prompt: its own line, the reason naming files by run id
+    assert "Not joined to line 1" in text and "scored-2/scores.parquet" in text
+    pages = list(index.parent.rglob("*.html"))
+    assert len(pages) >= 7
+    assert [p for p in pages if str(tmp_path) in p.read_text(encoding="utf-8")] == []
+    run_page = (index.parent / "runs" / "scored-2" / "index.html").read_text(encoding="utf-8")
+    assert '"runs_dir": "runs"' in run_page and '"prefect_home": "prefect"' in run_page
+    report = (index.parent / "runs" / "scored-2" / "report.html").read_text(encoding="utf-8")
+    assert "<code>results.csv</code> in scored-2" in report
+    copied_card = (index.parent / "runs" / "scored-2" / "card.html").read_text(encoding="utf-8")
+    assert "A = gemini-2.5-flash (scored-1)" in copied_card
