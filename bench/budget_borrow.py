@@ -54,7 +54,7 @@ import numpy as np
 from bench.budget import ALPHA, budget_rows, full_truth, load_grid, replay
 from sago_core.budget.cells import GridValues
 from sago_core.budget.design import index_grid
-from sago_core.budget.estimate import MAX_CORRECTION, Z95
+from sago_core.budget.estimate import Z95
 from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, look_levels
 from sago_core.scoring.significance import one_sided_t_test
@@ -67,6 +67,9 @@ WARM_ITERATIONS = 15  # a bootstrap refit's sweeps, from the point fit
 BOOTSTRAP = 50
 FOLDS = 10  # cross-validation folds for the bootstrap's residuals
 MODELS = ("add", "rank1")
+
+# The bias correction moves a root by at most this share of it.
+MAX_CORRECTION = 0.25
 
 
 @dataclass(frozen=True)

@@ -11,28 +11,25 @@ position) each prompt kept. A budgeted run samples it in two stages:
    finest ``level`` the first round affords with two cells per stratum per prompt (one
    where a stratum holds one kind):
    ``position`` = family x subtype x position, ``subtype`` = family x subtype, ``family``.
-   (At the issue's finest level, family x subtype x strength x position, a stratum holds one
-   cell per prompt, so within a prompt it cannot be sampled; that level is balanced across
-   prompts instead, below.)
+   (At the finest level, family x subtype x strength x position, a stratum holds one cell
+   per prompt, so within a prompt it cannot be sampled.)
 
-Balance across prompts: the kinds of each (dataset, stratum) are put in one random order
-(a permutation drawn from the seed), each sampled prompt starts reading it at its own offset
-(prompts spread evenly around the circle) and takes the first ``M_h`` kinds it kept. Every
-prompt's cells in a stratum are then, marginally, a simple random sample of ``M_h`` of its
-kept kinds (a uniformly random permutation read from a fixed place gives a uniformly random
-subset, also after the kinds a prompt did not keep are skipped), while across the dataset's
-prompts every kind (strength and position included) is asked about equally often: at least
-once per dataset as soon as n x M_h reaches the stratum's kind count.
-
-A systematic reading (kinds sorted by strength, read in van der Corput order) was tried:
-more precise, but such a sample has no unbiased variance estimator, and the simple-random-
-sample bootstrap of estimate.py then over-corrected the root's bias (+1% to +2% of SGS at a
-quarter of the cells, against +0.3% to +0.6% here): not kept.
+Each sampled prompt reads its own random order of each stratum's kinds (a generator
+seeded by (seed, dataset, prompt id), as HELM seeds a perturbation by its instance) and
+takes the first ``M_ih`` kinds it kept: its cells in a stratum are a simple random sample of
+``M_ih`` of its kept kinds, drawn independently of every other prompt's. The orders used to
+be one shared permutation per stratum read from staggered offsets, which spread the kinds
+evenly over the dataset; but then prompt i's kinds told which kinds the others drew, and
+through their values steered i's later allocation (sequential.py), a channel that made the
+realised-count estimator biased by 2-4% of the mean square. Independent orders close it.
 
 So a cell's inclusion probability is exact and simple: pi = (n / N) x (m_ih / V_ih), with
-V_ih the prompt's kept kinds in the stratum and m_ih = min(M_h, V_ih). Rounds only raise
-``M_h``: round k's cells are the cells of the counts after round k minus those before it,
-a deterministic function of (seed, dataset, the counts), so a rerun asks for the same cells.
+V_ih the prompt's kept kinds in the stratum and m_ih = min(M_ih, V_ih), as long as M_ih
+does not depend on prompt i's own values: sequential.py sets the later rounds' counts from
+the other prompts' pilot cells only, so given them M_ih is fixed and pi is the design's
+probability, valid for reweighting. Rounds only raise ``M_ih``: round k's cells are the
+cells of the counts after round k minus those before it, a deterministic function of
+(seed, dataset, prompt, the counts), so a rerun asks for the same cells.
 """
 
 from __future__ import annotations
@@ -174,14 +171,13 @@ def _rng(seed: int, *parts: str) -> np.random.Generator:
 @dataclass(frozen=True)
 class Design:
     """The random parts of a budgeted design, fixed by (seed, grid): which prompts are
-    sampled (the first ``n_j`` of each dataset's order), each stratum's kind order, and
-    each prompt's offset into it."""
+    sampled (the first ``n_j`` of each dataset's order) and each cell's place in its
+    prompt's own reading order of its stratum (0 is read first)."""
 
     layout: Layout
     prompt_order: tuple[np.ndarray, ...]  # per dataset: prompt indices, random order
     sampled_prompts: np.ndarray  # per dataset: n_j
-    kind_order: tuple[np.ndarray, ...]  # per stratum: its kind codes in a random order
-    offset: np.ndarray  # prompts x strata: where the prompt starts reading the kind order
+    place: np.ndarray  # per cell: its rank in its (prompt, stratum) reading order
     seed: int = 0
 
     def prompt_sampled(self) -> np.ndarray:
@@ -197,22 +193,24 @@ def draw_design(layout: Layout, seed: int, prompts: Sequence[int] | None = None)
     if (n < 1).any():
         raise ValueError("budget: every dataset needs at least one sampled prompt")
     prompt_order = []
-    rank = np.zeros(len(layout.prompts), dtype=np.int64)
     for j, name in enumerate(layout.datasets):
         members = np.flatnonzero(layout.prompt_dataset == j)
-        order = members[_rng(seed, "prompts", name).permutation(len(members))]
-        prompt_order.append(order)
-        rank[order] = np.arange(len(order))
-    kind_order = []
-    offset = np.zeros(layout.sizes.shape, dtype=np.int64)
-    for h, (name, key) in enumerate(layout.strata):
-        k = int(layout.kinds_per_stratum[h])
-        kind_order.append(_rng(seed, "kinds", name, *key).permutation(k))
-        j = int(layout.stratum_dataset[h])
-        members = layout.prompt_dataset == j
-        # the sampled prompt of rank r starts at floor(r K / n): evenly around the circle
-        offset[members, h] = (rank[members] * k) // max(int(n[j]), 1) % k
-    return Design(layout, tuple(prompt_order), n, tuple(kind_order), offset, seed)
+        prompt_order.append(members[_rng(seed, "prompts", name).permutation(len(members))])
+    # one uniform key per cell from its prompt's own generator, in the grid's kind order
+    # (kind codes), so a prompt's order does not depend on the grid's row order
+    key = np.empty(len(layout.stratum))
+    by_prompt = np.argsort(layout.prompt_code, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(layout.prompt_code[by_prompt])) + 1]
+    for cells in np.split(by_prompt, starts[1:]):
+        dataset, prompt = layout.prompts[int(layout.prompt_code[cells[0]])]
+        cells = cells[np.lexsort((layout.kind_code[cells], layout.stratum[cells]))]
+        key[cells] = _rng(seed, "kinds", dataset, prompt).random(len(cells))
+    order = np.lexsort((key, layout.stratum, layout.prompt_code))
+    group = layout.prompt_code[order] * len(layout.strata) + layout.stratum[order]
+    first = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
+    place = np.empty(len(order), dtype=np.int64)
+    place[order] = np.arange(len(order)) - np.repeat(first, np.diff(np.r_[first, len(order)]))
+    return Design(layout, tuple(prompt_order), n, place, seed)
 
 
 def _per_cell(layout: Layout, counts: np.ndarray) -> np.ndarray:
@@ -227,22 +225,7 @@ def select_cells(design: Design, counts: np.ndarray) -> np.ndarray:
     prompt, ``counts[i, h]``) cells of each sampled prompt (capped by what it kept)."""
     layout = design.layout
     sampled = design.prompt_sampled()
-    # each cell's place in its prompt's reading of the stratum's kind order
-    place = np.empty(len(layout.stratum), dtype=np.int64)
-    for h, order in enumerate(design.kind_order):
-        where = np.empty(len(order), dtype=np.int64)
-        where[order] = np.arange(len(order))
-        cells = layout.stratum == h
-        start = design.offset[layout.prompt_code[cells], h]
-        place[cells] = (where[layout.kind_code[cells]] - start) % len(order)
-    # rank among the prompt's kept kinds of the stratum, in reading order
-    key = np.lexsort((place, layout.stratum, layout.prompt_code))
-    rank = np.empty(len(place), dtype=np.int64)
-    group = layout.prompt_code[key] * len(layout.strata) + layout.stratum[key]
-    starts = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
-    run = np.arange(len(key)) - np.repeat(starts, np.diff(np.r_[starts, len(key)]))
-    rank[key] = run
-    return sampled[layout.prompt_code] & (rank < _per_cell(layout, counts))
+    return sampled[layout.prompt_code] & (design.place < _per_cell(layout, counts))
 
 
 def inclusion_probability(design: Design, counts: np.ndarray) -> np.ndarray:

@@ -72,13 +72,16 @@ from sago_core.budget.allocation import (
 )
 from sago_core.budget.cells import GridValues
 from sago_core.budget.design import LEVELS, Layout, Level, index_grid, minimum_counts
-from sago_core.budget.estimate import Z95, ZERO_BOUND_ALPHA, full_scores
+from sago_core.budget.estimate import Z95, full_scores
 from sago_core.config import BudgetSettings
 from sago_core.vocabulary import POOLED
 
 PROMPT_OVERHEAD = 2  # generations a sampled prompt costs besides its variants
 DEFAULT_ROUNDS: int = BudgetSettings.model_fields["rounds"].default
 Scope = Literal["grid", "population"]
+
+# One-sided level of the upper bound on an event rate after 0 events (expected_floor).
+ZERO_BOUND_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -143,9 +146,11 @@ def variance_components(layout: Layout, values: np.ndarray) -> list[Components]:
 def expected_floor(c: Components, m: float) -> tuple[float, float]:
     """(p0, f): the expected share of prompts whose m sampled cells all show 0 (the
     hypergeometric chance per prompt, 1 for a prompt without a non-zero cell) and the
-    estimator's floor on such a prompt's root variance, ms_up / 4 with the cells spread
-    evenly over the prompt's strata (estimate.zero_root_floor). (0, 0) where the dataset
-    shows no non-zero cell or every cell is asked."""
+    variance of such a prompt's root, ms_up / 4 with the cells spread evenly over the
+    prompt's strata, ms_up the Clopper-Pearson upper bound on its event rate times the
+    dataset's mean non-zero d^2 (a stand-in for the empirical-Bayes root's posterior
+    variance, estimate.py, which the pilot cannot give before the run). (0, 0) where the
+    dataset shows no non-zero cell or every cell is asked."""
     if c.event_d2 <= 0 or not c.events or m >= c.variants:
         return 0.0, 0.0
     shares = [no_event_chance(v, k, m) for v, k in c.events]

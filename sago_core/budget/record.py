@@ -1,6 +1,10 @@
 """What a budgeted run leaves beside its usual artifacts (run folder): ``budget.json`` (the
 rounds, the cells asked, why it stopped, the verdicts), ``budget_cells.parquet`` (every
-cell of the grid, the round that asked it and its inclusion probability),
+cell of the grid, the round that asked it and its inclusion probability: the design's, for
+every cell of a sampled prompt, asked or not, at the counts of the round the run stopped
+after; 0 for a prompt not sampled. The counts do not depend on the prompt's own values
+(sequential.py), so these probabilities are valid Horvitz-Thompson weights; runs written
+before held them for the asked cells only, 0 elsewhere),
 ``budget_prompts.parquet`` (the design-based per-prompt scores) and
 ``budget_estimates.parquet`` (each model, dataset and axis: the estimate of the full grid's
 SGS with its design interval)."""
@@ -22,7 +26,7 @@ from sago_core.artifacts.layout import (
 from sago_core.artifacts.schemas import BUDGET_CELLS, BUDGET_ESTIMATES, BUDGET_PROMPTS
 from sago_core.artifacts.store import write_json, write_parquet
 from sago_core.budget.design import inclusion_probability, select_cells
-from sago_core.budget.estimate import Z95, dataset_estimate, pooled_estimate
+from sago_core.budget.estimate import dataset_estimates, pooled_estimate
 from sago_core.budget.rounds import BudgetedDesign, column_name
 from sago_core.budget.sequential import BudgetResult
 from sago_core.vocabulary import POOLED
@@ -40,7 +44,7 @@ def cells_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFrame:
     return design.cells.frame().with_columns(
         pl.Series("asked", result.observed),
         pl.Series("round", np.where(result.observed, first, 0)).replace(0, None),
-        pl.Series("inclusion_probability", np.where(result.observed, pi, 0.0)),
+        pl.Series("inclusion_probability", pi),
     )
 
 
@@ -72,7 +76,6 @@ def prompts_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFrame:
 
 def estimates_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFrame:
     layout = design.design.layout
-    population = layout.prompts_per_dataset
     rows = []
     for model, axis in design.columns:
         name = column_name(model, axis)
@@ -80,16 +83,8 @@ def estimates_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFram
         if estimates is None:
             continue
         target = design.target.get(name)
-        per_dataset = []
-        for j, dataset in enumerate(layout.datasets):
-            members = layout.prompt_dataset == j
-            estimate = dataset_estimate(
-                estimates.s[members],
-                estimates.s_var[members],
-                int(design.design.sampled_prompts[j]),
-                int(population[j]),
-            )
-            per_dataset.append(estimate)
+        per_dataset = dataset_estimates(layout, estimates, design.design.sampled_prompts)
+        for dataset, estimate in zip(layout.datasets, per_dataset, strict=True):
             if estimate is not None:
                 rows.append((model, dataset, axis, estimate, target))
         pooled = pooled_estimate(per_dataset)
@@ -103,7 +98,7 @@ def estimates_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFram
                 "axis": a,
                 "sgs": e.value,
                 "variance": e.variance,
-                "half_width": e.half_width(Z95),
+                "half_width": e.half_width(),
                 "prompts": e.prompts,
                 "target": t,
             }

@@ -49,7 +49,6 @@ from sago_core.budget.design import Layout, draw_design, index_grid, select_cell
 from sago_core.budget.estimate import estimate_prompts
 from sago_core.budget.run_cells import CELL_ID, RunCells, cell_values, run_cells
 from sago_core.errors import InputError
-from sago_core.statistics.intervals import stable_seed
 from sago_core.vocabulary import AXES
 
 FULL_GRID = "full grid in A and B"
@@ -258,9 +257,9 @@ def paired_design(run_a: Path, run_b: Path) -> PairedDesign:
 def common_scores(
     side: RunDesign, models: list[str], common: np.ndarray, layout: Layout
 ) -> pl.DataFrame:
-    """Per (model, prompt, axis): the design-based score (the corrected root of
-    ``budget/estimate.py``) from the ``common`` cells of ``side``'s deltas; the bootstrap
-    seeded by model, axis and the cells, so both sides of a pair draw alike."""
+    """Per (model, prompt, axis): the design-based score (the empirical-Bayes root of
+    ``budget/estimate.py``, deterministic, so both sides of a pair are scored alike) from
+    the ``common`` cells of ``side``'s deltas."""
     deltas = pl.read_parquet(side.run_dir / DELTAS_FILE)
     present = set(deltas["axis"].unique().to_list())
     rows: list[dict[str, Any]] = []
@@ -268,8 +267,7 @@ def common_scores(
         for axis in [a for a in AXES if a in present]:
             values = np.full(len(side.cells.ids), np.nan)
             values[common] = cell_values(deltas, side.cells, [(model, axis)], common)[:, 0]
-            seed = stable_seed(axis, str(int(common.sum()))) % (2**32)
-            estimates = estimate_prompts(layout, values, seed=seed)
+            estimates = estimate_prompts(layout, values)
             for i, (dataset, prompt) in enumerate(layout.prompts):
                 if np.isfinite(estimates.s[i]):
                     rows.append(

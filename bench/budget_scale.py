@@ -1,0 +1,222 @@
+"""``python -m bench.budget_scale``: is the budgeted estimator valid as the prompt set grows?
+
+Synthetic paper grids (bench/budget_synthetic.py: 6 datasets x 81 variant kinds, per-cell
+distributions shaped like a real run's, MR a sparse 0/1 event at the real run's per-prompt
+rates) at N = 8, 48 and 200 prompts per dataset, replayed as budgeted runs at 5%, 10% and
+20% of the grid (seeded designs, the grid answering every cell asked for). Per N, budget
+and axis:
+
+- ``cover``: share of runs whose final pooled interval holds the full grid's pooled SGS;
+  ``min cover/ds``: the lowest such share over the datasets' own intervals;
+- ``|bias|/SE``: |mean error| of the pooled estimate over its mean stated standard error;
+  ``max/ds``: the largest over the datasets;
+- ``hw``: the mean pooled half-width.
+
+Then null families, per N at ``--null-budget``: grids whose prompts are drawn with
+replacement from the full grid's own (per dataset), so the population mean of s is exactly
+the full grid's pooled SGS; tested at eps = that value, any verdict is false: ``above``
+and ``below`` are the shares of runs whose stopping rule said so (alpha 0.05 one-sided each
+way, Haybittle-Peto looks), ``per look`` the share decided at each look. The sparse MR
+column is the sparse-MR null. Targets: cover >= 0.93 everywhere, |bias|/SE < 0.3, false
+verdicts <= 0.05 each way; a line marks each miss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.budget import resampled
+from bench.budget_synthetic import synthetic_grid
+from sago_core.budget.cells import GridValues
+from sago_core.budget.design import Layout, draw_design
+from sago_core.budget.estimate import dataset_estimates, full_scores
+from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
+from sago_core.budget.sequential import run_budgeted
+
+ALPHA = 0.05
+COVER, BIAS, FALSE = 0.93, 0.3, 0.05
+
+
+@dataclass(frozen=True)
+class Truth:
+    per_dataset: np.ndarray  # axes x datasets: the full grid's SGS
+    pooled: np.ndarray  # axes
+
+
+def truth_of(gv: GridValues, layout: Layout) -> Truth:
+    rows = []
+    for a in range(len(gv.axes)):
+        s = full_scores(layout, gv.values[:, a])
+        rows.append(
+            [np.nanmean(s[layout.prompt_dataset == j]) for j in range(len(layout.datasets))]
+        )
+    per = np.array(rows)
+    return Truth(per, per.mean(axis=1))
+
+
+def coverage_rows(gv: GridValues, fraction: float, rounds: int, reps: int) -> list[dict]:
+    schedule = make_schedule(gv.grid, budget_cells(gv.grid.cells, fraction, None), rounds)
+    layout = schedule.layout
+    truth = truth_of(gv, layout)
+    axes, datasets = len(gv.axes), len(layout.datasets)
+    est = np.full((reps, axes, datasets + 1), np.nan)
+    half = np.full_like(est, np.nan)
+    se = np.full_like(est, np.nan)
+    cells = []
+    for seed in range(reps):
+        design = draw_design(layout, seed, schedule.prompts)
+        result = run_budgeted(design, schedule.totals, lambda m: gv.values[m], gv.axes, alpha=ALPHA)
+        cells.append(result.cells / gv.grid.cells)
+        for a, axis in enumerate(gv.axes):
+            per = dataset_estimates(layout, result.prompts[axis], design.sampled_prompts)
+            pooled = result.axes[axis].estimate
+            for j, e in enumerate([*per, pooled]):
+                if e is not None:
+                    est[seed, a, j], half[seed, a, j] = e.value, e.half_width()
+                    se[seed, a, j] = np.sqrt(max(e.variance, 0.0))
+    target = np.concatenate([truth.per_dataset, truth.pooled[:, None]], axis=1)
+    error = est - target[None]
+    cover = (np.abs(error) <= half).mean(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bias = np.abs(error.mean(axis=0)) / se.mean(axis=0)
+    return [
+        {
+            "axis": axis,
+            "cover": float(cover[a, -1]),
+            "cover_ds": float(cover[a, :-1].min()),
+            "bias": float(bias[a, -1]),
+            "bias_ds": float(np.nanmax(bias[a, :-1])),
+            "hw": float(np.nanmean(half[:, a, -1])),
+            "share": float(np.mean(cells)),
+            "level": layout.level,
+        }
+        for a, axis in enumerate(gv.axes)
+    ]
+
+
+def null_rates(
+    gv: GridValues, fraction: float, rounds: int, reps: int
+) -> dict[str, tuple[float, float, list[float]]]:
+    """Per axis: (false 'above' share, false 'below' share, decided share per look)."""
+    layout = make_schedule(gv.grid, gv.grid.cells, 1).layout
+    eps = {axis: (float(p),) for axis, p in zip(gv.axes, truth_of(gv, layout).pooled, strict=True)}
+    rng = np.random.default_rng(12345)
+    above = dict.fromkeys(gv.axes, 0)
+    below = dict.fromkeys(gv.axes, 0)
+    looks = {axis: np.zeros(rounds) for axis in gv.axes}
+    for seed in range(reps):
+        null = resampled(gv, rng)
+        schedule = make_schedule(null.grid, budget_cells(null.grid.cells, fraction, None), rounds)
+        design = draw_design(schedule.layout, seed, schedule.prompts)
+        values = null.values
+        result = run_budgeted(
+            design,
+            schedule.totals,
+            lambda m: values[m],  # noqa: B023 (called before the loop moves on)
+            gv.axes,
+            epsilons=eps,
+            alpha=ALPHA,
+        )
+        for axis in gv.axes:
+            verdict = result.axes[axis].verdicts[eps[axis][0]]
+            above[axis] += verdict.decision == "above"
+            below[axis] += verdict.decision == "below"
+            if verdict.look is not None:
+                looks[axis][verdict.look - 1] += 1
+    return {a: (above[a] / reps, below[a] / reps, list(looks[a] / reps)) for a in gv.axes}
+
+
+HEAD = ("N", "budget", "axis", "share", "cover", "min cover/ds", "|bias|/SE", "max/ds", "hw")
+
+
+def _row(n: int, fraction: float, r: dict) -> list[str]:
+    return [
+        str(n),
+        f"{fraction:.0%}",
+        r["axis"],
+        f"{r['share']:.3f}",
+        f"{r['cover']:.3f}",
+        f"{r['cover_ds']:.3f}",
+        f"{r['bias']:.2f}",
+        f"{r['bias_ds']:.2f}",
+        f"{r['hw']:.4g}",
+    ]
+
+
+def _line(cells: list[str] | tuple[str, ...]) -> str:
+    widths = (4, 6, 5, 6, 6, 12, 9, 7, 9)
+    return " ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.budget_scale", description=__doc__)
+    parser.add_argument("--prompts", default="8,48,200", help="prompts per dataset")
+    parser.add_argument("--budgets", default="0.05,0.1,0.2")
+    parser.add_argument("--reps", type=int, default=40, help="replays per N and budget")
+    parser.add_argument("--null-reps", type=int, default=60, help="null grids per N")
+    parser.add_argument("--null-budget", type=float, default=0.1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--grid-seed", type=int, default=1)
+    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    sizes = [int(n) for n in args.prompts.split(",")]
+    budgets = [float(b) for b in args.budgets.split(",")]
+    print(
+        f"budget at scale: synthetic paper grid with sparse MR, {args.reps} replays per N and "
+        f"budget, at most {args.rounds} rounds, alpha {ALPHA}"
+    )
+    bar = "|" if args.markdown else ""
+    fmt = (lambda c: "|" + "|".join(c) + "|") if args.markdown else _line
+    print(fmt(HEAD))
+    if args.markdown:
+        print("|" + "---|" * len(HEAD))
+    misses = []
+    grids = {n: synthetic_grid(n, args.grid_seed, sparse_mr=True) for n in sizes}
+    for n in sizes:
+        for fraction in budgets:
+            try:
+                rows = coverage_rows(grids[n], fraction, args.rounds, args.reps)
+            except BudgetTooSmall as exc:
+                print(f"N {n} at {fraction:.0%} refused: {exc}")
+                continue
+            for r in rows:
+                print(fmt(_row(n, fraction, r)), flush=True)
+                if min(r["cover"], r["cover_ds"]) < COVER or max(r["bias"], r["bias_ds"]) >= BIAS:
+                    misses.append(f"N {n} {fraction:.0%} {r['axis']}")
+    if args.null_reps:
+        print(
+            f"\nnull families at {args.null_budget:.0%}, {args.null_reps} grids per N "
+            "(eps = the full pooled SGS; any verdict is false)"
+        )
+        head = ("N", "axis", "above", "below", "per look")
+        print(
+            fmt(head)
+            if args.markdown
+            else f"{'N':>4} {'axis':>5} {'above':>6} {'below':>6}  per look"
+        )
+        if args.markdown:
+            print("|" + "---|" * len(head))
+        for n in sizes:
+            rates = null_rates(grids[n], args.null_budget, args.rounds, args.null_reps)
+            for axis, (up, down, looks) in rates.items():
+                per_look = " ".join(f"{x:.3f}" for x in looks)
+                cells = [str(n), axis, f"{up:.3f}", f"{down:.3f}", per_look]
+                print(
+                    fmt(cells)
+                    if args.markdown
+                    else f"{n:>4} {axis:>5} {up:>6.3f} {down:>6.3f}  {per_look}"
+                )
+                if max(up, down) > FALSE:
+                    misses.append(f"null N {n} {axis}")
+    print(bar + ("\ntargets missed: " + ", ".join(misses) if misses else "\nevery target met"))
+    print(f"({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
