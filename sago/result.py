@@ -54,7 +54,7 @@ class RunResult:
     @cached_property
     def summary(self) -> pl.DataFrame:
         """SGS per model, dataset and axis with its interval and tests (``summary.parquet``;
-        the pooled row's dataset is ``__all__``)."""
+        the pooled row's dataset is ``__pooled__``)."""
         return pl.read_parquet(self.folder / SUMMARY_FILE)
 
     @cached_property

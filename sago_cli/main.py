@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
 from sago_cli import (
@@ -60,6 +61,14 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+class GroupedHelp(argparse.RawDescriptionHelpFormatter):
+    """``sago --help``: the commands are listed by group in the epilog, not once more in
+    argparse's own flat list."""
+
+    def _iter_indented_subactions(self, action: argparse.Action) -> Iterator[argparse.Action]:
+        return iter(())
+
+
 class CommandLine(SagoParser):
     """The top-level parser: it reads old spellings as today's (``legacy.modern``) before
     parsing, so ``build_parser().parse_args`` and ``main`` agree on every spelling."""
@@ -72,17 +81,18 @@ class CommandLine(SagoParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CommandLine(  # its subcommands' parsers are SagoParsers
+    parser = CommandLine(  # its subcommands' parsers are SagoParsers (no second rewrite)
         prog="sago",
         description="SAGO: does a language model behave the same on meaning-preserving "
         "variants of a prompt? Six signed deltas per prompt and variant, RMS scores, t-tests.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=GroupedHelp,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=SagoParser
+    )
     for module in COMMANDS.values():
         module.add_parser(commands)
     lines = {action.dest: action.help or "" for action in commands._choices_actions}
-    commands._choices_actions = []  # listed by group in the epilog instead
     commands.help = "one of the commands below; `sago COMMAND --help` for its options"
     parser.epilog = grouped_help(lines)
     return parser

@@ -2,7 +2,8 @@
 
 A page asks for a generated block with a marker line, ``<!-- sago:NAME -->``: ``cli`` (every
 command and option, from ``sago_cli.main.build_parser``), ``config`` (every key of the run
-configuration, from ``RunConfig.model_json_schema()``), ``study`` (the consistency study's,
+configuration, from ``RunConfig.model_json_schema()``), ``api`` (the Python API ``sago``, from
+its docstrings), ``study`` (the consistency study's,
 from ``ConsistencyConfig``), ``artifacts`` (every artifact's
 columns, from ``sago_core/artifacts/schemas.py``) and ``datasets`` (the named datasets'
 folders and files under ``--data-dir``). Nothing here is written by hand, so the reference
@@ -115,11 +116,22 @@ def cli_reference() -> str:
         table(("command", "what it does"), summary),
     ]
     for name, help_, sub in commands:
-        out += ["", f"## sago {name}", "", text(help_), ""]
-        if sub.description and sub.description != help_:
-            out += [text(sub.description), ""]
-        out += ["```text", sub.format_usage().strip(), "```", "", _options(sub)]
+        out += _command_section(f"sago {name}", help_, sub, "##")
     return "\n".join(out) + "\n"
+
+
+def _command_section(
+    words: str, help_: str, parser: argparse.ArgumentParser, level: str
+) -> list[str]:
+    """One command's heading, help, usage and options, then each of its subcommands'
+    (``sago compare paired``) one level down."""
+    out = ["", f"{level} {words}", "", text(help_), ""]
+    if parser.description and parser.description != help_:
+        out += [text(parser.description), ""]
+    out += ["```text", parser.format_usage().strip(), "```", "", _options(parser)]
+    for name, sub_help, sub in _subcommands(parser):
+        out += _command_section(f"{words} {name}", sub_help, sub, level + "#")
+    return out
 
 
 def _subcommands(
@@ -138,7 +150,9 @@ def _options(parser: argparse.ArgumentParser) -> str:
     formatter = parser._get_formatter()
     rows = []
     for action in parser._actions:
-        if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+        if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+            continue  # a subcommand has its own section
+        if action.help == argparse.SUPPRESS:
             continue
         names = ", ".join(action.option_strings) or action.dest
         if action.choices is not None:
@@ -385,7 +399,43 @@ def datasets_reference() -> str:
     )
 
 
+# ---------------------------------------------------------------- the Python API
+
+
+def api_reference() -> str:
+    """Every name ``sago`` exports: a function's signature and docstring, a class' docstring
+    and its public members' (``RunResult.summary``, ...)."""
+    import sago
+
+    out = ["Generated from the docstrings of the `sago` package."]
+    for name in sago.__all__:
+        obj = getattr(sago, name)
+        out += ["", f"## sago.{name}", ""]
+        if inspect.isclass(obj):
+            out += [prose(inspect.getdoc(obj) or ""), ""]
+            for member, value in vars(obj).items():
+                if member.startswith("_"):
+                    continue
+                doc = inspect.getdoc(value) or ""
+                if isinstance(value, property | functools.cached_property) or callable(value):
+                    line = f"- `{name}.{member}`"
+                    out += [f"{line}: {prose(doc).strip()}" if doc else line]
+            fields = getattr(obj, "__dataclass_fields__", {})
+            out += [f"- `{name}.{field}`" for field in fields]
+        else:
+            signature = str(inspect.signature(obj)).replace("'", "")
+            out += [
+                "```python",
+                f"sago.{name}{signature}",
+                "```",
+                "",
+                prose(inspect.getdoc(obj) or ""),
+            ]
+    return "\n".join(out) + "\n"
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
+    "api": api_reference,
     "cli": cli_reference,
     "config": config_reference,
     "study": study_reference,

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from sago_cli.main import main as sago
-from sago_core.refusal.labels import COLUMNS, agreement, read_labels_csv
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.refusal.judge import JUDGE_CALL_FAILED, RefusalJudge, parse_label, rubric_named
+from sago_core.refusal.labels import COLUMNS, agreement, read_labels_csv
 
 
 @pytest.mark.parametrize(
@@ -131,11 +131,16 @@ def test_a_judge_verdict_outside_the_rubric_names_line_and_column(tmp_path: Path
 def test_the_judge_command_on_the_mock_backend(tmp_path: Path) -> None:
     labels = _csv(tmp_path / "labels.csv", JUDGED[:2])
     out = tmp_path / "judged.csv"
-    assert sago(["audit", "refusal", "judge", str(labels), "--model", "mock:judge", "--out", str(out)]) == 0
+    assert (
+        sago(["audit", "refusal", "judge", str(labels), "--model", "mock:judge", "--out", str(out)])
+        == 0
+    )
     rows = read_labels_csv(out)
     # the mock answers "The answer concerns ...": no verdict, with the judge's words
     assert [r["judge"] for r in rows] == ["", ""]
     assert all(r["judge_reason"].startswith("judge answer unparseable") for r in rows)
     assert sago(["audit", "refusal", "score", str(out)]) == 0
     with pytest.raises(ValueError, match="not one of the documented ones"):
-        sago(["audit", "refusal", "judge", str(labels), "--model", "mock:judge", "--rubric", "other"])
+        sago(
+            ["audit", "refusal", "judge", str(labels), "--model", "mock:judge", "--rubric", "other"]
+        )

@@ -1,5 +1,6 @@
-"""The hand-labelling tool for the rule verdicts (``sago audit refusal``, sago_core/refusal/labels.py): scoring a tiny
-hand-made CSV, and a seeded stratified draw from a run folder's refusal artifacts.
+"""The hand-labelling tool for the rule verdicts (``sago audit refusal``,
+sago_core/refusal/labels.py): scoring a tiny hand-made CSV, and a seeded stratified draw from
+a run folder's refusal artifacts.
 
 The CSV's six rows (rule, label), expected by hand:
   1 refused/refused  2 refused/complied  3 complied/complied  4 complied/partial

@@ -1,0 +1,113 @@
+"""The command line's shape: ``sago --help`` lists every command once, by group, one line
+each; every old spelling parses to exactly what its new spelling parses to (so a script
+written against the flat commands keeps its meaning); the shared options are spelled alike."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from sago_cli.legacy import modern
+from sago_cli.main import COMMANDS, GROUPS, build_parser
+
+# (old spelling, today's spelling): the same meaning, word for word.
+OLD_AND_NEW = [
+    (
+        ["consistency", "--config", "s.yaml", "--dry-run"],
+        ["study", "--config", "s.yaml", "--dry-run"],
+    ),
+    (
+        ["checkpoints", "quantize", "--base", "smollm2-135m", "--out", "q"],
+        ["series", "quantize", "--model", "smollm2-135m", "--out", "q"],
+    ),
+    (["plan", "R", "--budget", "0.5"], ["design", "R", "--budget", "0.5"]),
+    (
+        ["judge-audit", "export", "R", "--share", "0.2"],
+        ["audit", "judge", "export", "R", "--share", "0.2"],
+    ),
+    (["compare", "A", "B", "--out", "c.html"], ["compare", "page", "A", "B", "--out", "c.html"]),
+    (
+        ["compare", "A", "B", "--paired", "--margin", "0.1"],
+        ["compare", "paired", "A", "B", "--margin", "0.1"],
+    ),
+    (
+        ["compare", "--transfer", "A", "B", "--split", "s.json"],
+        ["compare", "transfer", "A", "B", "--split", "s.json"],
+    ),
+    (["export", "R", "--out", "g.csv"], ["export", "generations", "R", "--out", "g.csv"]),
+    (
+        ["export", "R", "--format", "hf-dataset", "--out", "ds", "--license", "mit"],
+        ["export", "dataset", "R", "--out", "ds", "--license", "mit"],
+    ),
+    (
+        ["export", "R", "--training", "sft", "--training", "dpo", "--out", "d"],
+        ["export", "training", "R", "--kind", "sft", "--kind", "dpo", "--out", "d"],
+    ),
+    (
+        ["score", "--generations", "a.csv", "--family", "noise"],
+        ["score", "a.csv", "--family", "noise"],
+    ),
+    (
+        ["score", "--family", "noise", "--generations=a.csv"],
+        ["score", "a.csv", "--family", "noise"],
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def parser() -> argparse.ArgumentParser:
+    return build_parser()
+
+
+@pytest.mark.parametrize(("old", "new"), OLD_AND_NEW, ids=lambda argv: " ".join(argv[:2]))
+def test_an_old_spelling_means_what_its_new_one_means(
+    old: list[str], new: list[str], parser: argparse.ArgumentParser
+) -> None:
+    notes: list[str] = []
+    assert modern(old, notes.append) == new
+    assert len(notes) == 1 and "is now" in notes[0]  # one line naming the new spelling
+    assert vars(parser.parse_args(old)) == vars(parser.parse_args(new))
+
+
+def test_today_s_spellings_are_left_alone() -> None:
+    for _, new in OLD_AND_NEW:
+        notes: list[str] = []
+        assert modern(new, notes.append) == new and notes == []
+
+
+def test_help_lists_every_command_once_by_group(
+    parser: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grouped = [name for _, names in GROUPS for name in names]
+    assert sorted(grouped) == sorted(COMMANDS)  # every command in exactly one group
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--help"])
+    text = capsys.readouterr().out
+    for title, names in GROUPS:
+        assert f"\n{title}:\n" in text
+        for name in names:
+            (line,) = [ln for ln in text.splitlines() if ln.startswith(f"  {name} ")]
+            assert len(line) <= 100
+    for old in ("consistency", "checkpoints", "plan", "judge-audit"):
+        assert f"  {old} " not in text  # old spellings work but are not advertised
+
+
+def _options(parser: argparse.ArgumentParser, words: str = "") -> dict[str, set[str]]:
+    """Each (sub)command's option strings."""
+    found: dict[str, set[str]] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found.update(_options(child, f"{words} {name}".strip()))
+        else:
+            found.setdefault(words, set()).update(action.option_strings)
+    return found
+
+
+def test_an_output_a_model_and_a_budget_are_spelled_alike(parser: argparse.ArgumentParser) -> None:
+    """No command names its output, its model or its budget any other way."""
+    every = set().union(*_options(parser).values())
+    assert {"--out", "--model", "--models", "--budget"} <= every
+    retired = {"--json", "--base", "--generations", "--paired", "--transfer", "--training"}
+    assert every & retired == set()
