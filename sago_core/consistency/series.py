@@ -119,7 +119,7 @@ def check_training_splits(
             raise ConfigError(
                 f"families.{family}[{position}]: {model} was fine-tuned without a recorded "
                 "training split, so its disjointness from the evaluation sets cannot be "
-                "checked; rebuild it (sago checkpoints finetune, or a series block)"
+                "checked; rebuild it (sago series finetune, or a series block)"
             )
         if split is not None:
             check_disjoint(split, evaluation, f"families.{family}[{position}] ({model})")

@@ -11,7 +11,7 @@ the N at which half the harmful prompts are breached;
 ``paired``: two releases' failure rates, and Best-of-N at a fixed N, on the same
 prompts, with TOST and a verdict;
 ``judge``: a judge model's verdict (refused, partial, complied) under a documented rubric,
-audited against hand labels by ``bench/refusal_labels.py``;
+audited against hand labels by ``sago audit refusal`` (``labels``);
 ``judged``: in a run that names a judge (``refusal.judge``), its verdicts beside the rules'
 (the judge's used where it gave one, the source said) and its agreement with the rules.
 

@@ -12,7 +12,7 @@ The audit compares the judge with the rules on the answers both judged: their nu
 raw agreement (partial counted as complied), Cohen's kappa (NA with the reason when chance
 agreement is 1: every verdict of both the same class) and the confusion table (judge
 label by rule verdict), over the run and per model. It says how far the two sources agree,
-not which is right: the labelled sample (``bench/refusal_labels.py``) says that.
+not which is right: the labelled sample (``sago audit refusal``) says that.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ class Encoder:
 
     model: str  # as configured: the alias, a hub id or a local folder
     num_layers: int
-    rescaled: bool = False  # F1 rescaled with the encoder's baseline (bert_baseline.py)
+    rescaled: bool = False  # F1 rescaled with the encoder's baseline
 
     @property
     def label(self) -> str:

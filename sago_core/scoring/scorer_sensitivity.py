@@ -10,7 +10,7 @@ differ only by the encoder. Agreement is read at three grains, each with Spearma
 - **cells**: the (model, dataset) SGS, datasets not pooled; what a leaderboard ranks;
 - **prompts**: every prompt's s, per model; which prompts look unstable;
 - the ratio of the two SGS (B / A) per cell: a constant ratio means the encoders differ only
-  in scale (rescaling with a baseline is exactly that: ``bert_baseline.py``).
+  in scale (rescaling with a baseline is exactly that: ``sago audit bertscore-baseline``).
 
 A grain with fewer than three values has no rank agreement (NA with the count). Only
 single-answer runs (K = 1): at K > 1 the bert deltas are excesses over K samples, which this

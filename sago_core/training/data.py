@@ -59,12 +59,12 @@ def data_path(config: TrainConfig) -> Path:
     """The export file the objective reads; refused when the folder is not an export."""
     folder = config.data
     if not (folder / CARD_FILE).is_file():
-        raise ConfigError(f"{folder}: not a `sago export --training` folder (no {CARD_FILE})")
+        raise ConfigError(f"{folder}: not a `sago export training` folder (no {CARD_FILE})")
     path = folder / data_file(config.data_kind)
     if not path.is_file():
         raise ConfigError(
             f"{folder}: objective {config.objective} reads {path.name}; export it with "
-            f"`sago export RUN --training {config.data_kind} --out {folder}`"
+            f"`sago export training RUN --kind {config.data_kind} --out {folder}`"
         )
     return path
 

@@ -236,7 +236,7 @@ def export_training(
 ) -> Path:
     """Write ``<kind>.jsonl`` for each kind, ``split.json`` and the card ``README.md``."""
     if out.suffix or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
-        raise ConfigError(f"--out {out}: --training writes a new or empty folder (no suffix)")
+        raise ConfigError(f"--out {out}: export training writes a new or empty folder (no suffix)")
     selected = select_training(run_dir, kinds, spec or SplitSpec(), filters or Filters(), model)
     for kind, rows in selected.rows.items():
         write_text(_jsonl(rows), out / data_file(kind))

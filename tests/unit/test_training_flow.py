@@ -94,7 +94,7 @@ def test_data_that_is_not_an_export_and_bad_settings_are_refused(
     model = f"hf:{tmp_path}"  # any folder with a config.json passes the weights check
     (tmp_path / "config.json").write_text("{}", encoding="utf-8")
     assert _train(tmp_path / "nowhere", model, tmp_path / "out") == 2
-    assert "not a `sago export --training` folder" in capsys.readouterr().err
+    assert "not a `sago export training` folder" in capsys.readouterr().err
     data = write_export(tmp_path / "export")
     (data / "pairs.jsonl").unlink()
     assert _train(data, model, tmp_path / "out") == 2

@@ -174,7 +174,7 @@ def test_a_bad_row_is_named_by_file_row_and_field(data: Path, tmp_path: Path) ->
         "of {role, content} messages"
     )
     missing = TrainConfig(model="hf:x", data=tmp_path, out=tmp_path / "out")
-    with pytest.raises(ConfigError, match="not a `sago export --training` folder"):
+    with pytest.raises(ConfigError, match="not a `sago export training` folder"):
         load_examples(missing)
 
 
