@@ -55,6 +55,7 @@ from tasks.provenance import provenance, resolve_inputs_task, targets_of, write_
 from tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
 from tasks.report import render_report_task
 from tasks.sampling import excess_deltas_task, sampling_tests_task, variance_components_task
+from tasks.tracking import track_run_task
 
 
 def all_judged(mirroring_path: str) -> bool:
@@ -448,4 +449,6 @@ def finish_run(
         **budget_report(budget),
     )
     write_manifest_task(config, inputs, stage.records, out, stage.store_summary())
+    if config.tracking is not None:  # after the manifest: trackers copy the finished run
+        track_run_task(out, config.tracking)
     return summary, report

@@ -64,6 +64,7 @@ from sago_core.config_sections import (
 from sago_core.config_sections import (
     check_model_spec as check_model_spec,
 )
+from sago_core.config_tracking import TrackingSettings
 from sago_core.errors import ConfigError
 from sago_core.storage.location import is_url, parse_store_url
 from sago_core.vocabulary import BASE_LANGUAGE
@@ -481,7 +482,10 @@ class RunConfig(StrictModel):
     trust_remote_code: tuple[str, ...] = ()
     seed: int = 0
     # Where a run is written, not what it computes: kept out of result and cache keys.
-    PLACE_FIELDS: ClassVar[frozenset[str]] = frozenset({"runs_dir", "runs_store", "prefect_home"})
+    # (``tracking``: where the results are also reported.)
+    PLACE_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"runs_dir", "runs_store", "prefect_home", "tracking"}
+    )
     runs_dir: Path = Path("runs")
     # The runs folder's URL when it lives on an object store (``runs_dir: s3://bucket/runs``
     # sets it); ``runs_dir`` is then this machine's scratch mirror of it.
@@ -505,13 +509,14 @@ class RunConfig(StrictModel):
     # POSIX's full matrix for the peer metrics; null: off (only the base column is scored).
     posix_matrix: PosixMatrixSettings | None = None
     refusal: RefusalSettings = RefusalSettings()  # a refusal judge; default: rules alone
+    tracking: TrackingSettings | None = None  # experiment trackers; null: none
 
     @model_serializer(mode="wrap")
     def _no_languages_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
         """A section left unset (``names``) is left out, so its run id and cache keys stay."""
         data = handler(self)
-        names = ("languages", "budget", "posix_matrix", "refusal")
-        unset = (self.languages, self.budget, self.posix_matrix, self.refusal.judge)
+        names = ("languages", "budget", "posix_matrix", "refusal", "tracking")
+        unset = (self.languages, self.budget, self.posix_matrix, self.refusal.judge, self.tracking)
         for name, value in zip(names, unset, strict=True):
             if value is None and isinstance(data, dict):
                 data.pop(name, None)

@@ -1,0 +1,104 @@
+"""``track_run``: log a finished run folder to every tracker its settings name.
+
+The run's artifacts are the record; a tracker is a copy of it. So a tracker that is down,
+refuses the login or rejects a value never fails the run: it gets one warning line naming
+the tracker and the reason, and the outcome says it was not logged. A run without a
+stability card gets one first (what ``sago card RUN`` writes), so the tracker keeps the
+card beside the report.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sago_core.artifacts.layout import CARD_MD_FILE, PAIRED_FILE, SUMMARY_FILE, RunLayout
+from sago_core.config_tracking import TrackingSettings
+from sago_core.errors import SagoError
+from sago_core.tracking.record import RunRecord, read_run
+
+LOG = logging.getLogger("sago.tracking")
+
+
+@dataclass(frozen=True)
+class TrackingOutcome:
+    """One tracker's result: the ids of the runs it logged, or why it logged none."""
+
+    tracker: str
+    logged: tuple[str, ...] = ()
+    warning: str | None = None
+
+
+def _ensure_card(layout: RunLayout) -> None:
+    run_dir = layout.run_dir
+    if (run_dir / CARD_MD_FILE).is_file() or not (run_dir / SUMMARY_FILE).is_file():
+        return
+    if (run_dir / PAIRED_FILE).is_file():
+        return  # a comparison's folder: its card is the paired one, written with it
+    from sago_core.report.card import write_card
+
+    try:
+        write_card(run_dir)
+    except (SagoError, OSError, ValueError) as exc:
+        LOG.warning("sago tracking: no stability card for %s (%s)", run_dir.name, exc)
+
+
+def _trackers(settings: TrackingSettings) -> list[tuple[str, Callable[[RunRecord], list[str]]]]:
+    chosen: list[tuple[str, Callable[[RunRecord], list[str]]]] = []
+    if settings.mlflow is not None:
+        mlflow = settings.mlflow
+
+        def to_mlflow(run: RunRecord) -> list[str]:
+            from sago_core.tracking.mlflow_tracker import log_to_mlflow
+
+            return log_to_mlflow(run, mlflow)
+
+        chosen.append(("mlflow", to_mlflow))
+    if settings.wandb is not None:
+        wandb = settings.wandb
+
+        def to_wandb(run: RunRecord) -> list[str]:
+            from sago_core.tracking.wandb_tracker import log_to_wandb
+
+            return log_to_wandb(run, wandb)
+
+        chosen.append(("wandb", to_wandb))
+    return chosen
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def track_run(run_dir: Path, settings: TrackingSettings) -> list[TrackingOutcome]:
+    """Log the finished run (or paired comparison) in ``run_dir`` to each tracker of
+    ``settings``. Never raises for a tracker: each one that fails logs one warning line and
+    returns its reason. A folder that is not a finished run is an ``InputError``."""
+    layout = RunLayout(run_dir.resolve())
+    _ensure_card(layout)
+    run = read_run(layout.run_dir)
+    outcomes = []
+    for name, log_to in _trackers(settings):
+        try:
+            outcomes.append(TrackingOutcome(name, tuple(log_to(run))))
+        except ImportError as exc:
+            outcomes.append(
+                _warn(name, run, f"not installed ({exc.name}): pip install 'sago[track]'")
+            )
+        except Exception as exc:  # any tracker failure leaves the run as it is
+            outcomes.append(_warn(name, run, _reason(exc)))
+    return outcomes
+
+
+def _warn(name: str, run: RunRecord, reason: str) -> TrackingOutcome:
+    message = f"sago tracking: run {run.run_id} not logged to {name}: {reason}"
+    LOG.warning(message)
+    return TrackingOutcome(name, warning=message)
+
+
+def outcome_lines(outcomes: list[TrackingOutcome]) -> list[str]:
+    """One line per tracker, for a command to print."""
+    return [o.warning or f"logged to {o.tracker}: {', '.join(o.logged)}" for o in outcomes]
