@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
+from sago_cli.legacy import modern
 from sago_cli.main import build_parser
 from sago_core.artifacts import layout, schemas
 from sago_core.config import RunConfig
@@ -98,16 +99,32 @@ def test_every_internal_link_and_anchor_resolves(site: Path) -> None:
 
 
 def sections(html: str) -> dict[str, str]:
-    """A page's second-level sections by their heading id."""
-    found = re.split(r'<h2 id="([^"]+)"', html)
+    """A page's sections (second level and below) by their heading id."""
+    found = re.split(r'<h[2-4] id="([^"]+)"', html)
     return dict(zip(found[1::2], found[2::2], strict=True))
 
 
-def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def subcommands(
+    parser: argparse.ArgumentParser, words: str = ""
+) -> dict[str, argparse.ArgumentParser]:
+    """Every command and subcommand by its words (``compare paired``)."""
+    found: dict[str, argparse.ArgumentParser] = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    raise AssertionError("sago has no subcommands")
+            for name, child in action.choices.items():
+                found[f"{words} {name}".strip()] = child
+                found.update(subcommands(child, f"{words} {name}"))
+    return found
+
+
+def command_of(argv: list[str], commands: dict[str, argparse.ArgumentParser]) -> str | None:
+    """The (sub)command an argument list names, old spellings read as today's."""
+    words: list[str] = []
+    for word in modern(argv):  # a subcommand's words come right after their command's
+        if " ".join([*words, word]) not in commands:
+            break
+        words.append(word)
+    return " ".join(words) or None
 
 
 def test_the_cli_reference_names_every_command_and_option(site: Path) -> None:
@@ -115,10 +132,10 @@ def test_the_cli_reference_names_every_command_and_option(site: Path) -> None:
     commands = subcommands(build_parser())
     assert len(commands) >= 10
     for name, parser in commands.items():
-        section = page[f"sago-{name}"]
+        section = page[f"sago-{name.replace(' ', '-')}"]
         for action in parser._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
+            if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                continue  # a subcommand is checked in its own section
             for option in action.option_strings or [action.dest]:
                 assert f"<code>{option}" in section, f"sago {name}: {option} is not documented"
 
@@ -202,13 +219,16 @@ def test_every_written_command_and_option_exists() -> None:
     assert len(calls) >= 20
     wrong = []
     for file, command, rest in calls:
-        if command not in commands:
+        named = command_of([command, *rest.split()], commands)
+        if named is None:
             wrong.append(f"{file}: sago {command}")
             continue
-        known = {o for a in commands[command]._actions for o in a.option_strings}
+        known = {o for a in commands[named]._actions for o in a.option_strings}
         wrong += [
-            f"{file}: sago {command} {option}"
-            for option in re.findall(r"(?<![\w-])--[a-z][a-z-]*", rest)
+            f"{file}: sago {named} {option}"
+            for option in re.findall(
+                r"(?<![\w-])--[a-z][a-z-]*", " ".join(modern([command, *rest.split()]))
+            )
             if option not in known
         ]
     assert not wrong, "\n".join(wrong)
