@@ -1,0 +1,203 @@
+"""``sago export <run> --format hf-results --out FOLDER [--push REPO]``: a run's results in
+the layout evaluation leaderboards read from the Hugging Face Hub (lighteval's, the Open LLM
+Leaderboard's), plus the per-instance details, as a dataset repository.
+
+```
+results/<model>/results_<time>.json            one per model of the run
+details/<model>/<time>/details_<task>_<time>.parquet   its instances, one file per dataset
+README.md                                      configs: one per (model, task), split "latest"
+```
+A results file: ``config_general`` (model name and identity, sago version, run id, config
+hash, times, the resolved config), ``results`` with one entry per task ``sago|<dataset>|0``
+(``all``: the pooled row) holding per axis ``sgs_<axis>`` with ``_stderr``, ``_ci_low`` and
+``_ci_high``, ``versions`` and ``config_tasks``. A value the run could not measure is not
+written as a number: ``missing`` names it with its reason. ``stderr``: per dataset the
+standard error of the mean of the per-prompt scores (the SGS is that mean); pooled, the
+SGS is the equal-weight mean over datasets, so its stderr is sqrt(sum se_d^2) / D.
+
+``push_results`` uploads the folder with ``huggingface_hub`` (the token from ``HF_TOKEN`` or
+the user's ``huggingface-cli login``; the repository is created private unless asked).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import yaml
+
+from sago_core.artifacts.layout import (
+    INSTANCES_FILE,
+    MANIFEST_FILE,
+    SCORES_FILE,
+    SUMMARY_FILE,
+    model_slug,
+)
+from sago_core.artifacts.store import read_parquet, write_parquet, write_text
+from sago_core.errors import ConfigError, InputError
+from sago_core.vocabulary import POOLED
+
+HF_RESULTS = "hf-results"  # the export format's name
+SUITE = "sago"
+ALL = "all"  # lighteval's and the leaderboard's name for the aggregate row
+SPLIT = "latest"
+CARD_FILE = "README.md"
+
+
+def task_name(dataset: str) -> str:
+    """``sago|<dataset>|0``: lighteval's ``suite|task|few-shot`` key (no shots in SAGO)."""
+    return ALL if dataset == POOLED else f"{SUITE}|{dataset}|0"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
+
+
+def _read(run_dir: Path, name: str) -> pl.DataFrame:
+    path = run_dir / name
+    if not path.is_file():
+        raise InputError(f"is not a finished run (no {name})", file=str(run_dir))
+    return read_parquet(path)
+
+
+def standard_errors(scores: pl.DataFrame, model: str) -> dict[tuple[str, str], float]:
+    """Per (dataset, axis) the standard error of the mean per-prompt score; pooled, of the
+    equal-weight mean over datasets. A cell with fewer than two prompts has none."""
+    have = scores.filter((pl.col("model") == model) & pl.col("s").is_not_null())
+    errors: dict[tuple[str, str], float] = {}
+    for (dataset, axis), group in have.group_by("dataset", "axis", maintain_order=True):
+        values = group["s"].to_numpy()
+        if len(values) > 1:
+            errors[(str(dataset), str(axis))] = float(
+                np.std(values, ddof=1) / math.sqrt(len(values))
+            )
+    datasets = sorted({d for d in have["dataset"].unique().to_list()})
+    for axis in have["axis"].unique().to_list():
+        parts = [errors.get((d, axis)) for d in datasets]
+        if parts and all(p is not None for p in parts):
+            pooled = math.sqrt(sum(p * p for p in parts if p is not None)) / len(parts)
+            errors[(POOLED, axis)] = pooled
+    return errors
+
+
+def results_json(
+    summary: pl.DataFrame,
+    scores: pl.DataFrame,
+    model: str,
+    manifest: dict[str, Any],
+    run_id: str,
+) -> dict[str, Any]:
+    """The leaderboard results document of one model."""
+    errors = standard_errors(scores, model)
+    results: dict[str, dict[str, float]] = {}
+    missing: dict[str, dict[str, str]] = {}
+    for row in summary.filter(pl.col("model") == model).iter_rows(named=True):
+        task, axis = task_name(row["dataset"]), row["axis"]
+        entry = results.setdefault(task, {})
+        if row["sgs"] is None:
+            missing.setdefault(task, {})[f"sgs_{axis}"] = str(row["missing_reason"])
+            continue
+        entry[f"sgs_{axis}"] = float(row["sgs"])
+        stderr = errors.get((row["dataset"], axis))
+        if stderr is not None:
+            entry[f"sgs_{axis}_stderr"] = stderr
+        else:
+            missing.setdefault(task, {})[f"sgs_{axis}_stderr"] = "fewer than two prompts scored"
+        for bound in ("ci_low", "ci_high"):
+            if row[bound] is not None:
+                entry[f"sgs_{axis}_{bound}"] = float(row[bound])
+    identity = (manifest.get("models") or {}).get(model)
+    return {
+        "config_general": {
+            "model_name": model,
+            "model_sha": identity.get("identity") if isinstance(identity, dict) else None,
+            "sago_version": (manifest.get("packages") or {}).get("sago"),
+            "run_id": run_id,
+            "config_hash": manifest.get("config_hash"),
+            "start_time": manifest.get("started_at"),
+            "end_time": manifest.get("written_at"),
+            "config": manifest.get("config"),
+        },
+        "results": results,
+        "missing": missing,
+        "versions": dict.fromkeys(results, 0),
+        "config_tasks": {
+            task: {"name": task, "suite": [SUITE], "metric": sorted(values)}
+            for task, values in results.items()
+        },
+    }
+
+
+def _stamp(manifest: dict[str, Any]) -> str:
+    """lighteval's time stamp in file names: ISO time with ``-`` for ``:``."""
+    started = str(manifest.get("started_at") or datetime.now(UTC).isoformat())
+    return started.split("+")[0].replace(":", "-")
+
+
+def card_text(configs: list[dict[str, Any]], run_id: str) -> str:
+    head = yaml.safe_dump({"configs": configs, "tags": ["sago", "evaluation"]}, sort_keys=False)
+    return (
+        f"---\n{head}---\n\n# sago results: {run_id}\n\n"
+        "`results/` holds one results file per model in the layout evaluation leaderboards "
+        "read (lighteval's: `config_general`, `results` per task with each axis' SGS, its "
+        "standard error and 95% interval); `details/` the per-variant instances behind them, "
+        "one configuration per model and dataset.\n"
+    )
+
+
+def export_hub_results(run_dir: Path, out: Path) -> list[Path]:
+    """Write the folder (new or empty); the files written."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"--out {out}: exists and is not an empty folder")
+    summary = _read(run_dir, SUMMARY_FILE)
+    scores = _read(run_dir, SCORES_FILE)
+    instances = _read(run_dir, INSTANCES_FILE)
+    path = run_dir / MANIFEST_FILE
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    run_id = str(manifest.get("run_id") or run_dir.name)
+    stamp = _stamp(manifest)
+    written: list[Path] = []
+    configs: list[dict[str, Any]] = []
+    for model in summary["model"].unique(maintain_order=True).to_list():
+        folder = model_slug(model)
+        document = results_json(summary, scores, model, manifest, run_id)
+        target = out / "results" / folder / f"results_{stamp}.json"
+        written.append(write_text(json.dumps(document, indent=2, ensure_ascii=False), target))
+        rows = instances.filter(pl.col("model") == model)
+        for dataset in rows["dataset"].unique(maintain_order=True).to_list():
+            task = _safe(task_name(dataset))
+            details = rows.filter(pl.col("dataset") == dataset)
+            relative = f"details/{folder}/{stamp}/details_{task}_{stamp}.parquet"
+            written.append(write_parquet(details, out / relative, dict(details.schema)))
+            configs.append(
+                {
+                    "config_name": _safe(f"{folder}_{task}"),
+                    "data_files": [{"split": SPLIT, "path": [relative]}],
+                }
+            )
+    written.append(write_text(card_text(configs, run_id), out / CARD_FILE))
+    return written
+
+
+def push_results(folder: Path, repo_id: str, private: bool = True) -> str:
+    """Upload an exported folder to the dataset repository ``repo_id`` (created if it does
+    not exist); its URL. The token is huggingface_hub's own: ``HF_TOKEN`` or a login."""
+    try:
+        from huggingface_hub import HfApi
+    except ImportError as exc:
+        raise ConfigError("--push needs huggingface_hub: pip install 'sago[hub]'") from exc
+    api = HfApi()
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    api.upload_folder(
+        folder_path=str(folder),
+        repo_id=repo_id,
+        repo_type="dataset",
+        commit_message=f"sago results ({folder.name})",
+    )
+    return f"https://huggingface.co/datasets/{repo_id}"
