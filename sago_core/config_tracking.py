@@ -10,13 +10,16 @@ artifacts stay the record, and one warning line says what was not logged.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from sago_core.config_sections import StrictModel
+from sago_core.errors import ConfigError
 
 WandbMode = Literal["online", "offline"]
+# What a bare --track value starts with when it is an MLflow tracking URI.
+URI_SCHEMES = ("http://", "https://", "file:", "sqlite:", "postgresql:", "mysql:", "databricks")
 
 
 class MlflowSettings(StrictModel):
@@ -65,3 +68,25 @@ class TrackingSettings(StrictModel):
         if self.mlflow is None and self.wandb is None:
             raise ValueError("names no tracker: give mlflow (tracking_uri) or wandb (project)")
         return self
+
+
+def track_option(values: list[str]) -> dict[str, Any]:
+    """The ``tracking`` section from the command line's ``--track`` values (repeatable):
+    ``mlflow=URI`` or a bare tracking URI (``http://...``, ``file:...``, ``sqlite:///...``)
+    for MLflow; ``wandb`` or ``wandb=PROJECT`` for W&B. A merge override, validated with the
+    rest of the config."""
+    section: dict[str, Any] = {}
+    for value in values:
+        name, _, rest = value.partition("=")
+        if name == "wandb":
+            section["wandb"] = {"project": rest} if rest else {}
+        elif name == "mlflow" and rest:
+            section["mlflow"] = {"tracking_uri": rest}
+        elif value.startswith(URI_SCHEMES):
+            section["mlflow"] = {"tracking_uri": value}
+        else:
+            raise ConfigError(
+                f"--track {value!r}: give mlflow=URI, a tracking URI "
+                f"({', '.join(URI_SCHEMES)}...), wandb or wandb=PROJECT"
+            )
+    return section
