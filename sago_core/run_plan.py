@@ -43,11 +43,11 @@ from sago_core.budget.dry_run import BudgetPlan, budget_lines, candidate_grid, p
 from sago_core.config import RunConfig, TranslationSettings, parallel_entry
 from sago_core.data.references import PARALLEL_REFERENCES, reference_lines
 from sago_core.registry.axes import axes
+from sago_core.registry.families import filtered_families
 from sago_core.stages.posix_matrix import planned_sequences
 from sago_core.stages.structural import model_rewrite_tasks, rewrite_key, rewrite_tasks
 from sago_core.stages.translation import forward_tasks, needs_back_translation, translation_key
 from sago_core.stages.variants import build_variant_candidates
-from sago_core.variants.grid import FILTERED_FAMILIES
 from sago_core.variants.translation import ROUND_TRIP_FAMILY, TranslationTask
 from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY, REPLAY_FAMILY
 
@@ -234,7 +234,7 @@ def plan_run(
         bounds[LANGUAGE_FAMILY] = "machine translations: usable and back-checked"
         if translated.round_trips:
             families[ROUND_TRIP_FAMILY] = translated.round_trips
-    filtered = FILTERED_FAMILIES | set(bounds) | {ROUND_TRIP_FAMILY}
+    filtered = filtered_families() | set(bounds)
     kept_exact = {f: n for f, n in families.items() if f not in filtered}
     kept_up_to = {f: n for f, n in families.items() if f in filtered}
     texts_per_model = len(prompts) + sum(families.values())

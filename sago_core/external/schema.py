@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from sago_core.artifacts.schemas import PAIRED_BASE
 from sago_core.config import ALL_POSITIONS
+from sago_core.registry.families import families
 from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
 
 REQUIRED = ("dataset", "prompt_id", "variant_id", "prompt_text", "response_text")
@@ -46,12 +47,9 @@ OPTIONAL = (
 COLUMNS = (*REQUIRED, *OPTIONAL)
 TEMPLATE_FAMILY = "template"
 FEWSHOT_FAMILY = "fewshot"
-# The families sago has detectors and grids for, and those of other tools' files; a subtype
-# outside these is kept and its mirroring is missing with the detector's reason.
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "register": ("politeness",),
-    "noise": ("spacing", "punctuation", "capitalization"),
-    "structural": ("length", "mood"),
+# The families of other tools' files (sago's own are its registry's, ``known_families``); a
+# subtype outside these is kept and its mirroring is missing with the detector's reason.
+OTHER_FAMILIES: dict[str, tuple[str, ...]] = {
     # other tools' prompt-format dimensions (DOVE's, lm-eval's tasks, inspect's templates):
     # a template's subtype names what changed (``enumerator``, ``separator+shots``, ...)
     TEMPLATE_FAMILY: ("template", "enumerator", "separator", "choices_order", "phrasing"),
@@ -101,11 +99,16 @@ def variant_id_of(key: VariantKey) -> str:
     return f"{key.family}:{key.subtype}:{key.strength:g}:{key.position}"
 
 
+def known_families() -> dict[str, tuple[str, ...]]:
+    """Family -> subtypes: sago's registered families (plug-ins' included), then other tools'."""
+    return {**{f.name: f.subtypes for f in families()}, **OTHER_FAMILIES}
+
+
 def parse_variant_id(variant_id: str) -> tuple[str, str, str, str] | None:
     """(family, subtype, strength, position) texts of a sago-style id, else None."""
     parts = variant_id.split(":")
     if len(parts) == 3 and parts[0] == "register":
         return "register", "politeness", parts[1], parts[2]
-    if len(parts) == 4 and parts[0] in FAMILIES:
+    if len(parts) == 4 and parts[0] in known_families():
         return parts[0], parts[1], parts[2], parts[3]
     return None

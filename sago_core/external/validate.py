@@ -15,12 +15,12 @@ from sago_core.external.columns import Record, hint, require_columns
 from sago_core.external.schema import (
     DEFAULT_MODEL,
     EMPTY_RESPONSE,
-    FAMILIES,
     PAIRED_BASE,
     POSITIONS,
     REQUIRED,
     ExternalRow,
     VariantKey,
+    known_families,
     parse_variant_id,
 )
 from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
@@ -117,9 +117,10 @@ def _strength(value: Any, file: str, row: int) -> float:
 
 
 def _check_family(family: str, file: str, row: int) -> None:
-    if family not in FAMILIES:
+    known = known_families()
+    if family not in known:
         raise InputError(
-            f"unknown family {family!r} (known: {', '.join(FAMILIES)}){hint(family, FAMILIES)}",
+            f"unknown family {family!r} (known: {', '.join(known)}){hint(family, known)}",
             file=file,
             row=row,
             column="family",

@@ -21,7 +21,9 @@ A declaration (``AxisSpec``) is everything the rest of sago knows about an axis:
 
 Registration order is the order of ``vocabulary.AXES``, of the artifacts' axis columns,
 tables and figures. Adding an axis: one module with its measurement and its delta rule,
-plus one ``AxisSpec`` line in ``BUILTIN`` below (``registered`` for a test, undone on exit).
+plus one ``AxisSpec`` line in ``BUILTIN`` below, or the same declaration in another
+package's ``sago.axes`` entry point (``registry/plugins.py``; read on the first use of this
+registry); ``registered`` for a test, undone on exit.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from sago_core.registry import plugins
 
 if TYPE_CHECKING:
     import polars as pl
@@ -120,11 +124,20 @@ BUILTIN: tuple[AxisSpec, ...] = (
 _REGISTRY: dict[str, AxisSpec] = {}
 
 
-def register_axis(spec: AxisSpec) -> AxisSpec:
-    if spec.name in _REGISTRY:
-        raise ValueError(f"axis {spec.name!r} is already registered")
+def _check(spec: AxisSpec) -> None:
     if not spec.name.isidentifier() or not spec.scale > 0:
         raise ValueError(f"axis {spec.name!r}: a plain name and a positive scale are required")
+
+
+def _loaded() -> dict[str, AxisSpec]:
+    plugins.load_group(plugins.AXES, AxisSpec, _REGISTRY, _check)
+    return _REGISTRY
+
+
+def register_axis(spec: AxisSpec) -> AxisSpec:
+    if spec.name in _loaded():
+        raise ValueError(f"axis {spec.name!r} is already registered")
+    _check(spec)
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -145,7 +158,7 @@ def registered(spec: AxisSpec) -> Iterator[AxisSpec]:
 
 def axes() -> tuple[AxisSpec, ...]:
     """Every registered axis of every run (``family`` None), in registration order."""
-    return tuple(spec for spec in _REGISTRY.values() if spec.family is None)
+    return tuple(spec for spec in _loaded().values() if spec.family is None)
 
 
 def axis_names() -> tuple[str, ...]:
@@ -157,17 +170,18 @@ def axes_for(families: Iterable[str]) -> tuple[AxisSpec, ...]:
     conditional axis whose family is among them, in registration order."""
     present = set(families)
     return tuple(
-        spec for spec in _REGISTRY.values() if spec.family is None or spec.family in present
+        spec for spec in _loaded().values() if spec.family is None or spec.family in present
     )
 
 
 def axis_spec(name: str) -> AxisSpec:
     """A registered axis by name (conditional ones included)."""
     try:
-        return _REGISTRY[name]
+        return _loaded()[name]
     except KeyError:
-        raise KeyError(f"axis {name!r} is not one of {tuple(_REGISTRY)}") from None
+        raise KeyError(plugins.unknown(plugins.AXES, name, tuple(_REGISTRY))) from None
 
 
-for _spec in BUILTIN:
-    register_axis(_spec)
+for _spec in BUILTIN:  # straight in: registering through the checks would read the plug-ins
+    _check(_spec)
+    _REGISTRY[_spec.name] = _spec

@@ -9,8 +9,9 @@ on a backend's name reads these declarations instead: the model-spec check of th
 (``backend_names``), ``ModelTarget``, the factory, the judge task and the dry-run plan.
 
 Adding a backend: one module with its class and an ``open_target`` function (heavy imports
-inside it), plus one ``BackendSpec`` line in ``BUILTIN`` below (or ``register_backend`` from
-a plugin; ``registered`` for a test, undone on exit).
+inside it), plus one ``BackendSpec`` line in ``BUILTIN`` below, or the same declaration in
+another package's ``sago.backends`` entry point (``registry/plugins.py``; read on the first
+use of this registry); ``registered`` for a test, undone on exit.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sago_core.errors import ConfigError
+from sago_core.registry import plugins
 
 # What a backend can measure beyond generating text: the teacher-forced pass's hidden
 # states (Act) and log-probabilities/entropies (Prob, Ent), and activation patching.
@@ -104,11 +106,20 @@ BUILTIN: tuple[BackendSpec, ...] = (
 _REGISTRY: dict[str, BackendSpec] = {}
 
 
-def register_backend(spec: BackendSpec) -> BackendSpec:
-    if spec.name in _REGISTRY:
-        raise ValueError(f"backend {spec.name!r} is already registered")
+def _check(spec: BackendSpec) -> None:
     if not spec.name or ":" in spec.name:
         raise ValueError(f"backend name {spec.name!r} must be non-empty and hold no ':'")
+
+
+def _loaded() -> dict[str, BackendSpec]:
+    plugins.load_group(plugins.BACKENDS, BackendSpec, _REGISTRY, _check)
+    return _REGISTRY
+
+
+def register_backend(spec: BackendSpec) -> BackendSpec:
+    if spec.name in _loaded():
+        raise ValueError(f"backend {spec.name!r} is already registered")
+    _check(spec)
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -129,20 +140,21 @@ def registered(spec: BackendSpec) -> Iterator[BackendSpec]:
 
 def backend_names() -> tuple[str, ...]:
     """Every registered backend name, in registration order (the config's allowed values)."""
-    return tuple(_REGISTRY)
+    return tuple(_loaded())
 
 
 def backend_spec(name: str) -> BackendSpec:
     try:
-        return _REGISTRY[name]
+        return _loaded()[name]
     except KeyError:
-        raise ConfigError(f"backend {name!r} is not one of {backend_names()}") from None
+        raise ConfigError(plugins.unknown(plugins.BACKENDS, name, backend_names())) from None
 
 
 def local_backends() -> tuple[str, ...]:
     """The backends whose models are local weights (resolved before anything loads)."""
-    return tuple(n for n, s in _REGISTRY.items() if s.weights == "local")
+    return tuple(n for n, s in _loaded().items() if s.weights == "local")
 
 
-for _spec in BUILTIN:
-    register_backend(_spec)
+for _spec in BUILTIN:  # straight in: registering through the checks would read the plug-ins
+    _check(_spec)
+    _REGISTRY[_spec.name] = _spec

@@ -2,12 +2,16 @@
 
 Data only, like every registry: the run configuration (``config_refusal.py``) refuses a
 rubric that is not declared here, and the judge (``refusal/judge.py``) asks its question.
-A changed wording is a new ``version``, which is in the judge's cache key.
+A changed wording is a new ``version``, which is in the judge's cache key. Another package
+adds a rubric through a ``sago.refusal_rubrics`` entry point naming a ``Rubric``
+(``registry/plugins.py``; read on the first use of this registry).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from sago_core.registry import plugins
 
 
 @dataclass(frozen=True)
@@ -39,11 +43,26 @@ RUBRICS = {
 DEFAULT_RUBRIC = "refused-partial-complied"
 
 
+def _check(rubric: Rubric) -> None:
+    for field in ("{request}", "{response}"):
+        if field not in rubric.template:
+            raise ValueError(f"rubric {rubric.name!r}: its template lacks {field}")
+
+
+def rubric_names() -> tuple[str, ...]:
+    """Every rubric, built in or from a plug-in, sorted."""
+    plugins.load_group(plugins.REFUSAL_RUBRICS, Rubric, RUBRICS, _check)
+    return tuple(sorted(RUBRICS))
+
+
 def rubric_named(name: str) -> Rubric:
     """The documented rubric ``name``; any other name is an error listing them."""
-    if name not in RUBRICS:
+    if name not in rubric_names():
+        why = plugins.failure(plugins.REFUSAL_RUBRICS, name)
         raise ValueError(
-            f"refusal judge rubric {name!r} is not one of the documented ones: "
-            f"{', '.join(sorted(RUBRICS))}"
+            f"refusal judge rubric {name!r} comes from a plug-in that failed to load: {why}"
+            if why
+            else f"refusal judge rubric {name!r} is not one of the documented ones: "
+            f"{', '.join(rubric_names())}"
         )
     return RUBRICS[name]

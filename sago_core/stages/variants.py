@@ -14,8 +14,8 @@ import polars as pl
 from sago_core.artifacts.schemas import VARIANTS, conform
 from sago_core.config import VariantGrid
 from sago_core.data.prompt import Prompt
+from sago_core.registry.families import filtered_families
 from sago_core.variants import build_variants
-from sago_core.variants.grid import FILTERED_FAMILIES
 
 F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
 
@@ -63,7 +63,7 @@ def filter_variants(
     joined = candidates.join(
         prompts.select("dataset", "prompt_id", "prompt"), on=["dataset", "prompt_id"], how="left"
     )
-    checked = joined.filter(pl.col("family").is_in(list(FILTERED_FAMILIES)) & pl.col("kept"))
+    checked = joined.filter(pl.col("family").is_in(list(filtered_families())) & pl.col("kept"))
     scores = f1(checked["text"].to_list(), checked["prompt"].to_list()) if len(checked) else []
     scored = checked.select("dataset", "prompt_id", "variant_id").with_columns(
         pl.Series("score", scores, dtype=pl.Float64)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from sago_core.config import Position, ScriptGrid, VariantGrid
 from sago_core.data.prompt import Prompt
+from sago_core.registry.families import family_spec
 from sago_core.variants.language import (
     LANGUAGE_STRENGTH,
     LanguageTexts,
@@ -37,7 +38,6 @@ from sago_core.variants.script import (
     to_homoglyphs,
 )
 from sago_core.variants.seeding import variant_rng, variant_seed
-from sago_core.variants.translation import ROUND_TRIP_FAMILY
 from sago_core.vocabulary import BASE_FAMILY, LANGUAGE_FAMILY, REPLAY_FAMILY, REPLAY_VARIANT_ID
 
 NoiseFn = Callable[[str, int, Position, random.Random], str]
@@ -53,8 +53,6 @@ SCRIPT_BUILDERS: dict[str, NoiseFn] = {
     "diacritics_added": add_diacritics,
     "diacritics_stripped": strip_diacritics,
 }
-# Families whose meaning preservation must be checked by the semantic filter.
-FILTERED_FAMILIES = frozenset({"register", "structural", ROUND_TRIP_FAMILY})
 
 
 @dataclass(frozen=True)
@@ -218,6 +216,32 @@ def _language_variants(prompt: Prompt, texts: LanguageTexts | None, seed: int) -
         )
 
 
+def _declared_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
+    """The families built from their declarations (registry/families.py), each cell once."""
+    for name, cells in grid.families.items():
+        transform = family_spec(name).transformer()
+        assert cells.subtypes and cells.strengths and cells.positions  # resolved by the config
+        for subtype in cells.subtypes:
+            for position in cells.positions:
+                for strength in cells.strengths:
+                    vid = f"{name}:{subtype}:{strength:g}:{position}"
+                    vseed = variant_seed(seed, prompt.dataset, prompt.prompt_id, vid)
+                    rng = variant_rng(vseed)
+                    text = transform(prompt.prompt, subtype, strength, position, rng)
+                    if text != prompt.prompt:
+                        yield Variant(
+                            prompt.dataset,
+                            prompt.prompt_id,
+                            vid,
+                            name,
+                            subtype,
+                            float(strength),
+                            position,
+                            text,
+                            vseed,
+                        )
+
+
 def build_variants(prompts: list[Prompt], grid: VariantGrid, seed: int) -> list[Variant]:
     """Every configured variant of every prompt, in a stable order."""
     texts = None if grid.language is None else read_language_texts(grid.language)
@@ -229,5 +253,6 @@ def build_variants(prompts: list[Prompt], grid: VariantGrid, seed: int) -> list[
         variants.extend(_noise_variants(prompt, grid, seed))
         variants.extend(_script_variants(prompt, grid, seed))
         variants.extend(_language_variants(prompt, texts, seed))
+        variants.extend(_declared_variants(prompt, grid, seed))
         variants.extend(_replay_variant(prompt, grid, seed))
     return variants

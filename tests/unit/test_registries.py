@@ -180,7 +180,8 @@ def test_the_toy_axis_is_a_column_a_delta_and_a_tolerance(toy: None) -> None:
 
 def test_registrations_are_undone_and_names_are_unique() -> None:
     assert tuple(axis_registry.axis_names()) == BUILTIN_AXES
-    assert backend_registry.backend_names() == ("hf", "vllm", "litellm", "mock")
+    # built in first; an installed plug-in's (the test environment's echo) may follow
+    assert backend_registry.backend_names()[:4] == ("hf", "vllm", "litellm", "mock")
     with pytest.raises(ValueError, match="already registered"):
         backend_registry.register_backend(BackendSpec("mock", "x:y", "none"))
     with pytest.raises(ValueError, match="already registered"):

@@ -1,0 +1,163 @@
+"""Plug-ins: backends, variant families, axes and refusal rubrics from other installed packages.
+
+A distribution extends sago by declaring entry points in the groups of ``GROUPS``; each one
+names the same declaration a built-in uses (``BackendSpec``, ``FamilySpec``, ``AxisSpec``,
+``Rubric``), and its entry point's name is the declaration's name (the word a user types).
+A registry reads its group once, on its first use (never when sago_core is imported, so a
+slow or broken plug-in costs nothing to a command that does not need that registry).
+
+A plug-in that fails (it does not import, names the wrong kind of object, breaks a naming
+rule, or takes a name that is built in or another plug-in's) is skipped with one
+``PluginWarning`` naming its distribution, its entry point and what is wrong: sago keeps
+working for whoever does not use it, and a run that names it fails with that same reason
+(``failure``). Two plug-ins that claim one name are both refused: neither silently wins.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+BACKENDS = "sago.backends"
+VARIANT_FAMILIES = "sago.variant_families"
+AXES = "sago.axes"
+REFUSAL_RUBRICS = "sago.refusal_rubrics"
+# group -> what one of its declarations is called in messages
+GROUPS: dict[str, str] = {
+    BACKENDS: "backend",
+    VARIANT_FAMILIES: "variant family",
+    AXES: "axis",
+    REFUSAL_RUBRICS: "refusal rubric",
+}
+BUILT_IN = "built in"
+
+
+class PluginWarning(UserWarning):
+    """A plug-in was skipped; the message says which and why."""
+
+
+_lock = threading.RLock()
+_registries: dict[str, dict[str, Any]] = {}  # group -> the registry it was loaded into
+_origins: dict[tuple[str, str], str] = {}  # (group, name) -> the plug-in that declared it
+_failures: dict[tuple[str, str], str] = {}  # (group, name) -> why that plug-in was skipped
+
+
+def origin_of(entry: EntryPoint) -> str:
+    """``plug-in DIST (entry point GROUP: NAME = VALUE)``: what a message names."""
+    dist = entry.dist.name if entry.dist is not None else "of an unnamed distribution"
+    return f"plug-in {dist} (entry point {entry.group}: {entry.name} = {entry.value})"
+
+
+def load_group(
+    group: str, kind: type[T], registry: dict[str, T], check: Callable[[T], None]
+) -> None:
+    """Register every declaration of ``group``'s entry points into ``registry``, once.
+
+    ``kind``: the declaration's type; ``check``: the registry's own rule for a declaration
+    (raises ValueError), the same one a built-in passes.
+    """
+    with _lock:
+        if group in _registries:
+            return
+        _registries[group] = registry
+        noun = GROUPS[group]
+        for entry in entry_points(group=group):
+            origin = origin_of(entry)
+            try:
+                declared = entry.load()
+                if not isinstance(declared, kind):
+                    raise TypeError(f"names a {type(declared).__name__}, not a {kind.__name__}")
+                name = getattr(declared, "name", None)
+                if name != entry.name:
+                    raise ValueError(
+                        f"declares the {noun} {name!r} under the entry point name "
+                        f"{entry.name!r}: the two must be the same word"
+                    )
+                check(declared)
+            except Exception as error:  # any failure of someone else's code: skip it
+                _refuse(group, entry.name, f"{origin}: {type(error).__name__}: {error}")
+                continue
+            if entry.name in registry:
+                other = _origins.get((group, entry.name), BUILT_IN)
+                if other == BUILT_IN:
+                    _refuse(
+                        group,
+                        entry.name,
+                        f"{origin} declares the {noun} {entry.name!r}, "
+                        "which is built in; the built-in one is kept",
+                        keep_failure=False,
+                    )
+                    continue
+                del registry[entry.name]
+                del _origins[(group, entry.name)]
+                _refuse(
+                    group,
+                    entry.name,
+                    f"{origin} and {other} both declare the {noun} {entry.name!r}; "
+                    "neither is used (uninstall one)",
+                )
+                continue
+            if (group, entry.name) in _failures:  # a name already refused: refused again
+                _refuse(
+                    group,
+                    entry.name,
+                    f"{origin} also declares the refused {noun} "
+                    f"{entry.name!r}: {_failures[(group, entry.name)]}",
+                    keep_failure=False,
+                )
+                continue
+            registry[entry.name] = declared
+            _origins[(group, entry.name)] = origin
+
+
+def _refuse(group: str, name: str, why: str, keep_failure: bool = True) -> None:
+    if keep_failure:
+        _failures[(group, name)] = why
+    warnings.warn(f"sago skipped a {GROUPS[group]}: {why}", PluginWarning, stacklevel=4)
+
+
+def failure(group: str, name: str) -> str | None:
+    """Why the plug-in declaring ``name`` in ``group`` was skipped (None: none was)."""
+    return _failures.get((group, name))
+
+
+def unknown(group: str, name: str, known: tuple[str, ...]) -> str:
+    """The message for a name that is not registered: the plug-in's failure, if one
+    declared it, else the registered names."""
+    why = failure(group, name)
+    if why is not None:
+        return f"{GROUPS[group]} {name!r} comes from a plug-in that failed to load: {why}"
+    return f"{GROUPS[group]} {name!r} is not one of {known}"
+
+
+def plugin_origin(group: str, name: str) -> str | None:
+    """The plug-in that declared ``name`` (None: built in, or not registered)."""
+    return _origins.get((group, name))
+
+
+def forget() -> None:
+    """Unregister every plug-in declaration and read the entry points again on next use
+    (tests; a session that installed a package after sago's registries were used)."""
+    with _lock:
+        for group, name in _origins:
+            _registries[group].pop(name, None)
+        _registries.clear()
+        _origins.clear()
+        _failures.clear()
+
+
+@contextmanager
+def reloaded() -> Iterator[None]:
+    """The entry points read afresh inside the ``with`` block, and again after it (tests
+    that put a distribution on ``sys.path``)."""
+    forget()
+    try:
+        yield
+    finally:
+        forget()
