@@ -58,6 +58,7 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/reliability/test_unsafe_loading.py",
     "tests/reliability/test_bad_inputs.py",
     "tests/flow/test_dry_run.py",
+    "tests/flow/test_plugin_run.py",
     "tests/unit/test_training_flow.py",
     "tests/unit/test_training_trl.py",
     "tests/unit/test_training_lora.py",
