@@ -35,9 +35,13 @@ def _config_file(tmp_path: Path) -> Path:
         "runs_dir": str(tmp_path / "runs"),
         "generation": {"max_new_tokens": 12},
         # the plug-in's family alone (and the replay): 2 subtypes x 2 strengths, global
-        "variants": {"register": None, "noise": None, "structural": None},
+        "variants": {
+            "register": None,
+            "noise": None,
+            "structural": None,
+            "families": {"emphasis": {}},
+        },
     }
-    values["variants"]["families"] = {"emphasis": {}}
     file = tmp_path / "plugin.yaml"
     file.write_text(yaml.safe_dump(values))
     return file
