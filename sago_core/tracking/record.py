@@ -26,8 +26,6 @@ from sago_core.artifacts.layout import (
     CARD_JSON_FILE,
     CARD_MD_FILE,
     MANIFEST_FILE,
-    PAIRED_FILE,
-    PAIRED_MD_FILE,
     REFUSAL_RATES_FILE,
     REPORT_FILE,
     SCORES_FILE,
@@ -66,8 +64,6 @@ RUN_FILES = (
     SUMMARY_FILE,
     SCORES_FILE,
     MANIFEST_FILE,
-    PAIRED_FILE,
-    PAIRED_MD_FILE,
 )
 # Config sections that say where the run is written or reported, not what it computed.
 UNLOGGED_CONFIG = ("runs_dir", "runs_store", "prefect_home", "tracking")
@@ -199,11 +195,12 @@ def run_files(layout: RunLayout) -> tuple[Path, ...]:
 
 def read_run(run_dir: Path) -> RunRecord:
     """A finished run's record for the trackers: one ``ModelRecord`` per model of its
-    summary, or one for a paired comparison's folder (``paired.parquet``)."""
+    summary. ``run_dir`` may also be a paired comparison's table (``sago compare paired``'s
+    ``paired.parquet``, wherever it was written): one record of its verdicts."""
+    if run_dir.is_file() and run_dir.suffix == ".parquet":
+        return read_paired(run_dir.resolve())
     layout = RunLayout(run_dir.resolve())
     run_id = layout.run_dir.name
-    if (layout.run_dir / PAIRED_FILE).is_file() and not (layout.run_dir / SUMMARY_FILE).is_file():
-        return RunRecord(run_id, layout.run_dir, (paired_record(layout),))
     manifest = _manifest(layout)
     summary_path = layout.run_dir / SUMMARY_FILE
     if not summary_path.is_file():
@@ -224,11 +221,14 @@ def read_run(run_dir: Path) -> RunRecord:
     return RunRecord(run_id, layout.run_dir, tuple(records))
 
 
-def paired_record(layout: RunLayout) -> ModelRecord:
-    """A paired comparison (``sago compare A B --paired``): per (dataset, axis) the mean
+def read_paired(table: Path) -> RunRecord:
+    """A paired comparison (``sago compare paired A B``): per (dataset, axis) the mean
     difference b - a with its interval and p-values, and the verdict as a number (b worse 1,
-    equivalent 0, b better -1; inconclusive is not logged, the table keeps it)."""
-    paired = read_parquet(layout.run_dir / PAIRED_FILE)
+    equivalent 0, b better -1; inconclusive is not logged, the table keeps it). Logged in
+    the experiment of model b, named ``<run a> vs <run b>``."""
+    paired = read_parquet(table)
+    if not paired.height:
+        raise InputError("holds no comparison rows", file=str(table))
     metrics: dict[str, float] = {}
     for row in paired.iter_rows(named=True):
         for measure in PAIRED_METRICS:
@@ -238,15 +238,14 @@ def paired_record(layout: RunLayout) -> ModelRecord:
         verdict = VERDICT_VALUES.get(str(row.get("verdict")))
         if verdict is not None:
             metrics[metric_name("verdict", row["dataset"], row["axis"])] = verdict
-    first = paired.row(0, named=True) if paired.height else {}
-    model = f"{first.get('model_a', '?')} vs {first.get('model_b', '?')}"
+    first = paired.row(0, named=True)
+    name = f"{first['run_a']} vs {first['run_b']}"
     params = {
-        "comparison": layout.run_dir.name,
-        "model_a": str(first.get("model_a")),
-        "model_b": str(first.get("model_b")),
-        "run_a": str(first.get("run_a")),
-        "run_b": str(first.get("run_b")),
-        "margin": str(first.get("margin")),
+        key: str(first.get(key))
+        for key in ("model_a", "model_b", "run_a", "run_b", "margin", "design")
     }
-    tags = {"sago.run_id": layout.run_dir.name, "sago.model": str(first.get("model_b"))}
-    return ModelRecord(model, params, metrics, tags, run_files(layout))
+    tags = {"sago.run_id": name, "sago.model": str(first["model_b"]), "sago.kind": "paired"}
+    beside = table.with_suffix(".md")
+    files = (table, beside) if beside.is_file() else (table,)
+    record = ModelRecord(str(first["model_b"]), params, metrics, tags, files)
+    return RunRecord(name, table.parent, (record,))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sago_core.artifacts.layout import CARD_MD_FILE, PAIRED_FILE, SUMMARY_FILE, RunLayout
+from sago_core.artifacts.layout import CARD_MD_FILE, SUMMARY_FILE, RunLayout
 from sago_core.config_tracking import TrackingSettings
 from sago_core.errors import SagoError
 from sago_core.tracking.record import RunRecord, read_run
@@ -35,8 +35,6 @@ def _ensure_card(layout: RunLayout) -> None:
     run_dir = layout.run_dir
     if (run_dir / CARD_MD_FILE).is_file() or not (run_dir / SUMMARY_FILE).is_file():
         return
-    if (run_dir / PAIRED_FILE).is_file():
-        return  # a comparison's folder: its card is the paired one, written with it
     from sago_core.report.card import write_card
 
     try:
@@ -74,12 +72,13 @@ def _reason(exc: BaseException) -> str:
 
 
 def track_run(run_dir: Path, settings: TrackingSettings) -> list[TrackingOutcome]:
-    """Log the finished run (or paired comparison) in ``run_dir`` to each tracker of
-    ``settings``. Never raises for a tracker: each one that fails logs one warning line and
-    returns its reason. A folder that is not a finished run is an ``InputError``."""
-    layout = RunLayout(run_dir.resolve())
-    _ensure_card(layout)
-    run = read_run(layout.run_dir)
+    """Log the finished run in ``run_dir`` (or a paired comparison's ``paired.parquet``) to
+    each tracker of ``settings``. Never raises for a tracker: each one that fails logs one
+    warning line and returns its reason. A folder that is not a finished run is an
+    ``InputError``."""
+    if run_dir.is_dir():
+        _ensure_card(RunLayout(run_dir.resolve()))
+    run = read_run(run_dir)
     outcomes = []
     for name, log_to in _trackers(settings):
         try:

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from sago_core.artifacts.schemas import SUMMARY
+from sago_core.artifacts.schemas import PAIRED, SUMMARY
 from sago_core.artifacts.store import write_parquet
 from sago_core.config import build_config
 from sago_core.config_tracking import TrackingSettings, track_option
@@ -133,3 +133,27 @@ def test_a_tracker_that_is_down_costs_one_warning_line(
     lines = [r.getMessage() for r in caplog.records if r.name == "sago.tracking"]
     assert lines == [outcome.warning]
     assert "run demo-abc not logged to mlflow" in lines[0] and "did not answer" in lines[0]
+
+
+def test_a_paired_comparison_logs_its_verdicts(tmp_path: Path) -> None:
+    def row(dataset: str, axis: str, diff: float, verdict: str) -> dict[str, Any]:
+        values: dict[str, Any] = {c: None for c in PAIRED}
+        values.update(model_a=MODELS[0], model_b=MODELS[1], run_a="run-a", run_b="run-b")
+        values.update(dataset=dataset, axis=axis, n=4, mean_diff=diff, verdict=verdict)
+        values.update(p_paired_t=0.015625, margin=0.05)
+        return values
+
+    rows = [
+        row("__pooled__", "bleu", 0.25, "b_worse"),
+        row("__pooled__", "act", 0.0, "inconclusive"),
+    ]
+    table = write_parquet(pl.DataFrame(rows, schema=PAIRED), tmp_path / "paired.parquet", PAIRED)
+    (tmp_path / "paired.md").write_text("| table |", encoding="utf-8")
+    (record,) = read_run(table).models
+    assert record.metrics["mean_diff/__pooled__/bleu"] == 0.25
+    assert record.metrics["p_paired_t/__pooled__/act"] == 0.015625
+    assert record.metrics["verdict/__pooled__/bleu"] == 1.0
+    assert "verdict/__pooled__/act" not in record.metrics  # inconclusive: the table keeps it
+    assert (record.params["run_a"], record.params["run_b"]) == ("run-a", "run-b")
+    assert record.tags["sago.run_id"] == "run-a vs run-b"
+    assert [p.name for p in record.files] == ["paired.parquet", "paired.md"]
