@@ -16,6 +16,11 @@ _.mr_delta_rule
 _.bleu_delta_rule
 _.bert_delta_rule
 _.lang_delta_rule
+# The example plug-in's entry points name these (tests/plugin_package/pyproject.toml and the
+# family's "module:function" transform); sago reads them through importlib.metadata.
+_.ECHO
+_.EMPHASIS
+_.emphasise
 # A device worker imports the bench's paced flow by its "module:function" string.
 _.paced_shard_flow
 # A deployment entrypoint in deployments/prefect.yaml (flows/watch.py:evaluate_models).

@@ -20,7 +20,7 @@ from pydantic import (
 
 from sago_core.registry import plugins
 from sago_core.registry.backends import backend_names
-from sago_core.registry.families import family_spec
+from sago_core.registry.families import declared_grid_families, family_spec
 from sago_core.vocabulary import BASE_LANGUAGE
 
 Position = Literal["prefix", "suffix", "global"]
@@ -301,7 +301,10 @@ class VariantGrid(StrictModel):
         for name, cells in value.items():
             spec = family_spec(name)
             if spec.transform is None:
-                raise ValueError(f"{name!r} is configured as variants.{name}, not here")
+                raise ValueError(
+                    f"{name!r} is configured as variants.{name}, not here (families built "
+                    f"from their declaration: {', '.join(declared_grid_families()) or 'none'})"
+                )
             subtypes = spec.subtypes if cells.subtypes is None else cells.subtypes
             unknown = sorted(set(subtypes) - set(spec.subtypes))
             if unknown or not subtypes:

@@ -17,8 +17,7 @@ pytestmark = pytest.mark.slow
 QUESTIONS = ("What is the capital of France?", "Name a planet with rings.")
 
 
-@pytest.fixture(scope="module")
-def plugin_installed() -> None:
+def _require_the_plugin() -> None:
     try:
         distribution("sago-example-plugin")
     except PackageNotFoundError:
@@ -57,9 +56,11 @@ def _stressed(base: str, variant: str, subtype: str) -> int:
 
 
 def test_the_plugins_backend_and_family_run_end_to_end(
-    plugin_installed: None, harness: None, tmp_path: Path, capsys: pytest.CaptureFixture
+    harness: None, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     from sago_cli.main import main
+
+    _require_the_plugin()
 
     file = _config_file(tmp_path)
     assert main(["run", "--config", str(file), "--dry-run"]) == 0
