@@ -48,12 +48,14 @@ class WandbSettings(StrictModel):
     own settings (``WANDB_MODE``, ``wandb offline``). ``dir``: where W&B writes its local
     files (null: its own default, ``./wandb``); an offline run is uploaded later with
     ``wandb sync``. The API key comes from W&B's own login or ``WANDB_API_KEY``, never from
-    this file."""
+    this file. ``timeout_s``: how long W&B may take to start a run (online: to reach its
+    server) before the run counts as not logged."""
 
     project: str = "sago"
     entity: str | None = None
     mode: WandbMode | None = None
     dir: Path | None = None
+    timeout_s: float = Field(default=30.0, gt=0)
 
 
 class TrackingSettings(StrictModel):

@@ -40,7 +40,12 @@ def log_to_wandb(run: RunRecord, settings: WandbSettings) -> list[str]:
             resume="allow",
             reinit="create_new",
             # The run's own console and the machine's statistics are not the results.
-            settings=wandb.Settings(console="off", silent=True, x_disable_stats=True),
+            settings=wandb.Settings(
+                console="off",
+                silent=True,
+                x_disable_stats=True,
+                init_timeout=settings.timeout_s,
+            ),
         )
         try:
             wb_run.log(record.metrics, step=0)
