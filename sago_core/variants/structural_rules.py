@@ -83,7 +83,8 @@ _COMMAND_LEAD_INS = (
     "I am trying to get a clear result for it.",
     "Here is exactly how I would put the task.",
 )
-_FILLERS = re.compile(r"\b(?:please|kindly|actually|basically|really|just)\b,?\s*", re.IGNORECASE)
+# Words whose loss changes no meaning ("just" and "really" can: "just war", "is it really").
+_FILLERS = re.compile(r"\b(?:please|kindly|actually|basically)\b,?\s*", re.IGNORECASE)
 _CONTRACTIONS = {
     "what is": "what's",
     "who is": "who's",

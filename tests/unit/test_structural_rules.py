@@ -20,7 +20,7 @@ from sago_core.variants.structural import (
     mood_task,
     word_count,
 )
-from sago_core.variants.structural_rules import rule_rewrite
+from sago_core.variants.structural_rules import rule_rewrite, shorter_candidates
 from tests.fakes import FakeBackend
 
 
@@ -98,6 +98,14 @@ def test_shorter_drops_the_question_frame_and_refuses_a_strength_it_cannot_reach
     # Nothing to drop: no shorter variant at all.
     plain = "Which composer wrote the Moonlight Sonata?"
     assert rule_rewrite(plain, length_task(plain, 0.5)).text is None
+
+
+def test_shorter_candidates_drop_fillers_then_contract() -> None:
+    assert shorter_candidates("Please tell me what is the boiling point of water.") == [
+        "Tell me what is the boiling point of water.",
+        "Tell me what's the boiling point of water.",
+    ]
+    assert shorter_candidates("Is it just war?") == ["Is it just war?", "Is it just war?"]
 
 
 def test_longer_adds_neutral_lead_ins_near_the_target_and_no_politeness() -> None:
