@@ -8,8 +8,10 @@ prefix across its K samples (``bench/sampling_vllm.py``; one line saying why it 
 without the vLLM environment); (6) the post-scoring stages on a synthetic paper-grid run at
 1,000-8,000 instances (``bench/report_scale.py``: seconds, exponent, report.html bytes);
 (7) the main job (``sago run --preset demo``) twice: rerun time over first-run time; (8) the
-budgeted design's validation replay (``bench/budget.py``) on a synthetic paper grid, and a
-recorded real budgeted run beside its full run (``bench/budget_real.py``), when one is.
+budgeted design's validation replay (``bench/budget.py``) on a synthetic paper grid, the
+same at 8, 48 and 200 prompts per dataset (``bench/budget_scale.py``: coverage, bias and
+false verdicts both ways as the prompt set grows), and a recorded real budgeted run beside
+its full run (``bench/budget_real.py``), when one is.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from bench.budget import main as budget_replay
 from bench.budget_real import main as budget_real
+from bench.budget_scale import main as budget_scale
 from bench.pipelines import agree, compare, run_pipeline, tolerances
 from bench.report_scale import main as report_scale
 from bench.sampling import sampling_costs
@@ -214,6 +217,7 @@ def main() -> int:
     if not args.skip_rerun:
         print("\n".join(cached_rerun(workdir)))
     budget_replay([])
+    budget_scale([])
     budget_real([])
     return 0
 

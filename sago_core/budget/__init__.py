@@ -1,4 +1,4 @@
-"""Budgeted, sequential stability estimation (issue 40): sample (prompt, variant) cells by a
+"""Budgeted, sequential stability estimation: sample (prompt, variant) cells by a
 stratified two-stage design, estimate the full grid's scores with design weights, run in
 rounds that stop when every target is met or every verdict is decided, and plan a design
 from a pilot's variance components. Pure numpy: no model, no Prefect."""

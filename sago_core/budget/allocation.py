@@ -8,7 +8,7 @@ rounds go to the strata where the watched axes' spread is largest (greedy Neyman
 of the paper grid most cells are the first round's two per stratum, so a small stratum with
 a large spread is sampled far past its share. The proportional prediction then over-states
 Ent's and Prob's half-widths by about a third and under-states BLEU's by a fifth (the replay
-table, docs/guide/budget.md).
+table, docs/guide/budget-validation.md).
 
 Here the typical prompt of a dataset (its strata at their mean sizes V_h) is allocated the
 same way from the pilot's per-stratum spreads: the minimum round, the first round's

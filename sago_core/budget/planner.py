@@ -324,8 +324,8 @@ def pilot_from_grid(
 def no_event_share(measured: np.ndarray, nonzero: np.ndarray, variants: int) -> float:
     """Among the prompts with a non-zero delta, the expected share whose ``variants`` cells
     (a simple random sample of the prompt's measured cells) are all 0: for a 0/1-like axis
-    (MR, and BLEU at T = 0) such a prompt's root is 0 with a stated variance of 0, the
-    estimate is biased low and its interval too narrow (docs/guide/budget.md, Validation).
+    (MR, and BLEU at T = 0) such a prompt's root rests on its dataset's fit, not on its own
+    cells (estimate.py).
     Hypergeometric: prod_{t < m} (V - k - t) / (V - t)."""
     shares = [
         no_event_chance(v, k, variants) for v, k in zip(measured, nonzero, strict=True) if k > 0

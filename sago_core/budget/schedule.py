@@ -74,7 +74,7 @@ def make_schedule(grid: Grid, cells: int, rounds: int, key: str = "budget") -> S
             f"strata over {len(layouts[-1].datasets)} datasets)"
         )
     # the finest strata one round affords (coarse strata mix strengths and positions, and
-    # their intervals came out too narrow: docs/guide/budget.md), then the rounds
+    # their intervals came out too narrow: docs/guide/budget-validation.md), then the rounds
     layout = next(layout for layout in layouts if minimum_round(layout, prompts) <= cells)
     if cells >= grid.cells:  # the whole grid: every cell in one round, the full run's numbers
         return Schedule(
