@@ -181,9 +181,7 @@ class BudgetResult:
         return int(self.observed.sum())
 
 
-def _t_pvalues(
-    layout: Layout, prompts: PromptEstimates, eps: float
-) -> tuple[float, float] | None:
+def _t_pvalues(layout: Layout, prompts: PromptEstimates, eps: float) -> tuple[float, float] | None:
     """(p of H0 E[s] <= eps, p of its mirror E[s] >= eps), one-sided t-tests over the
     sampled prompts' roots, n - 1 degrees of freedom. The standard error is the roots'
     spread plus their mean posterior variance, over n, plus the error each dataset's fitted
