@@ -136,3 +136,37 @@ def test_the_card_carries_the_budget_line_only_for_a_budgeted_run(tmp_path: Path
     assert card["budget"]["line"].startswith("budgeted: 20 of 100 cells (20%), stopped after")
     ((heading, _, _, notes),) = budget_blocks(card)
     assert heading == "Budgeted run" and notes[0].endswith("every target met or verdict decided.")
+
+
+def test_budget_cells_hold_the_designs_probability_for_every_cell_of_a_sampled_prompt() -> None:
+    """Half of each prompt's six kinds in one round: every cell of a sampled prompt has
+    pi = 3/6 = 0.5, asked or not (a Horvitz-Thompson weight), and the asked cells'
+    1/pi sum to the grid's cells."""
+    from sago_core.budget.record import cells_frame
+    from sago_core.budget.rounds import budgeted_design, column_name
+    from sago_core.budget.sequential import run_budgeted
+    from sago_core.config import BudgetSettings
+
+    rows = [
+        ("d", f"p{i}", f"v{s}", "noise", "spacing", float(s), "global", True)
+        for i in range(3)
+        for s in range(1, 7)
+    ]
+    names = ["dataset", "prompt_id", "variant_id", "family", "subtype", "strength", "position"]
+    variants = pl.DataFrame([r[:7] for r in rows], schema=names, orient="row").with_columns(
+        pl.lit(True).alias("kept")
+    )
+    cells = run_cells(variants)
+    design = budgeted_design(cells, BudgetSettings(fraction=0.5, rounds=1), 0, ["m"])
+    values = np.linspace(0.1, 1.8, len(cells.ids))[:, None].repeat(len(design.columns), 1)
+    result = run_budgeted(
+        design.design,
+        design.schedule.totals,
+        lambda m: values[m],
+        [column_name(m, a) for m, a in design.columns],
+    )
+    frame = cells_frame(result, design)
+    assert frame["asked"].sum() == 9
+    assert frame["inclusion_probability"].to_list() == [0.5] * 18
+    asked = frame.filter(pl.col("asked"))
+    assert (1 / asked["inclusion_probability"]).sum() == 18
