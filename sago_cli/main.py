@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from types import ModuleType
 
 from sago_cli import (
@@ -65,8 +65,10 @@ class GroupedHelp(argparse.RawDescriptionHelpFormatter):
     """``sago --help``: the commands are listed by group in the epilog, not once more in
     argparse's own flat list."""
 
-    def _iter_indented_subactions(self, action: argparse.Action) -> Iterator[argparse.Action]:
-        return iter(())
+    def _iter_indented_subactions(
+        self, action: argparse.Action
+    ) -> Generator[argparse.Action, None, None]:
+        yield from ()
 
 
 class CommandLine(SagoParser):
@@ -84,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = CommandLine(  # its subcommands' parsers are SagoParsers (no second rewrite)
         prog="sago",
         description="SAGO: does a language model behave the same on meaning-preserving "
-        "variants of a prompt? Six signed deltas per prompt and variant, RMS scores, t-tests.",
+        "variants of a prompt?\nSix signed deltas per prompt and variant, RMS scores, t-tests.",
         formatter_class=GroupedHelp,
     )
     commands = parser.add_subparsers(
