@@ -13,7 +13,13 @@ from sago_core.budget.design import (
     index_grid,
     select_cells,
 )
-from sago_core.budget.estimate import axis_estimates, estimate_prompts, full_scores
+from sago_core.budget.estimate import (
+    axis_estimates,
+    dataset_estimate,
+    estimate_prompts,
+    full_scores,
+    pooled_estimate,
+)
 
 REGISTER = [("register", "politeness", s, p) for p in ("prefix", "suffix") for s in (-2.0, 2.0)]
 NOISE = [("noise", "spacing", 5.0, "prefix"), ("noise", "spacing", 20.0, "prefix")]
@@ -208,3 +214,21 @@ def test_missing_cells_leave_the_weights_as_the_full_run_does() -> None:
     est = estimate_prompts(layout, values, asked=np.ones(grid.cells, dtype=bool))
     assert est.s[0] == pytest.approx(0.790569, abs=1e-6)
     assert est.s_var[0] == 0.0
+
+
+def test_a_subsampled_dataset_takes_a_t_quantile_by_hand() -> None:
+    """Roots 1..5 with no within-prompt variance, 5 of 10 prompts sampled: the first stage
+    alone, (1 - 5/10) x 2.5 / 5 = 0.25 on 4 degrees of freedom, half-width t(0.975, 4) x
+    0.5 = 2.7764451 x 0.5; two such datasets pooled: variance 0.125 on 8 degrees of
+    freedom (Satterthwaite), t(0.975, 8) = 2.3060041. Every prompt sampled: a normal
+    quantile."""
+    s = np.arange(1.0, 6.0)
+    one = dataset_estimate(s, np.zeros(5), sampled=5, population=10)
+    assert one is not None and one.variance == pytest.approx(0.25) and one.df == pytest.approx(4)
+    assert one.half_width() == pytest.approx(2.7764451 * 0.5, abs=1e-6)
+    pooled = pooled_estimate([one, one])
+    assert pooled is not None and pooled.df == pytest.approx(8)
+    assert pooled.half_width() == pytest.approx(2.3060041 * np.sqrt(0.125), abs=1e-6)
+    whole = dataset_estimate(s, np.full(5, 0.01), sampled=5, population=5)
+    assert whole is not None and whole.df == np.inf
+    assert whole.half_width() == pytest.approx(1.959964 * np.sqrt(0.05 / 25), abs=1e-6)
