@@ -1,6 +1,8 @@
 """Every command line the README and the docs show (a code-block line starting ``sago ``)
 parses with today's parser, so a renamed command or option cannot leave a page behind.
 
+A line the program prints (``sago: error: ...``, ``sago tracking: ...``: its first word
+after ``sago`` ends in a colon) and blocks marked as output (``text``) are not commands.
 Placeholders stay as they are (``<run>`` and ``RUN`` are plain words to the parser); a store
 URL is read as a local path here, since the run-folder argument would fetch it at parse
 time; ``--help`` lines count when the parser stops to print help and nothing else.
@@ -20,23 +22,25 @@ from sago_cli.main import build_parser
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 STORE_URL = re.compile(r"^(s3|gs|az)://")
+SHELL = ("", "bash", "sh", "shell", "console")  # a fenced block's language that holds commands
 
 
 def command_lines(text: str) -> list[tuple[int, str]]:
     """``(line number, command)`` for each ``sago`` line inside a fenced code block, with
     backslash continuations joined."""
     found: list[tuple[int, str]] = []
-    inside, pending, start = False, "", 0
+    fenced, shell, pending, start = False, False, "", 0
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if stripped.startswith("```"):
-            inside, pending = not inside, ""
+            fenced, pending = not fenced, ""
+            shell = fenced and stripped[3:].strip() in SHELL
             continue
-        if not inside:
+        if not shell:
             continue
         if pending:
             pending += " " + stripped
-        elif stripped.startswith("sago "):
+        elif stripped.startswith("sago ") and not stripped.split()[1].endswith(":"):
             pending, start = stripped, number
         else:
             continue
@@ -82,6 +86,11 @@ def test_a_documented_command_line_parses(
     except SystemExit as exc:
         assert exc.code == 0 and "--help" in argv, capsys.readouterr().err
     assert capsys.readouterr().err == ""
+
+
+def test_output_lines_are_not_commands() -> None:
+    text = "```\nsago: error: no run\nsago tracking: not logged\n```\n```text\nsago run\n```"
+    assert command_lines(text) == []
 
 
 def test_a_line_that_no_longer_parses_is_caught(capsys: pytest.CaptureFixture[str]) -> None:
