@@ -118,9 +118,16 @@ def saved_config(run_dir: Path) -> RunConfig:
     if not saved.is_file():
         raise InputError(f"has no {saved.name} (not a sago run folder)", file=str(run_dir))
     try:
-        return RunConfig.model_validate(json.loads(saved.read_text(encoding="utf-8")))
+        config = RunConfig.model_validate(json.loads(saved.read_text(encoding="utf-8")))
     except (ValueError, ValidationError) as exc:
         raise InputError(f"is not a valid run configuration: {exc}", file=str(saved)) from exc
+    if config.runs_store is not None:
+        return config  # the store is the run's home; run_dir is this machine's mirror of it
+    # A folder that was moved or copied continues where it is now, not where it was written.
+    here: dict[str, Any] = {"runs_dir": run_dir.resolve().parent}
+    if not is_sweep(config):
+        here["run_id"] = run_dir.resolve().name
+    return config.model_copy(update=here)
 
 
 def dry_run(config: RunConfig, say: Callable[[str], object] = print) -> None:
