@@ -111,3 +111,15 @@ def test_an_output_a_model_and_a_budget_are_spelled_alike(parser: argparse.Argum
     assert {"--out", "--model", "--models", "--budget"} <= every
     retired = {"--json", "--base", "--generations", "--paired", "--transfer", "--training"}
     assert every & retired == set()
+
+
+def test_a_budget_count_is_refused_by_run_in_one_line_naming_design(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--budget`` parses alike everywhere; ``sago run`` takes a share of the grid, so a
+    count of generations (``sago design``'s other form) is refused, never read as a share."""
+    from sago_cli.main import main
+
+    assert main(["run", "--budget", "64", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "sago design" in err
