@@ -13,11 +13,11 @@ table, docs/guide/budget-validation.md).
 Here the typical prompt of a dataset (its strata at their mean sizes V_h) is allocated the
 same way from the pilot's per-stratum spreads: the minimum round, the first round's
 proportional top-up, then the rest of m by the same greedy steps and weights as the run,
-a_h = sum over the watched axes of w_axis W_h^2 S_h^2 (w_axis = 1 / target^2, or 1 / SGS^2
-with no target). The second-stage variance of one prompt's estimate of an axis is then
-sum_h W_h^2 S_h^2 (1 / m_h - 1 / V_h) (Cochran 1977 section 5.3), W_h = V_h / sum V.
-What it leaves out: the run's weights come from the cells it has seen (here the pilot's
-spreads are known), a met target stops weighting its axis, and the run shares a round's
+a_h = sum over the watched axes of W_h^2 S_h^2 / sum_h' W_h'^2 S_h'^2 (each axis' weights
+summing to one: the targeted axes, or every axis with no target). The second-stage variance
+of one prompt's estimate of an axis is then sum_h W_h^2 S_h^2 (1 / m_h - 1 / V_h) (Cochran
+1977 section 5.3), W_h = V_h / sum V. What it leaves out: the run's weights come from its
+pilot round's cells (here the pilot run's spreads are known), and the run shares a round's
 cells equally over the sampled prompts of every dataset where the plan allocates each
 dataset's typical prompt (a stratum whose mean size is below one half counts as one
 variant).
@@ -94,8 +94,9 @@ def planned_counts(
     counts = allocate(counts, share**2, ceiling, max(opening - int(counts.sum()), 0))
     weight = np.zeros(len(ceiling))
     for axis, w in weights.items():
-        if axis in parts:
-            weight += w * share**2 * np.asarray(parts[axis].spread)
+        if axis in parts and w > 0:
+            a = share**2 * np.asarray(parts[axis].spread)
+            weight += a / a.sum() if a.sum() > 0 else 0.0
     if not weight.any():
         weight = share**2
     return allocate(counts, weight, ceiling, max(total - int(counts.sum()), 0))
@@ -120,8 +121,9 @@ def allocated_sample(parts: StratumParts, counts: np.ndarray) -> float:
 
 
 def axis_weights(sgs: Mapping[str, float], target: Mapping[str, float] | None) -> dict[str, float]:
-    """w_axis as the run weighs it (sequential._weights): 1 / target^2 for each targeted
-    axis, or 1 / SGS^2 for every axis with no target."""
+    """The watched axes as the run weighs them (sequential._weights), each weight positive:
+    the targeted axes, or every axis with no target (the values are read as a mask only:
+    each axis' allocation weights are scaled to sum to one)."""
     if target:
         return {a: 1.0 / hw**2 for a, hw in target.items() if hw > 0}
     return {a: 1.0 / max(value, 1e-6) ** 2 for a, value in sgs.items()}
