@@ -4,8 +4,9 @@ every cell asked so far (the row cache answers the earlier ones without the mode
 every target is met or every verdict decided, or the budget is spent.
 
 Each round's cells are a function of (seed, round, the first round's values: the later
-rounds' weights are frozen after it), and the values of a finished round are cached stages, so a run killed in round 2 resumes there and asks no
-answered row again; a full run after it finds every budgeted row in the row cache.
+rounds' weights are frozen after it), and the values of a finished round are cached stages,
+so a run killed in round 2 resumes there and asks no answered row again; a full run after
+it finds every budgeted row in the row cache.
 """
 
 from __future__ import annotations
