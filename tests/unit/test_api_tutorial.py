@@ -18,7 +18,7 @@ def cells(text: str) -> list[str]:
     return CELL.findall(text)
 
 
-@pytest.mark.slow  # two mock runs through the flow: about 50 s on 2 CPU cores
+@pytest.mark.slow  # two mock runs through the flow: about 27 s on 2 CPU cores
 def test_the_tutorial_runs_as_written(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
