@@ -269,6 +269,9 @@ class FamilyGrid(StrictModel):
     subtypes: tuple[str, ...] | None = None
     strengths: tuple[float, ...] | None = None
     positions: tuple[Position, ...] | None = None
+    # Recorded, not read: the declaring plug-in and its version, so a run's id and the
+    # variants' cache key follow a new version of the plug-in's code.
+    plugin: str | None = None
 
 
 class VariantGrid(StrictModel):
@@ -316,6 +319,7 @@ class VariantGrid(StrictModel):
                     "subtypes": subtypes,
                     "strengths": spec.strengths if cells.strengths is None else cells.strengths,
                     "positions": spec.positions if cells.positions is None else cells.positions,
+                    "plugin": plugins.version_of(plugins.VARIANT_FAMILIES, name),
                 }
             )
         return resolved

@@ -17,6 +17,7 @@ from sago_core.artifacts.store import write_json
 from sago_core.backends.target import RunTargets, run_targets
 from sago_core.config import RunConfig
 from sago_core.data.loading import source_digest
+from sago_core.registry import plugins
 from sago_core.storage.attached import ensure_local
 
 PACKAGES = (
@@ -80,7 +81,7 @@ def provenance(config: RunConfig, inputs: dict[str, Any], run_dir: Path) -> dict
         "rewriter": inputs["rewriter"],
         "judge": inputs.get("judge"),
         **({"translator": inputs["translator"]} if inputs.get("translator") else {}),
-        "packages": package_versions(),
+        "packages": {**package_versions(), **plugins.distributions()},
         # cache hits whose artifact failed its sha256 and were recomputed, by reason
         "integrity": integrity_counts(RunLayout(run_dir)),
         # sago score: the external file, how it was read, and the reader's counts

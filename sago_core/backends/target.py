@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from sago_core.backends.model_source import LocalModel, parse_model_spec, resolve_local_model
 from sago_core.config import ApiSettings, RunConfig, TemplateKwargs, VllmSettings
 from sago_core.errors import ModelNotFoundError
+from sago_core.registry import plugins
 from sago_core.registry.backends import BackendSpec, backend_spec
 
 
@@ -163,6 +164,9 @@ def cache_fingerprint(target: ModelTarget) -> str:
     payload = target.model_dump(mode="json")
     if payload.get("source"):
         payload["source"].pop("location", None)
+    plugin = plugins.version_of(plugins.BACKENDS, target.backend)
+    if plugin is not None:  # a plug-in's code is not in sago's code versions: its version is
+        payload["plugin"] = plugin
     return json.dumps(payload, sort_keys=True)
 
 

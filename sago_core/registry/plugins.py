@@ -44,8 +44,10 @@ class PluginWarning(UserWarning):
 
 _lock = threading.RLock()
 _registries: dict[str, dict[str, Any]] = {}  # group -> the registry it was loaded into
+_reading: set[str] = set()
 _origins: dict[tuple[str, str], str] = {}  # (group, name) -> the plug-in that declared it
 _failures: dict[tuple[str, str], str] = {}  # (group, name) -> why that plug-in was skipped
+_versions: dict[tuple[str, str], str] = {}  # (group, name) -> "DISTRIBUTION VERSION"
 
 
 def origin_of(entry: EntryPoint) -> str:
@@ -62,58 +64,64 @@ def load_group(
     ``kind``: the declaration's type; ``check``: the registry's own rule for a declaration
     (raises ValueError), the same one a built-in passes.
     """
+    if group in _registries:  # read already: no lock on the registries' every lookup
+        return
     with _lock:
-        if group in _registries:
+        # _reading: this thread is reading the group and a plug-in's import asked its registry
+        if group in _registries or group in _reading:
             return
-        _registries[group] = registry
-        noun = GROUPS[group]
-        for entry in entry_points(group=group):
-            origin = origin_of(entry)
-            try:
-                declared = entry.load()
-                if not isinstance(declared, kind):
-                    raise TypeError(f"names a {type(declared).__name__}, not a {kind.__name__}")
-                name = getattr(declared, "name", None)
-                if name != entry.name:
-                    raise ValueError(
-                        f"declares the {noun} {name!r} under the entry point name "
-                        f"{entry.name!r}: the two must be the same word"
-                    )
-                check(declared)
-            except Exception as error:  # any failure of someone else's code: skip it
-                _refuse(group, entry.name, f"{origin}: {type(error).__name__}: {error}")
-                continue
-            if entry.name in registry:
-                other = _origins.get((group, entry.name), BUILT_IN)
-                if other == BUILT_IN:
-                    _refuse(
-                        group,
-                        entry.name,
-                        f"{origin} declares the {noun} {entry.name!r}, "
-                        "which is built in; the built-in one is kept",
-                        keep_failure=False,
-                    )
-                    continue
-                del registry[entry.name]
-                del _origins[(group, entry.name)]
-                _refuse(
-                    group,
-                    entry.name,
-                    f"{origin} and {other} both declare the {noun} {entry.name!r}; "
-                    "neither is used (uninstall one)",
+        _reading.add(group)
+        try:
+            _read(group, kind, registry, check)
+        finally:
+            _reading.discard(group)
+            _registries[group] = registry
+
+
+def _read(group: str, kind: type[T], registry: dict[str, T], check: Callable[[T], None]) -> None:
+    for entry in entry_points(group=group):
+        origin = origin_of(entry)
+        try:
+            declared = entry.load()
+            if not isinstance(declared, kind):
+                raise TypeError(f"names a {type(declared).__name__}, not a {kind.__name__}")
+            name = getattr(declared, "name", None)
+            if name != entry.name:
+                raise ValueError(
+                    f"declares the {GROUPS[group]} {name!r} under the entry point name "
+                    f"{entry.name!r}: the two must be the same word"
                 )
-                continue
-            if (group, entry.name) in _failures:  # a name already refused: refused again
-                _refuse(
-                    group,
-                    entry.name,
-                    f"{origin} also declares the refused {noun} "
-                    f"{entry.name!r}: {_failures[(group, entry.name)]}",
-                    keep_failure=False,
-                )
-                continue
+            check(declared)
+        except Exception as error:  # any failure of someone else's code: skip it
+            _refuse(group, entry.name, f"{origin}: {type(error).__name__}: {error}")
+            continue
+        if not _clashes(group, entry.name, origin, registry):
             registry[entry.name] = declared
             _origins[(group, entry.name)] = origin
+            if entry.dist is not None:
+                _versions[(group, entry.name)] = f"{entry.dist.name} {entry.dist.version}"
+
+
+def _clashes(group: str, name: str, origin: str, registry: dict[str, Any]) -> bool:
+    """Whether ``name`` is taken (refused, with the warning naming both claimants): by a
+    built-in (kept), by another plug-in (both refused), or by plug-ins refused already."""
+    noun = GROUPS[group]
+    if (group, name) in _failures:
+        why = f"{origin} also declares the refused {noun} {name!r}: {_failures[(group, name)]}"
+        _refuse(group, name, why, keep_failure=False)
+        return True
+    if name not in registry:
+        return False
+    other = _origins.pop((group, name), BUILT_IN)
+    if other == BUILT_IN:
+        why = f"{origin} declares the {noun} {name!r}, which is built in; the built-in is kept"
+        _refuse(group, name, why, keep_failure=False)
+        return True
+    del registry[name]
+    _versions.pop((group, name), None)
+    why = f"{origin} and {other} both declare the {noun} {name!r}; neither is used"
+    _refuse(group, name, why)
+    return True
 
 
 def _refuse(group: str, name: str, why: str, keep_failure: bool = True) -> None:
@@ -141,6 +149,25 @@ def plugin_origin(group: str, name: str) -> str | None:
     return _origins.get((group, name))
 
 
+def version_of(group: str, name: str) -> str | None:
+    """``"DISTRIBUTION VERSION"`` of the plug-in that declared ``name`` (None: built in).
+    Caches key a plug-in's work by it: sago's own code is in its stages' keys, a plug-in's
+    is not, so a new version of a plug-in recomputes what it builds or answers."""
+    return _versions.get((group, name))
+
+
+def distributions() -> dict[str, str]:
+    """Every installed distribution with an entry point in sago's groups, and its version,
+    whether or not a registry has read it yet (a run's manifest records them)."""
+    found = {
+        entry.dist.name: entry.dist.version
+        for group in GROUPS
+        for entry in entry_points(group=group)
+        if entry.dist is not None
+    }
+    return dict(sorted(found.items()))
+
+
 def forget() -> None:
     """Unregister every plug-in declaration and read the entry points again on next use
     (tests; a session that installed a package after sago's registries were used)."""
@@ -150,6 +177,7 @@ def forget() -> None:
         _registries.clear()
         _origins.clear()
         _failures.clear()
+        _versions.clear()
 
 
 @contextmanager

@@ -89,3 +89,5 @@ def test_the_plugins_backend_and_family_run_end_to_end(
     assert generations.filter(pl.col("family") == "emphasis").height == 8
     assert "emphasis" in set(pl.read_parquet(run_dir / "tails.parquet")["family"])
     assert ">emphasis<" in (run_dir / "report.html").read_text(encoding="utf-8")
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["packages"]["sago-example-plugin"] == "0.1.0"

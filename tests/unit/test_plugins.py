@@ -6,6 +6,7 @@ distribution and the entry point, and naming it in a configuration is an error s
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from sago_core.backends.target import cache_fingerprint, model_target
 from sago_core.config import RunConfig, VariantGrid
 from sago_core.registry import plugins
 from sago_core.registry.axes import axis_names
@@ -96,6 +98,14 @@ def test_a_plugins_declarations_are_registered_like_built_in_ones(install: objec
     grid = VariantGrid.model_validate({"families": {"twice": {}}})
     cells = grid.families["twice"]
     assert (cells.subtypes, cells.strengths, cells.positions) == (("whole",), (1.0,), ("global",))
+    # the plug-in's version keys its work: recorded with the family's cells and in the
+    # backend's cache fingerprint (a built-in backend's fingerprint is as it was)
+    assert cells.plugin == "sago-good 0.1" and plugins.distributions()["sago-good"] == "0.1"
+    config = RunConfig(models=("shout:m", "mock:m"))
+    assert json.loads(cache_fingerprint(model_target(config, "shout:m")))["plugin"] == (
+        "sago-good 0.1"
+    )
+    assert "plugin" not in json.loads(cache_fingerprint(model_target(config, "mock:m")))
     transform = family_spec("twice").transformer()
     assert transform("a b", "whole", 1.0, "global", random.Random(0)) == "a b a b"
     assert "loud" in axis_names() and rubric_named("terse").version == "terse-v1"
