@@ -50,7 +50,7 @@ _failures: dict[tuple[str, str], str] = {}  # (group, name) -> why that plug-in 
 _versions: dict[tuple[str, str], str] = {}  # (group, name) -> "DISTRIBUTION VERSION"
 
 
-def origin_of(entry: EntryPoint) -> str:
+def _origin(entry: EntryPoint) -> str:
     """``plug-in DIST (entry point GROUP: NAME = VALUE)``: what a message names."""
     dist = entry.dist.name if entry.dist is not None else "of an unnamed distribution"
     return f"plug-in {dist} (entry point {entry.group}: {entry.name} = {entry.value})"
@@ -80,7 +80,7 @@ def load_group(
 
 def _read(group: str, kind: type[T], registry: dict[str, T], check: Callable[[T], None]) -> None:
     for entry in entry_points(group=group):
-        origin = origin_of(entry)
+        origin = _origin(entry)
         try:
             declared = entry.load()
             if not isinstance(declared, kind):
@@ -142,11 +142,6 @@ def unknown(group: str, name: str, known: tuple[str, ...]) -> str:
     if why is not None:
         return f"{GROUPS[group]} {name!r} comes from a plug-in that failed to load: {why}"
     return f"{GROUPS[group]} {name!r} is not one of {known}"
-
-
-def plugin_origin(group: str, name: str) -> str | None:
-    """The plug-in that declared ``name`` (None: built in, or not registered)."""
-    return _origins.get((group, name))
 
 
 def version_of(group: str, name: str) -> str | None:

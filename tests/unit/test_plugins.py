@@ -20,11 +20,13 @@ from pydantic import ValidationError
 
 from sago_core.backends.target import cache_fingerprint, model_target
 from sago_core.config import RunConfig, VariantGrid
+from sago_core.registry import families as family_registry
 from sago_core.registry import plugins
 from sago_core.registry.axes import axis_names
 from sago_core.registry.backends import backend_names, backend_spec
-from sago_core.registry.families import family_spec
+from sago_core.registry.families import FamilySpec, family_spec
 from sago_core.registry.rubrics import rubric_named
+from tests.fakes import PROMPTS
 
 DECLARATIONS = """
 from sago_core.registry.axes import AxisSpec
@@ -92,9 +94,8 @@ def test_a_plugins_declarations_are_registered_like_built_in_ones(install: objec
     )
     assert _warned(backend_names) == []
     assert "shout" in backend_names() and RunConfig(models=("shout:m",)).models == ("shout:m",)
-    assert str(plugins.plugin_origin(plugins.BACKENDS, "shout")).startswith(
-        "plug-in sago-good (entry point sago.backends: shout = plug_"
-    )
+    assert plugins.version_of(plugins.BACKENDS, "shout") == "sago-good 0.1"
+    assert plugins.version_of(plugins.BACKENDS, "mock") is None  # built in
     grid = VariantGrid.model_validate({"families": {"twice": {}}})
     cells = grid.families["twice"]
     assert (cells.subtypes, cells.strengths, cells.positions) == (("whole",), (1.0,), ("global",))
@@ -184,3 +185,34 @@ def test_importing_sago_core_reads_no_entry_point() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _reverse_words(text: str, subtype: str, strength: float, position: str, rng: object) -> str:
+    return " ".join(reversed(text.split()))
+
+
+def test_a_declared_family_is_built_by_the_grid_and_filtered_as_declared() -> None:
+    from sago_core.stages.variants import build_variant_candidates, filter_variants
+
+    spec = FamilySpec("reversed", ("words",), True, _reverse_words, strengths=(1,))
+    with family_registry.registered(spec):
+        grid = VariantGrid.model_validate(
+            {
+                "register": None,
+                "noise": None,
+                "structural": None,
+                "replay": False,
+                "families": {"reversed": {}},
+            }
+        )
+        candidates = build_variant_candidates(PROMPTS, grid, seed=0)
+        assert candidates.select("prompt_id", "variant_id", "family", "text").rows() == [
+            ("p1", "reversed:words:1:global", "reversed", "France? of capital the is What"),
+            ("p2", "reversed:words:1:global", "reversed", "Hamlet? play the wrote Who"),
+        ]
+        # declared filtered: the semantic filter scores it (here every score is 0.25)
+        kept = filter_variants(candidates, PROMPTS, lambda texts, _: [0.25] * len(texts), 0.5)
+        assert kept["kept"].to_list() == [False, False]
+        assert kept["reject_reason"].to_list() == ["semantic score 0.25 <= threshold 0.5"] * 2
+    with pytest.raises(ValidationError, match="'reversed' is not one of"):
+        VariantGrid.model_validate({"families": {"reversed": {}}})
