@@ -292,7 +292,8 @@ class VariantGrid(StrictModel):
     language: LanguageGrid | None = None
     # Machine translation and round trips (issue 28); off unless asked for.
     translation: TranslationSettings | None = None
-    # Families built from their declarations (plug-ins'), by name; none unless asked for.
+    # Families built from their declarations (a plug-in's), by name, each with its cells
+    # (subtypes, strengths, positions; left out: all declared); none unless asked for.
     families: dict[str, FamilyGrid] = Field(default_factory=dict)
 
     @field_validator("families")
