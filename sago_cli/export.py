@@ -1,9 +1,10 @@
-"""``sago export generations|dataset|training RUN``: a finished run's data for use elsewhere.
+"""``sago export KIND RUN``: a finished run's data for use elsewhere, one subcommand per kind.
 
 ``generations``: its answers in the input schema of ``sago score`` (CSV, JSONL or Parquet,
 by ``--out``'s suffix); ``dataset``: its per-instance results as a Hugging Face dataset
-folder with a card; ``training``: consistency-training data in TRL's formats with its split
-and card (for ``sago train``)."""
+folder with a card; ``inspect``: inspect_ai eval logs for its viewer; ``hf-results``: a
+results dataset in the leaderboards' layout (optionally pushed to the Hub); ``training``:
+consistency-training data in TRL's formats with its split and card (for ``sago train``)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,25 @@ def add_parser(commands: Any) -> None:
         "--license",
         help="the card's license (a Hub licence id, e.g. cc-by-4.0; default: "
         f"{DEFAULT_LICENSE}, to be chosen by the publisher)",
+    )
+    inspect = modes.add_parser(
+        "inspect", help="one inspect_ai eval log per model and dataset, for `inspect view`"
+    )
+    add_run(inspect)
+    add_output(inspect, "the logs' folder (new or empty)", required=True, type=folder)
+    results = modes.add_parser(
+        "hf-results",
+        help="the run as a results dataset in the layout evaluation leaderboards read",
+    )
+    add_run(results)
+    add_output(
+        results, "the dataset repository's folder (new or empty)", required=True, type=folder
+    )
+    results.add_argument(
+        "--push",
+        metavar="OWNER/NAME",
+        help="also upload the folder to this Hub dataset repository (created private if it "
+        "does not exist; the token is huggingface_hub's own)",
     )
     training = modes.add_parser(
         "training",
@@ -127,6 +147,21 @@ def command(args: argparse.Namespace) -> int:
         thresholds = _thresholds(args.min_delta)
         filters = Filters() if thresholds is None else Filters(thresholds)
         path = export_training(args.run, args.out, args.kind, spec, filters, args.model)
+    elif args.mode == "inspect":
+        from sago_core.external.inspect_export import export_inspect
+
+        logs = export_inspect(args.run, args.out)
+        print(
+            f"Exported {len(logs)} inspect logs to {args.out} (inspect view --log-dir {args.out})"
+        )
+        return 0
+    elif args.mode == "hf-results":
+        from sago_core.external.hub_results import export_hub_results, push_results
+
+        export_hub_results(args.run, args.out)
+        path = args.out
+        if args.push:
+            print(f"Pushed: {push_results(args.out, args.push)}")
     elif args.mode == "dataset":
         from sago_core.external.hf_dataset import export_hf_dataset
 

@@ -21,7 +21,8 @@ RENAMED = {  # old command -> new command (and its first words)
 }
 HELP = ("-h", "--help")
 COMPARE_MODES = ("page", "paired", "transfer")
-EXPORT_MODES = ("generations", "dataset", "training")
+EXPORT_MODES = ("generations", "dataset", "inspect", "hf-results", "training")
+FORMAT_MODES = {"hf-dataset": "dataset", "inspect": "inspect", "hf-results": "hf-results"}
 
 
 def _without(words: list[str], flag: str, takes_value: bool = False) -> list[str]:
@@ -38,6 +39,16 @@ def _without(words: list[str], flag: str, takes_value: bool = False) -> list[str
     return kept
 
 
+def _value_of(words: list[str], flag: str) -> str | None:
+    """The value ``words`` give ``flag`` (``--flag VALUE`` or ``--flag=VALUE``), or None."""
+    for at, word in enumerate(words):
+        if word == flag and at + 1 < len(words):
+            return words[at + 1]
+        if word.startswith(flag + "="):
+            return word.partition("=")[2]
+    return None
+
+
 def _compare(rest: list[str]) -> tuple[list[str], str]:
     """``compare A B --paired`` -> ``compare paired A B`` (``--transfer`` likewise)."""
     for flag in ("--transfer", "--paired"):
@@ -49,17 +60,19 @@ def _compare(rest: list[str]) -> tuple[list[str], str]:
 
 
 def _export(rest: list[str]) -> tuple[list[str], str]:
-    """``export RUN --training K`` -> ``export training RUN --kind K``; ``--format
-    hf-dataset`` -> ``export dataset``; otherwise ``export generations``."""
+    """``export RUN --training K`` -> ``export training RUN --kind K``; ``--format F`` ->
+    ``export dataset`` (F hf-dataset), ``inspect`` or ``hf-results``; otherwise
+    ``export generations``."""
     if "--training" in rest:
         words = ["--kind" if w == "--training" else w for w in rest]
         return [
             "training",
             *words,
         ], "`sago export --training K` is now `sago export training --kind K`"
-    if "hf-dataset" in rest or "--format=hf-dataset" in rest:
-        words = _without(rest, "--format", takes_value=True)
-        return ["dataset", *words], "`sago export --format hf-dataset` is now `sago export dataset`"
+    form = _value_of(rest, "--format")
+    if form in FORMAT_MODES:
+        mode, words = FORMAT_MODES[form], _without(rest, "--format", takes_value=True)
+        return [mode, *words], f"`sago export --format {form}` is now `sago export {mode}`"
     return ["generations", *rest], "`sago export RUN` is now `sago export generations RUN`"
 
 

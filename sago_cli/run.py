@@ -83,6 +83,14 @@ def add_parser(commands: Any) -> None:
         "number of generations with sago design)",
     )
     run.add_argument(
+        "--track",
+        action="append",
+        metavar="TRACKER",
+        help="log the finished run to an experiment tracker: mlflow=URI or a bare tracking URI "
+        "(http://..., file:..., sqlite:///...), wandb or wandb=PROJECT (repeatable; the "
+        "config's tracking section)",
+    )
+    run.add_argument(
         "--dry-run",
         action="store_true",
         help="print the plan (prompts, variants, generations, API requests, tokens, cost "
@@ -126,6 +134,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "run_id": args.run_id,
         "prefect_home": args.prefect_home,
     }
+    if args.track:
+        from sago_core.config_tracking import track_option
+
+        overrides["tracking"] = track_option(args.track)
     if args.budget is not None:
         if args.budget.fraction is None:
             raise ConfigError(

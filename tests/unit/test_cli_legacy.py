@@ -41,6 +41,14 @@ OLD_AND_NEW = [
         ["export", "dataset", "R", "--out", "ds", "--license", "mit"],
     ),
     (
+        ["export", "R", "--format", "inspect", "--out", "logs"],
+        ["export", "inspect", "R", "--out", "logs"],
+    ),
+    (
+        ["export", "R", "--format=hf-results", "--out", "res", "--push", "me/res"],
+        ["export", "hf-results", "R", "--out", "res", "--push", "me/res"],
+    ),
+    (
         ["export", "R", "--training", "sft", "--training", "dpo", "--out", "d"],
         ["export", "training", "R", "--kind", "sft", "--kind", "dpo", "--out", "d"],
     ),

@@ -209,7 +209,8 @@ def written_calls() -> list[tuple[str, str, str]]:
         lines += [span.replace("\n", " ") for span in re.findall(r"`([^`]+)`", prose)]
         for line in lines:
             for command, rest in SAGO_CALL.findall(line):
-                calls.append((str(path.relative_to(ROOT)), command, rest))
+                if not rest.startswith(":"):  # "sago tracking: ..." is a line sago prints
+                    calls.append((str(path.relative_to(ROOT)), command, rest))
     return calls
 
 
