@@ -159,8 +159,8 @@ def _no_event_lines(design: PlannedDesign) -> list[str]:
     listed = ", ".join(f"{a} {x:.0%}" for a, x in risky.items())
     return [
         f"  prompts whose sampled cells would all be 0 though the run's are not: {listed}; "
-        "such a prompt's root is 0 with no stated variance, so the estimate runs low and its "
-        "interval is too narrow: fewer prompts with more variants each (see 0-event) lower it"
+        "such a prompt's root leans on the other prompts' event rate, not on its own cells: "
+        "fewer prompts with more variants each (see 0-event) lower it"
     ]
 
 

@@ -31,12 +31,12 @@ variance (two-stage sampling, Cochran 1977 section 10.4)
 - for the mean over the prompt population (what the report's t-test is about, prompts
   drawn from a pool larger than N): between / n + [within (1/m - 1/V) + sample / m] / n.
 
-On a sparse axis (MR: a handful of non-zero cells per prompt) the estimator floors the
-root variance of a prompt whose sampled cells all show 0 (estimate.py); the prediction
-follows it: the second-stage term is (1 - p0) x the term above + p0 x the floor, p0 the
-expected share of such prompts at m cells (hypergeometric, from the pilot's non-zero cells
-per prompt) and the floor the estimator's ms_up / 4 with the m cells spread evenly over
-the prompt's strata.
+On a sparse axis (MR: a handful of non-zero cells per prompt) a prompt whose sampled
+cells all show 0 no longer gets a root of 0 and a variance floor: the estimator's
+empirical-Bayes root (estimate.py) gives it the dataset's rate for its unseen cells and a
+posterior variance about the design's own, so the prediction uses the same second-stage
+term on every axis. ``no_event_share`` still says how many prompts would see no event
+(``sago plan --max-no-event``): their roots lean on the other prompts.
 
 The second-stage term above takes each stratum at its proportional share of the m cells.
 The run does not (its first round gives every stratum two cells, its later rounds go where
@@ -80,9 +80,6 @@ PROMPT_OVERHEAD = 2  # generations a sampled prompt costs besides its variants
 DEFAULT_ROUNDS: int = BudgetSettings.model_fields["rounds"].default
 Scope = Literal["grid", "population"]
 
-# One-sided level of the upper bound on an event rate after 0 events (expected_floor).
-ZERO_BOUND_ALPHA = 0.05
-
 
 @dataclass(frozen=True)
 class Components:
@@ -96,12 +93,6 @@ class Components:
     # the per-cell sampling variance at the planned K (``at_samples``): each cell's own
     # draws, so no finite-population correction; 0 where ``within`` holds it (the pilot's K)
     sample: float = 0.0
-    # for the estimator's floor on a prompt whose sampled cells all show 0 (estimate.py):
-    # per prompt, its measured cells and, of them, the non-zero ones; the mean non-zero d^2
-    # of the dataset; the strata a prompt's cells spread over at this level
-    events: tuple[tuple[int, int], ...] = ()
-    event_d2: float = 0.0
-    strata: float = 1.0
     # the strata at this level (allocation.py): sizes, spreads, the first round's cells
     stratum_parts: StratumParts | None = None
 
@@ -123,10 +114,6 @@ def variance_components(layout: Layout, values: np.ndarray) -> list[Components]:
         means = np.bincount(inverse, weights=zc) / counts
         ss = float(((zc - means[inverse]) ** 2).sum())
         dof = int((counts - 1).sum())
-        measured = np.isin(layout.prompt_code, prompts) & np.isfinite(values)
-        hit = measured & (np.nan_to_num(values) != 0)
-        per_prompt = np.bincount(layout.prompt_code[measured], minlength=len(layout.prompts))
-        per_hit = np.bincount(layout.prompt_code[hit], minlength=len(layout.prompts))
         out.append(
             Components(
                 between=float(np.var(scores, ddof=1)) if len(scores) >= 2 else 0.0,
@@ -134,29 +121,10 @@ def variance_components(layout: Layout, values: np.ndarray) -> list[Components]:
                 prompts=len(prompts),
                 variants=float(layout.sizes[prompts].sum(axis=1).mean()),
                 sgs=float(scores.mean()) if len(scores) else float("nan"),
-                events=tuple((int(per_prompt[i]), int(per_hit[i])) for i in prompts),
-                event_d2=float(np.mean(values[hit] ** 2)) if hit.any() else 0.0,
-                strata=float((layout.sizes[prompts] > 0).sum(axis=1).mean()),
                 stratum_parts=stratum_parts(layout, z, j),
             )
         )
     return out
-
-
-def expected_floor(c: Components, m: float) -> tuple[float, float]:
-    """(p0, f): the expected share of prompts whose m sampled cells all show 0 (the
-    hypergeometric chance per prompt, 1 for a prompt without a non-zero cell) and the
-    variance of such a prompt's root, ms_up / 4 with the cells spread evenly over the
-    prompt's strata, ms_up the Clopper-Pearson upper bound on its event rate times the
-    dataset's mean non-zero d^2 (a stand-in for the empirical-Bayes root's posterior
-    variance, estimate.py, which the pilot cannot give before the run). (0, 0) where the
-    dataset shows no non-zero cell or every cell is asked."""
-    if c.event_d2 <= 0 or not c.events or m >= c.variants:
-        return 0.0, 0.0
-    shares = [no_event_chance(v, k, m) for v, k in c.events]
-    per_stratum = max(m / max(c.strata, 1.0), 1.0)
-    bound = 1.0 - ZERO_BOUND_ALPHA ** (1.0 / per_stratum)
-    return float(np.mean(shares)), bound * c.event_d2 / 4
 
 
 def predicted_variance(
@@ -177,9 +145,6 @@ def predicted_variance(
             second = allocated_within(c.stratum_parts, counts[j]) + sample
         else:
             second = c.within * max(1 / m - 1 / c.variants, 0.0) + c.sample / m
-        # a prompt whose sampled cells all show 0 states the floor, not its own variance
-        p0, floor = expected_floor(c, m)
-        second = (1 - p0) * second + p0 * floor
         # Cochran 1977 theorem 10.1: the second stage's term is over n in both scopes
         first = (1 - n / c.prompts) * c.between if scope == "grid" else c.between
         total += (first + second) / n

@@ -245,23 +245,11 @@ def test_the_replay_prints_prediction_beside_realisation(tmp_path: Path) -> None
     assert "|axis|spending|naive|full|" in lines
 
 
-def test_the_prediction_follows_the_floor_on_a_sparse_axis_by_hand() -> None:
-    # 2 prompts x 4 variants over 2 strata; prompt 1 has 1 non-zero cell, prompt 2 none;
-    # non-zero d^2 = 1. At m = 2: p0 = mean(3/4 x 2/3, 1) = 0.75; one cell per stratum, so
-    # the bound is 1 - 0.05 = 0.95 and the floor 0.2375; the usual second-stage term
-    # 0.1 x (1/2 - 1/4) = 0.025; all prompts sampled: (0.25 x 0.025 + 0.75 x 0.2375) / 2
-    parts = [
-        Components(
-            between=0.3,
-            within=0.1,
-            prompts=2,
-            variants=4,
-            sgs=0.2,
-            events=((4, 1), (4, 0)),
-            event_d2=1.0,
-            strata=2.0,
-        )
-    ]
-    assert predicted_variance(parts, 2, 2) == pytest.approx(0.0921875)
-    # every cell asked: no floor, and no variance left
+def test_the_prediction_is_the_second_stage_term_by_hand() -> None:
+    # 2 prompts x 4 variants, both sampled (no first-stage term); at m = 2 the second stage
+    # is 0.1 x (1/2 - 1/4) = 0.025 per prompt, over n = 2 prompts: 0.0125. A sparse axis
+    # gets no floor on top: its 0-event prompts' roots are the estimator's posterior ones.
+    parts = [Components(between=0.3, within=0.1, prompts=2, variants=4, sgs=0.2)]
+    assert predicted_variance(parts, 2, 2) == pytest.approx(0.0125)
+    # every cell asked: no variance left
     assert predicted_variance(parts, 2, 4) == pytest.approx(0.0)
