@@ -135,7 +135,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         "prefect_home": args.prefect_home,
     }
     if args.track:
-        from sago_core.config_tracking import track_option
+        from sago_core.config.tracking import track_option
 
         overrides["tracking"] = track_option(args.track)
     if args.budget is not None:

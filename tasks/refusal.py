@@ -19,7 +19,7 @@ from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import CacheLayout, RunLayout
 from sago_core.artifacts.store import read_parquet, read_text
 from sago_core.backends.target import ModelTarget, behaviour_key
-from sago_core.config_refusal import RefusalSettings
+from sago_core.config.refusal import RefusalSettings
 from sago_core.refusal.judge import DEFAULT_RUBRIC, RefusalJudge
 from sago_core.stages.refusal import (
     SAMPLE_COLUMN,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prefect import task
 
-from sago_core.config_tracking import TrackingSettings
+from sago_core.config.tracking import TrackingSettings
 from sago_core.tracking.track import outcome_lines, track_run
 
 

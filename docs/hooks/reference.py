@@ -170,18 +170,28 @@ def _options(parser: argparse.ArgumentParser) -> str:
 # ---------------------------------------------------------------- the run configuration
 
 
-def config_reference() -> str:
-    from sago_core import config, config_sections
+def _config_modules() -> list[ModuleType]:
+    """Every module of the configuration package, whose field comments are the notes."""
+    import importlib
+    import pkgutil
 
-    return _model_reference(config.RunConfig, "sago_core.config", [config, config_sections])
+    from sago_core import config
+
+    names = sorted(m.name for m in pkgutil.iter_modules(config.__path__))
+    return [importlib.import_module(f"sago_core.config.{name}") for name in names]
+
+
+def config_reference() -> str:
+    from sago_core import config
+
+    return _model_reference(config.RunConfig, "sago_core.config", _config_modules())
 
 
 def study_reference() -> str:
-    from sago_core import config, config_sections
     from sago_core.consistency import config as study
 
     module = "sago_core.consistency.config"
-    return _model_reference(study.ConsistencyConfig, module, [study, config, config_sections])
+    return _model_reference(study.ConsistencyConfig, module, [study, *_config_modules()])
 
 
 # A section documented on a page of its own: its key links there instead of repeating it.
@@ -195,9 +205,13 @@ def _model_reference(model: Any, module: str, sources: list[ModuleType]) -> str:
     for source in sources:
         notes |= _field_notes(inspect.getsource(source))
     sections: list[tuple[str, str, dict[str, Any]]] = []
+    folders = dict.fromkeys(
+        source.__name__.rpartition(".")[0].replace(".", "/") for source in sources
+    )
+    files = ", ".join(f"`{folder}/`" for folder in folders)
     out = [
         f"Generated from `{module}.{model.__name__}.model_json_schema()`; the notes are the "
-        f"comments beside each field in `{module.replace('.', '/')}.py`.",
+        f"comments beside each field in its module under {files}.",
         "",
         prose(schema.get("description", "")),
         "## Top-level keys",

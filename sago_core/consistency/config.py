@@ -23,7 +23,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from sago_core.artifacts.layout import RunLayout
 from sago_core.checkpoints.training_split import BUILTIN_TRAINING
 from sago_core.config import RunConfig, StrictModel, build_config
-from sago_core.config_errors import describe_errors
+from sago_core.config.errors import describe_errors
 from sago_core.consistency.design import Reachability, study_reachability
 from sago_core.errors import ConfigError
 from sago_core.statistics.partial_correlation import KNOT_QUANTILES, Adjustment

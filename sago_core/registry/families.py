@@ -36,7 +36,7 @@ from sago_core.registry import plugins
 
 # (text, subtype, strength, position, rng) -> the variant's text
 Transform = Callable[[str, str, float, str, random.Random], str]
-# The config's positions (config_sections.Position; the registry imports no config).
+# The config's positions (sago_core.config.variants.Position; the registry imports no config).
 _POSITIONS = frozenset({"prefix", "suffix", "global"})
 
 

@@ -1,8 +1,8 @@
 """The refusal judge's rubrics, each declared once: name, version and wording.
 
-Data only, like every registry: the run configuration (``config_refusal.py``) refuses a
-rubric that is not declared here, and the judge (``refusal/judge.py``) asks its question.
-A changed wording is a new ``version``, which is in the judge's cache key. Another package
+Data only, like every registry: the run configuration (``sago_core/config/refusal.py``)
+refuses a rubric that is not declared here, and the judge (``refusal/judge.py``) asks its
+question. A changed wording is a new ``version``, which is in the judge's cache key. Another package
 adds a rubric through a ``sago.refusal_rubrics`` entry point naming a ``Rubric``
 (``registry/plugins.py``; read on the first use of this registry).
 """

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from sago_core.config_tracking import MlflowSettings
+from sago_core.config.tracking import MlflowSettings
 from sago_core.tracking.common import TrackerUnavailable, experiment_name
 from sago_core.tracking.record import ModelRecord, RunRecord
 

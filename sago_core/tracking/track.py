@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sago_core.artifacts.layout import CARD_MD_FILE, SUMMARY_FILE, RunLayout
-from sago_core.config_tracking import TrackingSettings
+from sago_core.config.tracking import TrackingSettings
 from sago_core.errors import SagoError
 from sago_core.tracking.record import RunRecord, read_run
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from sago_core.config_tracking import WandbSettings
+from sago_core.config.tracking import WandbSettings
 from sago_core.tracking.common import experiment_name, wandb_run_id
 from sago_core.tracking.record import RunRecord
 

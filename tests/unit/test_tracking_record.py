@@ -17,7 +17,7 @@ import pytest
 from sago_core.artifacts.schemas import PAIRED, SUMMARY
 from sago_core.artifacts.store import write_parquet
 from sago_core.config import build_config
-from sago_core.config_tracking import TrackingSettings, track_option
+from sago_core.config.tracking import TrackingSettings, track_option
 from sago_core.errors import ConfigError
 from sago_core.tracking import track_run
 from sago_core.tracking.record import read_run

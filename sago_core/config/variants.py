@@ -1,15 +1,12 @@
 """The run configuration's variant sections (``variants``: register, noise, structural,
-script, language and machine translation; the grid of ``RunConfig.variants``), the peer
-metrics' POSIX matrix (``RunConfig.posix_matrix``) and the strict base every section of the
-configuration is built on. ``sago_core/config.py`` holds the rest
-of ``RunConfig`` and re-exports these names."""
+script, language and machine translation; the grid of ``RunConfig.variants``) and the peer
+metrics' POSIX matrix (``RunConfig.posix_matrix``)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -18,8 +15,8 @@ from pydantic import (
     model_validator,
 )
 
+from sago_core.config.base import StrictModel, check_model_spec
 from sago_core.registry import plugins
-from sago_core.registry.backends import backend_names
 from sago_core.registry.families import declared_grid_families, family_spec
 from sago_core.vocabulary import BASE_LANGUAGE
 
@@ -27,10 +24,6 @@ Position = Literal["prefix", "suffix", "global"]
 ALL_POSITIONS: tuple[Position, ...] = ("prefix", "suffix", "global")
 RewriteMethod = Literal["rules", "model", "rules_then_model"]
 EMBEDDED_REWRITER = "hf:smollm2-135m"
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RegisterGrid(StrictModel):
@@ -199,26 +192,8 @@ TRANSLATION_LANGUAGES: dict[str, str] = {
 }
 
 
-def check_model_spec(spec: str) -> str:
-    """``spec`` if it reads BACKEND:ID with a registered BACKEND; else a ValueError."""
-    backend, sep, model_id = spec.partition(":")
-    if not sep or not model_id.strip():
-        raise ValueError(
-            f"model spec {spec!r} must look like BACKEND:ID with BACKEND one of {backend_names()}"
-        )
-    if backend not in backend_names():
-        failed = plugins.failure(plugins.BACKENDS, backend)
-        raise ValueError(
-            f"model spec {spec!r}: unknown backend {backend!r} ("
-            + (f"its plug-in failed to load: {failed}" if failed else "known: ")
-            + ("" if failed else ", ".join(backend_names()))
-            + ")"
-        )
-    return spec
-
-
 class TranslationSettings(StrictModel):
-    """Machine translation (issue 28; ``sago_core/stages/translation.py``): each prompt
+    """Machine translation (``sago_core/stages/translation.py``): each prompt
     translated by ``translator`` (a model spec, API models included; the embedded model by
     default) into each of ``languages`` at T = 0, cached by (translator identity,
     instruction version, language, text) like the structural rewrites. A translation is a
@@ -286,11 +261,11 @@ class VariantGrid(StrictModel):
     # The noise floor: the base prompt asked again, unchanged, under the same settings. Its
     # deltas are what the backend varies by itself (batching, kernels, API sampling).
     replay: bool = True
-    # Off unless asked for (issue 28); see ``_off_families_as_before``.
+    # Off unless asked for; see ``_off_families_as_before``.
     script: ScriptGrid | None = None
-    # Derived from ``RunConfig.languages`` (issue 28); see ``_off_families_as_before``.
+    # Derived from ``RunConfig.languages``; see ``_off_families_as_before``.
     language: LanguageGrid | None = None
-    # Machine translation and round trips (issue 28); off unless asked for.
+    # Machine translation and round trips; off unless asked for.
     translation: TranslationSettings | None = None
     # Families built from their declarations (a plug-in's), by name, each with its cells
     # (subtypes, strengths, positions; left out: all declared); none unless asked for.

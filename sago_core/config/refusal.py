@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from sago_core.config_sections import StrictModel, check_model_spec
+from sago_core.config.base import StrictModel, check_model_spec
 from sago_core.registry.rubrics import DEFAULT_RUBRIC, rubric_named
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from sago_core.config_sections import StrictModel
+from sago_core.config.base import StrictModel
 from sago_core.errors import ConfigError
 
 WandbMode = Literal["online", "offline"]
