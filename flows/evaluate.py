@@ -26,7 +26,7 @@ from sago_core.errors import ConfigError
 from sago_core.scoring.encoder import settings_encoder
 from sago_core.stages.shards import Shard, read_shards
 from sago_core.sweep import is_sweep
-from tasks.budget import budget_scores_task
+from tasks.budget import budget_scores_task, budget_summary_task
 from tasks.insights import (
     axis_pca_task,
     axis_structure_task,
@@ -391,11 +391,21 @@ def finish_run(
         if budget
         else stage(score_prompts_task, deltas_path=deltas, out_dir=out)
     )
-    summary = stage(
-        summarize_task,
-        scores_path=scores,
-        test_against=config.statistics.test_against,
-        out_dir=out,
+    summary = (
+        stage(
+            budget_summary_task,
+            scores_path=scores,
+            budget_path=budget["budget_path"],
+            test_against=config.statistics.test_against,
+            out_dir=out,
+        )
+        if budget
+        else stage(
+            summarize_task,
+            scores_path=scores,
+            test_against=config.statistics.test_against,
+            out_dir=out,
+        )
     )
     stage(
         render_summary_task,

@@ -1,17 +1,19 @@
-"""Tasks of a budgeted run (flows/budgeted.py): a round's inputs, and the scores read from
-the design."""
+"""Tasks of a budgeted run (flows/budgeted.py): a round's inputs, the scores read from the
+design, and the summary whose verdicts are the stopping rule's."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
 
-from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, VARIANTS_FILE
-from sago_core.artifacts.schemas import PROMPTS, SCORES, VARIANTS
-from sago_core.artifacts.store import read_parquet, write_parquet
+from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, SUMMARY_FILE, VARIANTS_FILE
+from sago_core.artifacts.schemas import PROMPTS, SCORES, SUMMARY, VARIANTS
+from sago_core.artifacts.store import read_parquet, read_text, write_parquet
 from sago_core.budget.run_cells import CELL_ID, round_inputs_of
 from sago_core.scoring.budgeted_scores import design_scores
+from sago_core.scoring.summary import summarize, with_budget_verdicts
 from tasks.stage import stage_task
 
 
@@ -40,3 +42,11 @@ def budget_scores_task(deltas_path: str, budget_prompts_path: str, out_dir: str)
     """scores.parquet of a budgeted run: the design-based per-prompt scores."""
     frame = design_scores(read_parquet(deltas_path), read_parquet(budget_prompts_path))
     return str(write_parquet(frame, Path(out_dir) / SCORES_FILE, SCORES))
+
+
+@stage_task("budget-summary")
+def budget_summary_task(scores_path: str, budget_path: str, test_against: str, out_dir: str) -> str:
+    """summary.parquet of a budgeted run: its p-values and marks the stopping rule's."""
+    tests = json.loads(read_text(budget_path)).get("tests", [])
+    frame = with_budget_verdicts(summarize(read_parquet(scores_path), test_against), tests)
+    return str(write_parquet(frame, Path(out_dir) / SUMMARY_FILE, SUMMARY))

@@ -1,5 +1,6 @@
 """What a budgeted run leaves beside its usual artifacts (run folder): ``budget.json`` (the
-rounds, the cells asked, why it stopped, the verdicts), ``budget_cells.parquet`` (every
+rounds, the cells asked, why it stopped, the verdicts: ``tests`` holds every pooled and
+per-dataset test of the stopping rule with its p-values), ``budget_cells.parquet`` (every
 cell of the grid, the round that asked it and its inclusion probability: the design's, for
 every cell of a sampled prompt, asked or not, at the counts of the round the run stopped
 after; 0 for a prompt not sampled. The counts do not depend on the prompt's own values
@@ -145,7 +146,37 @@ def budget_summary(result: BudgetResult, design: BudgetedDesign) -> dict[str, An
             name: {f"{eps:g}": v.decision for eps, v in state.verdicts.items()}
             for name, state in result.axes.items()
         },
+        "tests": verdict_rows(result, design),
     }
+
+
+def verdict_rows(result: BudgetResult, design: BudgetedDesign) -> list[dict[str, Any]]:
+    """Every test the stopping rule decided or left open, pooled and per dataset: model,
+    dataset, axis, eps, decision, look and the rule's p-value of each direction
+    (sequential.Verdict): the verdicts the summary and the report show."""
+    datasets = design.design.layout.datasets
+    rows = []
+    for model, axis in design.columns:
+        state = result.axes.get(column_name(model, axis))
+        if state is None:
+            continue
+        levels = [(POOLED, state.verdicts)]
+        levels += [(datasets[j], tests) for j, tests in sorted(state.by_dataset.items())]
+        for dataset, tests in levels:
+            for eps, v in tests.items():
+                rows.append(
+                    {
+                        "model": model,
+                        "dataset": dataset,
+                        "axis": axis,
+                        "eps": float(eps),
+                        "decision": v.decision,
+                        "look": v.look,
+                        "p_above": _number(v.p_above),
+                        "p_below": _number(v.p_below),
+                    }
+                )
+    return rows
 
 
 def write_budget(result: BudgetResult, design: BudgetedDesign, run_dir: Path) -> dict[str, str]:

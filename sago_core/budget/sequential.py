@@ -28,10 +28,9 @@ components.
 Stopping. An axis is done when its design half-width meets its target, or when its pooled
 one-sided test at each eps (H0 E[s] <= eps, a t-test over every sampled prompt's root whose
 variance over prompts is the roots' spread plus their mean posterior variance, since the
-empirical-Bayes roots are shrunk towards their dataset's mean; the per-dataset tests are not
-part of the rule) is decided
-at the look's level: rejected (the axis exceeds eps) or its mirror rejected (the axis is below
-eps). The watched axes are the target's axes, or every axis without a target. The run stops
+empirical-Bayes roots are shrunk towards their dataset's mean) is decided at the look's
+level: rejected (the axis exceeds eps) or its mirror rejected (the axis is below eps). The
+watched axes are the target's axes, or every axis without a target. The run stops
 when every watched axis is done, or the budget is spent.
 
 Looking between rounds: a Haybittle-Peto alpha-spending rule (Haybittle 1971, Br J Radiol
@@ -42,6 +41,9 @@ over all looks is at most the sum of the looks' levels, alpha, whatever the corr
 between looks and whenever the run stops; the final look keeps nearly the whole alpha, so
 verdicts at the end are nearly as powerful as a single test. A run stopped early by its
 targets reports an undecided test as not significant at the level of the look it stopped at.
+Each dataset's own tests are decided at the same looks and levels (each with the same error
+control), but the run does not wait for them. These verdicts, with the rule's p-values
+(``Verdict``), are the ones the run's summary and report show (scoring/summary.py).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ import numpy as np
 
 from sago_core.budget.design import Design, Layout, minimum_counts, select_cells
 from sago_core.budget.estimate import Estimate, PromptEstimates, axis_estimates
+from sago_core.vocabulary import EPSILONS
 
 INTERIM_ALPHA = 0.0013498980316301  # one-sided P(Z > 3)
 
@@ -144,17 +147,27 @@ def stratum_spread(layout: Layout, values: np.ndarray, prompts: PromptEstimates)
 @dataclass(frozen=True)
 class Verdict:
     """One test at one eps: 'above' (H0 rejected), 'below' (the mirror rejected) or None
-    (undecided), with the look that decided it (1-based)."""
+    (undecided), with the look that decided it (1-based). ``p_above`` / ``p_below``: the
+    rule's p-value of each direction, min over the looks taken of p_k x alpha / level_k,
+    so that it is below alpha exactly when the rule decided that way, and a valid p-value
+    at any level (Bonferroni over the looks with weights level_k / alpha)."""
 
     decision: str | None
     look: int | None
+    p_above: float | None = None
+    p_below: float | None = None
 
 
 @dataclass
 class AxisState:
+    """``verdicts``: the pooled tests, which the stopping rule waits for; ``by_dataset``:
+    each dataset's own tests (dataset index -> eps -> verdict), decided at the same looks
+    and levels, not waited for."""
+
     estimate: Estimate | None = None
     verdicts: dict[float, Verdict] = field(default_factory=dict)
     met: bool = False
+    by_dataset: dict[int, dict[float, Verdict]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -181,13 +194,17 @@ class BudgetResult:
         return int(self.observed.sum())
 
 
-def _t_pvalues(layout: Layout, prompts: PromptEstimates, eps: float) -> tuple[float, float] | None:
+def _t_pvalues(
+    layout: Layout, prompts: PromptEstimates, eps: float, dataset: int | None = None
+) -> tuple[float, float] | None:
     """(p of H0 E[s] <= eps, p of its mirror E[s] >= eps), one-sided t-tests over the
-    sampled prompts' roots, n - 1 degrees of freedom. The standard error is the roots'
-    spread plus their mean posterior variance, over n, plus the error each dataset's fitted
-    prior shares among its prompts (estimate.py); at a budget of the whole grid both are 0
-    and this is the full run's t-test."""
+    sampled prompts' roots (of one ``dataset``, or all), n - 1 degrees of freedom. The
+    standard error is the roots' spread plus their mean posterior variance, over n, plus
+    the error each dataset's fitted prior shares among its prompts (estimate.py); at a
+    budget of the whole grid both are 0 and this is the full run's t-test."""
     keep = np.isfinite(prompts.s)
+    if dataset is not None:
+        keep &= layout.prompt_dataset == dataset
     values = prompts.s[keep]
     n = len(values)
     if n < 2:
@@ -209,19 +226,34 @@ def _decide(
     layout: Layout,
     prompts: PromptEstimates,
     epsilons: Sequence[float],
-    level: float,
+    levels: Sequence[float],
     look: int,
 ) -> None:
-    for eps in epsilons:
-        if state.verdicts.get(eps, Verdict(None, None)).decision is not None:
-            continue
-        p = _t_pvalues(layout, prompts, eps)
-        decision = None
-        if p is not None and p[0] < level:
-            decision = "above"
-        elif p is not None and p[1] < level:
-            decision = "below"
-        state.verdicts[eps] = Verdict(decision, look if decision else None)
+    """Each undecided test (pooled, then each dataset's) at this look's level."""
+    level = levels[look - 1]
+    # a look at level 0 decides nothing, and its p-value on the alpha scale is 1
+    scale = sum(levels) / level if level > 0 else np.inf
+    groups: list[tuple[dict[float, Verdict], int | None]] = [(state.verdicts, None)]
+    groups += [(state.by_dataset.setdefault(j, {}), j) for j in range(len(layout.datasets))]
+    for verdicts, dataset in groups:
+        for eps in epsilons:
+            before = verdicts.get(eps, Verdict(None, None))
+            if before.decision is not None:
+                continue
+            p = _t_pvalues(layout, prompts, eps, dataset)
+            if p is None:
+                verdicts[eps] = before
+                continue
+            up, down = (
+                min(_lowest(old, x * scale if np.isfinite(scale) else 1.0), 1.0)
+                for old, x in zip((before.p_above, before.p_below), p, strict=True)
+            )
+            decision = "above" if p[0] < level else "below" if p[1] < level else None
+            verdicts[eps] = Verdict(decision, look if decision else None, up, down)
+
+
+def _lowest(old: float | None, new: float) -> float:
+    return new if old is None else min(old, new)
 
 
 Oracle = Callable[[np.ndarray], np.ndarray]
@@ -234,7 +266,7 @@ def run_budgeted(
     axes: Sequence[str],
     *,
     target: Mapping[str, float] | None = None,
-    epsilons: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.05, 0.10),
+    epsilons: Sequence[float] | Mapping[str, Sequence[float]] = EPSILONS,
     alpha: float = 0.05,
     correct: bool = True,
     levels: Sequence[float] | None = None,
@@ -286,7 +318,7 @@ def run_budgeted(
             widths[axis] = width
             estimates[axis] = None if pooled is None else pooled.value
             state.met = axis in target and width is not None and width <= target[axis]
-            _decide(state, layout, per_prompt, tolerances[axis], levels[k - 1], k)
+            _decide(state, layout, per_prompt, tolerances[axis], levels, k)
         records.append(RoundRecord(k, int(observed.sum()), counts.copy(), widths, estimates))
         # an axis nothing measured (a model without hidden states has no Act) is not watched
         done = all(

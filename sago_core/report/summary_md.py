@@ -31,9 +31,16 @@ def significance_mark(p: float | None) -> str:
     return ""
 
 
-def marks_legend(reference: str | None) -> str:
-    """What the marks mean, for a summary whose reference test is ``reference``."""
+def marks_legend(reference: str | None, budgeted: bool = False) -> str:
+    """What the marks mean, for a summary whose reference test is ``reference``;
+    ``budgeted``: a budgeted run's, whose eps tests are its stopping rule's
+    (scoring/summary.py ``with_budget_verdicts``)."""
     test = "s > noise floor (paired)" if reference == "noise floor" else "E[s] > 0.05"
+    if budgeted and reference != "noise floor":
+        return (
+            f"marks: the budget's stopping rule's p (over its looks, each test at its own "
+            f"level, no correction over the rows) of {test}: * p<0.05, ** p<0.01, *** p<0.001"
+        )
     return (
         f"marks: Holm-adjusted p (over every row of the summary) of the one-sided t-test of "
         f"{test}: * p<0.05, ** p<0.01, *** p<0.001"
@@ -79,7 +86,8 @@ def render_summary(
         ]
     reference = summary["reference"][0] if "reference" in summary.columns and len(summary) else None
     lines.append(
-        f"SGS per axis (RMS of normalised deltas, mean over prompts); {marks_legend(reference)}."
+        "SGS per axis (RMS of normalised deltas, mean over prompts); "
+        f"{marks_legend(reference, budget is not None)}."
         " Lower is more stable."
     )
     if encoder:

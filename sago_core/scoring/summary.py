@@ -19,6 +19,8 @@ when pooled) and ``p_floor`` a one-sided paired t-test of s - floor > 0 over the
 have both. ``test_against`` picks which of p_eps_0_05 and p_floor is ``p_reference``, the
 p-value the Holm/BH corrections adjust; the report's significance marks read ``p_holm``.
 
+A budgeted run's p-values are its stopping rule's (``with_budget_verdicts``).
+
 Only finite numbers enter: a non-finite s or floor (deltas.py already makes non-finite
 measurements missing) is left out like a null one, and a row without a p-value (too few
 prompts, no floor) keeps a null p_holm/p_bh and is not part of the correction family.
@@ -100,4 +102,27 @@ def summarize(scores: pl.DataFrame, test_against: str = "eps") -> pl.DataFrame:
     main = [r["p_reference"] for r in rows]
     for row, p_holm, p_bh in zip(rows, holm(main), benjamini_hochberg(main), strict=True):
         row["p_holm"], row["p_bh"] = p_holm, p_bh
+    return from_rows(rows, SUMMARY).sort(["model", "dataset", "axis"])
+
+
+def with_budget_verdicts(summary: pl.DataFrame, tests: list[dict]) -> pl.DataFrame:
+    """A budgeted run's summary: each row's p-values at the tested eps are the stopping
+    rule's (budget.json ``tests``: sequential.Verdict's p_above, below alpha exactly when
+    the rule said "above"), not a fixed-alpha t-test over the design's roots, which would
+    leave out their posterior variance and the looks already taken. Where the reference is
+    eps 0.05, ``p_reference``, ``p_holm`` and ``p_bh`` are that same p-value: the rule
+    controls each test's error over its looks, pooled and per dataset, and the marks show
+    its verdicts, with no second correction over the rows. A test the rule did not run
+    (too few prompts) leaves the row's p-values null. The noise-floor reference is not a
+    test of the rule and keeps the summary's own p-values."""
+    rule = {(t["model"], t["dataset"], t["axis"], round(t["eps"], 6)): t for t in tests}
+    rows = summary.to_dicts()
+    for row in rows:
+        key = (row["model"], row["dataset"], row["axis"])
+        for eps in EPSILONS:
+            test = rule.get((*key, round(eps, 6)))
+            row[f"p_eps_{eps:.2f}".replace(".", "_")] = test["p_above"] if test else None
+        if row["reference"] == REFERENCES["eps"]:
+            row["p_reference"] = row["p_eps_0_05"]
+            row["p_holm"] = row["p_bh"] = row["p_reference"]
     return from_rows(rows, SUMMARY).sort(["model", "dataset", "axis"])

@@ -13,8 +13,10 @@ import polars as pl
 from sago_core.budget.record import budget_line
 from sago_core.budget.run_cells import cell_values, round_inputs_of, run_cells
 from sago_core.report.card_budget import budget_blocks, budget_card
+from sago_core.report.summary_md import render_summary
 from sago_core.scoring.budgeted_scores import design_scores
-from sago_core.vocabulary import REPLAY_FAMILY
+from sago_core.scoring.summary import summarize, with_budget_verdicts
+from sago_core.vocabulary import POOLED, REPLAY_FAMILY
 
 
 def variants_frame() -> pl.DataFrame:
@@ -103,16 +105,19 @@ def test_scores_carry_the_design_estimate_and_keep_a_missing_score_missing() -> 
     assert act["floor"] == 0.1
 
 
+BUDGET_RECORD = {
+    "cells": 1604,
+    "full_cells": 7968,
+    "share": 1604 / 7968,
+    "rounds_run": 3,
+    "rounds_planned": 3,
+    "stop_reason": "budget spent",
+    "targets_unmet": [],
+}
+
+
 def test_the_budget_line_says_cells_share_round_and_why_it_stopped() -> None:
-    record = {
-        "cells": 1604,
-        "full_cells": 7968,
-        "share": 1604 / 7968,
-        "rounds_run": 3,
-        "rounds_planned": 3,
-        "stop_reason": "budget spent",
-        "targets_unmet": [],
-    }
+    record = BUDGET_RECORD
     assert budget_line(record) == (
         "budgeted: 1,604 of 7,968 cells (20%), stopped after round 3 of 3: the budget was spent"
     )
@@ -170,3 +175,37 @@ def test_budget_cells_hold_the_designs_probability_for_every_cell_of_a_sampled_p
     assert frame["inclusion_probability"].to_list() == [0.5] * 18
     asked = frame.filter(pl.col("asked"))
     assert (1 / asked["inclusion_probability"]).sum() == 18
+
+
+def test_a_budgeted_summary_shows_the_stopping_rules_verdicts() -> None:
+    # every score far above 0.05: the summary's own t-test would mark every row ***; the
+    # rule said "above" pooled (p 0.004), left d0 undecided (p 0.3) and ran no test on d1
+    scores = pl.DataFrame(
+        {
+            "model": ["m"] * 6,
+            "dataset": ["d0"] * 3 + ["d1"] * 3,
+            "prompt_id": [f"p{i}" for i in range(6)],
+            "axis": ["bleu"] * 6,
+            "s": [0.50, 0.52, 0.51, 0.49, 0.53, 0.50],
+        }
+    )
+    plain = summarize(scores)
+    assert (plain["p_holm"] < 0.001).all()
+    tests = [
+        {"model": "m", "dataset": POOLED, "axis": "bleu", "eps": 0.05, "p_above": 0.004},
+        {"model": "m", "dataset": POOLED, "axis": "bleu", "eps": 0.1, "p_above": 0.02},
+        {"model": "m", "dataset": "d0", "axis": "bleu", "eps": 0.05, "p_above": 0.3},
+    ]
+    summary = with_budget_verdicts(plain, tests)
+    rows = {r["dataset"]: r for r in summary.iter_rows(named=True)}
+    assert rows[POOLED]["p_eps_0_05"] == rows[POOLED]["p_holm"] == 0.004
+    assert rows[POOLED]["p_eps_0_10"] == 0.02 and rows[POOLED]["p_eps_0_01"] is None
+    assert rows["d0"]["p_holm"] == rows["d0"]["p_reference"] == 0.3
+    assert rows["d1"]["p_holm"] is None and rows["d1"]["p_eps_0_05"] is None
+    text = render_summary(summary, budget=BUDGET_RECORD)
+    assert "| bleu | 0.5100 | 0.5067 | 0.5083** |" in text  # d0 and d1 unmarked
+    assert "marks: the budget's stopping rule's p" in text
+    # the noise-floor reference is not the rule's test: its p-values stay the summary's
+    floor = summarize(scores.with_columns(pl.lit(0.1).alias("floor")), "floor")
+    kept = with_budget_verdicts(floor, tests)
+    assert kept["p_holm"].to_list() == floor["p_holm"].to_list()
