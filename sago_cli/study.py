@@ -49,11 +49,11 @@ def study_values(path: Path, data_dir: Path | None = None) -> dict[str, Any]:
 
 
 def consistency_command(path: Path, dry_run: bool = False, data_dir: Path | None = None) -> int:
-    from sago_core.consistency.config import build_consistency_config
-    from sago_core.consistency.design import design_lines
+    from sago_core.study.config import build_study_config
+    from sago_core.study.design import design_lines
 
     source = f"{path} and command line" if data_dir is not None else str(path)
-    study = build_consistency_config(study_values(path, data_dir), source=source)
+    study = build_study_config(study_values(path, data_dir), source=source)
     design = design_lines(study.design_check())
     if dry_run:
         from sago_core.data.references import reference_lines
@@ -66,14 +66,14 @@ def consistency_command(path: Path, dry_run: bool = False, data_dir: Path | None
         return 0
     preflight(study.preflight_config())  # series checkpoints are built by the flow
     configure_environment(study.evaluation)
-    from flows.consistency import consistency
+    from flows.study import study as study_flow
 
     started = time.monotonic()
-    run_dir = Path(consistency(study))
+    run_dir = Path(study_flow(study))
     import polars as pl
 
     from sago_core.artifacts.layout import CONSISTENCY_REPORT_FILE, PARTIAL_CORRELATIONS_FILE
-    from sago_core.consistency.summary import pair_markdown
+    from sago_core.study.summary import pair_markdown
 
     table = pl.read_parquet(run_dir / PARTIAL_CORRELATIONS_FILE)
     stats = study.statistics

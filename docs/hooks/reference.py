@@ -4,7 +4,7 @@ A page asks for a generated block with a marker line, ``<!-- sago:NAME -->``: ``
 command and option, from ``sago_cli.main.build_parser``), ``config`` (every key of the run
 configuration, from ``RunConfig.model_json_schema()``), ``api`` (the Python API ``sago``, from
 its docstrings), ``study`` (the consistency study's,
-from ``ConsistencyConfig``), ``artifacts`` (every artifact's
+from ``StudyConfig``), ``artifacts`` (every artifact's
 columns, from ``sago_core/artifacts/schemas.py``) and ``datasets`` (the named datasets'
 folders and files under ``--data-dir``). Nothing here is written by hand, so the reference
 cannot drift from the code; an unknown marker fails the build.
@@ -188,10 +188,10 @@ def config_reference() -> str:
 
 
 def study_reference() -> str:
-    from sago_core.consistency import config as study
+    from sago_core.study import config as study
 
-    module = "sago_core.consistency.config"
-    return _model_reference(study.ConsistencyConfig, module, [study, *_config_modules()])
+    module = "sago_core.study.config"
+    return _model_reference(study.StudyConfig, module, [study, *_config_modules()])
 
 
 # A section documented on a page of its own: its key links there instead of repeating it.

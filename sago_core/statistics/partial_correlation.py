@@ -36,7 +36,7 @@ orderings (p = (1 + hits) / (1 + draws)). With m blocks the smallest attainable 
 1 / m!; when that exceeds alpha the test cannot reject anything, and p is NA with that
 reason (blocks of 2 need at least 7 checkpoints at alpha 0.05: 4 blocks, 24 orderings).
 Whether a *corrected* p can reach alpha is the study's design check
-(``sago_core.consistency.design``).
+(``sago_core.study.design``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sago_core.consistency.config import build_consistency_config
+from sago_core.study.config import build_study_config
 
 pytestmark = pytest.mark.slow
 
@@ -46,9 +46,9 @@ def test_checkpoint_series_really_differ(tiny_model_dir: Path, tmp_path: Path) -
 def test_consistency_flow_builds_the_series_matrix_heatmap_and_agreement(
     harness: None, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    from flows.consistency import consistency
+    from flows.study import study as study_flow
 
-    study = build_consistency_config(
+    study = build_study_config(
         {
             "series": {
                 "base": str(tiny_model_dir),
@@ -78,7 +78,7 @@ def test_consistency_flow_builds_the_series_matrix_heatmap_and_agreement(
         },
         source="test",
     )
-    run_dir = Path(consistency(study))
+    run_dir = Path(study_flow(study))
     split = json.loads((run_dir / "training_split.json").read_text())
     assert split["series_split"]["name"] == "builtin_train"
     assert split["evaluation_prompts"] == 12  # six built-in styles x n = 2
@@ -119,5 +119,5 @@ def test_consistency_flow_builds_the_series_matrix_heatmap_and_agreement(
 
     weights = tmp_path / "series" / "finetune" / "step-0003" / "model.safetensors"
     built = weights.stat().st_mtime_ns
-    again = Path(consistency(study))  # a rerun reuses the series and every stage
+    again = Path(study_flow(study))  # a rerun reuses the series and every stage
     assert again == run_dir and weights.stat().st_mtime_ns == built

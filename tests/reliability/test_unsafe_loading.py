@@ -45,17 +45,17 @@ def planted_record(storage_key: str) -> bytes:
 
 
 def test_every_stage_task_stores_json_results() -> None:
-    import tasks.consistency
     import tasks.metrics
     import tasks.mirroring
     import tasks.models
     import tasks.prepare
     import tasks.report
+    import tasks.study
 
     stages = [
         getattr(module, name)
         for module in (
-            tasks.consistency,
+            tasks.study,
             tasks.metrics,
             tasks.mirroring,
             tasks.models,

@@ -6,8 +6,8 @@ import pytest
 
 from sago_core.backends.model_source import resolve_local_model
 from sago_core.config import build_config
-from sago_core.consistency.config import build_consistency_config
 from sago_core.errors import ConfigError, ModelNotFoundError
+from sago_core.study.config import build_study_config
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_other_errors_keep_pydantics_words() -> None:
 
 def test_the_consistency_file_gets_suggestions_too() -> None:
     with pytest.raises(ConfigError, match=r"in_distributon: unknown key; did you mean "):
-        build_consistency_config(
+        build_study_config(
             {"in_distributon": "triviaqa", "families": {"a": ["hf:x"]}}, source="c.yaml"
         )
 

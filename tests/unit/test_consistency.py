@@ -9,9 +9,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sago_core.consistency.config import build_consistency_config
-from sago_core.consistency.matrix import partial_correlation_table, sign_agreement
 from sago_core.errors import ConfigError
+from sago_core.study.config import build_study_config
+from sago_core.study.matrix import partial_correlation_table, sign_agreement
 
 
 def _first_order_partial(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
@@ -104,17 +104,17 @@ def test_study_config_needs_four_checkpoints_and_distinct_datasets() -> None:
         "out_of_distribution": ["y", "z"],
         "evaluation": {"preset": "demo", "n": 2},
     }
-    study = build_consistency_config(good, source="study.yaml")
+    study = build_study_config(good, source="study.yaml")
     assert study.evaluation.models == ("hf:a", "hf:b", "hf:c", "hf:d")
     assert [c[1] for c in study.checkpoints()] == [0, 1, 2, 3]
     with pytest.raises(ConfigError, match=r"study\.yaml.*at least 4"):
-        build_consistency_config(
+        build_study_config(
             {**good, "families": {"ft": ["hf:a", "hf:b", "hf:c"]}}, source="study.yaml"
         )
     with pytest.raises(ConfigError, match="both in- and out-of-distribution"):
-        build_consistency_config({**good, "out_of_distribution": ["x", "y"]}, source="s")
+        build_study_config({**good, "out_of_distribution": ["x", "y"]}, source="s")
     with pytest.raises(ConfigError, match=r"evaluation.*n"):
-        build_consistency_config({**good, "evaluation": {"n": 0}}, source="s")
+        build_study_config({**good, "evaluation": {"n": 0}}, source="s")
 
 
 def test_a_gap_inside_the_series_leaves_the_permutation_test_out_with_its_reason() -> None:

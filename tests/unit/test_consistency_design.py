@@ -15,12 +15,12 @@ import pytest
 import yaml
 from scipy import stats
 
-from sago_core.consistency.config import StudyStatistics, build_consistency_config
-from sago_core.consistency.design import design_lines, reachability
-from sago_core.consistency.matrix import partial_correlation_table, sign_agreement
-from sago_core.consistency.report import render_consistency
-from sago_core.consistency.summary import detectable_rows
 from sago_core.statistics.partial_correlation import block_permutation_p
+from sago_core.study.config import StudyStatistics, build_study_config
+from sago_core.study.design import design_lines, reachability
+from sago_core.study.matrix import partial_correlation_table, sign_agreement
+from sago_core.study.report import render_study
+from sago_core.study.summary import detectable_rows
 from tests.unit.test_consistency_stats import _brute_force_block_p
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "consistency.yaml"
@@ -118,7 +118,7 @@ def test_the_report_and_the_plan_say_when_significance_is_unreachable() -> None:
         "check": "none",
         "checkpoints": [],
     }
-    page = render_consistency(_study(7, 5), table, sign_agreement(table), settings, split)
+    page = render_study(_study(7, 5), table, sign_agreement(table), settings, split)
     assert "significance is UNREACHABLE" in page and "11 checkpoints per family" in page
     assert page.index("Can this study reach significance?") < page.index("Training split")
     lines = design_lines([reachability("ft", 7, 10)])
@@ -129,7 +129,7 @@ def test_the_example_study_can_reach_significance_and_says_so_first() -> None:
     first = EXAMPLE.read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# Significance is reachable")
     values = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    study = build_consistency_config(values, source=str(EXAMPLE))
+    study = build_study_config(values, source=str(EXAMPLE))
     checks = study.design_check()
     assert checks and all(c.reachable for c in checks)
     pairs = math.comb(len(study.out_of_distribution), 2)
@@ -140,7 +140,7 @@ def test_the_example_study_can_reach_significance_and_says_so_first() -> None:
 
 
 def test_the_closing_note_can_open_with_the_design_check() -> None:
-    from sago_core.consistency.summary import pair_markdown
+    from sago_core.study.summary import pair_markdown
 
     table = partial_correlation_table(_study(7, 3), "id", ["o0", "o1", "o2"])
     lines = design_lines([reachability("ft", 7, 3)])

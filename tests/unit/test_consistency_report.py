@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from matplotlib.colors import to_rgba
 
-from sago_core.consistency.report import _draw_heatmap, _draw_series
+from sago_core.study.report import _draw_heatmap, _draw_series
 
 OODS = ["o1", "o2", "o3"]
 

@@ -17,12 +17,12 @@ from sago_core.checkpoints.training_split import (
     builtin_training_prompts,
     check_disjoint,
 )
-from sago_core.consistency.config import build_consistency_config
-from sago_core.consistency.series import check_training_splits, training_split
 from sago_core.data.builtin import builtin_prompts
 from sago_core.data.loading import load_prompts, load_run_prompts
 from sago_core.data.prompt import Prompt
 from sago_core.errors import ConfigError
+from sago_core.study.config import build_study_config
+from sago_core.study.series import check_training_splits, training_split
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +54,7 @@ def test_the_builtin_training_split_is_apart_from_every_builtin_prompt() -> None
 
 
 def test_the_default_study_trains_on_its_own_split() -> None:
-    study = build_consistency_config(_study(), source="study.yaml")
+    study = build_study_config(_study(), source="study.yaml")
     assert study.series is not None and study.series.training.dataset == BUILTIN_TRAINING
     evaluation = load_run_prompts(study.evaluation)
     split = training_split(study.series, evaluation, None)
@@ -72,7 +72,7 @@ def test_the_example_study_holds_its_id_training_split_out(
     monkeypatch.chdir(ROOT)  # the example's paths are relative to the project root
     values = yaml.safe_load((ROOT / "examples" / "consistency.yaml").read_text())
     values["evaluation"]["data_dir"] = str(shared_data)  # what `--data-dir` gives it
-    study = build_consistency_config(values, source="examples/consistency.yaml")
+    study = build_study_config(values, source="examples/consistency.yaml")
     assert study.series is not None
     evaluation = load_run_prompts(study.evaluation)
     assert {p.dataset for p in evaluation} >= {study.in_distribution, *study.out_of_distribution}
@@ -83,7 +83,7 @@ def test_the_example_study_holds_its_id_training_split_out(
 
 
 def test_an_overlapping_training_split_is_refused_naming_the_rows() -> None:
-    study = build_consistency_config(
+    study = build_study_config(
         _study({"training": {"dataset": "builtin", "n": 36, "hold_out_evaluated": False}}),
         source="s",
     )
@@ -118,7 +118,7 @@ def test_checkpoints_trained_on_evaluated_prompts_are_refused(tmp_path: Path) ->
             _fake_checkpoint(tmp_path / f"step-{i}", leaky if i == 3 else clean) for i in range(4)
         ]
     }
-    study = build_consistency_config(
+    study = build_study_config(
         {
             "families": families,
             "in_distribution": "builtin_triviaqa",

@@ -13,16 +13,16 @@ import polars as pl
 import pytest
 from scipy import interpolate, stats
 
-from sago_core.consistency.matrix import (
-    method_disagreements,
-    partial_correlation_table,
-    sign_agreement,
-)
 from sago_core.statistics.partial_correlation import (
     block_permutation_p,
     critical_r,
     detectable_r,
     partial_correlation,
+)
+from sago_core.study.matrix import (
+    method_disagreements,
+    partial_correlation_table,
+    sign_agreement,
 )
 
 
@@ -240,7 +240,7 @@ def test_method_disagreements_list_sign_and_significance_changes() -> None:
 
 
 def test_the_closing_note_table_has_one_line_per_family_and_pair() -> None:
-    from sago_core.consistency.summary import pair_markdown
+    from sago_core.study.summary import pair_markdown
 
     rng = np.random.default_rng(0)
     columns = {d: rng.normal(size=7) for d in ("id", "a", "b", "c")}

@@ -4,7 +4,7 @@ The site (mkdocs.yml, docs/) is built once, strictly (a warning fails the build:
 a missing page or anchor, a page left out of the nav), into a temporary folder. Then every
 internal link and anchor of the built pages must resolve; the generated reference must name
 every command and option of ``sago_cli.main.build_parser``, every key of the ``RunConfig``
-and ``ConsistencyConfig`` JSON schemas and every column of every artifact schema; and every
+and ``StudyConfig`` JSON schemas and every column of every artifact schema; and every
 ``sago COMMAND --option`` written in the docs or the README must exist.
 """
 
@@ -30,7 +30,7 @@ from sago_cli.legacy import modern
 from sago_cli.main import build_parser
 from sago_core.artifacts import layout, schemas
 from sago_core.config import RunConfig
-from sago_core.consistency.config import ConsistencyConfig
+from sago_core.study.config import StudyConfig
 from tests import browser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def config_paths(schema: dict[str, Any], defs: dict[str, Any], prefix: str = "")
     ("page_name", "model", "expected"),
     [
         ("config", RunConfig, {"models", "datasets", "generation.max_new_tokens"}),
-        ("study-config", ConsistencyConfig, {"families", "evaluation", "series.training.n"}),
+        ("study-config", StudyConfig, {"families", "evaluation", "series.training.n"}),
     ],
 )
 def test_the_config_reference_names_every_key(

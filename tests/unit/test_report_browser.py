@@ -20,17 +20,17 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-
-from sago_core.consistency.config import StudyStatistics
-from sago_core.consistency.matrix import partial_correlation_table, sign_agreement
-from sago_core.consistency.report import render_consistency
 from sago_core.report.html import render_report
 from sago_core.report.insights import Insights
+
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.stages.instances import build_instances
 from sago_core.statistics.axis_structure import pca_table, spearman_table
 from sago_core.statistics.tails import tail_statistics
+from sago_core.study.config import StudyStatistics
+from sago_core.study.matrix import partial_correlation_table, sign_agreement
+from sago_core.study.report import render_study
 from tests.browser import FLAGS, chromium, probe_json, screenshot
 from tests.unit.test_tails import raw_run
 
@@ -137,7 +137,7 @@ def _consistency(folder: Path) -> Path:
         "check": "none",
         "checkpoints": [],
     }
-    page = render_consistency(scores, table, sign_agreement(table), settings, split)
+    page = render_study(scores, table, sign_agreement(table), settings, split)
     path = folder / "consistency.html"
     path.write_text(page, encoding="utf-8")
     return path

@@ -1,4 +1,4 @@
-"""The consistency study's configuration: model families of checkpoints, ID and OOD datasets.
+"""The study's configuration (``sago study``): model families of checkpoints, ID and OOD datasets.
 
 ``evaluation`` is an ordinary run configuration (preset, grid, n, seed...); its ``models``
 are replaced by every checkpoint of every family, in order, so the SGS comes from the same
@@ -24,9 +24,9 @@ from sago_core.artifacts.layout import RunLayout
 from sago_core.checkpoints.training_split import BUILTIN_TRAINING
 from sago_core.config import RunConfig, StrictModel, build_config
 from sago_core.config.errors import describe_errors
-from sago_core.consistency.design import Reachability, study_reachability
 from sago_core.errors import ConfigError
 from sago_core.statistics.partial_correlation import KNOT_QUANTILES, Adjustment
+from sago_core.study.design import Reachability, study_reachability
 
 MIN_CHECKPOINTS = 4  # a linear partial correlation with one control needs n - 3 >= 1
 FINETUNE, QUANTIZE = "finetune", "quantize"
@@ -106,7 +106,7 @@ class StudyStatistics(StrictModel):
         return value
 
 
-class ConsistencyConfig(StrictModel):
+class StudyConfig(StrictModel):
     families: dict[str, tuple[str, ...]]
     in_distribution: str
     out_of_distribution: tuple[str, ...] = Field(min_length=2)
@@ -131,7 +131,7 @@ class ConsistencyConfig(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _datasets_apart(self) -> ConsistencyConfig:
+    def _datasets_apart(self) -> StudyConfig:
         if self.in_distribution in self.out_of_distribution:
             raise ValueError(f"{self.in_distribution!r} is both in- and out-of-distribution")
         if len(set(self.out_of_distribution)) != len(self.out_of_distribution):
@@ -148,7 +148,7 @@ class ConsistencyConfig(StrictModel):
 
     def design_check(self) -> list[Reachability]:
         """Can a pair be significant at all with these families, pairs, test and alpha?
-        (``sago_core.consistency.design``; computed before anything runs.)"""
+        (``sago_core.study.design``; computed before anything runs.)"""
         stats = self.statistics
         return study_reachability(
             {family: len(models) for family, models in self.families.items()},
@@ -175,6 +175,7 @@ class ConsistencyConfig(StrictModel):
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def run_dir(self) -> Path:
+        # The folder keeps its first prefix, so a saved study resumes in its own folder.
         name = self.run_id or f"consistency-{self.result_hash()[:12]}"
         return RunLayout.of(self.evaluation.runs_dir, name).run_dir
 
@@ -187,9 +188,7 @@ def _with_series(values: dict[str, Any], source: str) -> dict[str, Any]:
         series = SeriesSettings.model_validate(values["series"])
     except ValidationError as exc:
         problems = describe_errors(exc, SeriesSettings)
-        raise ConfigError(
-            f"invalid consistency configuration ({source}): series: {problems}"
-        ) from exc
+        raise ConfigError(f"invalid study configuration ({source}): series: {problems}") from exc
     families = dict(values.get("families") or {})
     for name, models in series.families().items():
         if name in families:
@@ -200,8 +199,8 @@ def _with_series(values: dict[str, Any], source: str) -> dict[str, Any]:
     return {**values, "families": families, "series": series}
 
 
-def build_consistency_config(values: dict[str, Any], source: str) -> ConsistencyConfig:
-    """Parse a consistency file: the evaluation block through the run config's own rules."""
+def build_study_config(values: dict[str, Any], source: str) -> StudyConfig:
+    """Parse a study file: the evaluation block through the run config's own rules."""
     values = _with_series(dict(values), source)
     evaluation = dict(values.pop("evaluation", None) or {})
     families = values.get("families")
@@ -210,7 +209,7 @@ def build_consistency_config(values: dict[str, Any], source: str) -> Consistency
         evaluation["models"] = list(dict.fromkeys(models)) or None
     run = build_config(evaluation.pop("preset", None), evaluation, source=f"{source}: evaluation")
     try:
-        return ConsistencyConfig.model_validate({**values, "evaluation": run})
+        return StudyConfig.model_validate({**values, "evaluation": run})
     except ValidationError as exc:
-        problems = describe_errors(exc, ConsistencyConfig)
-        raise ConfigError(f"invalid consistency configuration ({source}): {problems}") from exc
+        problems = describe_errors(exc, StudyConfig)
+        raise ConfigError(f"invalid study configuration ({source}): {problems}") from exc

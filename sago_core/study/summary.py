@@ -8,7 +8,6 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.consistency.design import Test, reachability
 from sago_core.statistics.partial_correlation import (
     ADJUSTMENTS,
     critical_r,
@@ -16,6 +15,7 @@ from sago_core.statistics.partial_correlation import (
     detectable_r,
     knots_for,
 )
+from sago_core.study.design import Test, reachability
 
 
 def pair_rows(table: pl.DataFrame, metric: str) -> list[dict[str, Any]]:
@@ -47,7 +47,7 @@ def detectable_rows(
     power: float = 0.8,
 ) -> list[dict[str, Any]]:
     """Per family and method at the family's largest n: df, whether significance is
-    reachable with the test Holm corrects (``sago_core.consistency.design``), the critical
+    reachable with the test Holm corrects (``sago_core.study.design``), the critical
     |r| *of that test* (uncorrected, and at Holm's first step alpha / pairs), and the |r|
     detected with ``power`` (Fisher z, the t-test's; approximate for the permutation test).
 

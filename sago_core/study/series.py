@@ -24,10 +24,10 @@ from sago_core.checkpoints.training_split import (
     held_out,
     read_checkpoint_split,
 )
-from sago_core.consistency.config import FINETUNE, ConsistencyConfig, SeriesSettings
 from sago_core.data.loading import load_prompts
 from sago_core.data.prompt import Prompt
 from sago_core.errors import ConfigError
+from sago_core.study.config import FINETUNE, SeriesSettings, StudyConfig
 
 
 def training_candidates(dataset: str, data_dir: Path | None) -> list[Prompt]:
@@ -107,7 +107,7 @@ def ensure_series(series: SeriesSettings, split: TrainingSplit) -> dict[str, lis
 
 
 def check_training_splits(
-    config: ConsistencyConfig, evaluation: Sequence[Prompt]
+    config: StudyConfig, evaluation: Sequence[Prompt]
 ) -> list[dict[str, Any]]:
     """One row per checkpoint: its family, model and the split it was trained on (or none)."""
     rows = []
@@ -136,7 +136,7 @@ def check_training_splits(
     return rows
 
 
-def check_datasets(config: ConsistencyConfig, present: set[str]) -> None:
+def check_datasets(config: StudyConfig, present: set[str]) -> None:
     for field, name in [("in_distribution", config.in_distribution)] + [
         ("out_of_distribution", d) for d in config.out_of_distribution
     ]:
@@ -147,7 +147,7 @@ def check_datasets(config: ConsistencyConfig, present: set[str]) -> None:
             )
 
 
-def study_split_record(config: ConsistencyConfig) -> dict[str, Any]:
+def study_split_record(config: StudyConfig) -> dict[str, Any]:
     """Build the series where missing, check every recorded split against the evaluation
     prompts, and return what the study's ``training_split.json`` records."""
     from sago_core.data.loading import load_run_prompts

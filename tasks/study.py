@@ -1,4 +1,4 @@
-"""Tasks of the consistency study: the checkpoint series and its training split, reference
+"""Tasks of the study (``sago study``): the checkpoint series and its training split, reference
 likelihoods, checkpoint scores, partial correlations, sign agreement and the page."""
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ from sago_core.artifacts.schemas import (
 from sago_core.artifacts.store import read_parquet, write_json, write_parquet, write_text
 from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings
-from sago_core.consistency.config import ConsistencyConfig, StudyStatistics
-from sago_core.consistency.matrix import partial_correlation_table, sign_agreement
-from sago_core.consistency.report import render_consistency
-from sago_core.consistency.scores import checkpoint_scores
-from sago_core.consistency.series import study_split_record
 from sago_core.stages.reference_likelihood import reference_likelihood
+from sago_core.study.config import StudyConfig, StudyStatistics
+from sago_core.study.matrix import partial_correlation_table, sign_agreement
+from sago_core.study.report import render_study
+from sago_core.study.scores import checkpoint_scores
+from sago_core.study.series import study_split_record
 from tasks.backends import backend_for
 from tasks.stage import stage_task
 
 
 @task(name="checkpoint-series", cache_policy=NONE, persist_result=False, result_serializer="json")
-def checkpoint_series_task(config: ConsistencyConfig, out_dir: str) -> str:
+def checkpoint_series_task(config: StudyConfig, out_dir: str) -> str:
     """Not cached: it looks at the checkpoint folders every time (building only what is
     missing), so a deleted series is rebuilt and an overlapping split is always refused."""
     record = study_split_record(config)
@@ -110,8 +110,9 @@ def sign_agreement_task(partial_path: str, out_dir: str) -> str:
     return str(write_parquet(frame, Path(out_dir) / SIGN_AGREEMENT_FILE, SIGN_AGREEMENT))
 
 
+# The stage keeps its first name: it keys the cached page of every saved study folder.
 @stage_task("render-consistency")
-def render_consistency_task(
+def render_study_task(
     scores_path: str,
     partial_path: str,
     agreement_path: str,
@@ -119,7 +120,7 @@ def render_consistency_task(
     settings: dict[str, Any],
     out_dir: str,
 ) -> str:
-    page = render_consistency(
+    page = render_study(
         read_parquet(scores_path),
         read_parquet(partial_path),
         read_parquet(agreement_path),

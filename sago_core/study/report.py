@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-
-from sago_core.consistency.design import design_lines, study_reachability
-from sago_core.consistency.matrix import method_disagreements
-from sago_core.consistency.summary import detectable_rows, pair_rows
-from sago_core.report.figures import DARK_TEXT, PAGE_WIDTH_IN, _png, _pyplot, text_colour
 from sago_core.report.html import STYLE, _fmt, _image, _table
+
+from sago_core.report.figures import DARK_TEXT, PAGE_WIDTH_IN, _png, _pyplot, text_colour
 from sago_core.report.markup import Section, page
 from sago_core.statistics.partial_correlation import KNOT_QUANTILES
+from sago_core.study.design import design_lines, study_reachability
+from sago_core.study.matrix import method_disagreements
+from sago_core.study.summary import detectable_rows, pair_rows
 
 
 def _index(table: pl.DataFrame) -> dict[tuple[str, str, str, str], dict[str, Any]]:
@@ -373,7 +373,7 @@ def _detectable_section(table: pl.DataFrame, stats: dict[str, Any]) -> str:
 
 
 def _design_section(settings: dict[str, Any]) -> str:
-    """The design check (``sago_core.consistency.design``) from the study's settings."""
+    """The design check (``sago_core.study.design``) from the study's settings."""
     stats = settings["statistics"]
     checks = study_reachability(
         {name: len(models) for name, models in settings["families"].items()},
@@ -444,7 +444,7 @@ def _agreement_section(agreement: pl.DataFrame) -> str:
     return _table(headers, rows, 4)
 
 
-def render_consistency(
+def render_study(
     scores: pl.DataFrame,
     table: pl.DataFrame,
     agreement: pl.DataFrame,

@@ -1,4 +1,4 @@
-"""The consistency flow: evaluate every checkpoint of every family on the
+"""The study flow (``sago study``): evaluate every checkpoint of every family on the
 ID and OOD datasets, then ask whether one OOD dataset's scores predict another's."""
 
 from __future__ import annotations
@@ -12,21 +12,21 @@ from flows.evaluate import evaluate
 from flows.runtime.object_store import attach_runs_store
 from flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import GENERATIONS_FILE, PROMPTS_FILE, SUMMARY_FILE, RunLayout
-from sago_core.consistency.config import ConsistencyConfig
-from sago_core.consistency.design import design_lines
-from tasks.consistency import (
+from sago_core.study.config import StudyConfig
+from sago_core.study.design import design_lines
+from tasks.provenance import targets_of
+from tasks.study import (
     checkpoint_scores_task,
     checkpoint_series_task,
     partial_correlations_task,
     reference_likelihood_task,
-    render_consistency_task,
+    render_study_task,
     sign_agreement_task,
 )
-from tasks.provenance import targets_of
 
 
-@flow(name="sago-consistency", flow_run_name="consistency", log_prints=True)
-def consistency(config: ConsistencyConfig) -> str:
+@flow(name="sago-study", flow_run_name="study", log_prints=True)
+def study(config: StudyConfig) -> str:
     evaluation_config = config.evaluation
     attach_runs_store(evaluation_config.runs_store, evaluation_config.runs_dir)
     layout = RunLayout(config.run_dir())
@@ -72,7 +72,7 @@ def consistency(config: ConsistencyConfig) -> str:
     )
     agreement = stage(sign_agreement_task, partial_path=partial, out_dir=str(run_dir))
     stage(
-        render_consistency_task,
+        render_study_task,
         scores_path=scores,
         partial_path=partial,
         agreement_path=agreement,
