@@ -14,7 +14,7 @@ is timed, in the order of the evaluation flow.
 
 It prints, per stage and size, the seconds, then the log-log exponent over the sizes and
 the ratio t(largest) / t(smallest) beside the linear ratio; report.html's bytes per size and
-its bound (``sago_core.report.html.MAX_HTML_BYTES``), and render-report's seconds at the
+its bound (``sago_core.report.page.html.MAX_HTML_BYTES``), and render-report's seconds at the
 largest size against the 10 s target. ``--profile STAGE`` prints the cProfile of one stage
 at the largest size.
 """
@@ -66,9 +66,9 @@ from sago_core.artifacts.schemas import (
 )
 from sago_core.artifacts.store import read_parquet, write_json, write_parquet
 from sago_core.config import RunConfig
-from sago_core.report.card import write_card
-from sago_core.report.explorer import explorer_section
-from sago_core.report.html import MAX_HTML_BYTES, html_size_bound
+from sago_core.report.card.build import write_card
+from sago_core.report.page.html import MAX_HTML_BYTES, html_size_bound
+from sago_core.report.sections.explorer import explorer_section
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.stages.variants import build_variant_candidates

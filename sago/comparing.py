@@ -101,7 +101,7 @@ def _page(
     say: Callable[[str], object],
 ) -> Comparison:
     from sago_core.artifacts.store import write_text
-    from sago_core.report.compare import compare_runs, identity_check
+    from sago_core.report.compare.page import compare_runs, identity_check
 
     identity = identity_check(run_dirs)
     identity.enforce(strict_identity)
@@ -127,8 +127,9 @@ def _paired(
         refusal_paired_runs,
         render_refusal_paired,
     )
-    from sago_core.report.paired_runs import compare_paired, render_paired
+    from sago_core.report.compare.paired import render_paired
     from sago_core.statistics.paired import DEFAULT_MARGIN
+    from sago_core.statistics.paired_runs import compare_paired
 
     margin, allow_configs, strict_identity, allow_sampling = settings
     run_a, run_b = run_dirs
@@ -151,7 +152,7 @@ def _paired(
 
 def _split_path(split: Path | str | None, after: Path) -> tuple[Path, Path | None]:
     """The split file, and the trained model's folder when AFTER evaluated one."""
-    from sago_core.report.paired_runs import read_run_config
+    from sago_core.statistics.paired_runs import read_run_config
     from sago_core.training.result import training_data, training_folder
     from sago_core.training.split import SPLIT_FILE
 

@@ -243,8 +243,8 @@ def run_sweep(config: RunConfig, evaluate_arm: Callable[[RunConfig], Path]) -> l
     its own folder; returns their paths. The sweep's configuration is saved there first, so
     ``sago resume`` on the sweep folder continues the sweep."""
     from sago_core.artifacts.store import write_json
-    from sago_core.report.sweep import ArmRun, write_sweep
-    from sago_core.report.sweep_card import write_sweep_card
+    from sago_core.report.sweep.card import write_sweep_card
+    from sago_core.report.sweep.page import ArmRun, write_sweep
 
     arms = sweep_arms(config)
     folder = RunLayout.of(config.runs_dir, sweep_id(config, arms))

@@ -46,8 +46,8 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from sago_core.report.card import write_card
-    from sago_core.report.sweep_card import is_sweep_folder, write_sweep_card
+    from sago_core.report.card.build import write_card
+    from sago_core.report.sweep.card import is_sweep_folder, write_sweep_card
 
     if is_sweep_folder(args.run) and not args.against:
         print(f"Card: {', '.join(str(p) for p in write_sweep_card(args.run))}")

@@ -20,7 +20,7 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from sago_core.artifacts.store import write_text
-    from sago_core.report.html import report_from_run
+    from sago_core.report.page.html import report_from_run
 
     run_dir = args.run
     check_finished_run(run_dir)

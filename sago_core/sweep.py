@@ -10,7 +10,7 @@ as the plain greedy run with the same settings: when that run exists, every stag
 arm is a cache hit, and a sweep rerun resumes each arm where it stopped.
 
 The sweep's own folder (``runs/<sweep id>/``) holds its configuration (``run_config.json``,
-what ``sago resume`` reads), ``sweep.parquet`` and ``sweep.html`` (``report/sweep.py``) and
+what ``sago resume`` reads), ``sweep.parquet`` and ``sweep.html`` (``report/sweep/page.py``) and
 the sweep's card. The sweep id is ``run_id`` when given, else derived from the arms' run ids
 (each already the hash of everything that changes its results), so a sweep of other arms
 lands elsewhere.

@@ -307,7 +307,7 @@ SUMMARY: Schema = {
 }
 
 # A temperature sweep's table, in the sweep's own folder: per (model, temperature,
-# axis, family incl. __all__), datasets pooled (report/sweep.py).
+# axis, family incl. __all__), datasets pooled (report/sweep/page.py).
 SWEEP: Schema = {
     "model": pl.String,
     "temperature": pl.Float64,

@@ -16,5 +16,5 @@ audited against hand labels by ``sago audit refusal`` (``labels``);
 (the judge's used where it gave one, the source said) and its agreement with the rules.
 
 A run's tables are written by ``stages/refusal.py``; the report's section is
-``report/refusal.py``, the card's rows ``report/card_refusal.py``.
+``report/sections/refusal.py``, the card's rows ``report/card/refusal.py``.
 """

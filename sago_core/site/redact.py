@@ -30,8 +30,8 @@ import polars as pl
 from sago_core.artifacts.layout import GENERATIONS_FILE, PROMPTS_FILE
 from sago_core.artifacts.store import read_parquet
 from sago_core.data.safety import HARMFUL
-from sago_core.report.explorer import pack, unpack
-from sago_core.report.refusal import UNSAFE_CLASS
+from sago_core.report.sections.explorer import pack, unpack
+from sago_core.report.sections.refusal import UNSAFE_CLASS
 from sago_core.storage import attached
 
 REDACTED = "[left out of this site: the model's answer to a harmful request]"

@@ -26,9 +26,9 @@ import polars as pl
 
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE
 from sago_core.errors import SagoError
-from sago_core.report.paired_runs import check_designs, check_prompts, read_run_config
 from sago_core.scoring.encoder import differing, run_encoder
 from sago_core.site.release import RELEASED, STARTED, WATCHED, WRITTEN, Release
+from sago_core.statistics.paired_runs import check_designs, check_prompts, read_run_config
 
 # The order's bases, the release's own first, with what a line's legend says of each.
 BASES = {

@@ -35,7 +35,7 @@ def _ensure_card(layout: RunLayout) -> None:
     run_dir = layout.run_dir
     if (run_dir / CARD_MD_FILE).is_file() or not (run_dir / SUMMARY_FILE).is_file():
         return
-    from sago_core.report.card import write_card
+    from sago_core.report.card.build import write_card
 
     try:
         write_card(run_dir)

@@ -31,10 +31,10 @@ import polars as pl
 from sago_core.artifacts.layout import DELTAS_FILE, INSTANCES_FILE
 from sago_core.artifacts.schemas import Schema, conform
 from sago_core.errors import ConfigError, InputError
-from sago_core.report.paired_runs import check_designs, check_prompt_texts, read_run_config
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.statistics.multiple_testing import holm
 from sago_core.statistics.paired import ALPHA, paired_test, verdict
+from sago_core.statistics.paired_runs import check_designs, check_prompt_texts, read_run_config
 from sago_core.training.split import HELD_OUT, TRAIN, Split
 from sago_core.vocabulary import AXES, REPLAY_FAMILY
 

@@ -4,14 +4,14 @@ of its family, and rerun with a larger budget only while that verdict is undecid
 The ladder: the config's own ``budget`` first, then each fraction of ``ladder`` above it
 (default 0.5, then 1.0: the full grid). After each rung the pooled paired verdict of every
 watched axis (``axes``; empty: every axis) against the last release is read
-(``report/paired_runs.py``); the release stops at the first rung where none is
+(``statistics/paired_runs.py``); the release stops at the first rung where none is
 ``inconclusive`` (or missing), and at the full grid in any case. A comparison the paired
 tests refuse (other prompts, other settings) stops it too: a larger budget cannot fix that.
 
 Both releases run at each rung: the last release is rerun with the same config at the same
 budget, so the two runs are one design (same seed, grid and schedule). Their first round
 asks the same cells, and the paired comparison pairs them on the cells both asked
-(``report/paired_design.py``), which keeps the power of common random numbers; a larger
+(``statistics/paired_design.py``), which keeps the power of common random numbers; a larger
 budget for the new release alone would leave the comparison no more cells in common. The
 row cache (``artifacts/row_cache.py``) answers every cell a run on this runs folder already
 asked, so a rung pays only the cells it adds, for either release; the last release's run at
@@ -150,7 +150,7 @@ def pooled_verdicts(
 ) -> tuple[dict[str, str | None], str | None]:
     """The pooled paired verdict per axis of ``run_dir`` (B) against ``against`` (A), and
     the comparison's design line."""
-    from sago_core.report.paired_runs import compare_paired
+    from sago_core.statistics.paired_runs import compare_paired
 
     comparison = compare_paired(against, run_dir, margin)
     pooled = comparison.table.filter(pl.col("dataset") == POOLED)

@@ -22,7 +22,7 @@ import polars as pl
 
 from sago_core.artifacts.layout import CARD_HTML_FILE, CARD_JSON_FILE, MANIFEST_FILE, SUMMARY_FILE
 from sago_core.artifacts.store import write_parquet, write_text
-from sago_core.report.compare import compare_runs
+from sago_core.report.compare.page import compare_runs
 from sago_core.vocabulary import POOLED
 from sago_core.watch.registry import Entry, Registry
 from sago_core.watch.releases import model_family

@@ -18,8 +18,8 @@ from sago_core.artifacts.layout import MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE
 from sago_core.artifacts.store import write_text
 from sago_core.backends.model_source import RecordedModel, resolve_local_model
 from sago_core.errors import SagoError
-from sago_core.report.card import write_card
-from sago_core.report.html import report_from_run
+from sago_core.report.card.build import write_card
+from sago_core.report.page.html import report_from_run
 from sago_core.watch.registry import Entry
 
 ARCHITECTURE_KEYS = ("model_type", "num_hidden_layers", "hidden_size", "vocab_size")

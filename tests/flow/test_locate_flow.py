@@ -84,7 +84,7 @@ def test_patching_added_to_a_finished_run(
         assert f'id="{figure}"' in report
     assert report.count("data:image/png;base64,") == 7 + 3
 
-    from sago_core.report.html import report_from_run
+    from sago_core.report.page.html import report_from_run
 
     rebuilt = report_from_run(run_dir)
     assert 'id="fig-patching-recovery"' in rebuilt

@@ -211,10 +211,11 @@ def test_runs_scored_from_an_api_models_csv_go_wherever_runs_go(
     page of the site holds a path of this machine (the site is made to be published)."""
     from flows.score import score
     from sago_core.external.options import ExternalSource
-    from sago_core.report.card import write_card
-    from sago_core.report.compare import compare_runs
-    from sago_core.report.paired_runs import compare_paired, render_paired
+    from sago_core.report.card.build import write_card
+    from sago_core.report.compare.page import compare_runs
+    from sago_core.report.compare.paired import render_paired
     from sago_core.site.build import build_site
+    from sago_core.statistics.paired_runs import compare_paired
 
     first, other = {"0", "1", "2", "3"}, {"4", "5", "6", "7"}
     inputs = tmp_path / "inputs"

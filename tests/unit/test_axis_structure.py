@@ -117,7 +117,7 @@ def test_too_few_prompts_give_reasons_not_numbers() -> None:
 
 
 def test_the_report_note_names_the_redundant_pair_and_the_independent_axes(columns) -> None:
-    from sago_core.report.insights import structure_section
+    from sago_core.report.sections.insights import structure_section
 
     scores = _scores(columns)
     page = structure_section(spearman_table(scores), pca_table(scores))

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from sago_cli.main import main
-from sago_core.report.card import build_card, write_card
+from sago_core.report.card.build import build_card, write_card
 from sago_core.scoring.summary import summarize
 from sago_core.vocabulary import AXES, POOLED
 
@@ -223,7 +223,7 @@ def test_a_small_run_shows_why_there_is_no_interval_and_paired_means_are_labelle
     card = build_card(new, against=old)
     for row in card["models"][0]["pooled_sgs"]:
         assert row["ci_low"] is None and row["ci_missing_reason"] == interval_refusal(4)
-    from sago_core.report.card import render_card_md
+    from sago_core.report.card.build import render_card_md
 
     text = render_card_md(card)
     sgs_line = next(line for line in text.splitlines() if line.startswith("| act |"))

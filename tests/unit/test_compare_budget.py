@@ -15,7 +15,7 @@ import pytest
 from sago_cli.main import main
 from sago_core.budget.design import draw_design, index_grid, select_cells
 from sago_core.budget.run_cells import run_cells
-from sago_core.report.paired_runs import compare_paired
+from sago_core.statistics.paired_runs import compare_paired
 from sago_core.vocabulary import POOLED, REPLAY_FAMILY
 
 PROMPTS = ["p1", "p2", "p3", "p4"]

@@ -11,8 +11,8 @@ import pytest
 
 from sago_cli.compare import check_encoders
 from sago_cli.main import main
-from sago_core.report.card import build_card, write_card
-from sago_core.report.compare import encoder_banner
+from sago_core.report.card.build import build_card, write_card
+from sago_core.report.compare.page import encoder_banner
 from sago_core.report.summary_md import render_summary
 from sago_core.scoring.encoder import Encoder, encoder_of, run_encoder
 from sago_core.scoring.summary import summarize
@@ -121,9 +121,9 @@ def test_the_card_names_the_encoder_beside_its_bert_numbers(tmp_path: Path) -> N
 
 
 def test_the_report_names_the_encoder_in_its_pooled_table_peer_section_and_headline() -> None:
-    from sago_core.report.headline import glances, headline_html
-    from sago_core.report.html import _pooled_table
-    from sago_core.report.peer_section import peer_sections
+    from sago_core.report.page.headline import glances, headline_html
+    from sago_core.report.page.html import _pooled_table
+    from sago_core.report.sections.peer import peer_sections
     from sago_core.scoring.encoder import provenance_encoder
     from sago_core.scoring.prompt_scores import score_prompts
     from tests.unit.test_peer_metrics import _analysis, _instances, peer_metrics_on_few

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from sago_core.report.sampling_section import sampling_sections
+from sago_core.report.sections.sampling import sampling_sections
 from sago_core.sampling.pooled import excess_table, replay_calibration
 
 

@@ -11,7 +11,7 @@ import re
 
 import polars as pl
 
-from sago_core.report.explorer import explorer_rows, explorer_section, worst_rows
+from sago_core.report.sections.explorer import explorer_rows, explorer_section, worst_rows
 from sago_core.stages.instances import build_instances
 from tests.unit.test_tails import raw_run
 

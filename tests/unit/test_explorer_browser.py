@@ -16,9 +16,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sago_core.report.explorer import PER_GROUP, explorer_rows, explorer_section, worst_rows
-from sago_core.report.html import STYLE, render_report
-from sago_core.report.insights import Insights
+from sago_core.report.page.html import STYLE, render_report
+from sago_core.report.sections.explorer import (
+    PER_GROUP,
+    explorer_rows,
+    explorer_section,
+    worst_rows,
+)
+from sago_core.report.sections.insights import Insights
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.stages.instances import build_instances

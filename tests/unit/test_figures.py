@@ -244,7 +244,7 @@ def test_every_public_figure_is_a_png() -> None:
 
 
 def test_the_sgs_figure_draws_each_axis_interval_as_the_summary_holds_it_and_na_as_text() -> None:
-    from sago_core.report.story import draw_sgs_intervals
+    from sago_core.report.page.story import draw_sgs_intervals
 
     rows: list[dict[str, Any]] = [
         {"model": m, "dataset": POOLED, "axis": a, "sgs": None, "ci_low": None, "ci_high": None}
@@ -269,7 +269,7 @@ def test_the_sgs_figure_draws_each_axis_interval_as_the_summary_holds_it_and_na_
 
 
 def test_the_worst_variants_figure_ranks_by_rms_over_the_axes_and_names_the_worst_axis() -> None:
-    from sago_core.report.story import draw_worst_instances
+    from sago_core.report.page.story import draw_worst_instances
 
     def variant(i: int, act: float | None, prob: float | None) -> dict[str, Any]:
         deltas = {f"d_{a}": None for a in AXES} | {"d_act": act, "d_prob": prob}

@@ -9,10 +9,10 @@ from pathlib import Path
 import polars as pl
 
 from sago_core.artifacts.layout import INSTANCES_FILE, TAILS_FILE
-from sago_core.report.card import _tails, _tails_block
+from sago_core.report.card.build import _tails, _tails_block
 from sago_core.report.flip_words import AT_K, BEYOND, SHARES, sampled, sampled_run
-from sago_core.report.headline import _flips_html
-from sago_core.report.insights import tails_section
+from sago_core.report.page.headline import _flips_html
+from sago_core.report.sections.insights import tails_section
 from sago_core.stages.instances import SAMPLED_COLUMNS
 
 TAILS = pl.DataFrame(
@@ -72,7 +72,7 @@ def test_the_card_labels_its_flip_columns_by_the_runs_k(tmp_path: Path) -> None:
 
 
 def test_the_language_tables_flip_columns_say_which() -> None:
-    from sago_core.report.language_section import _headers
+    from sago_core.report.sections.language import _headers
 
     for at_k in (False, True):
         headers, _ = _headers(pl.DataFrame({"flips_at_k": [at_k]}), "language")

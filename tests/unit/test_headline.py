@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sago_core.report.headline import (
+from sago_core.report.page.headline import (
     NO_COMPARISON,
     flip_rates,
     glances,
@@ -22,7 +22,7 @@ from sago_core.report.headline import (
     worst_instance,
     worst_subtype,
 )
-from sago_core.report.html import paired_from_card
+from sago_core.report.page.html import paired_from_card
 
 P = "__pooled__"
 

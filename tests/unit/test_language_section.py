@@ -8,7 +8,7 @@ import polars as pl
 
 from sago_core.artifacts.layout import DELTAS_FILE, GENERATIONS_FILE, INSTANCES_FILE
 from sago_core.axes.text_similarity import CROSS_LANGUAGE_BLEU
-from sago_core.report.language_section import (
+from sago_core.report.sections.language import (
     language_blocks,
     language_card,
     language_sections,
@@ -147,7 +147,7 @@ def test_report_sections_and_card_blocks(tmp_path: Path) -> None:
 
 def test_a_machine_translation_is_asked_in_its_target_language() -> None:
     from sago_core.axes.language_fidelity import prompt_language
-    from sago_core.report.explorer import with_language
+    from sago_core.report.sections.explorer import with_language
 
     frame = pl.DataFrame(
         {"family": ["language", "language", "script"], "subtype": ["mt:de", "ja", "fullwidth"]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sago_core.report.html import _dataset_table, _pooled_table
+from sago_core.report.page.html import _dataset_table, _pooled_table
 from sago_core.report.summary_md import render_summary
 from sago_core.vocabulary import POOLED
 

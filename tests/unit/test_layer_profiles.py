@@ -232,7 +232,7 @@ def test_run_profiles_take_the_family_from_generations() -> None:
 
 
 def test_report_section_draws_three_figures_and_the_onset_table() -> None:
-    from sago_core.report.locate import Located, locate_sections
+    from sago_core.report.sections.locate import Located, locate_sections
 
     rng = np.random.default_rng(0)
     rows = _rows(

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 from scipy import stats
 
-from sago_core.report.card import write_card
+from sago_core.report.card.build import write_card
 from sago_core.scoring.summary import summarize
 from sago_core.watch.leaderboard import write_leaderboard
 from sago_core.watch.registry import Registry

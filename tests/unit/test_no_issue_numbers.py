@@ -72,7 +72,7 @@ NOT_YET_CLEAN: frozenset[str] = frozenset(
         "bench/report_scale.py",
         "docs/guide/budget.md",
         "docs/hooks/reference.py",
-        "sago_core/report/paired_runs.py",
+        "sago_core/statistics/paired_runs.py",
         "sago_core/variants/language.py",
         "sago_core/variants/noise.py",
         "sago_core/variants/rewrite_checks.py",

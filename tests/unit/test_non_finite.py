@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from sago_core.artifacts.schemas import ANALYSIS, GENERATIONS, MIRRORING, PAIRS, conform
-from sago_core.report.html import render_report
+from sago_core.report.page.html import render_report
 from sago_core.scoring.deltas import NON_FINITE, compute_deltas
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.significance import one_sided_t_test

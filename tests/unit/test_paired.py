@@ -13,9 +13,9 @@ from scipy import stats
 
 from sago_cli.main import main
 from sago_core.errors import ConfigError, InputError
-from sago_core.report.paired_runs import compare_paired, paired_table
 from sago_core.statistics.intervals import interval_refusal
 from sago_core.statistics.paired import paired_test
+from sago_core.statistics.paired_runs import compare_paired, paired_table
 from sago_core.vocabulary import POOLED
 
 MARGIN = 0.02
@@ -278,7 +278,8 @@ def test_the_pooled_row_shows_the_mean_and_interval_its_verdict_uses() -> None:
     assert row["ci_low"] == pytest.approx(low, abs=0.2 * (high - low))
     assert row["ci_high"] == pytest.approx(high, abs=0.2 * (high - low))
     assert -MARGIN < row["ci_low"] <= row["mean_diff"] <= row["ci_high"] < MARGIN
-    from sago_core.report.paired_runs import PairedComparison, render_paired
+    from sago_core.report.compare.paired import render_paired
+    from sago_core.statistics.paired_runs import PairedComparison
 
     page = render_paired(PairedComparison(table, []))
     line = next(x for x in page.splitlines() if x.startswith(f"| {POOLED} | act |"))

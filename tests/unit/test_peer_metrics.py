@@ -400,8 +400,8 @@ def test_a_peer_table_written_before_the_rename_reads_under_the_new_name(tmp_pat
     """``pss_bertscore`` became ``pss_bert_to_base``; an old peer_metrics.parquet
     still shows its value in the report's section and on the card."""
     from sago_core.artifacts.layout import PEER_METRICS_FILE
-    from sago_core.report.card import _peer_indices
-    from sago_core.report.peer_section import peer_section
+    from sago_core.report.card.build import _peer_indices
+    from sago_core.report.sections.peer import peer_section
 
     old = peer_metrics_on_few(_instances(), _deltas(), _analysis()).with_columns(
         pl.col("index").replace({"pss_bert_to_base": "pss_bertscore"})

@@ -143,7 +143,7 @@ def test_too_few_prompts_give_no_band_and_say_why() -> None:
 
 
 def test_the_report_draws_kl_when_no_variant_passes_the_guard() -> None:
-    from sago_core.report.locate import Located, locate_sections
+    from sago_core.report.sections.locate import Located, locate_sections
 
     frame = _frame([1e-3] * 6, [5e-4] * 6, list(range(6))).with_columns(
         pl.lit(None, pl.Float64).alias("recovery"),
@@ -160,7 +160,7 @@ def test_bands_draw_prompts_over_all_datasets() -> None:
     """Six datasets of one prompt each: drawn within each dataset every resample was the
     sample itself and both bands were a point; drawn over all six prompts they are not.
     The KL curve's band likewise."""
-    from sago_core.report.locate import _kl_curve
+    from sago_core.report.sections.locate import _kl_curve
 
     ratios = np.array([0.1, 0.2, 0.3, 0.5, 0.6, 0.9])
     frame = _frame([1.0] * 6, ratios.tolist(), list(range(6))).with_columns(
@@ -185,7 +185,7 @@ def test_a_layer_without_a_defined_recovery_says_why() -> None:
     """Layer 1: one variant passes the guard; layer 2: none does (gap 1e-3 of 5 nats);
     layer 3: no finite log-probability. The figures of layers 2 and 3 are null, and
     missing_reason, not only the band's reason, says why; the report lists them."""
-    from sago_core.report.locate import Located, locate_sections
+    from sago_core.report.sections.locate import Located, locate_sections
     from sago_core.statistics.recovery import NO_LOGPROB
 
     frame = pl.concat(

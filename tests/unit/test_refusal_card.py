@@ -1,4 +1,4 @@
-"""The card's refusal rows (sago_core/report/card_refusal.py) from a run's refusal tables
+"""The card's refusal rows (sago_core/report/card/refusal.py) from a run's refusal tables
 (the toy answers of test_refusal_stage): absent without them; the family rates, Best-of-N's
 half-breached N, and against an earlier release the paired refusal verdicts."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sago_core.report.card_refusal import (
+from sago_core.report.card.refusal import (
     refusal_against,
     refusal_blocks,
     refusal_card,

@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 
 from sago_core.data.safety import HARMFUL, HARMLESS
-from sago_core.report.explorer import explorer_section
-from sago_core.report.html import STYLE
-from sago_core.report.insights import Insights, detail_sections
-from sago_core.report.refusal import UNSAFE_CLASS, UNSAFE_WARNING
+from sago_core.report.page.html import STYLE
+from sago_core.report.sections.explorer import explorer_section
+from sago_core.report.sections.insights import Insights, detail_sections
+from sago_core.report.sections.refusal import UNSAFE_CLASS, UNSAFE_WARNING
 from sago_core.site.redact import REDACTED, redact_page
 from tests.browser import probe_json
 from tests.unit.test_explorer import _blob, synthetic_instances

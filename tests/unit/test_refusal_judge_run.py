@@ -26,17 +26,17 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from sago_core.config.refusal import RefusalSettings
 
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import REFUSAL_FILE, REFUSAL_VERDICTS_FILE, RunLayout
 from sago_core.backends.target import model_target
 from sago_core.config import RunConfig, build_config
-from sago_core.config.refusal import RefusalSettings
 from sago_core.errors import ConfigError
 from sago_core.refusal.judge import RefusalJudge
 from sago_core.refusal.verdicts import JUDGED_VERDICTS_SCHEMA, VERDICTS_SCHEMA
-from sago_core.report.refusal import refusal_sections
-from sago_core.report.refusal_tables import read_refusal
+from sago_core.report.sections.refusal import refusal_sections
+from sago_core.report.sections.refusal_tables import read_refusal
 from sago_core.stages.refusal import RefusalTables, refusal_tables, write_refusal
 from tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
 from tests.unit.test_refusal_stage import prompts_with_kinds
@@ -315,7 +315,7 @@ def test_an_api_judge_is_asked_over_http_and_its_spending_booked(
 
 
 def test_releases_judged_differently_are_not_compared_unasked() -> None:
-    from sago_core.report.paired_runs import check_designs
+    from sago_core.statistics.paired_runs import check_designs
 
     rules = build_config().model_dump(mode="json", by_alias=True)
     judged = build_config(overrides={"refusal": {"judge": "mock:judge"}})

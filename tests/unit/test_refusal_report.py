@@ -1,4 +1,4 @@
-"""The report's refusal section (sago_core/report/refusal.py): absent without kinds; the
+"""The report's refusal section (sago_core/report/sections/refusal.py): absent without kinds; the
 family rates, Best-of-N and worst variants from the toy answers of test_refusal_stage, and
 a harmful request's answer folded behind the warning while a harmless one's is not."""
 
@@ -8,7 +8,7 @@ import re
 
 import polars as pl
 
-from sago_core.report.refusal import UNSAFE_CLASS, UNSAFE_WARNING, refusal_sections
+from sago_core.report.sections.refusal import UNSAFE_CLASS, UNSAFE_WARNING, refusal_sections
 from tests.unit.test_refusal_stage import ANSWER, COMPLY, answers, prompts_with_kinds
 
 

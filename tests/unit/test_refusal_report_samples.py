@@ -1,4 +1,4 @@
-"""The report's refusal section at K > 1 samples (sago_core/report/refusal_sampled.py,
+"""The report's refusal section at K > 1 samples (sago_core/report/sections/refusal_sampled.py,
 refusal_tables.py): it shows the refusal stage's tables, which judge every sample, not
 sample 0 alone, and beside each family rate the flip rate over the sample pairs and the
 base's own rate between its samples.
@@ -23,8 +23,8 @@ import polars as pl
 import pytest
 
 from sago_core.artifacts.layout import REFUSAL_FILE, REFUSAL_FLIPS_FILE
-from sago_core.report.refusal import refusal_sections
-from sago_core.report.refusal_tables import read_refusal, refusal_from_run
+from sago_core.report.sections.refusal import refusal_sections
+from sago_core.report.sections.refusal_tables import read_refusal, refusal_from_run
 from sago_core.stages.refusal import RefusalTables, refusal_tables, write_refusal
 from tests.unit.test_refusal_samples import _samples
 from tests.unit.test_refusal_stage import prompts_with_kinds

@@ -7,9 +7,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from sago_core.report.card import _short
-from sago_core.report.explorer import pack, unpack
-from sago_core.report.refusal import refusal_sections
+from sago_core.report.card.build import _short
+from sago_core.report.sections.explorer import pack, unpack
+from sago_core.report.sections.refusal import refusal_sections
 from sago_core.site import paths
 from sago_core.site.build import build_site
 from tests.unit.test_refusal_stage import ANSWER, COMPLY, answers, prompts_with_kinds

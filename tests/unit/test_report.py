@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sago_core.report.html import render_report
+from sago_core.report.page.html import render_report
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.vocabulary import AXES, SCALES
@@ -188,7 +188,7 @@ def test_report_draws_both_layer_curves_from_analysis() -> None:
 
 
 def test_sago_report_rebuilds_the_layer_curves_from_each_models_analysis(tmp_path: Path) -> None:
-    from sago_core.report.html import report_from_run
+    from sago_core.report.page.html import report_from_run
 
     deltas = _deltas()
     scores = score_prompts(deltas)
@@ -212,7 +212,7 @@ def test_sago_report_rebuilds_the_layer_curves_from_each_models_analysis(tmp_pat
 
 
 def test_the_report_counts_prompts_with_placeholder_like_text() -> None:
-    from sago_core.report.html import _placeholder_note
+    from sago_core.report.page.html import _placeholder_note
 
     prompts = pl.DataFrame(
         {

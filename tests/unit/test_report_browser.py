@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from sago_core.report.html import render_report
-from sago_core.report.insights import Insights
 
+from sago_core.report.page.html import render_report
+from sago_core.report.sections.insights import Insights
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.stages.instances import build_instances

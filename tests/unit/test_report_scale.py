@@ -20,7 +20,7 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.schemas import instances_schema
 from sago_core.artifacts.store import write_parquet, write_text
-from sago_core.report.html import (
+from sago_core.report.page.html import (
     HTML_FIXED_BYTES,
     REPORT_COLUMNS,
     html_size_bound,

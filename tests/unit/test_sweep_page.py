@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sago_core.report.sweep import (
+from sago_core.report.sweep.page import (
     GREEDY_SHARE,
     ONE_SAMPLE_SHARE,
     VARIANCE_COMPONENTS_FILE,

@@ -304,7 +304,7 @@ def test_intervals_count_prompts_with_a_value_not_prompts_in_the_subset() -> Non
 
 
 def test_the_report_shows_the_pooled_tails_beside_sgs(run) -> None:
-    from sago_core.report.insights import tails_section
+    from sago_core.report.sections.insights import tails_section
     from sago_core.scoring.prompt_scores import score_prompts
     from sago_core.scoring.summary import summarize
 

@@ -22,8 +22,8 @@ import polars as pl
 
 from sago_core.report import figures, markup
 from sago_core.report.figures import PAGE_WIDTH_IN, _png, _pyplot, short_labels
-from sago_core.report.headline import _variant_rms
 from sago_core.report.markup import Section
+from sago_core.report.page.headline import _variant_rms
 from sago_core.vocabulary import AXES, POOLED
 
 REFERENCE_EPS = 0.05  # the reference tolerance of the summary's test (one-sided E[s] > eps)

@@ -17,10 +17,10 @@ from sago_core.artifacts.layout import (
     INSTANCES_FILE,
     TAILS_FILE,
 )
-from sago_core.report.explorer import explorer_section
 from sago_core.report.flip_words import AT_K, flip_headers, sampled
 from sago_core.report.markup import Section, p_value
 from sago_core.report.markup import table as _table
+from sago_core.report.sections.explorer import explorer_section
 from sago_core.statistics.axis_structure import REDUNDANT_P, REDUNDANT_RHO, redundancy_note
 from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.tails import ALL_FAMILIES

@@ -2,14 +2,14 @@
 artifacts alone, so it opens offline and ``sago report <run>`` needs no model.
 
 Sections (``markup.Section``, in one list in ``render_report``: a new part is one more item),
-the story first, then the tables: the headline block (report/headline.py: per model the
+the story first, then the tables: the headline block (report/page/headline.py: per model the
 unstable axes at each eps, the worst family/subtype and instance, the flip rates, the verdicts
 against the previous release when the run holds them); the figures that answer how stable,
-where and how bad (report/story.py: pooled SGS per axis with intervals, the dose-response by
+where and how bad (report/page/story.py: pooled SGS per axis with intervals, the dose-response by
 family and strength, SGS per dataset, the worst variants); then pooled SGS per model and axis
 with p-values at the three tolerances and marks; per dataset; variants kept and rejected per
 family; missing axes with their reasons (and how many measurements were non-finite); beyond
-the mean (report/insights.py: tail risk beside SGS, axis structure, graded mirroring, the
+the mean (report/sections/insights.py: tail risk beside SGS, axis structure, graded mirroring, the
 instance explorer), when their artifacts exist; more figures; where Act is read (per-layer
 cosine curves at the answer start and at the end of the user's text, from analysis.parquet,
 when the caller passes it); provenance from the manifest. Every p-value is written by
@@ -18,7 +18,7 @@ when the caller passes it); provenance from the manifest. Every p-value is writt
 Size and speed at scale (measured by ``python -m bench.report_scale``). No figure
 draws a point per instance: each aggregates first, so the figures and tables are a part of
 fixed size for a given number of models, datasets and families (about 1 MB of PNG for one
-model on the paper grid). What grows is the instance explorer (report/explorer.py): every
+model on the paper grid). What grows is the instance explorer (report/sections/explorer.py): every
 variant once, each distinct text stored once, the whole gzipped and base64-encoded, and at
 most ``explorer.MAX_ROWS`` variants (beyond, the worst per group). So the page is at most
 ``html_size_bound(variants)`` bytes for answers of up to ~100 tokens (the paper's
@@ -57,24 +57,24 @@ from sago_core.data.placeholders import find_placeholders
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.report import figures
 from sago_core.report.budget_section import budget_headline, budget_sections
-from sago_core.report.explorer import MAX_ROWS
-from sago_core.report.headline import glances, headline_html, weak_rewriter_note
-from sago_core.report.insights import (
+from sago_core.report.markup import Section, p_value, page
+from sago_core.report.markup import image as _image
+from sago_core.report.markup import table as _table
+from sago_core.report.page.headline import glances, headline_html, weak_rewriter_note
+from sago_core.report.page.story import more_figures, story_section
+from sago_core.report.sections.explorer import MAX_ROWS
+from sago_core.report.sections.insights import (
     Insights,
     detail_sections,
     insights_from_run,
     tail_sections,
 )
-from sago_core.report.language_section import language_sections
-from sago_core.report.locate import Located, locate_sections, located_from_run
-from sago_core.report.markup import Section, p_value, page
-from sago_core.report.markup import image as _image
-from sago_core.report.markup import table as _table
-from sago_core.report.peer_section import peer_metrics_from_run, peer_sections
-from sago_core.report.refusal import refusal_sections
-from sago_core.report.refusal_tables import refusal_from_run
-from sago_core.report.sampling_section import sampling_from_run, sampling_sections
-from sago_core.report.story import more_figures, story_section
+from sago_core.report.sections.language import language_sections
+from sago_core.report.sections.locate import Located, locate_sections, located_from_run
+from sago_core.report.sections.peer import peer_metrics_from_run, peer_sections
+from sago_core.report.sections.refusal import refusal_sections
+from sago_core.report.sections.refusal_tables import refusal_from_run
+from sago_core.report.sections.sampling import sampling_from_run, sampling_sections
 from sago_core.report.summary_md import kept_counts, marks_legend, sgs_cell
 from sago_core.scoring.encoder import axis_label, provenance_encoder
 from sago_core.stages.refusal import RefusalTables

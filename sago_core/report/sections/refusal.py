@@ -29,8 +29,8 @@ from sago_core.refusal.best_of_n import HALF
 from sago_core.refusal.flips import BREACH, OVER_REFUSAL, worst_variants
 from sago_core.report.markup import Section
 from sago_core.report.markup import table as _table
-from sago_core.report.refusal_judge import judge_html
-from sago_core.report.refusal_sampled import base_prompts, beyond_base_html, is_sampled
+from sago_core.report.sections.refusal_judge import judge_html
+from sago_core.report.sections.refusal_sampled import base_prompts, beyond_base_html, is_sampled
 from sago_core.stages.refusal import CELL_LEVEL, FAMILY_LEVEL, RefusalTables, refusal_tables
 from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
 

@@ -1,8 +1,8 @@
 """The card of a temperature sweep, written in the sweep's folder by
 ``sago run`` when the sweep finishes: per model, one row per temperature with each axis'
 SGS (SGS-excess at T > 0) and, in a second table, the prompt-induced share, every variant
-family and datasets pooled, read from ``sweep.parquet`` (``report/sweep.py``). It renders
-through the stability card's Markdown and HTML (``report/card.py``), with blocks of its own.
+family and datasets pooled, read from ``sweep.parquet`` (``report/sweep/page.py``). It renders
+through the stability card's Markdown and HTML (``report/card/build.py``), with blocks of its own.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.layout import SWEEP_FILE, RunLayout
-from sago_core.report.card import (
+from sago_core.report.card.build import (
     CARD_VERSION,
     Block,
     axis_order,

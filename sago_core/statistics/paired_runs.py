@@ -1,10 +1,12 @@
-"""``sago compare A B --paired``: two finished runs, the same prompts, one row per dataset
-(``__pooled__`` included) and axis with the paired tests of ``statistics/paired.py``.
+"""The A/B comparison of two finished runs on the same prompts (``sago compare A B --paired``,
+a card against an earlier release, a watched release's escalation, the results site's trend
+lines): one row per dataset (``__pooled__`` included) and axis with the paired tests of
+``statistics/paired.py``; ``report/compare/paired.py`` renders it.
 
 Refused before anything is computed: runs whose prompt sets differ (the error names the
 missing prompts), runs whose configs differ in what makes s comparable (the variant grid,
 decoding, the scorer, the seed), and runs sampled differently (``SAMPLING``: temperature,
-top_p, top_k and the samples per prompt text K, issue 27: at T > 0 s is built from
+top_p, top_k and the samples per prompt text K: at T > 0 s is built from
 prompt-induced excesses whose size depends on all four), each unless the caller allows it;
 allowed differences are returned to be shown beside the table. The sampling seed is not
 compared: two releases are sampled independently whatever their seeds. Holm and BH run
@@ -27,13 +29,13 @@ import polars as pl
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, RunLayout
 from sago_core.artifacts.rows import from_rows
 from sago_core.artifacts.schemas import PAIRED
+from sago_core.backends.served_identity import IdentityCheck, check_runs
 from sago_core.config import GenerationSettings
 from sago_core.errors import ConfigError, InputError
-from sago_core.report.paired_design import paired_design, population_keys
-from sago_core.report.served_identity import IdentityCheck, check_runs
 from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
 from sago_core.statistics.paired import paired_test, verdict
+from sago_core.statistics.paired_design import paired_design, population_keys
 from sago_core.vocabulary import AXES, POOLED
 
 # Run-config settings that change what s measures, by what the issue calls them.
@@ -371,70 +373,3 @@ def compare_paired(
     settings = (sampling_settings(config_a), sampling_settings(config_b))
     shown = design.line if design.budgeted else None
     return PairedComparison(table, differences, identity, settings, shown)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "NA"
-    if isinstance(value, float):
-        return f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
-    return str(value)
-
-
-def render_paired(comparison: PairedComparison) -> str:
-    """The table as Markdown: pooled rows first, then the per-dataset rows."""
-    table = comparison.table
-    lines = ["# Paired comparison (B minus A, on s; above 0: B less stable)", ""]
-    lines += [f"**WARNING: {w}**" for w in comparison.identity.warnings]
-    lines += [""] if comparison.identity.warnings else []
-    if not table.is_empty():
-        first = table.row(0, named=True)
-        lines += [
-            f"A: {first['model_a']} ({first['run_a']})",
-            f"B: {first['model_b']} ({first['run_b']})",
-            f"margin: {first['margin']} SGS units; Holm/BH within the pooled rows and within "
-            "the per-dataset rows",
-            f"decoding: A {describe_sampling(comparison.sampling[0])}; B "
-            f"{describe_sampling(comparison.sampling[1])}",
-            *([f"design: {comparison.design}"] if comparison.design else []),
-            "",
-        ]
-    if comparison.differences:
-        lines += ["Configs differ (allowed):", ""]
-        lines += [f"- {d.describe()}" for d in comparison.differences] + [""]
-    lines += [
-        "mean_diff: mean of B - A over every shared prompt, the mean the t, Wilcoxon and "
-        "TOST tests test and the verdict reads; 95% CI: its bootstrap over those prompts; "
-        "dataset-weighted: the equal-weight mean over datasets (the difference of pooled "
-        "SGS), shown for reference only",
-        "",
-    ]
-    columns = ["dataset", "axis", "n", "mean_diff", "95% CI", "dataset-weighted"]
-    columns += ["p_paired_t", "p_wilcoxon", "p_tost", "p_holm", "p_bh", "verdict"]
-    if not table.is_empty() and table["model_a"].n_unique() > 1:
-        columns = ["model_a", "model_b", *columns]
-    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    order = {axis: i for i, axis in enumerate(AXES)}
-    ordered = table.with_columns(
-        (pl.col("dataset") != POOLED).alias("_later"),
-        pl.col("axis")
-        .replace_strict(order, default=len(AXES), return_dtype=pl.Int32)
-        .alias("_axis"),
-    ).sort("model_a", "model_b", "_later", "dataset", "_axis")
-    for row in ordered.iter_rows(named=True):
-        cells = {
-            **row,
-            "95% CI": ci_cell(row),
-            "dataset-weighted": row.get("mean_diff_datasets"),
-        }
-        lines.append("| " + " | ".join(_cell(cells[c]) for c in columns) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def ci_cell(row: dict[str, Any]) -> str:
-    """A row's interval as "[low, high]", or NA with the reason it is missing."""
-    low, high = row.get("ci_low"), row.get("ci_high")
-    if low is not None and high is not None:
-        return f"[{_cell(low)}, {_cell(high)}]"
-    reason = row.get("ci_missing_reason") or row.get("missing_reason")
-    return f"NA ({reason})" if reason else "NA"

@@ -19,7 +19,7 @@ from sago_core.artifacts.layout import BEST_OF_N_SUMMARY_FILE, REFUSAL_RATES_FIL
 from sago_core.refusal.paired import BEST_OF_N_MEASURE, refusal_paired_runs
 from sago_core.stages.refusal import FAMILY_LEVEL
 
-Block = tuple[str, list[str], list[list[str]], list[str]]  # report/card.py's block
+Block = tuple[str, list[str], list[list[str]], list[str]]  # report/card/build.py's block
 RATE_COLUMNS = (
     "kind",
     "family",

@@ -2,7 +2,7 @@
 
 Models keep their spec as label unless the same spec appears in more than one run; then the
 run id is appended so results of different runs are never merged. Answers of one model
-name from different served-model identities (``report/served_identity.py``) are marked at
+name from different served-model identities (``backends/served_identity.py``) are marked at
 the top of the page, and so is each run's BERTScore encoder (``scoring/encoder.py``): BERT
 numbers from two encoders are on two scales (``sago compare`` refuses such runs unless
 asked).
@@ -19,8 +19,8 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.layout import MANIFEST_FILE, artifact_file
-from sago_core.report.html import provenance_of, render_report
-from sago_core.report.served_identity import IdentityCheck, check_runs
+from sago_core.backends.served_identity import IdentityCheck, check_runs
+from sago_core.report.page.html import provenance_of, render_report
 from sago_core.scoring.encoder import differing, label_of, run_encoder, saved_config
 
 FRAMES = ("summary", "scores", "deltas", "variants", "prompts", "generations")

@@ -30,8 +30,8 @@ import polars as pl
 
 from sago_core.axes.language_fidelity import prompt_language
 from sago_core.data.safety import HARMFUL
-from sago_core.report.explorer_script import FOLDED_CELLS, PLAIN_CELLS, SCRIPT, STYLE
-from sago_core.report.refusal import UNSAFE_CLASS, UNSAFE_WARNING
+from sago_core.report.sections.explorer_script import FOLDED_CELLS, PLAIN_CELLS, SCRIPT, STYLE
+from sago_core.report.sections.refusal import UNSAFE_CLASS, UNSAFE_WARNING
 from sago_core.vocabulary import AXES, LANGUAGE_FAMILY
 
 PER_GROUP = 5

@@ -12,13 +12,13 @@ signal) and the peers' indices (``peer_metrics.parquet``: ProSA's PSS, POSIX, PD
 MaxP/AvgP/CPS; docs/peer-metrics.md). A run written before those artifacts existed says so
 in their place, except the peers' indices: a run without them has no peer block (the card's
 JSON still says it predates them). With ``against``, the paired verdicts of this run (B)
-against the earlier one (A), pooled rows (``report/paired_runs.py``; runs sampled
+against the earlier one (A), pooled rows (``statistics/paired_runs.py``; runs sampled
 differently are refused unless allowed).
 
 Sampling: the card states how the run decoded (greedy, or T, top_p, top_k and K
 samples per prompt text) and, per model, how many sampled answers the engine record marks
 not reproducible (an API provider that takes no seed). A temperature sweep's folder gets a
-card of its own (``report/sweep_card.py``): per model, a row per temperature with each axis'
+card of its own (``report/sweep/card.py``): per model, a row per temperature with each axis'
 SGS (SGS-excess at T > 0) and prompt-induced share, read from ``sweep.parquet``.
 
 Everything is read from the run folder: the card needs no model.
@@ -49,21 +49,21 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.store import write_json, write_text
 from sago_core.backends.model_source import RecordedModel
+from sago_core.backends.served_identity import check_runs
 from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE, current_names
-from sago_core.report.card_budget import budget_blocks, budget_card
-from sago_core.report.card_refusal import (
+from sago_core.report.card.refusal import (
     refusal_against,
     refusal_blocks,
     refusal_card,
     refusal_paired_block,
 )
+from sago_core.report.card_budget import budget_blocks, budget_card
 from sago_core.report.flip_words import AT_K, flip_headers, sampled_run
-from sago_core.report.language_section import language_blocks, language_card
-from sago_core.report.paired_runs import compare_paired, describe_sampling, sampling_settings
-from sago_core.report.served_identity import check_runs
+from sago_core.report.sections.language import language_blocks, language_card
 from sago_core.scoring.encoder import axis_label, bert_label, encoder_of, label_of
 from sago_core.statistics.axis_structure import REDUNDANT_RHO
 from sago_core.statistics.paired import ALPHA, DEFAULT_MARGIN
+from sago_core.statistics.paired_runs import compare_paired, describe_sampling, sampling_settings
 from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import AXES, POOLED
 
@@ -340,7 +340,7 @@ def _ci(row: dict[str, Any], low: str = "ci_low", high: str = "ci_high") -> str:
     return f"[{_num(row[low])}, {_num(row[high])}]"
 
 
-# The card's formatting, shared with a sweep's card (``report/sweep_card.py``).
+# The card's formatting, shared with a sweep's card (``report/sweep/card.py``).
 format_number, format_interval, axis_order = _num, _ci, _axis_order
 
 

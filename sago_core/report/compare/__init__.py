@@ -1,0 +1,1 @@
+"""Pages across runs: the comparison page of several runs and the paired A/B table of two."""

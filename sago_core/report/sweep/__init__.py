@@ -1,0 +1,1 @@
+"""A temperature sweep's own page and card, across the runs of its temperatures."""
