@@ -1,2 +1,3 @@
 """Statistics beyond the paper: intervals, multiple-testing corrections, power, rankings,
-and partial correlations across checkpoints (the consistency study). Pure numpy/scipy."""
+partial correlations across checkpoints (the consistency study), and the paired A/B
+comparison of two runs with the design behind it. Pure numpy/scipy over artifacts."""
