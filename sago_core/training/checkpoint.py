@@ -1,21 +1,22 @@
-"""Training checkpoints: everything a killed training needs to continue as if it had never
-stopped, in safetensors and JSON (no pickle).
+"""Training checkpoints: the Trainer's own checkpoint folders, with every file it would pickle
+written in safetensors and JSON instead, and mirrored to an object store.
 
-``<out>/checkpoints/step-000010/``: ``adapter.safetensors`` (the trainable LoRA weights by
-parameter name), ``optimizer.safetensors`` (AdamW's moments and step counts, and torch's RNG
-state), ``state.json`` (the step, the optimizer's hyper-parameters, the losses so far). Each
-file is written atomically and ``state.json`` last: a folder without it (a kill while the
-checkpoint was written) is not a checkpoint, and the previous one stays the newest. With an
-object store attached (``sago train --out s3://...``) every file is also put on the store,
-and the checkpoints are listed from the store, so another machine resumes where this stopped.
+``<out>/checkpoints/checkpoint-10/``: ``adapter_model.safetensors`` (peft's adapters),
+``optimizer.safetensors`` (AdamW's moments by parameter index), ``optimizer.json`` (its
+parameter groups and the learning-rate schedule's state), ``rng.safetensors`` and
+``rng.json`` (torch's, Python's and NumPy's generators), ``trainer_state.json`` (the step and
+the losses so far). The Trainer writes ``trainer_state.json`` last, so a folder without it (a
+kill while the checkpoint was written) is not a checkpoint and the previous one stays the
+newest. With an object store attached (``sago train --out s3://...``) every file is put on
+the store as well, ``trainer_state.json`` last, and the checkpoints are listed from the store,
+so another machine resumes where this one stopped.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,30 +24,27 @@ from sago_core.artifacts.store import atomic_write_bytes, write_json
 from sago_core.storage import attached
 
 if TYPE_CHECKING:
-    import torch
+    from transformers import TrainerCallback
 
 CHECKPOINTS_DIR = "checkpoints"
-ADAPTER_FILE = "adapter.safetensors"
+STATE_FILE = "trainer_state.json"
 OPTIMIZER_FILE = "optimizer.safetensors"
-STATE_FILE = "state.json"
-_STEP = re.compile(r"^step-(\d+)$")
-_RNG = "rng.torch"
+OPTIMIZER_STATE_FILE = "optimizer.json"
+RNG_FILE = "rng.safetensors"
+RNG_STATE_FILE = "rng.json"
+# What transformers pickles beside a checkpoint; never kept.
+_PICKLED = ("training_args.bin",)
+_STEP = re.compile(r"^checkpoint-(\d+)$")
 
 
-@dataclass(frozen=True)
-class Resumed:
-    step: int
-    losses: list[float]
-
-
-def checkpoint_dir(out: Path, step: int) -> Path:
-    return out / CHECKPOINTS_DIR / f"step-{step:06d}"
+def checkpoint_root(out: Path) -> Path:
+    return out / CHECKPOINTS_DIR
 
 
 def checkpoints(out: Path) -> list[tuple[int, Path]]:
     """The complete checkpoints (a state file present), oldest first; those on the attached
     store fetched first."""
-    root = out / CHECKPOINTS_DIR
+    root = checkpoint_root(out)
     attached.pull(root)
     if not root.is_dir():
         return []
@@ -58,62 +56,123 @@ def checkpoints(out: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def trainable(model: Any) -> dict[str, torch.Tensor]:
-    return {n: p for n, p in model.named_parameters() if p.requires_grad}
+def newest_checkpoint(out: Path) -> Path | None:
+    found = checkpoints(out)
+    return found[-1][1] if found else None
 
 
-def save_checkpoint(
-    out: Path,
-    step: int,
-    model: Any,
-    optimizer: torch.optim.Optimizer,
-    losses: list[float],
-    keep: int,
-) -> Path:
-    """Write the checkpoint of ``step`` (``state.json`` last) and drop all but the ``keep``
-    newest."""
-    import torch
-    from safetensors.torch import save
+class SafetensorsCheckpoints:
+    """A Trainer mixin (listed before the Trainer class) that saves and restores the
+    optimizer, the schedule and the generators without pickle."""
 
-    target = checkpoint_dir(out, step)
-    weights = {n: p.detach().clone().contiguous() for n, p in trainable(model).items()}
-    atomic_write_bytes(target / ADAPTER_FILE, save(weights))
-    state = optimizer.state_dict()
-    tensors = {
-        f"{index}.{key}": value.detach().clone().contiguous()
-        for index, moments in state["state"].items()
-        for key, value in moments.items()
-    }
-    tensors[_RNG] = torch.get_rng_state()
-    atomic_write_bytes(target / OPTIMIZER_FILE, save(tensors))
-    write_json(
-        {"step": step, "param_groups": state["param_groups"], "losses": losses}, target / STATE_FILE
-    )
-    for _, old in checkpoints(out)[:-keep]:
-        for name in (STATE_FILE, ADAPTER_FILE, OPTIMIZER_FILE):  # its marker first
-            attached.remove(old / name)
-        shutil.rmtree(old, ignore_errors=True)
-    return target
+    args: Any
+    optimizer: Any
+    lr_scheduler: Any
+
+    def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
+        from safetensors.torch import save
+
+        if not self.args.should_save:
+            return
+        state = self.optimizer.state_dict()
+        tensors = {
+            f"{index}.{key}": value.detach().clone().contiguous()
+            for index, moments in state["state"].items()
+            for key, value in moments.items()
+        }
+        folder = Path(output_dir)
+        atomic_write_bytes(folder / OPTIMIZER_FILE, save(tensors))
+        schedule = {k: v for k, v in self.lr_scheduler.state_dict().items() if k != "lr_lambdas"}
+        write_json(
+            {"param_groups": state["param_groups"], "schedule": schedule},
+            folder / OPTIMIZER_STATE_FILE,
+        )
+
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        import torch
+        from safetensors.torch import load_file
+
+        if checkpoint is None:
+            return
+        folder = Path(checkpoint)
+        record = json.loads((folder / OPTIMIZER_STATE_FILE).read_text(encoding="utf-8"))
+        moments: dict[int, dict[str, torch.Tensor]] = {}
+        for key, value in load_file(str(folder / OPTIMIZER_FILE)).items():
+            index, _, name = key.partition(".")
+            moments.setdefault(int(index), {})[name] = value
+        self.optimizer.load_state_dict({"state": moments, "param_groups": record["param_groups"]})
+        self.lr_scheduler.load_state_dict({**record["schedule"], "lr_lambdas": [None]})
+
+    def _rng_files(self, folder: Path) -> tuple[Path, Path]:
+        # one pair per process when several train together (each has its own generators)
+        rank = f"-{self.args.process_index}" if self.args.world_size > 1 else ""
+        return folder / f"rng{rank}.safetensors", folder / f"rng{rank}.json"
+
+    def _save_rng_state(self, output_dir: str) -> None:
+        import numpy as np
+        import torch
+        from safetensors.torch import save
+
+        tensors_file, json_file = self._rng_files(Path(output_dir))
+        tensors = {"cpu": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            tensors |= {f"cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())}
+        atomic_write_bytes(tensors_file, save(tensors))
+        name, keys, pos, has_gauss, gauss = np.random.get_state()
+        write_json(
+            {
+                "python": random.getstate(),
+                "numpy": [name, np.asarray(keys).tolist(), pos, has_gauss, gauss],
+            },
+            json_file,
+        )
+
+    def _load_rng_state(self, checkpoint: str | None) -> None:
+        import numpy as np
+        import torch
+        from safetensors.torch import load_file
+
+        if checkpoint is None:
+            return
+        tensors_file, json_file = self._rng_files(Path(checkpoint))
+        if not tensors_file.is_file():
+            return
+        tensors = load_file(str(tensors_file))
+        torch.set_rng_state(tensors.pop("cpu"))
+        if tensors and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([tensors[f"cuda.{i}"] for i in range(len(tensors))])
+        record = json.loads(json_file.read_text(encoding="utf-8"))
+        version, keys, gauss = record["python"]
+        random.setstate((version, tuple(keys), gauss))
+        name, keys, pos, has_gauss, cached = record["numpy"]
+        np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+
+    def _save(self, output_dir: str | None = None, state_dict: Any = None) -> None:
+        super()._save(output_dir, state_dict)  # type: ignore[misc]
+        for name in _PICKLED:
+            Path(output_dir or self.args.output_dir, name).unlink(missing_ok=True)
 
 
-def load_checkpoint(folder: Path, model: Any, optimizer: torch.optim.Optimizer) -> Resumed:
-    """Restore the adapters, the optimizer and the RNG from ``folder``."""
-    import torch
-    from safetensors.torch import load_file
+def store_mirror() -> TrainerCallback:
+    """A callback that puts every checkpoint on the attached store (its state file last) and
+    drops from the store those the Trainer rotated out."""
+    from transformers import TrainerCallback
 
-    weights = load_file(str(folder / ADAPTER_FILE))
-    params = trainable(model)
-    if set(weights) != set(params):
-        raise ValueError(f"checkpoint {folder} holds other adapters than the model's")
-    with torch.no_grad():
-        for name, value in weights.items():
-            params[name].copy_(value)
-    tensors = load_file(str(folder / OPTIMIZER_FILE))
-    torch.set_rng_state(tensors.pop(_RNG))
-    record = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
-    moments: dict[int, dict[str, torch.Tensor]] = {}
-    for key, value in tensors.items():
-        index, _, name = key.partition(".")
-        moments.setdefault(int(index), {})[name] = value
-    optimizer.load_state_dict({"state": moments, "param_groups": record["param_groups"]})
-    return Resumed(int(record["step"]), [float(x) for x in record["losses"]])
+    class _Mirror(TrainerCallback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.pushed: dict[Path, list[Path]] = {}
+
+        def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            mirror = attached.current()
+            if mirror is None or not state.is_world_process_zero:
+                return
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != STATE_FILE)
+            for path in [*files, folder / STATE_FILE]:
+                mirror.push(path, path.read_bytes())
+            self.pushed[folder] = files
+            for old in [f for f in self.pushed if not f.exists()]:
+                for path in [old / STATE_FILE, *self.pushed.pop(old)]:  # its marker first
+                    attached.remove(path)
+
+    return _Mirror()

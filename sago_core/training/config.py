@@ -9,12 +9,15 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from sago_core.config_sections import StrictModel
+from sago_core.config.tracking import TrackingSettings
+from sago_core.config.base import StrictModel
 
 SFT_OBJECTIVE, CONSISTENCY_OBJECTIVE, DPO_OBJECTIVE = "sft", "consistency", "dpo"
 Objective = Literal["sft", "consistency", "dpo"]
 OBJECTIVES: tuple[str, ...] = (SFT_OBJECTIVE, CONSISTENCY_OBJECTIVE, DPO_OBJECTIVE)
 Divergence = Literal["js", "kl"]
+# The learning-rate schedules offered (transformers' names); warm-up steps come first.
+Schedule = Literal["constant", "linear", "cosine"]
 # The export file each objective trains on (sago export --training KIND).
 DATA_KIND = {SFT_OBJECTIVE: "sft", CONSISTENCY_OBJECTIVE: "pairs", DPO_OBJECTIVE: "dpo"}
 # Every attention and MLP projection of a Llama-family block.
@@ -39,8 +42,12 @@ class TrainConfig(StrictModel):
     sft_weight: float = Field(default=1.0, ge=0.0)
     dpo_beta: float = Field(default=0.1, gt=0.0)
     steps: int = Field(default=40, ge=1)
-    batch_size: int = Field(default=4, ge=1)
+    batch_size: int = Field(default=4, ge=1)  # per device and forward
+    # Forwards whose gradients add up to one step: a step sees batch_size x this x devices.
+    gradient_accumulation: int = Field(default=1, ge=1)
     learning_rate: float = Field(default=2e-4, gt=0.0)
+    lr_schedule: Schedule = "linear"
+    warmup_steps: int = Field(default=0, ge=0)
     lora_r: int = Field(default=8, ge=1)
     lora_alpha: int = Field(default=16, ge=1)
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
@@ -49,6 +56,8 @@ class TrainConfig(StrictModel):
     seed: int = 0
     checkpoint_every: int = Field(default=10, ge=1)
     keep_checkpoints: int = Field(default=2, ge=1)
+    # Where the Trainer reports its losses (MLflow, W&B); never what the weights become.
+    tracking: TrackingSettings | None = None
 
     @field_validator("target_modules")
     @classmethod
@@ -63,4 +72,10 @@ class TrainConfig(StrictModel):
 
     def settings(self) -> dict[str, Any]:
         """What determines the trained weights (paths excluded): the resume check's key."""
-        return self.model_dump(mode="json", exclude={"data", "out", "store"})
+        return self.model_dump(mode="json", exclude={"data", "out", "store", "tracking"})
+
+    def report_to(self) -> list[str]:
+        """The Trainer's ``report_to`` names of the trackers configured (none: [])."""
+        if self.tracking is None:
+            return []
+        return [n for n in ("mlflow", "wandb") if getattr(self.tracking, n) is not None]

@@ -1,6 +1,6 @@
 """One LoRA fine-tune from start (or its newest checkpoint) to the result folder: the
-provenance first, then the model, the examples, the loop, and the adapters and merged model
-(``result.py`` says what the folder holds)."""
+provenance first, then the model, the examples, the trainer, and the adapters and merged
+model (``result.py`` says what the folder holds)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 from sago_core.training.config import TrainConfig
 from sago_core.training.data import data_identity, load_examples
-from sago_core.training.loop import StepHook, train_adapters
-from sago_core.training.model import encode, load_base, with_lora
+from sago_core.training.model import load_base, lora_config
 from sago_core.training.result import begin, finish
+from sago_core.training.trainers import StepHook, train_adapters
 
 
 def fit(
@@ -27,7 +27,13 @@ def fit(
     )
     examples = load_examples(config)
     tokenizer, model = load_base(base)
-    model = with_lora(model, config)
-    encoded = [encode(tokenizer, e, config.max_length) for e in examples]
-    losses = train_adapters(model, encoded, config, config.out, on_step)
+    model, losses = train_adapters(
+        model,
+        tokenizer,
+        examples,
+        config,
+        peft_config=lora_config(model, config),
+        report_to=config.report_to(),
+        on_step=on_step,
+    )
     return finish(model, tokenizer, config, record, losses)

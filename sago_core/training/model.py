@@ -1,5 +1,5 @@
 """The model ``sago train`` fine-tunes: its weights found (refused before anything loads when
-there are none to train), loaded in float32, wrapped in LoRA adapters, and the examples
+there are none to train), loaded in float32, its LoRA settings, and the consistency examples
 turned into token ids with its chat template.
 
 Only ``hf:`` models with float weights are trained: an API model has no weights here, and a
@@ -80,10 +80,10 @@ def linear_module_names(model: Any) -> list[str]:
     )
 
 
-def with_lora(model: Any, config: TrainConfig) -> Any:
-    """``model`` with fresh LoRA adapters (seeded) on ``config.target_modules``."""
-    import torch
-    from peft import LoraConfig, get_peft_model
+def lora_config(model: Any, config: TrainConfig) -> Any:
+    """peft's LoRA settings for ``config.target_modules``, refused when ``model`` has no such
+    linear module (the trainer adds the adapters)."""
+    from peft import LoraConfig
 
     names = linear_module_names(model)
     missing = [m for m in config.target_modules if m not in names]
@@ -92,15 +92,13 @@ def with_lora(model: Any, config: TrainConfig) -> Any:
             f"--target-modules: {', '.join(missing)} not in the model (its linear modules: "
             f"{', '.join(names)})"
         )
-    torch.manual_seed(config.seed)
-    lora = LoraConfig(
+    return LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
         lora_dropout=config.lora_dropout,
         target_modules=list(config.target_modules),
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, lora)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,266 @@
+"""The trainers ``sago train`` runs: TRL's ``SFTTrainer`` and ``DPOTrainer`` with peft's LoRA,
+and the consistency objective as an ``SFTTrainer`` whose loss is the divergence of
+``losses.py``. All three share the Trainer's machinery: batched forwards, gradient
+accumulation, bf16 where the device has it, the learning-rate schedule, the trackers
+(``report_to``), several processes under ``accelerate launch``, and checkpoints in
+safetensors (``checkpoint.py``) that a stopped training resumes from.
+
+sft and dpo hand TRL the conversational rows of the export as they are (TRL applies the chat
+template and trains on the completion only); consistency needs the variant and the base
+prompt followed by the very same answer tokens, so its rows are tokenised here
+(``model.encode``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sago_core.training.checkpoint import (
+    SafetensorsCheckpoints,
+    checkpoint_root,
+    newest_checkpoint,
+    store_mirror,
+)
+from sago_core.training.config import CONSISTENCY_OBJECTIVE, DPO_OBJECTIVE, TrainConfig
+from sago_core.training.data import Example
+from sago_core.training.losses import divergence
+from sago_core.training.model import encode
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import TrainerCallback
+
+# Called after every step with (step, steps, loss); a checkpoint written says its folder.
+StepHook = Any
+
+
+def _assistant(text: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": text}]
+
+
+def rows(examples: Sequence[Example], objective: str, tokenizer: Any, max_length: int) -> Any:
+    """The ``datasets.Dataset`` the objective's trainer reads."""
+    from datasets import Dataset
+
+    if objective == DPO_OBJECTIVE:
+        records = [
+            {"prompt": e.prompt, "chosen": _assistant(e.answer), "rejected": _assistant(e.rejected)}
+            for e in examples
+            if e.rejected is not None
+        ]
+    elif objective == CONSISTENCY_OBJECTIVE:
+        records = []
+        for example in examples:
+            ids = encode(tokenizer, example, max_length)
+            assert ids.base_prompt is not None
+            base = ids.base_prompt[max(0, len(ids.base_prompt) + len(ids.answer) - max_length) :]
+            records.append(
+                {
+                    "input_ids": ids.prompt + ids.answer,
+                    "completion_mask": [0] * len(ids.prompt) + [1] * len(ids.answer),
+                    "base_input_ids": base + ids.answer,
+                    "base_completion_mask": [0] * len(base) + [1] * len(ids.answer),
+                }
+            )
+    else:
+        records = [{"prompt": e.prompt, "completion": _assistant(e.answer)} for e in examples]
+    return Dataset.from_list(records)
+
+
+def _bf16() -> bool:
+    """Mixed precision in bf16 where the device computes it (a recent GPU); CPU trains in
+    float32, so a CPU training is reproducible to the bit."""
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+
+
+def trainer_args(config: TrainConfig, report_to: Sequence[str] = ()) -> dict[str, Any]:
+    """What every objective's Trainer is told (SFTConfig and DPOConfig share these)."""
+    return {
+        "output_dir": str(checkpoint_root(config.out)),
+        "max_steps": config.steps,
+        "per_device_train_batch_size": config.batch_size,
+        "gradient_accumulation_steps": config.gradient_accumulation,
+        "learning_rate": config.learning_rate,
+        "lr_scheduler_type": config.lr_schedule,
+        "warmup_steps": config.warmup_steps,
+        "bf16": _bf16(),
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_steps": config.checkpoint_every,
+        "save_total_limit": config.keep_checkpoints,
+        "seed": config.seed,
+        "data_seed": config.seed,
+        "max_length": config.max_length,
+        "report_to": list(report_to) or "none",
+        "disable_tqdm": True,
+    }
+
+
+def _padded(sequences: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    import torch
+
+    width = max(len(s) for s in sequences)
+    ids = torch.tensor([s + [pad] * (width - len(s)) for s in sequences])
+    mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences])
+    return ids, mask
+
+
+class PairCollator:
+    """Right-padded batches of the consistency rows (both prompts with their answers)."""
+
+    def __init__(self, pad: int) -> None:
+        self.pad = pad
+
+    def __call__(self, batch: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
+        out: dict[str, torch.Tensor] = {}
+        for side in ("", "base_"):
+            ids, mask = _padded([row[f"{side}input_ids"] for row in batch], self.pad)
+            answer, _ = _padded([row[f"{side}completion_mask"] for row in batch], 0)
+            out |= {
+                f"{side}input_ids": ids,
+                f"{side}attention_mask": mask,
+                f"{side}completion_mask": answer,
+            }
+        return out
+
+
+def answer_log_probs(model: Any, inputs: dict[str, Any], side: str = "") -> torch.Tensor:
+    """Log-softmax of the logits that predict each answer token of the batch, flattened in
+    row order: (answer tokens, vocab)."""
+    import torch.nn.functional as F
+
+    logits = model(
+        input_ids=inputs[f"{side}input_ids"], attention_mask=inputs[f"{side}attention_mask"]
+    ).logits
+    predicts_answer = inputs[f"{side}completion_mask"][:, 1:].bool()
+    return F.log_softmax(logits[:, :-1][predicts_answer].float(), dim=-1)
+
+
+def _consistency_trainer(base: type) -> type:
+    class ConsistencyTrainer(SafetensorsCheckpoints, base):  # type: ignore[misc, valid-type]
+        """The divergence between the next-token distributions after the base prompt (the
+        target, without gradients) and after the variant prompt over the base answer's
+        tokens, plus ``sft_weight`` times the answer's cross-entropy after the variant."""
+
+        def __init__(self, *args: Any, config: TrainConfig, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.sago_config = config
+            # the loss is a mean already: the Trainer divides it by the accumulation steps
+            self.model_accepts_loss_kwargs = False
+
+        def compute_loss(
+            self,
+            model: Any,
+            inputs: dict[str, Any],
+            return_outputs: bool = False,
+            num_items_in_batch: Any = None,
+        ) -> Any:
+            import torch
+
+            variant = answer_log_probs(model, inputs)
+            targets = inputs["input_ids"][:, 1:][inputs["completion_mask"][:, 1:].bool()]
+            sft = -variant.gather(1, targets.unsqueeze(1)).mean()
+            with torch.no_grad():
+                target = answer_log_probs(model, inputs, "base_")
+            kind = self.sago_config.divergence
+            loss = divergence(target, variant, kind) + self.sago_config.sft_weight * sft
+            return (loss, None) if return_outputs else loss
+
+    return ConsistencyTrainer
+
+
+def build_trainer(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[Example],
+    config: TrainConfig,
+    *,
+    peft_config: Any = None,
+    report_to: Sequence[str] = (),
+    callbacks: Sequence[TrainerCallback] = (),
+    overrides: dict[str, Any] | None = None,
+) -> Any:
+    """The objective's trainer, ready to ``train()``."""
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    settings = {**trainer_args(config, report_to), **(overrides or {})}
+    data = rows(examples, config.objective, tokenizer, config.max_length)
+    common = {
+        "model": model,
+        "processing_class": tokenizer,
+        "train_dataset": data,
+        "peft_config": peft_config,
+        "callbacks": list(callbacks),
+    }
+    if config.objective == DPO_OBJECTIVE:
+        dpo = type("SafetensorsDPOTrainer", (SafetensorsCheckpoints, DPOTrainer), {})
+        return dpo(args=DPOConfig(beta=config.dpo_beta, **settings), **common)
+    if config.objective == CONSISTENCY_OBJECTIVE:
+        args = SFTConfig(
+            remove_unused_columns=False, dataset_kwargs={"skip_prepare_dataset": True}, **settings
+        )
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        trainer = _consistency_trainer(SFTTrainer)
+        return trainer(args=args, data_collator=PairCollator(pad), config=config, **common)
+    sft = type("SafetensorsSFTTrainer", (SafetensorsCheckpoints, SFTTrainer), {})
+    return sft(args=SFTConfig(**settings), **common)
+
+
+def _progress(on_step: StepHook, steps: int) -> TrainerCallback:
+    from transformers import TrainerCallback
+
+    class _Progress(TrainerCallback):  # type: ignore[misc]
+        loss = float("nan")
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
+            if logs and "loss" in logs:
+                self.loss = float(logs["loss"])
+                on_step(state.global_step, steps, self.loss, None)
+
+        def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            on_step(state.global_step, steps, self.loss, folder)
+
+    return _Progress()
+
+
+def train_adapters(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[Example],
+    config: TrainConfig,
+    *,
+    peft_config: Any = None,
+    report_to: Sequence[str] = (),
+    on_step: StepHook | None = None,
+) -> tuple[Any, list[float]]:
+    """Train for ``config.steps`` steps, continuing from the newest checkpoint under
+    ``config.out`` (on the attached store too); the trained model and every step's loss."""
+    import math
+
+    import torch
+
+    torch.manual_seed(config.seed)  # the adapters' initial draw
+    callbacks = [store_mirror(), *([_progress(on_step, config.steps)] if on_step else [])]
+    trainer = build_trainer(
+        model,
+        tokenizer,
+        examples,
+        config,
+        peft_config=peft_config,
+        report_to=report_to,
+        callbacks=callbacks,
+    )
+    resume = newest_checkpoint(config.out)
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    losses = [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]
+    bad = [i + 1 for i, loss in enumerate(losses) if not math.isfinite(loss)]
+    if bad:
+        raise FloatingPointError(f"step {bad[0]}: the loss is not finite ({losses[bad[0] - 1]})")
+    trained = trainer.model
+    trained.eval()
+    return trained, losses
