@@ -1,6 +1,7 @@
-"""The example plug-in (tests/plugin_package, installed into the test environment by
-``make setup``) through ``sago run``: its ``echo`` backend and ``emphasis`` family are in the
-dry-run plan, then in the run's variants, instances, generations, tails and report."""
+"""The example plug-in (tests/plugin_package, installed into the test environment by the
+test targets, ``make test`` and ``make test-fast``) through ``sago run``: its ``echo`` backend
+and ``emphasis`` family are in the dry-run plan, then in the run's variants, instances,
+generations, tails and report."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ def _require_the_plugin() -> None:
     try:
         distribution("sago-example-plugin")
     except PackageNotFoundError:
-        pytest.fail("the example plug-in is not installed: make setup installs it")
+        pytest.fail(
+            "the example plug-in is not installed: `make test` and `make test-fast` install it "
+            "(or: pip install --no-deps --no-build-isolation -e tests/plugin_package)"
+        )
 
 
 def _config_file(tmp_path: Path) -> Path:
