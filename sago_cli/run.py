@@ -18,9 +18,14 @@ from sago_core.artifacts.layout import REPORT_FILE
 from sago_core.config import BUILTIN_DATASET, DATASET_NAMES, PRESETS, RunConfig
 from sago_core.data.user_files import join_mapped_entries
 from sago_core.errors import ConfigError
-from sago_core.registry.backends import backend_names
+from sago_core.registry.backends import BUILTIN as BUILTIN_BACKENDS
 from sago_core.site.paths import INDEX, SITE_DIR
 from sago_core.sweep import is_sweep
+
+# The built-in backends only: naming the plug-ins' here would import every plug-in on every
+# command (the whole parser is built before one command runs), warning about a broken one
+# even where no backend is used.
+BACKENDS_IN_HELP = ", ".join(spec.name for spec in BUILTIN_BACKENDS) + " or a plug-in's"
 
 __all__ = ["add_parser", "command", "config_from_args", "run_command", "run_sweep", "stop_line"]
 
@@ -41,7 +46,7 @@ def add_parser(commands: Any) -> None:
     )
     add_models(
         run,
-        f"comma-separated BACKEND:ID specs; BACKEND in {', '.join(backend_names())}; "
+        f"comma-separated BACKEND:ID specs; BACKEND in {BACKENDS_IN_HELP}; "
         "ID a local path, hub id or API model; alias smollm2-135m = the embedded model "
         "(default hf:smollm2-135m)",
     )

@@ -15,6 +15,7 @@ working for whoever does not use it, and a run that names it fails with that sam
 
 from __future__ import annotations
 
+import importlib
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -144,10 +145,25 @@ def unknown(group: str, name: str, known: tuple[str, ...]) -> str:
     return f"{GROUPS[group]} {name!r} is not one of {known}"
 
 
+# group -> the registry function that reads it (imported when asked: those modules import
+# this one)
+READERS: dict[str, tuple[str, str]] = {
+    BACKENDS: ("sago_core.registry.backends", "backend_names"),
+    VARIANT_FAMILIES: ("sago_core.registry.families", "families"),
+    AXES: ("sago_core.registry.axes", "axis_names"),
+    REFUSAL_RUBRICS: ("sago_core.registry.rubrics", "rubric_names"),
+}
+
+
 def version_of(group: str, name: str) -> str | None:
     """``"DISTRIBUTION VERSION"`` of the plug-in that declared ``name`` (None: built in).
     Caches key a plug-in's work by it: sago's own code is in its stages' keys, a plug-in's
-    is not, so a new version of a plug-in recomputes what it builds or answers."""
+    is not, so a new version of a plug-in recomputes what it builds or answers. The group is
+    read first: a key made before its registry's first use would otherwise leave the
+    version out and reuse an older version's work."""
+    if group not in _registries:
+        module, reader = READERS[group]
+        getattr(importlib.import_module(module), reader)()
     return _versions.get((group, name))
 
 
