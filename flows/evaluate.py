@@ -54,7 +54,11 @@ from tasks.prepare import (
 from tasks.provenance import provenance, resolve_inputs_task, targets_of, write_manifest_task
 from tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
 from tasks.report import render_report_task
-from tasks.sampling import excess_deltas_task, sampling_tests_task, variance_components_task
+from tasks.sampling_statistics import (
+    excess_deltas_task,
+    sampling_tests_task,
+    variance_components_task,
+)
 from tasks.tracking import track_run_task
 
 

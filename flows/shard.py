@@ -25,7 +25,7 @@ from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard
 from tasks.models import analyse_task, generate_task
 from tasks.posix_matrix import posix_matrix_task
-from tasks.samples import analyse_samples_task, sample_task
+from tasks.sample_answers import analyse_samples_task, sample_task
 
 
 def all_answered(generations_path: str) -> bool:

@@ -1,5 +1,6 @@
-"""Tasks that draw and score K > 1 samples per prompt text: ``sample`` ->
-samples.parquet, ``analyse-samples`` -> sample_analysis.parquet, one shard each.
+"""Tasks that draw and analyse the sampled answers, K > 1 per prompt text: ``sample`` ->
+samples.parquet, ``analyse-samples`` -> sample_analysis.parquet, one shard each. Their
+statistics (the sampling tests, excesses, variance components) are ``tasks.sampling_statistics``.
 
 A module of their own, beside ``tasks.models``: a task's code version covers its module and
 everything it imports, so the generate and analyse stages keep their cache keys.

@@ -1,5 +1,6 @@
-"""Tasks of a run at K > 1 samples per prompt text: the per-model sampling tests
-and the deltas built from their excesses, and the run's variance components."""
+"""The statistics of a run at K > 1 samples per prompt text: the per-model sampling tests,
+the deltas built from their excesses, and the run's variance components. The answers
+themselves are drawn and analysed by ``tasks.sample_answers``."""
 
 from __future__ import annotations
 
