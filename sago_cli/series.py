@@ -51,8 +51,8 @@ def add_parser(commands: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     from sago_core.backends.model_source import resolve_local_model
     from sago_core.checkpoints.series import finetune_series, quantize_series
-    from sago_core.checkpoints.training_split import TrainingSplit
     from sago_core.study.series import training_candidates
+    from sago_core.training.split import TrainingSplit
 
     backend, sep, model_id = args.model.partition(":")
     if sep and backend != "hf":

@@ -30,7 +30,10 @@ _FIELDS = (
     "dpo_beta",
     "steps",
     "batch_size",
+    "gradient_accumulation",
     "learning_rate",
+    "lr_schedule",
+    "warmup_steps",
     "lora_r",
     "lora_alpha",
     "lora_dropout",
@@ -77,8 +80,11 @@ def add_parser(commands: Any) -> None:
     helps = {
         "dpo_beta": "dpo: beta, the preference margin's scale (higher: nearer the base)",
         "steps": "optimizer steps, one batch each",
-        "batch_size": "examples per step",
-        "learning_rate": "AdamW's learning rate (constant)",
+        "batch_size": "examples per forward on each device",
+        "gradient_accumulation": "forwards whose gradients make one step (a step sees "
+        "batch size x this x devices examples)",
+        "learning_rate": "AdamW's peak learning rate",
+        "warmup_steps": "steps of linear warm-up before the schedule",
         "lora_r": "the rank of each LoRA adapter",
         "lora_alpha": "LoRA's scale numerator (the update is scaled by alpha / r)",
         "lora_dropout": "dropout on the adapters' input (0: none)",
@@ -88,6 +94,15 @@ def add_parser(commands: Any) -> None:
         train.add_argument(
             "--" + name.replace("_", "-"), type=kind, default=fields[name].default, help=text
         )
+    train.add_argument(
+        "--lr-schedule", choices=("constant", "linear", "cosine"),
+        default=fields["lr_schedule"].default, help="the learning rate after the warm-up",
+    )  # fmt: skip
+    train.add_argument(
+        "--track", action="append", default=[], metavar="TRACKER",
+        help="report the losses to an experiment tracker: mlflow=URI or a bare tracking URI, "
+        "wandb or wandb=PROJECT (repeatable)",
+    )  # fmt: skip
     train.add_argument(
         "--target-modules", type=csv_list, default=list(DEFAULT_TARGET_MODULES),
         metavar="A,B", help="the linear modules that get adapters",
@@ -119,6 +134,10 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
             raise ConfigError(f"--out {args.out}: name a folder below the bucket")
         store = location.parent().url
         out = location.parent().scratch() / location.name
+    if args.track:
+        from sago_core.config.tracking import track_option
+
+        values["tracking"] = track_option(args.track)
     try:
         return TrainConfig(model=args.model, data=args.data, out=out, store=store, **values)
     except ValidationError as exc:

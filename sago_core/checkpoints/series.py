@@ -2,15 +2,17 @@
 
 Two families, so the consistency study can compare sign patterns between them:
 
-- ``finetune``: full fine-tuning with AdamW on question/answer text of a training split
-  (``sago_core.checkpoints.training_split``; the reference answers in the model's chat
-  format), saving after each listed cumulative step count; step 0 is the starting model
-  itself. Every checkpoint folder holds the split it learned from (``training_split.json``),
-  so a study can prove its evaluation sets are disjoint from it.
+- ``finetune``: full fine-tuning of a training split's questions and reference answers
+  (``sago_core.training.split``) through ``sago train``'s SFT trainer (the answer's tokens
+  after the question, in the model's chat format), saving after each listed cumulative step
+  count; step 0 is the starting model itself. Every checkpoint folder holds the split it
+  learned from (``split.json``), so a study can prove its evaluation sets are disjoint from
+  it.
 - ``quantize``: round-to-nearest symmetric per-output-row quantisation of every 2-D weight to
   each listed bit width, then stored back in float32 (simulated quantisation; 32 = untouched).
 
-Deterministic: seeded torch, a fixed data order, CPU. Torch is imported inside the functions.
+Deterministic on CPU: the trainer's seeded data order and initial state. Torch is imported
+inside the functions.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from sago_core.backends.materialise import plain_copy
 from sago_core.backends.model_source import LocalModel
-from sago_core.checkpoints.training_split import SPLIT_FILE, TrainingSplit
+from sago_core.training.split import SPLIT_FILE, TrainingSplit
 
 
 def _load(source: LocalModel) -> tuple[Any, Any]:
@@ -68,21 +70,6 @@ def read_note(folder: Path) -> dict[str, Any] | None:
     return note
 
 
-def training_texts(tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> list[str]:
-    """Question/answer pairs in the model's chat format (plain text without a template)."""
-    texts = []
-    for question, answer in pairs:
-        if tokenizer.chat_template:
-            messages = [
-                {"role": "user", "content": question},
-                {"role": "assistant", "content": answer},
-            ]
-            texts.append(tokenizer.apply_chat_template(messages, tokenize=False))
-        else:
-            texts.append(f"{question}\n{answer}")
-    return texts
-
-
 def finetune_series(
     source: LocalModel,
     split: TrainingSplit,
@@ -93,43 +80,61 @@ def finetune_series(
     seed: int = 0,
     extra_note: dict[str, Any] | None = None,
 ) -> list[Path]:
-    """Checkpoints after each cumulative step count in ``steps`` (sorted, 0 allowed)."""
-    import torch
+    """Checkpoints after each cumulative step count in ``steps`` (sorted, 0 allowed), trained
+    by ``sago train``'s SFT trainer on every weight (no adapters) at a constant rate."""
+    from transformers import TrainerCallback
+
+    from sago_core.training.config import SFT_OBJECTIVE, TrainConfig
+    from sago_core.training.data import Example
+    from sago_core.training.trainers import build_trainer
 
     pairs = split.pairs()
     if not pairs:
         raise ValueError(f"training split {split.name!r} holds no question/answer pair")
-    torch.manual_seed(seed)
+    targets = sorted(set(steps))
     tokenizer, model = _load(source)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    texts = training_texts(tokenizer, pairs)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-    saved, done = [], 0
-    for target in sorted(set(steps)):
-        model.train()
-        while done < target:
-            start = (done * batch_size) % len(texts)
-            batch = [texts[(start + i) % len(texts)] for i in range(batch_size)]
-            encoded = tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False)
-            labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
-            loss = model(**encoded, labels=labels).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            done += 1
-        model.eval()
-        note = {
-            "family": "finetune",
-            "step": target,
-            "learning_rate": learning_rate,
-            "batch_size": batch_size,
-            "seed": seed,
-            "training_split": split.name,
-            "training_digest": split.digest(),
-            **(extra_note or {}),
-        }
-        saved.append(_save(model, tokenizer, out_dir / f"step-{target:04d}", note, split))
+    note = {
+        "family": "finetune",
+        "learning_rate": learning_rate,
+        "batch_size": batch_size,
+        "seed": seed,
+        "training_split": split.name,
+        "training_digest": split.digest(),
+        **(extra_note or {}),
+    }
+    saved: list[Path] = []
+
+    def save(step: int, trained: Any) -> None:
+        folder = out_dir / f"step-{step:04d}"
+        saved.append(_save(trained, tokenizer, folder, {**note, "step": step}, split))
+
+    class _AtTargets(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if state.global_step in targets:
+                save(state.global_step, kw["model"])
+
+    if 0 in targets:
+        save(0, model)
+    if targets[-1] > 0:
+        config = TrainConfig(
+            model=f"hf:{source.location}",
+            data=out_dir,
+            out=out_dir / ".training",
+            objective=SFT_OBJECTIVE,
+            steps=targets[-1],
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            lr_schedule="constant",
+            seed=seed,
+        )
+        examples = [Example([{"role": "user", "content": q}], a) for q, a in pairs]
+        trainer = build_trainer(
+            model, tokenizer, examples, config, callbacks=[_AtTargets()],
+            overrides={"save_strategy": "no"},
+        )  # fmt: skip
+        trainer.train()
     return saved
 
 

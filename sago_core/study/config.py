@@ -21,12 +21,12 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from sago_core.artifacts.layout import RunLayout
-from sago_core.checkpoints.training_split import BUILTIN_TRAINING
 from sago_core.config import RunConfig, StrictModel, build_config
 from sago_core.config.errors import describe_errors
 from sago_core.errors import ConfigError
 from sago_core.statistics.partial_correlation import KNOT_QUANTILES, Adjustment
 from sago_core.study.design import Reachability, study_reachability
+from sago_core.training.split import BUILTIN_TRAINING
 
 MIN_CHECKPOINTS = 4  # a linear partial correlation with one control needs n - 3 >= 1
 FINETUNE, QUANTIZE = "finetune", "quantize"

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from sago_core.checkpoints.series import finetune_series, quantize_series, read_note
-from sago_core.checkpoints.training_split import (
+from sago_core.data.loading import load_prompts
+from sago_core.data.prompt import Prompt
+from sago_core.errors import ConfigError
+from sago_core.study.config import FINETUNE, SeriesSettings, StudyConfig
+from sago_core.training.split import (
     BUILTIN_TRAINING,
     TrainingSplit,
     builtin_training_prompts,
@@ -24,10 +28,6 @@ from sago_core.checkpoints.training_split import (
     held_out,
     read_checkpoint_split,
 )
-from sago_core.data.loading import load_prompts
-from sago_core.data.prompt import Prompt
-from sago_core.errors import ConfigError
-from sago_core.study.config import FINETUNE, SeriesSettings, StudyConfig
 
 
 def training_candidates(dataset: str, data_dir: Path | None) -> list[Prompt]:

@@ -33,7 +33,6 @@ def fit(
         examples,
         config,
         peft_config=lora_config(model, config),
-        report_to=config.report_to(),
         on_step=on_step,
     )
     return finish(model, tokenizer, config, record, losses)

@@ -64,9 +64,31 @@ def rows(examples: Sequence[Example], objective: str, tokenizer: Any, max_length
                     "base_completion_mask": [0] * len(base) + [1] * len(ids.answer),
                 }
             )
-    else:
+    elif tokenizer.chat_template:
         records = [{"prompt": e.prompt, "completion": _assistant(e.answer)} for e in examples]
+    else:  # plain text: the messages one a line, then the answer (TRL appends the end token)
+        records = [
+            {"prompt": "\n".join(m["content"] for m in e.prompt) + "\n", "completion": e.answer}
+            for e in examples
+        ]
     return Dataset.from_list(records)
+
+
+def tracker_environment(config: TrainConfig) -> dict[str, str]:
+    """The variables transformers' MLflow and W&B callbacks read, from the ``tracking``
+    settings (they take no other configuration)."""
+    env: dict[str, str] = {}
+    tracking = config.tracking
+    if tracking is not None and tracking.mlflow is not None:
+        env["MLFLOW_TRACKING_URI"] = tracking.mlflow.tracking_uri
+        env["MLFLOW_EXPERIMENT_NAME"] = tracking.mlflow.experiment or "sago/train"
+    if tracking is not None and tracking.wandb is not None:
+        wandb = tracking.wandb
+        env["WANDB_PROJECT"] = wandb.project
+        env |= {"WANDB_ENTITY": wandb.entity} if wandb.entity else {}
+        env |= {"WANDB_MODE": wandb.mode} if wandb.mode else {}
+        env |= {"WANDB_DIR": str(wandb.dir)} if wandb.dir else {}
+    return env
 
 
 def _bf16() -> bool:
@@ -241,9 +263,11 @@ def train_adapters(
     """Train for ``config.steps`` steps, continuing from the newest checkpoint under
     ``config.out`` (on the attached store too); the trained model and every step's loss."""
     import math
+    import os
 
     import torch
 
+    os.environ.update(tracker_environment(config))
     torch.manual_seed(config.seed)  # the adapters' initial draw
     callbacks = [store_mirror(), *([_progress(on_step, config.steps)] if on_step else [])]
     trainer = build_trainer(
@@ -252,7 +276,7 @@ def train_adapters(
         examples,
         config,
         peft_config=peft_config,
-        report_to=report_to,
+        report_to=report_to or config.report_to(),
         callbacks=callbacks,
     )
     resume = newest_checkpoint(config.out)

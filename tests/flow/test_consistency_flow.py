@@ -24,7 +24,7 @@ def test_checkpoint_series_really_differ(tiny_model_dir: Path, tmp_path: Path) -
 
     from sago_core.backends.model_source import resolve_local_model
     from sago_core.checkpoints.series import finetune_series, quantize_series
-    from sago_core.checkpoints.training_split import (
+    from sago_core.training.split import (
         SPLIT_FILE,
         TrainingSplit,
         builtin_training_prompts,

@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from sago_core.checkpoints.training_split import (
-    BUILTIN_TRAINING,
-    SPLIT_FILE,
-    TrainingSplit,
-    builtin_training_prompts,
-    check_disjoint,
-)
 from sago_core.data.builtin import builtin_prompts
 from sago_core.data.loading import load_prompts, load_run_prompts
 from sago_core.data.prompt import Prompt
 from sago_core.errors import ConfigError
 from sago_core.study.config import build_study_config
 from sago_core.study.series import check_training_splits, training_split
+from sago_core.training.split import (
+    BUILTIN_TRAINING,
+    SPLIT_FILE,
+    TrainingSplit,
+    builtin_training_prompts,
+    check_disjoint,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,11 +101,11 @@ def test_the_same_question_under_another_id_is_an_overlap() -> None:
         check_disjoint(TrainingSplit("mine", (reworded,)), evaluation, "here")
 
 
-def _fake_checkpoint(folder: Path, split: TrainingSplit | None) -> str:
+def _fake_checkpoint(folder: Path, split: TrainingSplit | None, name: str = SPLIT_FILE) -> str:
     folder.mkdir(parents=True)
     (folder / "sago_checkpoint.json").write_text(json.dumps({"family": "finetune", "step": 0}))
     if split is not None:
-        (folder / SPLIT_FILE).write_text(json.dumps(split.to_json()))
+        (folder / name).write_text(json.dumps(split.to_json()))
     return f"hf:{folder}"
 
 
@@ -113,9 +113,14 @@ def test_checkpoints_trained_on_evaluated_prompts_are_refused(tmp_path: Path) ->
     old_default = load_prompts(("builtin",), None, 10**6, 0)  # what the old series trained on
     leaky = TrainingSplit("builtin", tuple(old_default))
     clean = TrainingSplit(BUILTIN_TRAINING, tuple(builtin_training_prompts()))
+    # step 1 was made before the series' split took the name split.json: still read
+    names = {1: "training_split.json"}
     families = {
         "ft": [
-            _fake_checkpoint(tmp_path / f"step-{i}", leaky if i == 3 else clean) for i in range(4)
+            _fake_checkpoint(
+                tmp_path / f"step-{i}", leaky if i == 3 else clean, names.get(i, SPLIT_FILE)
+            )
+            for i in range(4)
         ]
     }
     study = build_study_config(
