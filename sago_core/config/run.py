@@ -102,6 +102,24 @@ class RunConfig(StrictModel):
     PLACE_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {"runs_dir", "runs_store", "prefect_home", "tracking"}
     )
+    # Fields (dotted) whose values may name this machine's files or folders (a folder, a
+    # dataset entry's file, an encoder's folder), and the tools named by model spec
+    # (``BACKEND:ID``: a folder for a local backend). What shows a config elsewhere (site,
+    # exports, trackers) asks ``sago_core/config/places.py``, which reads these.
+    PATH_FIELDS: ClassVar[tuple[str, ...]] = (
+        "data_dir",
+        "datasets",
+        "bertscore.model",
+        "tracking.wandb.dir",
+    )
+    MODEL_FIELDS: ClassVar[tuple[str, ...]] = (
+        "models",
+        "trust_remote_code",
+        "judge.model",
+        "refusal.judge",
+        "variants.structural.rewriter",
+        "variants.translation.translator",
+    )
     runs_dir: Path = Path("runs")
     # The runs folder's URL when it lives on an object store (``runs_dir: s3://bucket/runs``
     # sets it); ``runs_dir`` is then this machine's scratch mirror of it.

@@ -12,13 +12,19 @@ added later is published the same way.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sago_core.backends.model_source import RecordedModel
-from sago_core.config import RunConfig
+from sago_core.config.places import local_paths as config_paths
 from sago_core.site.collect import Site
+
+# A path is replaced only where it stands whole: not after a path's own characters (the
+# runs folder ``/runs`` inside the link ``../runs/demo-1/``), nor before them (``/runs2``).
+# After a ``/`` it still is whole when no name precedes that ``/`` (``file:///runs``).
+_BEFORE = r"(?<![\w.~-])(?<![\w.~-]/)"
+_AFTER = r"(?![\w~-]|\.\w)"
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,9 @@ class LocalPaths:
 
     def text(self, text: str) -> str:
         for path, name in self.replacements:
-            text = text.replace(path, name)
+            if path in text:  # the regex only where the plain test finds the path
+                pattern = re.compile(_BEFORE + re.escape(path) + _AFTER)
+                text = pattern.sub(name.replace("\\", "\\\\"), text)
         return text
 
     def page(self, data: bytes) -> bytes:
@@ -56,13 +64,10 @@ def _named(pairs: dict[str, str], path: Any, name: str | None = None) -> None:
 
 
 def _config_paths(pairs: dict[str, str], config: dict[str, Any]) -> None:
-    """A run configuration's places (runs folder, Prefect home) and local model folders."""
-    for field in sorted(RunConfig.PLACE_FIELDS):
-        _named(pairs, config.get(field))
-    for model in config.get("models") or []:
-        local_id = RecordedModel.of(str(model)).local_id
-        if local_id is not None:
-            _named(pairs, local_id)
+    """Every path of this machine a run configuration names (its places, dataset files,
+    data and encoder folders, local model folders), as the config's owner lists them."""
+    for path in config_paths(config):
+        _named(pairs, path)
 
 
 def local_paths(site: Site) -> LocalPaths:

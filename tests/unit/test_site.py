@@ -20,6 +20,7 @@ from sago_core.artifacts.schemas import SUMMARY
 from sago_core.site.address import site_address, web_address
 from sago_core.site.build import build_site
 from sago_core.site.collect import read_site
+from sago_core.site.local_paths import LocalPaths
 from sago_core.site.trends import REGRESSION_NAME, trend_figure
 from sago_core.storage.location import parse_store_url
 from sago_core.vocabulary import AXES, POOLED
@@ -333,7 +334,16 @@ def test_a_site_names_runs_by_id_and_files_by_name_never_this_machines_paths(
     as paths of this machine."""
     root = tmp_path / "runs"
     scored_file = tmp_path / "inputs" / "results.csv"
-    config = {**CONFIG, "runs_dir": str(root), "prefect_home": str(tmp_path / "prefect")}
+    config = {
+        **CONFIG,
+        "runs_dir": str(root),
+        "prefect_home": str(tmp_path / "prefect"),
+        # this machine's dataset file, data and encoder folders and a local judge's folder
+        "datasets": [f"{tmp_path / 'private' / 'q.csv'}#answer=gold", "toy"],
+        "data_dir": str(tmp_path / "data"),
+        "bertscore": {"model": str(tmp_path / "encoders" / "minilm")},
+        "judge": {"model": f"hf:{tmp_path / 'judges' / 'judge-7b'}"},
+    }
     first = _run(root, "scored-1", {"gemini-2.5-flash": ("", {"act": None})}, config)
     later = _run(root, "scored-2", {"gemini-2.5-flash": ("", {"act": None})}, config, prompts=4)
     for folder in (first, later):
@@ -359,7 +369,19 @@ def test_a_site_names_runs_by_id_and_files_by_name_never_this_machines_paths(
     assert [p for p in pages if str(tmp_path) in p.read_text(encoding="utf-8")] == []
     run_page = (index.parent / "runs" / "scored-2" / "index.html").read_text(encoding="utf-8")
     assert '"runs_dir": "runs"' in run_page and '"prefect_home": "prefect"' in run_page
+    assert '"q.csv#answer=gold"' in run_page and '"data_dir": "data"' in run_page
+    assert '"model": "minilm"' in run_page and '"model": "hf:judge-7b"' in run_page
     report = (index.parent / "runs" / "scored-2" / "report.html").read_text(encoding="utf-8")
     assert "<code>results.csv</code> in scored-2" in report
     copied_card = (index.parent / "runs" / "scored-2" / "card.html").read_text(encoding="utf-8")
     assert "A = gemini-2.5-flash (scored-1)" in copied_card
+
+
+def test_a_short_runs_folder_is_replaced_only_where_it_stands_whole() -> None:
+    """A runs folder as short as ``/runs`` is also the tail of every relative link into it
+    (``../runs/demo-1/``): only the path standing whole is replaced."""
+    paths = LocalPaths((("/runs/demo-1", "demo-1"), ("/runs", "runs")))
+    page = '<a href="../runs/demo-1/index.html">in /runs/demo-1</a> and "/runs". /runs2'
+    assert paths.text(page) == (
+        '<a href="../runs/demo-1/index.html">in demo-1</a> and "runs". /runs2'
+    )
