@@ -66,6 +66,17 @@ def test_a_budgeted_run_resumes_in_round_two_and_a_full_run_reuses_its_cells(
     (golden_dir,) = run_dirs(tmp_path / "golden" / "runs")
     record = json.loads((golden_dir / "budget.json").read_text())
     assert record["rounds_run"] == 2, record
+    # one verdict: the summary's p-values at eps 0.05 are the stopping rule's, every level
+    summary = pl.read_parquet(golden_dir / "summary.parquet")
+    rule = {
+        (t["model"], t["dataset"], t["axis"]): t["p_above"]
+        for t in record["tests"]
+        if t["eps"] == 0.05
+    }
+    shown = {
+        (r["model"], r["dataset"], r["axis"]): r["p_holm"] for r in summary.iter_rows(named=True)
+    }
+    assert rule and all(shown[key] == p for key, p in rule.items())
     cells = pl.read_parquet(golden_dir / "budget_cells.parquet")
     texts = pl.read_parquet(golden_dir / "variants.parquet").select(
         "dataset", "prompt_id", "variant_id", "text"
