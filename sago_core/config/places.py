@@ -68,6 +68,13 @@ def local_paths(config: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def public_model(name: str) -> str:
+    """A model as a published page names it: a local model's folder by its last part
+    (``hf:/home/me/models/m1`` -> ``hf:m1``); any other name as it is."""
+    folder = _model_path_in(name)
+    return name.replace(folder, Path(folder).expanduser().name) if folder else name
+
+
 def public_url(text: str) -> str:
     """``text`` without a URL's user, password, query and fragment
     (``https://u:pw@host/v1?key=k`` -> ``https://host/v1``); other text as it is."""

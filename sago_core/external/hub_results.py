@@ -40,6 +40,7 @@ from sago_core.artifacts.layout import (
     model_slug,
 )
 from sago_core.artifacts.store import read_parquet, write_parquet, write_text
+from sago_core.config.places import public_config, public_model
 from sago_core.errors import ConfigError, InputError
 from sago_core.vocabulary import POOLED
 
@@ -160,6 +161,18 @@ def export_hub_results(run_dir: Path, out: Path) -> list[Path]:
     instances = _read(run_dir, INSTANCES_FILE)
     path = run_dir / MANIFEST_FILE
     manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    # Published as the site shows a run: no place or path of this machine, local models
+    # by their folder's name, no credentials in a URL.
+    names = {m: public_model(m) for m in summary["model"].unique().to_list()}
+    summary, scores, instances = (
+        frame.with_columns(pl.col("model").replace(names)) for frame in (summary, scores, instances)
+    )
+    models = manifest.get("models") or {}
+    manifest = {
+        **manifest,
+        "config": public_config(manifest.get("config") or {}),
+        "models": {names.get(k, public_model(k)): v for k, v in models.items()},
+    }
     run_id = str(manifest.get("run_id") or run_dir.name)
     stamp = _stamp(manifest)
     written: list[Path] = []

@@ -29,6 +29,7 @@ import polars as pl
 
 from sago_core.artifacts.layout import INSTANCES_FILE, MANIFEST_FILE, SUMMARY_FILE, model_slug
 from sago_core.artifacts.store import read_parquet, write_text
+from sago_core.config.places import public_model
 from sago_core.errors import ConfigError, InputError
 from sago_core.vocabulary import AXES
 
@@ -173,6 +174,11 @@ def export_inspect(run_dir: Path, out: Path) -> list[Path]:
     instances = _finished(run_dir, INSTANCES_FILE)
     summary = _finished(run_dir, SUMMARY_FILE)
     manifest = _manifest(run_dir)
+    # A local model by its folder's name, as the site shows it: no path of this machine.
+    names = {m: public_model(m) for m in instances["model"].unique().to_list()}
+    instances, summary = (
+        frame.with_columns(pl.col("model").replace(names)) for frame in (instances, summary)
+    )
     created = str(manifest.get("started_at") or datetime.now(UTC).isoformat())
     written = []
     keys = instances.select("model", "dataset").unique(maintain_order=True)

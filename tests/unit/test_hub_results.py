@@ -151,3 +151,44 @@ def test_an_unfinished_run_is_refused(run_dir: Path, tmp_path: Path) -> None:
     (run_dir / "scores.parquet").unlink()
     with pytest.raises(InputError, match=r"scores\.parquet"):
         export_hub_results(run_dir, tmp_path / "hub")
+
+
+def test_the_exported_folder_names_no_path_of_this_machine(run_dir: Path, tmp_path: Path) -> None:
+    """A run of a local model, with its runs folder, dataset file, data and encoder folders
+    and an API address with credentials in its config: what would be pushed holds none of
+    them, the model by its folder's name."""
+    local = f"hf:{tmp_path / 'models' / 'm1'}"
+    for name in ("summary.parquet", "scores.parquet", "instances.parquet"):
+        frame = pl.read_parquet(run_dir / name).with_columns(pl.lit(local).alias("model"))
+        frame.write_parquet(run_dir / name)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["models"] = {local: {"spec": local, "identity": "dir-sha256:feed"}}
+    manifest["config"] = {
+        "seed": 0,
+        "models": [local],
+        "runs_dir": str(tmp_path / "runs"),
+        "prefect_home": str(tmp_path / "prefect"),
+        "data_dir": str(tmp_path / "data"),
+        "datasets": [f"{tmp_path / 'private' / 'q.csv'}#answer=gold"],
+        "bertscore": {"model": str(tmp_path / "encoders" / "minilm")},
+        "api": {"base_url": "https://u:SECRET@h/v1?key=SECRET"},
+        "tracking": {"mlflow": {"tracking_uri": "https://u:SECRET@mlflow"}},
+    }
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "hub"
+    written = export_hub_results(run_dir, out)
+    for path in written:
+        if path.suffix == ".parquet":
+            text = str(pl.read_parquet(path).select(pl.col(pl.String)).to_dicts())
+        else:
+            text = path.read_text(encoding="utf-8")
+        assert str(tmp_path) not in text and "SECRET" not in text, path
+    assert str(tmp_path) not in str(written[0].relative_to(tmp_path))
+    (results_file,) = [p for p in written if p.suffix == ".json"]
+    general = json.loads(results_file.read_text())["config_general"]
+    assert (general["model_name"], general["model_sha"]) == ("hf:m1", "dir-sha256:feed")
+    config = general["config"]
+    assert (
+        config["datasets"] == ["q.csv#answer=gold"] and config["api"]["base_url"] == "https://h/v1"
+    )
+    assert not {"runs_dir", "prefect_home", "tracking"} & set(config)

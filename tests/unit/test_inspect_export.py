@@ -130,3 +130,17 @@ def test_refuses_a_folder_in_use_and_an_unfinished_run(run_dir: Path, tmp_path: 
     (run_dir / "instances.parquet").unlink()
     with pytest.raises(InputError, match=r"instances\.parquet"):
         export_inspect(run_dir, tmp_path / "fresh")
+
+
+def test_a_local_model_is_named_by_its_folder_not_this_machines_path(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    local = f"hf:{tmp_path / 'models' / 'm1'}"
+    for name in ("instances.parquet", "summary.parquet"):
+        frame = pl.read_parquet(run_dir / name).with_columns(pl.lit(local).alias("model"))
+        frame.write_parquet(run_dir / name)
+    paths = export_inspect(run_dir, tmp_path / "logs")
+    for path in paths:
+        assert str(tmp_path) not in path.read_text(encoding="utf-8")
+        assert str(tmp_path) not in path.name
+    assert {json.loads(p.read_text())["eval"]["model"] for p in paths} == {"hf:m1"}
