@@ -235,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             f"\nnull families at {args.null_budget:.0%}, {args.null_reps} grids per N "
             "(eps = the full pooled SGS; any verdict is false)"
         )
-        head = ("N", "axis", "above", "below", "per look", "full above", "full below")
-        head += ("ds above", "ds below")
+        head: tuple[str, ...] = ("N", "axis", "above", "below", "per look", "full above")
+        head += ("full below", "ds above", "ds below")
         print(
             fmt(head)
             if args.markdown
