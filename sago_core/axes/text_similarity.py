@@ -25,10 +25,11 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.axes.reasoning import unanswered, with_answers
+from sago_core.axes.base_pairing import beside_base
+from sago_core.axes.reasoning import unanswered
 from sago_core.backends.model_source import resolve_bertscore_model
 from sago_core.progress import counted
-from sago_core.vocabulary import BASE_VARIANT_ID, LANGUAGE_FAMILY
+from sago_core.vocabulary import LANGUAGE_FAMILY
 
 CROSS_LANGUAGE_BLEU = "answers in different languages: BLEU is not comparable"
 ENGLISH_ONLY_ENCODER = (
@@ -189,19 +190,13 @@ def cross_language_texts(generations: pl.DataFrame) -> set[tuple[str, str]]:
     """The (variant answer, base answer) pairs that only cross-language rows hold: the
     pairs an English-only encoder need never embed (a pair a same-language row also holds
     is still scored for that row)."""
-    key = ["model", "dataset", "prompt_id"]
-    rows = with_answers(generations)
-    base = rows.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        *key, pl.col("answer_text").alias("_base")
-    )
     pairs = (
-        rows.filter(pl.col("variant_id") != BASE_VARIANT_ID)
-        .join(base, on=key, how="left")
-        .filter(pl.col("answer_text").is_not_null() & pl.col("_base").is_not_null())
-        .select(cross_language().alias("_cross"), "answer_text", "_base")
+        beside_base(generations)
+        .filter(pl.col("answer_text").is_not_null() & pl.col("base_answer").is_not_null())
+        .select(cross_language().alias("_cross"), "answer_text", "base_answer")
     )
-    same = set(pairs.filter(~pl.col("_cross")).select("answer_text", "_base").iter_rows())
-    cross = set(pairs.filter(pl.col("_cross")).select("answer_text", "_base").iter_rows())
+    same = set(pairs.filter(~pl.col("_cross")).select("answer_text", "base_answer").iter_rows())
+    cross = set(pairs.filter(pl.col("_cross")).select("answer_text", "base_answer").iter_rows())
     return cross - same
 
 

@@ -2,7 +2,8 @@
 
 For every (model, dataset, prompt, variant) that has deltas (the replay excluded: it is the
 noise floor, not a variant): the base prompt and the variant prompt as asked, the base and
-variant answers (``answer_text``: after a thinking model's reasoning block), the six
+variant answers (``answer_text``: after a thinking model's reasoning block; the base one the
+variant was scored against, a scored file's ``paired_base`` included), the six
 normalised deltas side by side (``d_<axis>``, null with ``reason_<axis>``), the graded
 mirroring ``mr_intensity`` (axes/mirroring_intensity.py) and whether each answer is right
 per the prompt's reference answers (statistics/correctness.py; null without references or
@@ -30,15 +31,14 @@ from __future__ import annotations
 import polars as pl
 
 from sago_core.artifacts.schemas import Schema, conform, instances_schema
+from sago_core.axes.base_pairing import beside_base
 from sago_core.axes.language_fidelity import prompt_language
 from sago_core.axes.mirroring_intensity import mirroring_intensity
-from sago_core.axes.reasoning import with_answers
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.data.references import language_references
 from sago_core.statistics.correctness import is_correct
 from sago_core.vocabulary import (
     AXES,
-    BASE_VARIANT_ID,
     LANGUAGE_FAMILY,
     NON_FINITE,
     REPLAY_FAMILY,
@@ -105,19 +105,18 @@ def _wide_deltas(deltas: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _texts(generations: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    generations = with_answers(generations)
-    base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        *PROMPT_KEY,
-        pl.col("prompt_text").alias("base_prompt"),
-        pl.col("answer_text").alias("base_answer"),
-    )
-    variant = generations.filter(pl.col("variant_id") != BASE_VARIANT_ID).select(
+def _texts(generations: pl.DataFrame) -> pl.DataFrame:
+    """Each variant's prompt and answer beside the base it was scored against (a scored
+    file's ``paired_base`` included: axes/base_pairing.py), so the base answer shown, its
+    verdict and ``mr_intensity`` are the ones the deltas compared."""
+    rows = beside_base(generations).select(
         *KEY,
+        "base_prompt",
+        "base_answer",
         pl.col("prompt_text").alias("variant_prompt"),
         pl.col("answer_text").alias("variant_answer"),
     )
-    return base.unique(PROMPT_KEY, keep="first"), variant.unique(KEY, keep="first")
+    return rows.unique(KEY, keep="first")
 
 
 def _with_intensity(rows: pl.DataFrame) -> pl.DataFrame:
@@ -285,10 +284,7 @@ def build_instances(
 ) -> pl.DataFrame:
     """One row per scored variant: ids, texts, the six delta_norm, mr_intensity, verdicts;
     with ``sampling_tests`` (K > 1) also ``SAMPLED_COLUMNS`` over every sample."""
-    base, variant = _texts(generations)
-    rows = (
-        _wide_deltas(deltas).join(variant, on=KEY, how="left").join(base, on=PROMPT_KEY, how="left")
-    )
+    rows = _wide_deltas(deltas).join(_texts(generations), on=KEY, how="left")
     if sampling_tests is None:
         rows = _with_correctness(_with_intensity(rows), prompts)
         return conform(rows, instances_schema()).sort(KEY)

@@ -4,7 +4,8 @@ Both compare answers, ``answer_text`` (the response after a thinking model's rea
 axes/reasoning.py), never the raw ``response_text``. A generations frame without that column
 (written before it existed) gets it derived from ``response_text`` here. A pair whose answer
 is still inside its reasoning block has no BLEU/BERTScore (null; deltas.py gives the reason)
-and no mirroring verdict (missing with that reason).
+and no mirroring verdict (missing with that reason). Which base answer a variant is compared
+with is axes/base_pairing.py's to say.
 """
 
 from __future__ import annotations
@@ -13,43 +14,22 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
-from sago_core.artifacts.schemas import MIRRORING, PAIRED_BASE, PAIRS, conform
+from sago_core.artifacts.schemas import MIRRORING, PAIRS, conform
+from sago_core.axes.base_pairing import beside_base
 from sago_core.axes.judge import JudgeRequest, RegisterJudge
 from sago_core.axes.mirroring import Mirroring, detect_mirroring
-from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
+from sago_core.axes.reasoning import UNCLOSED_REASONING
 from sago_core.axes.text_similarity import sentence_bleu
-from sago_core.vocabulary import BASE_VARIANT_ID
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
 NO_ANSWER = "no answer to compare (generation failed)"
 
 
-def _with_base_response(generations: pl.DataFrame) -> pl.DataFrame:
-    """Each variant beside the base answer it is compared with: its prompt's base row's, or,
-    where a scored file pairs them (``PAIRED_BASE``), the base sample its row names."""
-    generations = with_answers(generations)
-    paired = pl.col(PAIRED_BASE) if PAIRED_BASE in generations.columns else pl.lit(None, pl.String)
-    samples = generations.select(
-        "model",
-        "dataset",
-        "prompt_id",
-        pl.col("variant_id").alias("_paired"),
-        pl.col("answer_text").alias("base_answer"),
-        pl.col("response_text").alias("base_response"),
-    )
-    return (
-        generations.filter(pl.col("variant_id") != BASE_VARIANT_ID)
-        .with_columns(paired.fill_null(BASE_VARIANT_ID).alias("_paired"))
-        .join(samples, on=["model", "dataset", "prompt_id", "_paired"], how="left")
-        .drop("_paired")
-    )
-
-
 def score_pairs(generations: pl.DataFrame, f1: F1Fn) -> pl.DataFrame:
     """BLEU and BERTScore per pair of answers; a pair whose variant or base answer failed,
     or is still inside its reasoning block, is null."""
-    rows = _with_base_response(generations)
+    rows = beside_base(generations)
     answered = rows.filter(
         pl.col("answer_text").is_not_null() & pl.col("base_answer").is_not_null()
     )
@@ -76,7 +56,7 @@ def detect_mirroring_frame(
     generations: pl.DataFrame, judge: RegisterJudge | None = None
 ) -> pl.DataFrame:
     """Rule detectors for every family; register pairs go to the judge when one is given."""
-    rows = _with_base_response(generations)
+    rows = beside_base(generations)
     named = list(rows.iter_rows(named=True))
     gaps = [_gap(r) for r in named]
     verdicts = [
