@@ -39,6 +39,20 @@ def _without(words: list[str], flag: str, takes_value: bool = False) -> list[str
     return kept
 
 
+def _renamed(words: list[str], old: str, new: str) -> list[str]:
+    """``words`` with the option ``old`` spelled ``new``, in both ``--old VALUE`` and
+    ``--old=VALUE`` forms."""
+    return [
+        new + word[len(old) :] if word == old or word.startswith(old + "=") else word
+        for word in words
+    ]
+
+
+def _has(words: list[str], flag: str) -> bool:
+    """Whether ``words`` give ``flag``, alone or as ``flag=VALUE``."""
+    return any(word == flag or word.startswith(flag + "=") for word in words)
+
+
 def _value_of(words: list[str], flag: str) -> str | None:
     """The value ``words`` give ``flag`` (``--flag VALUE`` or ``--flag=VALUE``), or None."""
     for at, word in enumerate(words):
@@ -63,8 +77,8 @@ def _export(rest: list[str]) -> tuple[list[str], str]:
     """``export RUN --training K`` -> ``export training RUN --kind K``; ``--format F`` ->
     ``export dataset`` (F hf-dataset), ``inspect`` or ``hf-results``; otherwise
     ``export generations``."""
-    if "--training" in rest:
-        words = ["--kind" if w == "--training" else w for w in rest]
+    if _has(rest, "--training"):
+        words = _renamed(rest, "--training", "--kind")
         return [
             "training",
             *words,
@@ -109,14 +123,14 @@ def modern(argv: list[str], note: Callable[[str], object] | None = None) -> list
     if command in RENAMED:
         words = RENAMED[command]
         if command == "checkpoints":
-            rest = ["--model" if w == "--base" else w for w in rest]
+            rest = _renamed(rest, "--base", "--model")
         say(f"`sago {command}` is now `sago {' '.join(words)}`")
         return [*words, *rest]
     if command in MODES and not (rest and _names_a_mode(rest[0], MODES[command][0])):
         words, line = MODES[command][1](rest)
         say(line)
         return [command, *words]
-    if command == "score" and any(w.split("=")[0] == "--generations" for w in rest):
+    if command == "score" and _has(rest, "--generations"):
         say("`sago score --generations FILE` is now `sago score FILE`")
         return [command, *_score(rest)]
     return argv

@@ -2,9 +2,9 @@
 
 A command module has ``add_parser(commands)`` and ``command(args) -> int``; it parses and
 calls the Python API (``sago``). ``sago --help`` lists the commands in the groups of
-``GROUPS``, one line each. Old spellings are rewritten first (``legacy``). A ``SagoError``
-(bad input, a refused comparison, a run that did not complete) ends the command with its
-message and exit code 2.
+``GROUPS``, one line each. Old spellings are rewritten first (``legacy``), each rewrite
+said in one line on stderr. A ``SagoError`` (bad input, a refused comparison, a run that did
+not complete) ends the command with its message and exit code 2.
 """
 
 from __future__ import annotations
@@ -72,14 +72,21 @@ class GroupedHelp(argparse.RawDescriptionHelpFormatter):
 
 
 class CommandLine(SagoParser):
-    """The top-level parser: it reads old spellings as today's (``legacy.modern``) before
-    parsing, so ``build_parser().parse_args`` and ``main`` agree on every spelling."""
+    """The top-level parser: it reads old spellings as today's (``legacy.modern``, saying so
+    on stderr) before parsing, so ``build_parser().parse_args`` and ``main`` agree on every
+    spelling."""
 
     def parse_known_args(  # type: ignore[override]
         self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         given = sys.argv[1:] if args is None else list(args)
-        return super().parse_known_args(modern(given), namespace)
+        return super().parse_known_args(modern(given, tell_new_spelling), namespace)
+
+
+def tell_new_spelling(line: str) -> None:
+    """One line on stderr per rewritten old spelling, so a script's author learns the new
+    one (stdout stays the command's own output)."""
+    print(f"sago: {line}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:

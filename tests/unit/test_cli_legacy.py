@@ -5,6 +5,7 @@ written against the flat commands keeps its meaning); the shared options are spe
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,10 @@ OLD_AND_NEW = [
     (
         ["checkpoints", "quantize", "--base", "smollm2-135m", "--out", "q"],
         ["series", "quantize", "--model", "smollm2-135m", "--out", "q"],
+    ),
+    (
+        ["checkpoints", "quantize", "--base=smollm2-135m", "--out", "q"],
+        ["series", "quantize", "--model=smollm2-135m", "--out", "q"],
     ),
     (["plan", "R", "--budget", "0.5"], ["design", "R", "--budget", "0.5"]),
     (
@@ -53,6 +58,10 @@ OLD_AND_NEW = [
         ["export", "training", "R", "--kind", "sft", "--kind", "dpo", "--out", "d"],
     ),
     (
+        ["export", "R", "--training=sft", "--out", "d"],
+        ["export", "training", "R", "--kind=sft", "--out", "d"],
+    ),
+    (
         ["score", "--generations", "a.csv", "--family", "noise"],
         ["score", "a.csv", "--family", "noise"],
     ),
@@ -76,6 +85,49 @@ def test_an_old_spelling_means_what_its_new_one_means(
     assert modern(old, notes.append) == new
     assert len(notes) == 1 and "is now" in notes[0]  # one line naming the new spelling
     assert vars(parser.parse_args(old)) == vars(parser.parse_args(new))
+
+
+# (old spelling, what it must parse to, written out by hand): the rewrite above is checked
+# against today's parser, not only against itself.
+OLD_AND_MEANING = [
+    (
+        ["compare", "A", "B", "--paired", "--margin", "0.1"],
+        {"command": "compare", "mode": "paired", "runs": [Path("A"), Path("B")], "margin": 0.1},
+    ),
+    (
+        ["checkpoints", "quantize", "--base=smollm2-135m", "--out", "q"],
+        {"command": "series", "kind": "quantize", "model": "smollm2-135m", "out": Path("q")},
+    ),
+    (
+        ["export", "R", "--training=sft", "--training", "dpo", "--out", "d"],
+        {"command": "export", "mode": "training", "run": Path("R"), "kind": ["sft", "dpo"]},
+    ),
+    (
+        ["export", "R", "--format", "inspect", "--out", "logs"],
+        {"command": "export", "mode": "inspect", "run": Path("R"), "out": Path("logs")},
+    ),
+    (
+        ["score", "--family", "noise", "--generations=a.csv"],
+        {"command": "score", "generations": Path("a.csv"), "family": "noise"},
+    ),
+    (
+        ["plan", "R", "--budget", "0.5", "--top", "3"],
+        {"command": "design", "run": Path("R"), "top": 3},
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "meaning"), OLD_AND_MEANING, ids=lambda v: str(v)[:30])
+def test_an_old_spelling_parses_to_its_meaning_and_says_the_new_one(
+    old: list[str],
+    meaning: dict[str, object],
+    parser: argparse.ArgumentParser,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parsed = vars(parser.parse_args(old))
+    assert {key: parsed.get(key) for key in meaning} == meaning
+    (line,) = capsys.readouterr().err.splitlines()  # one line, on stderr
+    assert line.startswith("sago: `sago ") and " is now `sago " in line
 
 
 def test_today_s_spellings_are_left_alone() -> None:

@@ -1,5 +1,6 @@
 """Every command line the README and the docs show (a code-block line starting ``sago ``)
-parses with today's parser, so a renamed command or option cannot leave a page behind.
+is spelled as today's (no old spelling the parser would rewrite) and parses with today's
+parser, so a renamed command or option cannot leave a page behind.
 
 A line the program prints (``sago: error: ...``, ``sago tracking: ...``: its first word
 after ``sago`` ends in a colon) and blocks marked as output (``text``) are not commands.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from sago_cli.legacy import modern
 from sago_cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +77,12 @@ def test_the_docs_show_command_lines() -> None:
 @pytest.fixture(scope="module")
 def parser() -> argparse.ArgumentParser:
     return build_parser()
+
+
+@pytest.mark.parametrize("argv", CASES)
+def test_a_documented_command_line_is_spelled_as_today(argv: list[str]) -> None:
+    """The parser reads old spellings too (rewritten first): a page must not teach them."""
+    assert modern(argv) == argv, f"an old spelling; today's is: sago {shlex.join(modern(argv))}"
 
 
 @pytest.mark.parametrize("argv", CASES)

@@ -58,7 +58,7 @@ def test_compare_refuses_runs_scored_by_different_encoders_unless_asked(
     a = _with_encoder(compare_run(tmp_path / "run-a", "hf:m", flip=False), MINILM)
     b = _with_encoder(compare_run(tmp_path / "run-b", "hf:n", flip=True), ROBERTA)
     out = tmp_path / "cmp.html"
-    assert main(["compare", str(a), str(b), "--out", str(out)]) == 2
+    assert main(["compare", "page", str(a), str(b), "--out", str(out)]) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and not out.exists()
     assert "run-a: all-MiniLM-L6-v2 (embedded), layer 6" in error

@@ -157,7 +157,7 @@ def test_the_paper_preset_offline_refuses_its_encoder_in_one_line_before_any_wor
     args = [sys.executable, "-m", "sago_cli", command, "--preset", "paper"]
     args += ["--runs-dir", str(tmp_path / "runs")]
     if command == "score":
-        args += ["--generations", str(GENERATIONS)]
+        args.append(str(GENERATIONS))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         args, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False

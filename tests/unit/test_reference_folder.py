@@ -115,7 +115,7 @@ def test_a_folder_without_results_is_refused_in_one_line(
     from sago_cli.main import main
 
     (tmp_path / "empty").mkdir()
-    code = main(["score", "--generations", str(tmp_path / "empty"), "--runs-dir", str(tmp_path)])
+    code = main(["score", str(tmp_path / "empty"), "--runs-dir", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "holds no full_results_all_models.csv beneath it" in err

@@ -285,9 +285,8 @@ def test_cli_refuses_in_one_line(
     run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "train"
-    code = main(
-        ["export", str(run_dir), "--out", str(out), "--training", "sft", "--min-delta", "bleu"]
-    )
+    argv = ["export", "training", str(run_dir), "--out", str(out), "--kind", "sft"]
+    code = main([*argv, "--min-delta", "bleu"])
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert "--min-delta 'bleu': write AXIS=VALUE" in err and "\n" not in err
