@@ -18,8 +18,10 @@ from sago_core.vocabulary import POOLED
 SECTION_KEY = "budget"
 CAVEAT = (
     "Per-prompt scores and SGS are design-based estimates of what the full grid would give "
-    "(stratified, inclusion probabilities in budget_cells.parquet); the tails, the peer "
-    "indices and the instance explorer are over the cells asked."
+    "(stratified, inclusion probabilities in budget_cells.parquet); the significance marks "
+    "are the budget's stopping rule's verdicts (its p-value over the looks, each test at "
+    "its own level, not Holm over the rows); the tails, the peer indices and the instance "
+    "explorer are over the cells asked."
 )
 
 
