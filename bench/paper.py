@@ -83,7 +83,7 @@ class Grid:
             "bertscore": SCORER,
         }
         if self.judge:
-            values["judge"] = {"model": self.judge}
+            values["register_judge"] = {"model": self.judge}
         if not self.structural:
             values["variants"] = {"structural": None}
         for key, value in self.extra:

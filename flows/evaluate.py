@@ -197,7 +197,7 @@ def score_model(
         generations_path=generations,
         out_dir=out,
         judge=judge,
-        judge_batch_size=config.judge.batch_size,
+        judge_batch_size=config.register_judge.batch_size,
         cache_dir=str(layout.cache.root),
         ledger_file=str(layout.ledger),
     )

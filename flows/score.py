@@ -50,7 +50,7 @@ def resolve_score_inputs_task(config: RunConfig, source: ExternalSource) -> dict
     """The scoring model's target (if any) and the file's digest, before anything runs."""
     target = model_target(config, source.model) if source.model else None
     models = {target.spec: target} if target else {}
-    judge_spec = config.judge.model
+    judge_spec = config.register_judge.model
     known = models.get(judge_spec) if judge_spec else None
     judge = (
         model_target(config, judge_spec, known.source if known else None) if judge_spec else None

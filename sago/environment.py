@@ -41,7 +41,7 @@ def run_model_specs(config: RunConfig) -> list[str]:
     tools = [
         structural.rewriter if structural else None,
         translation.translator if translation else None,
-        config.judge.model,
+        config.register_judge.model,
         config.refusal.judge,
     ]
     return [*config.models, *(t for t in tools if t)]

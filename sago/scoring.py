@@ -124,7 +124,8 @@ def score(
         config=config,
         **overrides,
     )
-    require_models(found.bertscore.model, [source.model, found.judge.model])  # before any work
+    # before any work
+    require_models(found.bertscore.model, [source.model, found.register_judge.model])
     if source.path.is_dir():
         source = pool_reference_folder(found, source, say)
     table = read_external(source)  # every problem of the file, before Prefect starts

@@ -404,22 +404,22 @@ def _price(plan: RunPlan, prices: dict[str, tuple[float, float] | None]) -> None
 
 
 def _budget(plan: RunPlan, config: RunConfig) -> None:
-    budget = config.api.budget
+    budget = config.api.spending
     requests = sum(t.requests for t in plan.api)
     tokens = sum(t.input_tokens_estimate + t.output_token_ceiling for t in plan.api)
     if budget.max_requests is not None and requests > budget.max_requests:
         plan.budget_hits.append(
-            f"api.budget.max_requests {budget.max_requests}: the run would stop after "
+            f"api.spending.max_requests {budget.max_requests}: the run would stop after "
             f"{budget.max_requests} of up to {requests} requests"
         )
     if budget.max_tokens is not None and tokens > budget.max_tokens:
         plan.budget_hits.append(
-            f"api.budget.max_tokens {budget.max_tokens}: up to {tokens} tokens (estimate)"
+            f"api.spending.max_tokens {budget.max_tokens}: up to {tokens} tokens (estimate)"
         )
     cost = plan.cost_usd
     if budget.max_cost_usd is not None and cost is not None and cost > budget.max_cost_usd:
         plan.budget_hits.append(
-            f"api.budget.max_cost_usd {budget.max_cost_usd}: up to ${cost:.2f} (ceiling)"
+            f"api.spending.max_cost_usd {budget.max_cost_usd}: up to ${cost:.2f} (ceiling)"
         )
 
 

@@ -101,9 +101,9 @@ class ApiBackend:
         self._api_key = api_key  # never logged, never part of a key or an artifact
         self.calls = 0  # real requests sent by this process (tests and the manifest)
         self._litellm = import_litellm()
-        if settings.budget.max_cost_usd is not None and self._price_unknown():
+        if settings.spending.max_cost_usd is not None and self._price_unknown():
             raise ConfigError(
-                f"api.budget.max_cost_usd is set but no price is known for {model!r}; "
+                f"api.spending.max_cost_usd is set but no price is known for {model!r}; "
                 "set api.prices (USD per million input and output tokens)"
             )
 
@@ -393,5 +393,5 @@ def open_target(
 
     if target.api is None or places.cache is None or places.ledger is None:
         raise ConfigError(f"model {target.spec!r} needs the api settings, cache and ledger")
-    ledger = get_ledger(places.ledger, target.api.budget)
+    ledger = get_ledger(places.ledger, target.api.spending)
     return ApiBackend(target.model_id, target.api, places.cache.api, ledger, api_key)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sago_core.artifacts.store import append_line
-from sago_core.config import ApiBudget
+from sago_core.config import ApiSpending
 from sago_core.errors import SagoError
 from sago_core.storage.attached import refresh
 
@@ -30,7 +30,7 @@ class Spent:
 
 
 class ApiLedger:
-    def __init__(self, path: Path, budget: ApiBudget) -> None:
+    def __init__(self, path: Path, budget: ApiSpending) -> None:
         self.path = path
         self.budget = budget
         self.spent = Spent()
@@ -73,7 +73,7 @@ class ApiLedger:
             why = self.exhausted()
             if why:
                 raise BudgetExhausted(
-                    f"API {why}; finished answers are cached, raise api.budget and rerun to "
+                    f"API {why}; finished answers are cached, raise api.spending and rerun to "
                     "continue where this run stopped"
                 )
             self.spent.requests += 1

@@ -15,7 +15,7 @@ from pathlib import Path
 from sago_core.artifacts.layout import CacheLayout
 from sago_core.backends.protocol import Backend
 from sago_core.backends.target import ModelTarget
-from sago_core.config import ApiBudget
+from sago_core.config import ApiSpending
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class BackendPlaces:
 
 
 @lru_cache(maxsize=8)
-def get_ledger(path: Path, budget: ApiBudget):  # type: ignore[no-untyped-def]
+def get_ledger(path: Path, budget: ApiSpending):  # type: ignore[no-untyped-def]
     """One ledger per run file in this process, shared by every API model and the judge."""
     from sago_core.backends.api_ledger import ApiLedger
 

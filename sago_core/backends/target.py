@@ -153,7 +153,7 @@ def run_targets(config: RunConfig) -> RunTargets:
         models=models,
         rewriter=tool(structural.rewriter if structural else None),
         translator=tool(translation.translator if translation else None),
-        judge=tool(config.judge.model),
+        judge=tool(config.register_judge.model),
         refusal_judge=tool(config.refusal.judge),
     )
 

@@ -10,9 +10,9 @@ public face, so callers import them from ``sago_core.config`` whichever module o
 from sago_core.config.base import StrictModel, check_model_spec
 from sago_core.config.budget import BudgetSettings
 from sago_core.config.engines import (
-    ApiBudget,
     ApiPrices,
     ApiSettings,
+    ApiSpending,
     OrchestrationSettings,
     VllmSettings,
 )
@@ -33,8 +33,8 @@ from sago_core.config.run import (
 from sago_core.config.scoring import (
     AnalysisSettings,
     BertScoreSettings,
-    JudgeSettings,
     PatchingSettings,
+    RegisterJudgeSettings,
     StatisticsSettings,
 )
 from sago_core.config.tracking import TrackingSettings
@@ -65,14 +65,13 @@ __all__ = [
     "SAMPLING_KEYS",
     "TRANSLATION_LANGUAGES",
     "AnalysisSettings",
-    "ApiBudget",
     "ApiPrices",
     "ApiSettings",
+    "ApiSpending",
     "BertScoreSettings",
     "BudgetSettings",
     "FamilyGrid",
     "GenerationSettings",
-    "JudgeSettings",
     "LanguageGrid",
     "NoiseGrid",
     "OrchestrationSettings",
@@ -82,6 +81,7 @@ __all__ = [
     "Preset",
     "RefusalSettings",
     "RegisterGrid",
+    "RegisterJudgeSettings",
     "RunConfig",
     "ScriptGrid",
     "StatisticsSettings",

@@ -3,6 +3,8 @@ unknown key is an error, a parsed section never changes) and the check of a mode
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from sago_core.registry import plugins
@@ -29,3 +31,16 @@ def check_model_spec(spec: str) -> str:
             + ")"
         )
     return spec
+
+
+def renamed_key(data: Any, old: str, new: str, where: str = "") -> Any:
+    """``data`` with a key given under its old name ``old`` moved to ``new``: a saved run's
+    configuration and an older file keep validating, with the same meaning. Both names at
+    once is an error naming the new one, so no value is silently dropped."""
+    if not isinstance(data, dict) or old not in data:
+        return data
+    if new in data:
+        raise ValueError(f"{where}{old} is the old name of {where}{new}; give only {where}{new}")
+    moved = {key: value for key, value in data.items() if key != old}
+    moved[new] = data[old]
+    return moved

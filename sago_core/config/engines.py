@@ -4,17 +4,17 @@ models, their keys, retries, prices and spending cap), ``vllm`` and ``orchestrat
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from sago_core.config.base import StrictModel
+from sago_core.config.base import StrictModel, renamed_key
 
 
-class ApiBudget(StrictModel):
-    """Per-run ceilings on API spending (all API models and the judge together). Null: no
-    ceiling. In-flight requests may finish past a token or cost ceiling by at most
-    ``concurrency`` calls; the request ceiling is never passed."""
+class ApiSpending(StrictModel):
+    """Per-run ceilings on API spending (all API models and the judges together), the
+    ``api.spending`` section. Null: no ceiling. In-flight requests may finish past a token
+    or cost ceiling by at most ``concurrency`` calls; the request ceiling is never passed."""
 
     max_requests: int | None = Field(default=None, ge=0)
     max_tokens: int | None = Field(default=None, ge=0)
@@ -45,8 +45,15 @@ class ApiSettings(StrictModel):
     max_backoff_s: float = Field(default=30.0, ge=0)
     max_retry_after_s: float = Field(default=120.0, ge=0)
     allow_length_cutoff: bool = False
-    budget: ApiBudget = ApiBudget()
+    # The spending cap; called ``budget`` before ``budget:`` came to mean a sample of the
+    # grid, and still read under that name (``_spending_was_budget``).
+    spending: ApiSpending = ApiSpending()
     prices: ApiPrices | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spending_was_budget(cls, data: Any) -> Any:
+        return renamed_key(data, "budget", "spending", "api.")
 
 
 class VllmSettings(StrictModel):

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from sago_core.config.base import StrictModel, check_model_spec
+from sago_core.config.base import StrictModel, check_model_spec, renamed_key
 from sago_core.config.budget import BudgetSettings
 from sago_core.config.engines import ApiSettings, OrchestrationSettings, VllmSettings
 from sago_core.config.errors import describe_errors
@@ -31,8 +31,8 @@ from sago_core.config.refusal import RefusalSettings
 from sago_core.config.scoring import (
     AnalysisSettings,
     BertScoreSettings,
-    JudgeSettings,
     PatchingSettings,
+    RegisterJudgeSettings,
     StatisticsSettings,
 )
 from sago_core.config.tracking import TrackingSettings
@@ -77,6 +77,29 @@ def parallel_entry(entry: str) -> tuple[str, Path] | None:
     return layout, Path(path.strip())
 
 
+def current_names(values: Any) -> Any:
+    """A configuration mapping with every key renamed since runs were first written under its
+    current name (``judge`` -> ``register_judge``, ``api.budget`` -> ``api.spending``): the
+    old names mean exactly the new ones."""
+    values = renamed_key(values, "judge", "register_judge")
+    if isinstance(values, dict) and isinstance(values.get("api"), dict):
+        values = {**values, "api": renamed_key(values["api"], "budget", "spending", "api.")}
+    return values
+
+
+def first_names(payload: dict[str, Any]) -> dict[str, Any]:
+    """A serialised configuration under the key names its run id was first hashed with, so a
+    configuration written before a rename keeps its run id, its folder and its caches."""
+    payload = dict(payload)
+    if "register_judge" in payload:
+        payload["judge"] = payload.pop("register_judge")
+    if isinstance(payload.get("api"), dict) and "spending" in payload["api"]:
+        api = dict(payload["api"])
+        api["budget"] = api.pop("spending")
+        payload["api"] = api
+    return payload
+
+
 class RunConfig(StrictModel):
     """A run. The field defaults are the paper's setup (the ``paper`` preset); the command
     line starts from ``DEFAULT_PRESET`` instead."""
@@ -115,7 +138,7 @@ class RunConfig(StrictModel):
     MODEL_FIELDS: ClassVar[tuple[str, ...]] = (
         "models",
         "trust_remote_code",
-        "judge.model",
+        "register_judge.model",
         "refusal.judge",
         "variants.structural.rewriter",
         "variants.translation.translator",
@@ -132,7 +155,9 @@ class RunConfig(StrictModel):
     statistics: StatisticsSettings = StatisticsSettings()
     api: ApiSettings = ApiSettings()
     vllm: VllmSettings = VllmSettings()
-    judge: JudgeSettings = JudgeSettings()
+    # The register judge of the mirroring axis; called ``judge`` before the refusal verdicts
+    # had a judge of their own (``refusal.judge``), and still read under that name.
+    register_judge: RegisterJudgeSettings = RegisterJudgeSettings()
     orchestration: OrchestrationSettings = OrchestrationSettings()
     variants: VariantGrid = VariantGrid()
     # Languages each question of a parallel dataset (``mkqa:PATH``, ``parallel:PATH``) is
@@ -206,6 +231,11 @@ class RunConfig(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        return current_names(data)
+
+    @model_validator(mode="before")
+    @classmethod
     def _runs_on_a_store(cls, data: Any) -> Any:
         """A URL ``runs_dir`` is a store; the local folder is then this machine's scratch
         (recomputed on every machine, so a saved config resumes anywhere)."""
@@ -254,6 +284,7 @@ class RunConfig(StrictModel):
         every earlier stage is a cache hit."""
         where = dict.fromkeys((*self.PLACE_FIELDS, "run_id", "posix_matrix", "refusal"), True)
         payload = self.model_dump(mode="json", exclude={**where, "analysis": {"patching": True}})
+        payload = first_names(payload)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def resolved_run_id(self) -> str:
@@ -338,6 +369,10 @@ def build_config(
     if chosen not in PRESETS:
         raise ConfigError(f"unknown preset {chosen!r}; choose one of {sorted(PRESETS)}")
     base = PRESETS[chosen].model_dump(by_alias=True)
+    try:  # renamed keys first, so an old name in the file meets its new name in the preset
+        file_values, overrides = current_names(file_values), current_names(overrides)
+    except ValueError as exc:
+        raise ConfigError(f"invalid configuration ({source}): {exc}") from exc
     merged = _deep_merge(_deep_merge(base, file_values), overrides)
     merged["preset"] = chosen
     try:

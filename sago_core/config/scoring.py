@@ -1,6 +1,6 @@
 """The run configuration's sections of what measures the answers: ``analysis`` (the
-teacher-forced pass and activation patching), ``bertscore``, ``judge`` (the mirroring
-axis' register judge) and ``statistics``."""
+teacher-forced pass and activation patching), ``bertscore``, ``register_judge`` (the
+mirroring axis' judge) and ``statistics``."""
 
 from __future__ import annotations
 
@@ -95,8 +95,10 @@ class AnalysisSettings(StrictModel):
         return self.model_copy(update={"patching": None})
 
 
-class JudgeSettings(StrictModel):
-    """Register mirroring by an LLM judge (YES/NO at T=0); null model = offline detector."""
+class RegisterJudgeSettings(StrictModel):
+    """The register judge of the mirroring axis (``register_judge``): does the answer mirror
+    the variant's register, asked of an LLM (YES/NO at T=0); null model = the offline
+    detector. (The refusal verdicts' judge is ``refusal.judge``.)"""
 
     model: str | None = None  # e.g. litellm:openai/gpt-4o-mini (the paper's judge)
     batch_size: int = Field(default=16, ge=1)  # per generate call of a local judge

@@ -31,6 +31,7 @@ from sago_core.artifacts.rows import from_rows
 from sago_core.artifacts.schemas import PAIRED
 from sago_core.backends.served_identity import IdentityCheck, check_runs
 from sago_core.config import GenerationSettings
+from sago_core.config.run import current_names
 from sago_core.errors import ConfigError, InputError
 from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
@@ -50,7 +51,7 @@ COMPARABILITY: dict[str, tuple[str, ...]] = {
         "bertscore.model",
         "bertscore.num_layers",
         "bertscore.semantic_threshold",
-        "judge.model",
+        "register_judge.model",
         "refusal.judge",  # where the refusal verdicts come from (null: the rules)
         "refusal.rubric",
     ),
@@ -106,6 +107,8 @@ def config_differences(
 ) -> list[SettingDifference]:
     """Every comparability setting whose value differs, leaf by leaf."""
     found = []
+    # Saved configurations name renamed keys as they were written then.
+    config_a, config_b = current_names(config_a), current_names(config_b)
     for kind, settings in COMPARABILITY.items():
         for setting in settings:
             a = _leaves(_lookup(config_a, setting), setting)

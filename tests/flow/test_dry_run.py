@@ -64,7 +64,7 @@ def test_the_plan_is_what_the_run_sends(
         printed = capsys.readouterr().out
         assert server.total_calls() == 0 and loaded_engines() == engines
         assert not (tmp_path / "runs").exists()  # nothing written either
-        assert "cost ceiling" in printed and "api.budget.max_requests 10" in printed
+        assert "cost ceiling" in printed and "api.spending.max_requests 10" in printed
 
         config = build_config("demo", values)
         layout = RunLayout.of(config.runs_dir, config.resolved_run_id())

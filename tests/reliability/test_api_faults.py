@@ -216,7 +216,7 @@ def _blackhole() -> tuple[socket.socket, list[socket.socket]]:
 def test_connect_timeouts_are_typed_and_a_later_run_fills_them(tmp_path: Path) -> None:
     from sago_core.backends.api import ApiBackend
     from sago_core.backends.api_ledger import ApiLedger
-    from sago_core.config import ApiBudget
+    from sago_core.config import ApiSpending
 
     listener, fillers = _blackhole()
     port = listener.getsockname()[1]
@@ -230,7 +230,7 @@ def test_connect_timeouts_are_typed_and_a_later_run_fills_them(tmp_path: Path) -
     prompts = [f"Connect test question {i}?" for i in range(20)]
 
     def backend() -> ApiBackend:
-        ledger = ApiLedger(tmp_path / "ledger.jsonl", ApiBudget())
+        ledger = ApiLedger(tmp_path / "ledger.jsonl", ApiSpending())
         return ApiBackend("openai/fault-1", settings, tmp_path / "cache", ledger, "sk-test")
 
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from sago_core.backends.api import ApiBackend
 from sago_core.backends.api_ledger import ApiLedger, BudgetExhausted
-from sago_core.config import ApiBudget, ApiSettings
+from sago_core.config import ApiSettings, ApiSpending
 from tests.openai_server import Rule, ScriptedServer, answer_for
 
 MODEL = "openai/mock-1"
@@ -18,7 +18,7 @@ PROMPTS = [f"Question number {i}: what is {i} plus {i}?" for i in range(6)]
 
 
 def _backend(server: ScriptedServer, tmp: Path, **overrides: object) -> ApiBackend:
-    budget = overrides.pop("budget", ApiBudget())
+    budget = overrides.pop("budget", ApiSpending())
     settings = ApiSettings.model_validate(
         {
             "base_url": server.base_url,
@@ -120,18 +120,18 @@ def test_timeouts_and_dropped_connections_are_typed(tmp_path: Path) -> None:
 
 def test_budget_stops_cleanly_keeps_finished_work_and_never_counts_twice(tmp_path: Path) -> None:
     with ScriptedServer() as server:
-        tight = _backend(server, tmp_path, budget=ApiBudget(max_requests=4), concurrency=1)
+        tight = _backend(server, tmp_path, budget=ApiSpending(max_requests=4), concurrency=1)
         with pytest.raises(BudgetExhausted, match="request budget reached"):
             tight.generate(PROMPTS, 20, 4)
         assert server.total_calls() == 4
         assert len(list((tmp_path / "cache").rglob("*.json"))) == 4  # finished work kept
-        ledger = ApiLedger(tmp_path / "ledger.jsonl", ApiBudget())
+        ledger = ApiLedger(tmp_path / "ledger.jsonl", ApiSpending())
         assert ledger.spent.requests == 4 and ledger.spent.tokens > 0
-        roomy = _backend(server, tmp_path, budget=ApiBudget(max_requests=6))
+        roomy = _backend(server, tmp_path, budget=ApiSpending(max_requests=6))
         results = roomy.generate(PROMPTS, 20, 4)
         assert all(r.failure_reason is None for r in results)
         assert server.total_calls() == 6  # only the two unfinished prompts were sent
-        assert ApiLedger(tmp_path / "ledger.jsonl", ApiBudget()).spent.requests == 6
+        assert ApiLedger(tmp_path / "ledger.jsonl", ApiSpending()).spent.requests == 6
 
 
 def test_cost_is_recorded_per_call_from_configured_prices(tmp_path: Path) -> None:
@@ -140,7 +140,7 @@ def test_cost_is_recorded_per_call_from_configured_prices(tmp_path: Path) -> Non
             server,
             tmp_path,
             prices={"input_per_million": 1000.0, "output_per_million": 2000.0},
-            budget=ApiBudget(max_cost_usd=1.0),
+            budget=ApiSpending(max_cost_usd=1.0),
         )
         backend.generate(PROMPTS[:2], 20, 2)
     lines = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines()]

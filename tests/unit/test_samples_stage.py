@@ -252,13 +252,13 @@ def test_an_api_sample_is_asked_even_where_the_provider_takes_no_seed(tmp_path: 
     are still requests of their own, not cache hits of sample 0 asked in an earlier call."""
     from sago_core.backends.api import ApiBackend
     from sago_core.backends.api_ledger import ApiLedger
-    from sago_core.config import ApiBudget, ApiSettings
+    from sago_core.config import ApiSettings, ApiSpending
     from tests.openai_server import ScriptedServer
 
     hot = GenerationSettings(max_new_tokens=20, temperature=0.7, samples=3, seed=1)
     with ScriptedServer() as server:
         settings = ApiSettings.model_validate({"base_url": server.base_url, "max_retries": 0})
-        ledger = ApiLedger(tmp_path / "ledger.jsonl", ApiBudget())
+        ledger = ApiLedger(tmp_path / "ledger.jsonl", ApiSpending())
         backend = ApiBackend(
             "deepinfra/mock-1", settings, tmp_path / "cache", ledger, api_key="sk-local-test"
         )

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from sago_core.backends.protocol import Sampling
-from sago_core.config import ApiBudget, ApiSettings, GenerationSettings
+from sago_core.config import ApiSettings, ApiSpending, GenerationSettings
 from sago_core.errors import ConfigError
 from sago_core.sample_seeds import sample_seed
 from tests.fakes import PROMPTS, kept_variants
@@ -154,7 +154,7 @@ def _api(tmp: Path, model: str, base_url: str | None = None) -> Any:
     from sago_core.backends.api_ledger import ApiLedger
 
     settings = ApiSettings.model_validate({"base_url": base_url, "max_retries": 0})
-    ledger = ApiLedger(tmp / "ledger.jsonl", ApiBudget())
+    ledger = ApiLedger(tmp / "ledger.jsonl", ApiSpending())
     return ApiBackend(model, settings, tmp / "cache", ledger, api_key="sk-local-test")
 
 

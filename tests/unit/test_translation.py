@@ -264,7 +264,7 @@ def test_every_translatable_language_is_one_py3langid_identifies() -> None:
 def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path: Path) -> None:
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.target import behaviour_key, run_targets
-    from sago_core.config import ApiBudget, ApiSettings, VariantGrid
+    from sago_core.config import ApiSettings, ApiSpending, VariantGrid
     from sago_core.run_plan import plan_run, plan_summary, render_plan, translator_target
 
     spec = "litellm:openai/gpt-4o-mini"
@@ -275,7 +275,7 @@ def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path
         models=("mock:m",),
         runs_dir=tmp_path,
         variants=grid,
-        api=ApiSettings(budget=ApiBudget(max_requests=3)),
+        api=ApiSettings(spending=ApiSpending(max_requests=3)),
     )
     layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
     targets = run_targets(config)
@@ -308,7 +308,7 @@ def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path
     ) in text
     assert f"  {spec} (translator): up to 8 requests" in text
     assert (
-        "Budget: api.budget.max_requests 3: the run would stop after 3 of up to 8 requests"
+        "Budget: api.spending.max_requests 3: the run would stop after 3 of up to 8 requests"
     ) in text
 
     target = translator_target(config, targets)
