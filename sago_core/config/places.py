@@ -12,12 +12,15 @@ dataset file, a data folder, an encoder folder) and local model folders (``MODEL
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sago_core.config.run import RunConfig, parallel_entry
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]]+")
 
 
 def _values(config: Mapping[str, Any], dotted: str) -> Iterator[str]:
@@ -88,6 +91,12 @@ def public_url(text: str) -> str:
         return "<an unreadable URL>"
     netloc = f"{host}:{port}" if port is not None else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def public_text(text: str) -> str:
+    """``text`` (an error message, a warning) with each URL in it as ``public_url`` gives
+    it."""
+    return _URL.sub(lambda match: public_url(match.group(0)), text)
 
 
 def _public(value: Any, names: dict[str, str]) -> Any:

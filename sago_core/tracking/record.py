@@ -34,6 +34,7 @@ from sago_core.artifacts.layout import (
     RunLayout,
 )
 from sago_core.artifacts.store import read_parquet
+from sago_core.config.places import public_config, public_model, public_url
 from sago_core.errors import InputError
 
 # summary.parquet's columns logged per (dataset, axis), by the metric name's first part.
@@ -65,15 +66,15 @@ RUN_FILES = (
     SCORES_FILE,
     MANIFEST_FILE,
 )
-# Config sections that say where the run is written or reported, not what it computed.
-UNLOGGED_CONFIG = ("runs_dir", "runs_store", "prefect_home", "tracking")
 # Trackers accept names of letters, digits and ``_-. /`` (MLflow's rule; W&B's is wider).
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]+")
 
 
 @dataclass(frozen=True)
 class ModelRecord:
-    """What one tracker run holds: a model of a run (or a paired comparison)."""
+    """What one tracker run holds: a model of a run (or a paired comparison). ``model``
+    is the spec as the run names it (its family and W&B id are read from it); the params
+    and tags name it as a page away from this machine would (``public_model``)."""
 
     model: str
     params: dict[str, str]
@@ -96,12 +97,15 @@ def metric_name(*parts: str) -> str:
 
 def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
     """A nested config as ``a.b.c = value`` pairs (lists as JSON), the way trackers show
-    parameters."""
+    parameters; a URL without its user, password and query (a tracker is no place
+    for credentials)."""
     if isinstance(value, dict):
         for key, item in sorted(value.items()):
             yield from flatten(item, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(value, str):
-        yield prefix, value
+        yield prefix, public_url(value)
+    elif isinstance(value, list | tuple):
+        yield prefix, json.dumps([public_url(v) if isinstance(v, str) else v for v in value])
     else:
         yield prefix, json.dumps(value)
 
@@ -117,10 +121,11 @@ def _manifest(layout: RunLayout) -> dict[str, Any]:
 
 
 def run_params(manifest: dict[str, Any], run_id: str) -> dict[str, str]:
-    """The resolved config flattened (where it was written left out), plus the run id, the
-    sago version and the config hash; models, datasets, the variant grid, the budget and the
-    seed are the config's own keys."""
-    config = {k: v for k, v in (manifest.get("config") or {}).items() if k not in UNLOGGED_CONFIG}
+    """The resolved config flattened as it may be shown away from this machine (where it
+    was written left out, its paths and local models by their last part: ``public_config``),
+    plus the run id, the sago version and the config hash; models, datasets, the variant
+    grid, the budget and the seed are the config's own keys."""
+    config = public_config(manifest.get("config") or {})
     params = {metric_name(k): v for k, v in flatten(config, "config")}
     params["run_id"] = run_id
     params["sago_version"] = str((manifest.get("packages") or {}).get("sago", "unknown"))
@@ -216,8 +221,9 @@ def read_run(run_dir: Path) -> RunRecord:
             **budget,
             **refusal_metrics(layout, model),
         }
-        tags = {"sago.run_id": run_id, "sago.model": model, **budget_tags}
-        records.append(ModelRecord(model, {**params, "model": model}, metrics, tags, files))
+        shown = public_model(model)  # a local model by its folder's name
+        tags = {"sago.run_id": run_id, "sago.model": shown, **budget_tags}
+        records.append(ModelRecord(model, {**params, "model": shown}, metrics, tags, files))
     return RunRecord(run_id, layout.run_dir, tuple(records))
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sago_core.artifacts.layout import CARD_MD_FILE, SUMMARY_FILE, RunLayout
+from sago_core.config.places import public_text
 from sago_core.config.tracking import TrackingSettings
-from sago_core.errors import SagoError
 from sago_core.tracking.record import RunRecord, read_run
 
 LOG = logging.getLogger("sago.tracking")
@@ -39,8 +39,8 @@ def _ensure_card(layout: RunLayout) -> None:
 
     try:
         write_card(run_dir)
-    except (SagoError, OSError, ValueError) as exc:
-        LOG.warning("sago tracking: no stability card for %s (%s)", run_dir.name, exc)
+    except Exception as exc:  # the card is a copy too: the trackers get the run without it
+        LOG.warning("sago tracking: no stability card for %s (%s)", run_dir.name, _reason(exc))
 
 
 def _trackers(settings: TrackingSettings) -> list[tuple[str, Callable[[RunRecord], list[str]]]]:
@@ -67,18 +67,25 @@ def _trackers(settings: TrackingSettings) -> list[tuple[str, Callable[[RunRecord
 
 
 def _reason(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """One line, no credentials of a URL in it (a tracker's URI may hold a password)."""
+    text = public_text(" ".join(str(exc).split())) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
 
 
 def track_run(run_dir: Path, settings: TrackingSettings) -> list[TrackingOutcome]:
     """Log the finished run in ``run_dir`` (or a paired comparison's ``paired.parquet``) to
     each tracker of ``settings``. Never raises for a tracker: each one that fails logs one
-    warning line and returns its reason. A folder that is not a finished run is an
-    ``InputError``."""
-    if run_dir.is_dir():
-        _ensure_card(RunLayout(run_dir.resolve()))
-    run = read_run(run_dir)
+    warning line and returns its reason, and a run that cannot be read (not a finished run,
+    a broken artifact) is one warning outcome (tracker ``tracking``) rather than an
+    exception: the run is finished, whatever a copy of it costs."""
+    try:
+        if run_dir.is_dir():
+            _ensure_card(RunLayout(run_dir.resolve()))
+        run = read_run(run_dir)
+    except Exception as exc:
+        message = f"sago tracking: {run_dir.name} not logged to any tracker: {_reason(exc)}"
+        LOG.warning(message)
+        return [TrackingOutcome("tracking", warning=message)]
     outcomes = []
     for name, log_to in _trackers(settings):
         try:
