@@ -22,12 +22,11 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.errors import InputError
 
-ABOVE, NOT_SHOWN = "above tolerance", "not shown above tolerance"
-
 
 def run_folder(run: Path | str) -> Path:
     """A local run folder for ``run``: the folder itself, or a store URL's run pulled into
-    this machine's scratch folder (the store stays attached for what is written after)."""
+    this machine's scratch folder (the store stays attached for what is written after).
+    Every command's run-folder argument is read through here (``sago_cli.common``)."""
     from flows.runtime.object_store import fetch_run_folder
 
     return fetch_run_folder(str(run))
@@ -75,18 +74,12 @@ class RunResult:
         """Per model, dataset and axis: ``above tolerance`` when the Holm-adjusted p-value of
         the run's reference test is below alpha (as the card says it), ``not shown above
         tolerance`` otherwise, null (with ``missing_reason``) where no test ran."""
-        from sago_core.statistics.paired import ALPHA
+        from sago_core.scoring.verdict import tolerance_verdict
 
-        p_holm = pl.col("p_holm")
-        verdict = (
-            pl.when(p_holm.is_null())
-            .then(pl.lit(None, dtype=pl.String))
-            .when(p_holm < ALPHA)
-            .then(pl.lit(ABOVE))
-            .otherwise(pl.lit(NOT_SHOWN))
-        )
         keep = ["model", "dataset", "axis", "sgs", "p_holm", "missing_reason"]
-        return self.summary.select(*keep).with_columns(verdict.alias("verdict"))
+        table = self.summary.select(*keep)
+        verdicts = [tolerance_verdict(p) for p in table["p_holm"].to_list()]
+        return table.with_columns(pl.Series("verdict", verdicts, pl.String))
 
     @property
     def summary_text(self) -> str:

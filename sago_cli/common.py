@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sago.environment import configure_environment, hub_models, preflight, run_model_specs
 from sago.result import check_finished_run
+from sago.result import run_folder as local_run_folder
 from sago_core.errors import SagoError
 
 
@@ -41,12 +42,10 @@ def suffixed(*suffixes: str) -> Callable[[str], Path]:
 
 
 def run_folder(text: str) -> Path:
-    """A run folder argument: a local folder, or a run's URL on an object store (fetched into
-    this machine's scratch folder; the command's own outputs go back to the store)."""
-    from flows.runtime.object_store import fetch_run_folder
-
+    """A run folder argument, read by the API (``sago.result.run_folder``: a local folder, or
+    a run's URL on an object store fetched here); a refusal is the argument's error."""
     try:
-        return fetch_run_folder(text)
+        return local_run_folder(text)
     except SagoError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 

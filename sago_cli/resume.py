@@ -1,5 +1,5 @@
-"""``sago resume``: continue a failed or killed run from its saved configuration
-(``sago.evaluation.saved_config``; a temperature sweep's folder continues the sweep)."""
+"""``sago resume``: continue a failed or killed run from its saved configuration, through the
+API's ``sago.resume`` (a temperature sweep's folder continues the sweep)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from sago_cli.options import add_run
-from sago_cli.run import run_command
+from sago_cli.run import show_result
+from sago_core.sweep import is_sweep
 
 
 def add_parser(commands: Any) -> None:
@@ -24,8 +25,10 @@ def command(args: argparse.Namespace) -> int:
 
 
 def resume_command(run_dir: Path) -> int:
-    """The run's own saved configuration, run again through ``sago run``'s path: every
-    finished stage and shard is a cache hit."""
+    """``sago.resume`` (every finished stage and shard a cache hit; a moved folder continues
+    where it is now), printed as ``sago run`` prints a run."""
+    from sago import resume
     from sago.evaluation import saved_config
 
-    return run_command(saved_config(run_dir))
+    sweep = is_sweep(saved_config(run_dir))  # a sweep's folder holds no summary to print
+    return show_result(resume(run_dir), sweep)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sago.evaluation import run_sweep, stop_line
+from sago.result import RunResult
 from sago_cli.common import csv_list
 from sago_cli.options import add_budget, add_models, add_run_place
 from sago_core.artifacts.layout import REPORT_FILE
@@ -27,7 +28,15 @@ from sago_core.sweep import is_sweep
 # even where no backend is used.
 BACKENDS_IN_HELP = ", ".join(spec.name for spec in BUILTIN_BACKENDS) + " or a plug-in's"
 
-__all__ = ["add_parser", "command", "config_from_args", "run_command", "run_sweep", "stop_line"]
+__all__ = [
+    "add_parser",
+    "command",
+    "config_from_args",
+    "run_command",
+    "run_sweep",
+    "show_result",
+    "stop_line",
+]
 
 
 def add_parser(commands: Any) -> None:
@@ -164,12 +173,16 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 
 def run_command(config: RunConfig) -> int:
-    """``sago.run`` on ``config``, then what it made, as ``sago run`` prints it (``sago
-    resume`` runs a saved config through here, a temperature sweep's too)."""
+    """``sago.run`` on ``config``, then what it made (``show_result``)."""
     from sago import run
 
-    result = run(config=config)
-    if is_sweep(config):
+    return show_result(run(config=config), sweep=is_sweep(config))
+
+
+def show_result(result: RunResult, sweep: bool) -> int:
+    """What a finished run made, as ``sago run`` and ``sago resume`` print it (a temperature
+    sweep's arms printed their own as they finished)."""
+    if sweep:
         return 0
     print(result.summary_text)
     print(f"Artifacts: {result.folder}")

@@ -61,6 +61,7 @@ from sago_core.report.card_budget import budget_blocks, budget_card
 from sago_core.report.flip_words import AT_K, flip_headers, sampled_run
 from sago_core.report.sections.language import language_blocks, language_card
 from sago_core.scoring.encoder import axis_label, bert_label, encoder_of, label_of
+from sago_core.scoring.verdict import tolerance_verdict
 from sago_core.statistics.axis_structure import REDUNDANT_RHO
 from sago_core.statistics.paired import ALPHA, DEFAULT_MARGIN
 from sago_core.statistics.paired_runs import compare_paired, describe_sampling, sampling_settings
@@ -134,9 +135,7 @@ def _pooled_sgs(summary: pl.DataFrame, model: str) -> list[dict[str, Any]]:
                 "reference": r.get("reference") or "eps 0.05",
                 "p_reference": r.get("p_reference", r.get("p_eps_0_05")),
                 "p_holm": p_holm,
-                "verdict": None
-                if p_holm is None
-                else ("above tolerance" if p_holm < ALPHA else "not shown above tolerance"),
+                "verdict": tolerance_verdict(p_holm),
                 "missing_reason": r.get("missing_reason"),
             }
         )
