@@ -20,7 +20,8 @@ and ``below`` are the shares of runs whose stopping rule said so (alpha 0.05 one
 way, Haybittle-Peto looks), ``per look`` the share decided at each look, and ``full``
 the same grids' own full-grid t-tests (above/below), the rate no budget can beat; ``ds above``
 and ``ds below`` the same for each dataset's own tests (held at that dataset's full-grid
-SGS, over every grid and dataset): the verdicts the summary shows are these. The sparse MR
+SGS, over every grid and dataset): the verdicts the summary shows are these; ``ds full``
+the full grid's own per-dataset t-tests on the same grids. The sparse MR
 column is the sparse-MR null. Targets: cover >= 0.93 everywhere, |bias|/SE < 0.3, false
 verdicts <= 0.05 each way; a line marks each miss.
 """
@@ -103,14 +104,34 @@ def coverage_rows(gv: GridValues, fraction: float, rounds: int, reps: int) -> li
     ]
 
 
-def null_rates(
-    gv: GridValues, fraction: float, rounds: int, reps: int
-) -> dict[str, tuple[float, float, list[float], float, float, float, float]]:
-    """Per axis: (false 'above' share, false 'below' share, decided share per look, the
-    full grid's own t-tests' false 'above' and 'below' shares, and the datasets' own tests'
-    false 'above' and 'below' shares over every (grid, dataset)). Each dataset's prompts
-    are drawn from its own, so its population mean of s is its full-grid SGS, the eps its
-    own tests are held to."""
+@dataclass(frozen=True)
+class NullRates:
+    """Shares of null grids with a false verdict: the rule's pooled tests (``above``,
+    ``below``, and the share decided at each look), the full grid's own pooled t-tests
+    (``full_*``), the rule's per-dataset tests (``ds_*``) and the full grid's own
+    per-dataset t-tests (``ds_full_*``), the last two over every (grid, dataset)."""
+
+    above: float
+    below: float
+    looks: list[float]
+    full_above: float
+    full_below: float
+    ds_above: float
+    ds_below: float
+    ds_full_above: float
+    ds_full_below: float
+
+
+def _one_sided(scores: np.ndarray, eps: float) -> tuple[bool, bool]:
+    """(the full grid's t-test says above eps, says below), at ALPHA each way."""
+    t = stats.ttest_1samp(scores[np.isfinite(scores)], eps)
+    p_above = t.pvalue / 2 if t.statistic > 0 else 1 - t.pvalue / 2
+    return bool(p_above < ALPHA), bool(1 - p_above < ALPHA)
+
+
+def null_rates(gv: GridValues, fraction: float, rounds: int, reps: int) -> dict[str, NullRates]:
+    """Per axis. Each dataset's prompts are drawn from its own, so its population mean of s
+    is its full-grid SGS, the eps its own tests are held to."""
     layout = make_schedule(gv.grid, gv.grid.cells, 1).layout
     truth = truth_of(gv, layout)
     # the pooled tests at the pooled SGS, each dataset's at its own (the run also tests
@@ -124,7 +145,7 @@ def null_rates(
     below = dict.fromkeys(gv.axes, 0)
     looks = {axis: np.zeros(rounds) for axis in gv.axes}
     full = {axis: [0, 0] for axis in gv.axes}
-    own = {axis: [0, 0] for axis in gv.axes}
+    own = {axis: [0, 0, 0, 0] for axis in gv.axes}
     datasets = len(layout.datasets)
     for seed in range(reps):
         null = resampled(gv, rng)
@@ -141,10 +162,9 @@ def null_rates(
         )
         for a, axis in enumerate(gv.axes):
             s = full_scores(schedule.layout, null.values[:, a])
-            t = stats.ttest_1samp(s[np.isfinite(s)], eps[axis][0])
-            p_above = t.pvalue / 2 if t.statistic > 0 else 1 - t.pvalue / 2
-            full[axis][0] += p_above < ALPHA
-            full[axis][1] += 1 - p_above < ALPHA
+            up, down = _one_sided(s, eps[axis][0])
+            full[axis][0] += up
+            full[axis][1] += down
             verdict = result.axes[axis].verdicts[eps[axis][0]]
             above[axis] += verdict.decision == "above"
             below[axis] += verdict.decision == "below"
@@ -155,15 +175,18 @@ def null_rates(
                 verdict = result.axes[axis].by_dataset[j][mine]
                 own[axis][0] += verdict.decision == "above"
                 own[axis][1] += verdict.decision == "below"
+                up, down = _one_sided(s[schedule.layout.prompt_dataset == j], mine)
+                own[axis][2] += up
+                own[axis][3] += down
+    cases = reps * datasets
     return {
-        a: (
+        a: NullRates(
             above[a] / reps,
             below[a] / reps,
             list(looks[a] / reps),
             full[a][0] / reps,
             full[a][1] / reps,
-            own[a][0] / (reps * datasets),
-            own[a][1] / (reps * datasets),
+            *(x / cases for x in own[a]),
         )
         for a in gv.axes
     }
@@ -236,25 +259,27 @@ def main(argv: list[str] | None = None) -> int:
             "(eps = the full pooled SGS; any verdict is false)"
         )
         head: tuple[str, ...] = ("N", "axis", "above", "below", "per look", "full above")
-        head += ("full below", "ds above", "ds below")
+        head += ("full below", "ds above", "ds below", "ds full above", "ds full below")
         print(
             fmt(head)
             if args.markdown
             else f"{'N':>4} {'axis':>5} {'above':>6} {'below':>6}  "
-            "per look  (the full grid's own tests: above below) datasets' tests: above below"
+            "per look  (the full grid's own tests: above below) datasets' tests: above below "
+            "(the full grid's: above below)"
         )
         if args.markdown:
             print("|" + "---|" * len(head))
         for n in sizes:
             rates = null_rates(grids[n], args.null_budget, args.rounds, args.null_reps)
-            for axis, (up, down, looks, full_up, full_down, ds_up, ds_down) in rates.items():
-                per_look = " ".join(f"{x:.3f}" for x in looks)
-                cells = [str(n), axis, f"{up:.3f}", f"{down:.3f}", per_look]
-                cells += [f"{full_up:.3f}", f"{full_down:.3f}", f"{ds_up:.3f}", f"{ds_down:.3f}"]
-                text = f"{n:>4} {axis:>5} {up:>6.3f} {down:>6.3f}  {per_look}"
-                text += f"  ({full_up:.3f} {full_down:.3f}) {ds_up:.3f} {ds_down:.3f}"
+            for axis, q in rates.items():
+                per_look = " ".join(f"{x:.3f}" for x in q.looks)
+                cells = [str(n), axis, f"{q.above:.3f}", f"{q.below:.3f}", per_look]
+                rest = (q.full_above, q.full_below, q.ds_above, q.ds_below)
+                cells += [f"{x:.3f}" for x in (*rest, q.ds_full_above, q.ds_full_below)]
+                text = f"{n:>4} {axis:>5} {q.above:>6.3f} {q.below:>6.3f}  {per_look}"
+                text += f"  ({cells[5]} {cells[6]}) {cells[7]} {cells[8]} ({cells[9]} {cells[10]})"
                 print(fmt(cells) if args.markdown else text)
-                if max(up, down, ds_up, ds_down) > FALSE:
+                if max(q.above, q.below, q.ds_above, q.ds_below) > FALSE:
                     misses.append(f"null N {n} {axis}")
     print(bar + ("\ntargets missed: " + ", ".join(misses) if misses else "\nevery target met"))
     print(f"({time.perf_counter() - started:.0f} s)")
