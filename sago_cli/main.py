@@ -28,6 +28,7 @@ from sago_cli import (
     server_setup,
     site,
     study,
+    track,
     train,
 )
 from sago_cli.legacy import modern
@@ -44,6 +45,7 @@ COMMANDS: dict[str, ModuleType] = {
     "compare": compare,
     "export": export,
     "site": site,
+    "track": track,
     "audit": audit,
     "train": train,
     "series": series,
@@ -54,7 +56,7 @@ COMMANDS: dict[str, ModuleType] = {
 # What a user is doing -> its commands, in the order `sago --help` lists them.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Evaluate models", ("run", "resume", "score", "design")),
-    ("Read finished runs", ("report", "card", "compare", "export", "site")),
+    ("Read finished runs", ("report", "card", "compare", "export", "site", "track")),
     ("Check the instruments", ("audit",)),
     ("Train and study", ("train", "series", "study")),
     ("Run on a Prefect server", ("server-setup",)),

@@ -163,3 +163,17 @@ def test_a_changed_parameter_gets_a_new_mlflow_run_with_the_same_tags(
         for i in (*first.logged, *changed.logged)
     }
     assert versions == {"0.1.0": "demo-abc", "0.2.0": "demo-abc"}
+
+
+def test_the_track_command_logs_a_finished_run_later(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sago track RUN --track URI``: one line per tracker; exit 1 when one did not log."""
+    from sago_cli.main import main
+
+    run_dir = _run(tmp_path, {"seed": 0})
+    down = f"http://127.0.0.1:{free_port()}"
+    assert main(["track", str(run_dir), "--track", down]) == 1
+    assert "run demo-abc not logged to mlflow" in capsys.readouterr().out
+    assert main(["track", str(run_dir), "--track", "tensorboard"]) == 2
+    assert "--track 'tensorboard'" in capsys.readouterr().err
