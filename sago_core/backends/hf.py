@@ -25,7 +25,9 @@ chosen token gets score 0 and every other -inf, so argmax takes it. transformers
 sampling draws every row from one global generator, so a row's answer would change with its
 batch companions; here it depends on its own logits and seed only.
 
-Beside this module: ``hf_loading.py`` (placement, the chat template's arguments, the weights),
+Beside this module: ``hf_loading.py`` (placement, the chat template's arguments, the weights,
+the decoder's layers and stop tokens), ``hf_decoding.py`` (the greedy config and the final-logit
+scaling), ``hf_self_check.py`` (the load-time check of the fast scoring path),
 ``hf_sampling.py`` (the per-row sampler) and ``hf_hooks.py`` (the self-check's comparison,
 rows gathered across devices, the patching hooks).
 """
@@ -37,8 +39,7 @@ import inspect
 import json
 import math
 import platform
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,13 +47,18 @@ import numpy as np
 
 from sago_core.backends.allocator import tune_heap
 from sago_core.backends.gguf_probe import probe_gguf
-from sago_core.backends.hf_hooks import Patch, patch_hook, rows_at, tensors_close
+from sago_core.backends.hf_decoding import decoding_config, effective_decoding, logit_transform
+from sago_core.backends.hf_hooks import Patch, patch_hook, rows_at
 from sago_core.backends.hf_loading import (
+    find_decoder,
     load_pretrained,
     placement_kwargs,
     resolve_chat_template_kwargs,
+    stop_ids,
 )
+from sago_core.backends.hf_prompts import Encoded, PromptEncoder
 from sago_core.backends.hf_sampling import SAMPLER, RowSampler, Steps
+from sago_core.backends.hf_self_check import self_check
 from sago_core.backends.model_source import LocalModel
 from sago_core.backends.patching import PatchedScore, PatchRequest
 from sago_core.backends.protocol import Generation, Sampling, ScoringRequest, TeacherForced
@@ -92,51 +98,6 @@ def _length_sorted_batches(
 
 # Below this many shared tokens a prefix forward saves less than it costs.
 MIN_SHARED_PREFIX = 8
-# Greedy decoding parameters reported by describe() (what generate() actually uses).
-DECODING_KEYS = (
-    "do_sample",
-    "num_beams",
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-    "repetition_penalty",
-    "no_repeat_ngram_size",
-    "length_penalty",
-    "bad_words_ids",
-    "suppress_tokens",
-    "begin_suppress_tokens",
-    "sequence_bias",
-    "forced_bos_token_id",
-    "forced_eos_token_id",
-    "min_length",
-    "min_new_tokens",
-)
-# What a clean greedy config sets explicitly, so no checkpoint value can fill a gap.
-GREEDY = {
-    "do_sample": False,
-    "num_beams": 1,
-    "temperature": 1.0,
-    "top_k": None,
-    "top_p": 1.0,
-    "min_p": None,
-    "typical_p": 1.0,
-    "repetition_penalty": 1.0,
-    "no_repeat_ngram_size": 0,
-    "encoder_no_repeat_ngram_size": 0,
-    "length_penalty": 1.0,
-    "min_length": 0,
-    "min_new_tokens": None,
-}
-PROBE_PROMPTS = ("Hi", "Which river runs through the middle of Paris, and how long is it?")
-PROBE_RESPONSE = " The Seine, about 777 km long."
-
-
-@dataclass(frozen=True)
-class _Encoded:
-    ids: list[int]
-    user_end: int  # index in ids of the last token of the user's own text
 
 
 class HFBackend:
@@ -193,13 +154,13 @@ class HFBackend:
         self.model.eval()
         self.device = device
         self.text_config = self.model.config.get_text_config(decoder=True)
-        self.decoder, self.layers = self._find_decoder()
+        self.decoder, self.layers = find_decoder(self.model, self.text_config, self.where)
         self.n_layers = len(self.layers)
         self.head = self.model.get_output_embeddings()
         if self.head is None:
             raise ModelLoadError(f"model {self.where}: no output head (get_output_embeddings)")
         self.altup_index = getattr(self.text_config, "altup_active_idx", 0)
-        self.stop_ids = self._stop_ids()
+        self.stop_ids = stop_ids(self.model, self.tokenizer, self.where)
         self.pad_id = (
             self.tokenizer.pad_token_id
             if self.tokenizer.pad_token_id is not None
@@ -207,179 +168,22 @@ class HFBackend:
         )
         self.use_model_defaults = use_model_defaults
         self.checkpoint_generation_config = copy.deepcopy(self.model.generation_config)
-        self.generation_config = self._decoding_config()
+        self.generation_config = decoding_config(
+            self.checkpoint_generation_config, use_model_defaults, self.stop_ids, self.pad_id
+        )
         # generate() fills every unset value from model.generation_config: make it the clean one
         self.model.generation_config = copy.deepcopy(self.generation_config)
         self.chat_template_kwargs = resolve_chat_template_kwargs(
             self.tokenizer.chat_template, chat_template_kwargs, self.where
         )
-        self._encoded: dict[str, _Encoded] = {}
+        self.prompts = PromptEncoder(self.tokenizer, self.chat_template_kwargs, self.where)
         # transformers 5 names the KV-cache argument ``cache``, 4.x ``past_key_values``
         forward = inspect.signature(self.decoder.forward).parameters
         self.cache_arg = "cache" if "cache" in forward else "past_key_values"
-        self.logit_transform, self.logit_note = self._configured_logit_transform()
+        self.logit_transform, self.logit_note = logit_transform(self.text_config)
         self.exact = False  # True: score through the model's own forward (slow path)
         self.use_prefix = True
-        self.self_check = self._self_check()
-
-    # ---------------------------------------------------------------- load-time checks
-
-    def _find_decoder(self) -> tuple[Any, Any]:
-        """The text decoder and its list of layers, one per text-config hidden layer."""
-        decoder: Any = None
-        try:
-            decoder = self.model.get_decoder()
-        except Exception:  # handled below
-            decoder = None
-        for candidate in (decoder, getattr(self.model, "model", None), self.model.base_model):
-            if candidate is None or candidate is self.model:
-                continue
-            if getattr(candidate, "layers", None) is None and hasattr(candidate, "decoder"):
-                candidate = candidate.decoder  # OPT-style: model.decoder.layers
-            layers = getattr(candidate, "layers", None)
-            if layers is not None and len(layers) > 0:
-                expected = getattr(self.text_config, "num_hidden_layers", None)
-                if expected is not None and len(layers) > int(expected):
-                    layers = layers[: int(expected)]
-                return candidate, layers
-        raise ModelLoadError(
-            f"model {self.where}: its decoder layers could not be found "
-            f"({type(self.model).__name__}); sago needs a decoder with a list of layers"
-        )
-
-    def _stop_ids(self) -> set[int]:
-        ids = self.model.generation_config.eos_token_id
-        found: set[int] = set()
-        if ids is not None:
-            found |= set(ids if isinstance(ids, list) else [ids])
-        if self.tokenizer.eos_token_id is not None:
-            found.add(int(self.tokenizer.eos_token_id))
-        if not found:
-            raise ModelLoadError(f"model {self.where}: no end-of-sequence token id")
-        return {int(i) for i in found}
-
-    def _decoding_config(self) -> Any:
-        from transformers import GenerationConfig
-
-        checkpoint = self.checkpoint_generation_config
-        if self.use_model_defaults:
-            config = copy.deepcopy(checkpoint)
-        else:
-            config = GenerationConfig(**GREEDY)
-            config.bos_token_id = checkpoint.bos_token_id
-            config.decoder_start_token_id = checkpoint.decoder_start_token_id
-        config.eos_token_id = sorted(self.stop_ids)
-        config.pad_token_id = self.pad_id
-        return config
-
-    def _effective_decoding(self) -> dict[str, Any]:
-        """The decoding parameters generate() ends up with (unset ones take transformers'
-        global defaults)."""
-        from transformers import GenerationConfig
-
-        defaults: dict[str, Any] = {}
-        getter = getattr(GenerationConfig, "_get_default_generation_params", None)
-        if callable(getter):
-            defaults = dict(getter())
-        values = self.generation_config.to_dict()
-        effective = {}
-        for key in DECODING_KEYS:
-            value = values.get(key)
-            effective[key] = defaults.get(key) if value is None else value
-        if not effective.get("do_sample"):  # warpers are off without sampling
-            for key in ("temperature", "top_k", "top_p", "min_p", "typical_p"):
-                effective.pop(key, None)
-        effective = {k: v for k, v in effective.items() if v is not None}
-        effective["source"] = (
-            "checkpoint generation_config" if self.use_model_defaults else "greedy (argmax)"
-        )
-        return effective
-
-    def _configured_logit_transform(self) -> tuple[Callable[[Any], Any] | None, str]:
-        """The final-logit scaling the family applies after the head, from the text config."""
-        torch = self._torch
-        config = self.text_config
-        softcap = getattr(config, "final_logit_softcapping", None)
-        scale = getattr(config, "logit_scale", None)  # Cohere: logits * logit_scale
-        divisor = getattr(config, "logits_scaling", None)  # Granite: logits / logits_scaling
-        steps: list[Callable[[Any], Any]] = []
-        notes = []
-        if isinstance(scale, (int, float)) and scale != 1:
-            steps.append(lambda x: x * scale)
-            notes.append(f"x{scale}")
-        if isinstance(divisor, (int, float)) and divisor != 1:
-            steps.append(lambda x: x / divisor)
-            notes.append(f"/{divisor}")
-        if softcap:
-            steps.append(lambda x: torch.tanh(x / softcap) * softcap)
-            notes.append(f"softcap {softcap}")
-        if not steps:
-            return None, "head"
-
-        def transform(x: Any) -> Any:
-            for step in steps:
-                x = step(x)
-            return x
-
-        return transform, "head " + " ".join(notes)
-
-    def _probe_rows(self) -> tuple[list[_Encoded], list[list[int]]]:
-        encoded = [self._encode(p) for p in PROBE_PROMPTS]
-        response = self.tokenizer(PROBE_RESPONSE, add_special_tokens=False)["input_ids"]
-        response = [*list(response)[:6], min(self.stop_ids)]
-        return encoded, [e.ids + response for e in encoded]
-
-    def _probe(
-        self, encoded: list[_Encoded], rows: list[list[int]], n_resp: int, exact: bool
-    ) -> list[Any]:
-        """Every tensor the scoring pass yields for the probe rows, in a fixed order."""
-        out: dict[int, list[Any]] = {}
-        for index, hidden, user, logits, _ in self._score_rows(
-            encoded, rows, [n_resp] * len(rows), exact
-        ):
-            out[index] = [hidden, user, logits]
-        return [t for i in sorted(out) for t in out[i]]
-
-    def _self_check(self) -> str:
-        """Compare the fast scoring path (hooks, head at response positions, shared-prefix
-        cache) with the model's own full forward on a two-row padded batch, and keep the
-        fastest setting that agrees. The model's own forward failing is a ModelLoadError."""
-        torch = self._torch
-        encoded, rows = self._probe_rows()
-        n_resp = len(rows[0]) - len(encoded[0].ids)
-        dtype = next(self.model.parameters()).dtype
-        try:
-            with torch.inference_mode():
-                exact = self._probe(encoded, rows, n_resp, exact=True)
-        except Exception as exc:  # a model that cannot run is the folder's
-            raise ModelLoadError(
-                f"model {self.where}: its forward pass failed on a test batch: "
-                f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-            ) from exc
-        transforms = [(self.logit_transform, self.logit_note)]
-        if self.logit_transform is not None:
-            transforms.append((None, "head (config scaling not applied by the model)"))
-        errors: list[str] = []
-        for use_prefix in (True, False):
-            for transform, note in transforms:
-                self.logit_transform, self.use_prefix = transform, use_prefix
-                try:
-                    with torch.inference_mode():
-                        fast = self._probe(encoded, rows, n_resp, exact=False)
-                except Exception as exc:  # the slow path still works
-                    errors.append(f"{type(exc).__name__}: {str(exc)[:120]}")
-                    continue
-                worst = 0.0
-                agree = True
-                for a, b in zip(fast, exact, strict=True):
-                    ok, error = tensors_close(a, b, dtype)
-                    agree, worst = agree and ok, max(worst, error)
-                if agree:
-                    prefix = "" if use_prefix else ", shared-prefix cache off"
-                    return f"fast ({note}{prefix}; max |diff| {worst:.2e} vs own forward)"
-                errors.append(f"{note}: max |diff| {worst:.2e}")
-        self.exact, self.logit_transform, self.use_prefix = True, None, False
-        return "slow: model's own forward (fast path disagreed: " + "; ".join(errors) + ")"
+        self.self_check = self_check(self)
 
     # ---------------------------------------------------------------- public helpers
 
@@ -395,7 +199,11 @@ class HFBackend:
             "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
             "layers": str(self.n_layers),
             "architecture": type(self.model).__name__,
-            "decoding": json.dumps(self._effective_decoding(), sort_keys=True, default=str),
+            "decoding": json.dumps(
+                effective_decoding(self.generation_config, self.use_model_defaults),
+                sort_keys=True,
+                default=str,
+            ),
             "chat_template_kwargs": json.dumps(self.chat_template_kwargs, sort_keys=True),
             "stop_token_ids": json.dumps(self.stop_token_ids()),
             "scoring_path": self.self_check,
@@ -420,21 +228,7 @@ class HFBackend:
 
     def render_prompt(self, prompt: str) -> str | None:
         """The prompt as text after the chat template (None: the model has none)."""
-        if not self.tokenizer.chat_template:
-            return None
-        try:
-            text = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}],
-                add_generation_prompt=True,
-                tokenize=False,
-                **self.chat_template_kwargs,
-            )
-        except Exception as exc:  # a broken template is the model's
-            raise ConfigError(
-                f"model {self.where}: its chat template failed to render: "
-                f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-            ) from exc
-        return str(text)
+        return self.prompts.render(prompt)
 
     def render_prompt_ids(self, prompt: str) -> list[int]:
         """Token ids of the prompt as the model sees it: chat template and assistant header
@@ -445,39 +239,8 @@ class HFBackend:
         """Index, in ``render_prompt_ids(prompt)``, of the last token of the user's text."""
         return self._encode(prompt).user_end
 
-    def _encode(self, prompt: str) -> _Encoded:
-        cached = self._encoded.get(prompt)
-        if cached is not None:
-            return cached
-        text = self.render_prompt(prompt)
-        if text is None:
-            ids = list(self.tokenizer(prompt, add_special_tokens=True)["input_ids"])
-            encoded = _Encoded(ids, len(ids) - 1)
-        else:
-            encoded = self._encode_rendered(text, prompt)
-        if len(self._encoded) > 100_000:
-            self._encoded.clear()
-        self._encoded[prompt] = encoded
-        return encoded
-
-    def _encode_rendered(self, text: str, prompt: str) -> _Encoded:
-        needle = prompt if prompt in text else prompt.strip()
-        start = text.rfind(needle) if needle else -1
-        end_char = start + len(needle) if start >= 0 else len(text)
-        try:
-            enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-            ids = list(enc["input_ids"])
-            offsets = enc["offset_mapping"]
-            user_end = max(
-                (i for i, (a, b) in enumerate(offsets) if a < end_char and b > a), default=0
-            )
-        except (NotImplementedError, ValueError, KeyError, TypeError):  # slow tokenizer
-            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-            head = self.tokenizer(text[:end_char], add_special_tokens=False)["input_ids"]
-            user_end = min(len(head), len(ids)) - 1
-        if start < 0 or not ids:
-            user_end = len(ids) - 1
-        return _Encoded(ids, max(0, min(user_end, len(ids) - 1)))
+    def _encode(self, prompt: str) -> Encoded:
+        return self.prompts.encode(prompt)
 
     # ---------------------------------------------------------------- generation
 
@@ -650,7 +413,7 @@ class HFBackend:
 
     def _score_rows(
         self,
-        encoded: list[_Encoded],
+        encoded: list[Encoded],
         rows: list[list[int]],
         n_responses: list[int],
         exact: bool,

@@ -102,3 +102,40 @@ def load_pretrained(source: LocalModel, kwargs: dict[str, Any]) -> tuple[Any, An
         message = text.splitlines()[0][:300] if text else type(exc).__name__
         raise ModelLoadError(f"model {where} could not be loaded: {message}") from exc
     return tokenizer, model
+
+
+def find_decoder(model: Any, text_config: Any, where: str) -> tuple[Any, Any]:
+    """The text decoder and its list of layers, one per text-config hidden layer."""
+    decoder: Any = None
+    try:
+        decoder = model.get_decoder()
+    except Exception:  # handled below
+        decoder = None
+    for candidate in (decoder, getattr(model, "model", None), model.base_model):
+        if candidate is None or candidate is model:
+            continue
+        if getattr(candidate, "layers", None) is None and hasattr(candidate, "decoder"):
+            candidate = candidate.decoder  # OPT-style: model.decoder.layers
+        layers = getattr(candidate, "layers", None)
+        if layers is not None and len(layers) > 0:
+            expected = getattr(text_config, "num_hidden_layers", None)
+            if expected is not None and len(layers) > int(expected):
+                layers = layers[: int(expected)]
+            return candidate, layers
+    raise ModelLoadError(
+        f"model {where}: its decoder layers could not be found "
+        f"({type(model).__name__}); sago needs a decoder with a list of layers"
+    )
+
+
+def stop_ids(model: Any, tokenizer: Any, where: str) -> set[int]:
+    """Token ids that end a response: generation_config's and the tokenizer's eos."""
+    ids = model.generation_config.eos_token_id
+    found: set[int] = set()
+    if ids is not None:
+        found |= set(ids if isinstance(ids, list) else [ids])
+    if tokenizer.eos_token_id is not None:
+        found.add(int(tokenizer.eos_token_id))
+    if not found:
+        raise ModelLoadError(f"model {where}: no end-of-sequence token id")
+    return {int(i) for i in found}
