@@ -6,13 +6,13 @@ says so."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sago_core.backends.hf_hooks import tensors_close
 from sago_core.errors import ModelLoadError
 
-if TYPE_CHECKING:
-    from sago_core.backends.hf import HFBackend
+# The backend is hf.py's HFBackend, typed Any here: hf.py imports this module.
+HFBackend = Any
 
 PROBE_PROMPTS = ("Hi", "Which river runs through the middle of Paris, and how long is it?")
 PROBE_RESPONSE = " The Seine, about 777 km long."
