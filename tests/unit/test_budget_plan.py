@@ -132,7 +132,7 @@ def test_plan_prints_the_best_design(tmp_path: Path, capsys: pytest.CaptureFixtu
     variants each but add (1 - 3/4) between / 3, far above the 2 variants' within term here.
     6 variants per prompt afford the finest strata (two strata, two cells each)."""
     run = write_run(tmp_path / "run")
-    assert main(["plan", str(run), "--budget", "0.5"]) == 0
+    assert main(["design", str(run), "--budget", "0.5"]) == 0
     out = capsys.readouterr().out
     assert "Budget: 64 generations (50% of the 96 variant cells: 48" in out
     assert "Best design: 4 prompts per dataset x 6 variants per prompt x K 1 = 64" in out
@@ -140,7 +140,7 @@ def test_plan_prints_the_best_design(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "full run: 112 generations" in out  # 8 prompts x (12 + 2)
     assert "sample-within-variant: one answer per prompt text (K = 1)" in out
     # the same budget as a number of generations
-    assert main(["plan", str(run), "--budget", "64", "--top", "2"]) == 0
+    assert main(["design", str(run), "--budget", "64", "--top", "2"]) == 0
     again = capsys.readouterr().out
     assert "Best design: 4 prompts per dataset x 6 variants per prompt x K 1 = 64" in again
 
@@ -154,7 +154,7 @@ def test_plan_reads_the_sample_component_at_k_above_1(
         VARIANCE_COMPONENTS,
     )
     table.write_parquet(run / "variance_components.parquet")
-    assert main(["plan", str(run), "--budget", "0.5", "--samples", "4", "--top", "40"]) == 0
+    assert main(["design", str(run), "--budget", "0.5", "--samples", "4", "--top", "40"]) == 0
     out = capsys.readouterr().out
     assert "K 4 at T 0.7" in out
     assert "67% of the within-prompt variance at K 4" in out
@@ -171,11 +171,11 @@ def test_plan_keeps_designs_with_few_event_free_prompts(
     1 - m/12. At 64 generations: 4 prompts x 6 (0.5), 3 x 8 (0.333), 2 x 12 (0). A limit of
     0.4 drops 4 x 6; 0.2 leaves 2 x 12 = 2 x 2 x 14 = 56 generations."""
     run = write_run(tmp_path / "run", sparse=True)
-    assert main(["plan", str(run), "--budget", "64", "--max-no-event", "0.4"]) == 0
+    assert main(["design", str(run), "--budget", "64", "--max-no-event", "0.4"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     designs = {(r[0], r[1], r[6]) for r in rows if len(r) > 6 and r[0].isdigit()}
     assert designs == {("3", "8", "33%"), ("2", "12", "0%")}
-    assert main(["plan", str(run), "--budget", "64", "--max-no-event", "0.2"]) == 0
+    assert main(["design", str(run), "--budget", "64", "--max-no-event", "0.2"]) == 0
     out = capsys.readouterr().out
     assert "Best design: 2 prompts per dataset x 12 variants per prompt x K 1 = 56" in out
 
@@ -218,7 +218,7 @@ def test_plan_refuses_bad_input_in_one_line(
     else:
         write_run(run)
     try:
-        code = main(["plan", str(run), *argv])
+        code = main(["design", str(run), *argv])
     except SystemExit as exc:  # argparse refuses the argument itself
         code = exc.code  # type: ignore[assignment]
     assert code == 2
