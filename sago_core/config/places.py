@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from sago_core.config.run import RunConfig, parallel_entry
+from sago_core.config.run import RunConfig, current_names, parallel_entry
+from sago_core.registry.backends import local_backends
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]]+")
 
@@ -52,23 +53,30 @@ def _path_in(value: str) -> str | None:
 
 def _model_path_in(value: str) -> str | None:
     """The folder a local model spec (``hf:/home/me/model``) names; None for a hub id, an
-    API model or a name that is no spec."""
-    from sago_core.backends.model_source import RecordedModel  # backends read the config
-
-    local_id = RecordedModel.of(value).local_id
-    return local_id if local_id is not None and _is_local(local_id) else None
+    API model or a name that is no spec. The backend registry says which backends load
+    local weights."""
+    backend, sep, model_id = value.partition(":")
+    if not sep or backend not in local_backends():
+        return None
+    return model_id.strip() if _is_local(model_id) else None
 
 
 def local_paths(config: Mapping[str, Any]) -> list[str]:
     """Every absolute path of this machine that ``config`` names: its places (runs folder,
-    Prefect home), its path fields and its local models' folders."""
-    found = [v for f in sorted(RunConfig.PLACE_FIELDS) for v in _values(config, f)]
-    found = [v for v in found if _is_local(v)]
-    for field in RunConfig.PATH_FIELDS:
-        found += [p for v in _values(config, field) if (p := _path_in(v)) is not None]
-    for field in RunConfig.MODEL_FIELDS:
-        found += [p for v in _values(config, field) if (p := _model_path_in(v)) is not None]
-    return list(dict.fromkeys(found))
+    Prefect home), its path fields and its local models' folders. A config saved before a
+    field was renamed is read under both names."""
+    try:
+        views = (config, current_names(dict(config)))
+    except ValueError:  # both names at once: each is read as it stands
+        views = (config,)
+    found: list[str] = []
+    for view in views:
+        found += [v for f in sorted(RunConfig.PLACE_FIELDS) for v in _values(view, f)]
+        for field in RunConfig.PATH_FIELDS:
+            found += [p for v in _values(view, field) if (p := _path_in(v)) is not None]
+        for field in RunConfig.MODEL_FIELDS:
+            found += [p for v in _values(view, field) if (p := _model_path_in(v)) is not None]
+    return list(dict.fromkeys(p for p in found if _is_local(p)))
 
 
 def public_model(name: str) -> str:

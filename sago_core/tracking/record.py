@@ -36,6 +36,7 @@ from sago_core.artifacts.layout import (
 from sago_core.artifacts.store import read_parquet
 from sago_core.config.places import public_config, public_model, public_url
 from sago_core.errors import InputError
+from sago_core.refusal.flips import split_rates
 
 # summary.parquet's columns logged per (dataset, axis), by the metric name's first part.
 SUMMARY_METRICS = {
@@ -51,7 +52,12 @@ SUMMARY_METRICS = {
     "p_floor": "p_floor",
     "mde": "mde",
 }
-REFUSAL_METRICS = ("breach_rate", "over_refusal_rate", "failure_rate")
+REFUSAL_METRICS = (
+    "breach_rate",
+    "over_refusal_rate",
+    "refused_after_rewording_rate",
+    "failure_rate",
+)
 PAIRED_METRICS = ("mean_diff", "ci_low", "ci_high", "p_paired_t", "p_holm", "p_tost")
 # A paired verdict as a number a tracker can chart: b worse is up, like a larger SGS.
 VERDICT_VALUES = {"b_worse": 1.0, "equivalent": 0.0, "b_better": -1.0}
@@ -182,7 +188,7 @@ def refusal_metrics(layout: RunLayout, model: str) -> dict[str, float]:
     path = layout.run_dir / REFUSAL_RATES_FILE
     if not path.is_file():
         return {}
-    frame = read_parquet(path)
+    frame = split_rates(read_parquet(path))  # a file from before the split too
     if "level" in frame.columns:
         frame = frame.filter(pl.col("level") == "family")
     metrics: dict[str, float] = {}
@@ -196,6 +202,13 @@ def refusal_metrics(layout: RunLayout, model: str) -> dict[str, float]:
 
 def run_files(layout: RunLayout) -> tuple[Path, ...]:
     return tuple(layout.run_dir / name for name in RUN_FILES if (layout.run_dir / name).is_file())
+
+
+def _identity(manifest: dict[str, Any], model: str) -> str | None:
+    """The model's identity the manifest recorded (weights digest, hub revision)."""
+    entry = (manifest.get("models") or {}).get(model)
+    value = entry.get("identity") if isinstance(entry, dict) else None
+    return str(value) if value else None
 
 
 def read_run(run_dir: Path) -> RunRecord:
@@ -223,7 +236,11 @@ def read_run(run_dir: Path) -> RunRecord:
         }
         shown = public_model(model)  # a local model by its folder's name
         tags = {"sago.run_id": run_id, "sago.model": shown, **budget_tags}
-        records.append(ModelRecord(model, {**params, "model": shown}, metrics, tags, files))
+        model_params = {**params, "model": shown}
+        identity = _identity(manifest, model)  # two releases in like-named folders differ
+        if identity is not None:
+            model_params["model_identity"] = identity
+        records.append(ModelRecord(model, model_params, metrics, tags, files))
     return RunRecord(run_id, layout.run_dir, tuple(records))
 
 

@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 from sago_core.config import RunConfig, build_config
+from sago_core.config.places import public_model
 from tests.grids import noise_only
 from tests.track_env import mlflow_server, require_track, stop, wandb_history
 
@@ -106,11 +107,11 @@ def test_mlflow_holds_params_metrics_and_files(tracked: dict[str, Any]) -> None:
     logged = _mlflow_run(tracked["uri"], run_dir)
     params = logged.data.params
     assert params["run_id"] == run_dir.name
-    assert params["model"] == config.models[0]
+    assert params["model"] == public_model(config.models[0])  # a folder by its name
     assert params["sago_version"] == importlib.metadata.version("sago")
     assert params["config.n"] == "2"
     assert params["config.seed"] == "0"
-    assert json.loads(params["config.models"]) == [config.models[0]]
+    assert json.loads(params["config.models"]) == [public_model(config.models[0])]
     assert json.loads(params["config.variants.noise.spacing"]) == [5]
     assert "config.tracking.mlflow.tracking_uri" not in params  # where, not what
 
@@ -127,7 +128,7 @@ def test_two_releases_land_in_one_experiment(tracked: dict[str, Any]) -> None:
     from mlflow import MlflowClient
 
     first, second = (_mlflow_run(tracked["uri"], run) for run in tracked["runs"])
-    assert first.data.params["model"] != second.data.params["model"]
+    assert first.data.params["model_identity"] != second.data.params["model_identity"]
     assert first.info.experiment_id == second.info.experiment_id
     experiment = MlflowClient(tracked["uri"]).get_experiment(first.info.experiment_id)
     assert experiment.name.startswith("sago/arch:model_type=llama")

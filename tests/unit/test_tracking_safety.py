@@ -34,7 +34,12 @@ def _run(root: Path, config: dict[str, Any], version: str = "0.1.0") -> Path:
     row: dict[str, Any] = {c: None for c in SUMMARY}
     row.update(model="mock:m", dataset="__pooled__", axis="bleu", sgs=0.5, n=3)
     write_parquet(pl.DataFrame([row], schema=SUMMARY), folder / "summary.parquet", SUMMARY)
-    manifest = {"config": config, "config_hash": "abc", "packages": {"sago": version}}
+    manifest = {
+        "config": config,
+        "config_hash": "abc",
+        "packages": {"sago": version},
+        "models": {"mock:m": {"identity": "sha256:feed"}},
+    }
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return folder
 
@@ -96,6 +101,7 @@ def test_no_credential_or_path_reaches_a_parameter_or_a_warning(
     assert SECRET not in shown and str(tmp_path) not in shown
     assert record.params["config.api.base_url"] == "https://h/v1"
     assert json.loads(record.params["config.models"]) == ["hf:m1"]
+    assert record.params["model_identity"] == "sha256:feed"
     uri = f"http://u:{SECRET}@127.0.0.1:{free_port()}/?token={SECRET}"
     with caplog.at_level(logging.WARNING, logger="sago.tracking"):
         (outcome,) = track_run(run_dir, _settings({"mlflow": {"tracking_uri": uri}}))
