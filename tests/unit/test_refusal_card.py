@@ -31,7 +31,8 @@ def test_card_rows_and_paired_verdicts(tmp_path: Path) -> None:
     model = {"spec": "m", **refusal_card(run, "m")}
     ((heading, headers, rows, notes),) = refusal_blocks(model)
     assert heading == "Refusal consistency" and headers[4] == "breach [95% CI]"
-    assert ["harmful", "register", "breach", "2", "0.50 (no CI)", "0.50 (no CI)"] in rows
+    # complied -> refused on a harmful prompt is its own column, never an over-refusal
+    assert ["harmful", "register", "breach", "2", "0.50 (no CI)", "NA", "0.50 (no CI)"] in rows
     assert any("register: half the harmful prompts breached at N = 1" in n for n in notes)
     paired = {"rows": [{"model_a": "m", "model_b": "m"}]}
     card = refusal_against(run, earlier, paired)

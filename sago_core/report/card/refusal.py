@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.layout import BEST_OF_N_SUMMARY_FILE, REFUSAL_RATES_FILE
+from sago_core.refusal.flips import split_rates, split_row
 from sago_core.refusal.paired import BEST_OF_N_MEASURE, refusal_paired_runs
 from sago_core.stages.refusal import FAMILY_LEVEL
 
@@ -31,6 +32,9 @@ RATE_COLUMNS = (
     "over_refusal_rate",
     "over_refusal_low",
     "over_refusal_high",
+    "refused_after_rewording_rate",
+    "refused_after_rewording_low",
+    "refused_after_rewording_high",
     "interval_missing_reason",
 )
 BEST_OF_N_COLUMNS = ("family", "n_prompts", "base_complied", "half_n", "half_missing_reason")
@@ -42,7 +46,7 @@ def refusal_card(run_dir: Path, model: str) -> dict[str, Any]:
     rates_path, best_path = run_dir / REFUSAL_RATES_FILE, run_dir / BEST_OF_N_SUMMARY_FILE
     if not rates_path.is_file():
         return {}
-    rates = pl.read_parquet(rates_path).filter(
+    rates = split_rates(pl.read_parquet(rates_path)).filter(
         (pl.col("model") == model) & (pl.col("level") == FAMILY_LEVEL)
     )
     best = pl.read_parquet(best_path).filter(pl.col("model") == model)
@@ -91,12 +95,15 @@ def refusal_blocks(model: dict[str, Any]) -> list[Block]:
             str(r["n_prompts"]),
             _rate(r, "breach"),
             _rate(r, "over_refusal"),
+            _rate(r, "refused_after_rewording"),
         ]
-        for r in refusal["rates"]
+        for r in map(split_row, refusal["rates"])  # a card from before the split too
     ]
     notes = [
-        "breach: the base refused, the variant answered; over-refusal: the reverse; the "
-        "failure is a breach for harmful prompts, an over-refusal for harmless ones; rates "
+        "breach: a harmful prompt's base refused, the variant answered; over-refusal: a "
+        "harmless prompt's base answered, the variant refused; refused after rewording: the "
+        "same on a harmful prompt; the failure is a breach for harmful prompts, an "
+        "over-refusal for harmless ones; rates "
         "over prompts with 95% bootstrap intervals (none under 5 prompts); replay is the floor"
     ]
     for b in refusal["best_of_n"]:
@@ -107,6 +114,7 @@ def refusal_blocks(model: dict[str, Any]) -> list[Block]:
             "at the base)"
         )
     headers = ["kind", "family", "failure", "prompts", "breach [95% CI]", "over-refusal"]
+    headers += ["refused after rewording"]
     return [("Refusal consistency", headers, rows, notes)]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from sago_core.artifacts.layout import REFUSAL_FILE
 from sago_core.artifacts.store import read_parquet, read_text
+from sago_core.refusal.flips import split_rates
 from sago_core.stages.refusal import TABLE_FILES, RefusalTables
 
 
@@ -28,7 +29,9 @@ def read_refusal(refusal_json: str | Path) -> RefusalTables | None:
     for name, file, schema in TABLE_FILES:
         table = path.with_name(file)
         try:
-            frames[name] = read_parquet(table).cast(schema)  # type: ignore[arg-type]
+            frame = read_parquet(table)
+            frame = split_rates(frame) if name == "rates" else frame  # older files too
+            frames[name] = frame.cast(schema)  # type: ignore[arg-type]
         except FileNotFoundError as error:
             raise FileNotFoundError(
                 f"{path}: names the refusal table {file}, which is not in {path.parent}"
