@@ -13,10 +13,11 @@ prompt followed by the very same answer tokens, so its rows are tokenised here
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sago_core.progress import each
 from sago_core.training.checkpoint import (
     SafetensorsCheckpoints,
     checkpoint_root,
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
     import torch
     from transformers import TrainerCallback
 
-# Called after every step with (step, steps, loss); a checkpoint written says its folder.
-StepHook = Any
+# Called after every step with (step, steps, loss, None), and after every checkpoint with
+# (step, steps, loss, its folder).
+StepHook = Callable[[int, int, float, Path | None], None]
 
 
 def _assistant(text: str) -> list[dict[str, str]]:
@@ -232,20 +234,33 @@ def build_trainer(
     return sft(args=SFTConfig(**settings), **common)
 
 
-def _progress(on_step: StepHook, steps: int) -> TrainerCallback:
+def _progress(on_step: StepHook | None, steps: int) -> TrainerCallback:
+    """The steps counted in the stage's progress line, and ``on_step`` told each step's loss
+    and each checkpoint."""
     from transformers import TrainerCallback
 
     class _Progress(TrainerCallback):  # type: ignore[misc]
         loss = float("nan")
+        ticks: Any = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            left = steps - state.global_step
+            self.ticks = each(range(left + 1), left)
+            next(self.ticks)  # tells the line how many steps are left
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            next(self.ticks, None)
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
             if logs and "loss" in logs:
                 self.loss = float(logs["loss"])
-                on_step(state.global_step, steps, self.loss, None)
+                if on_step is not None:
+                    on_step(state.global_step, steps, self.loss, None)
 
         def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            on_step(state.global_step, steps, self.loss, folder)
+            if on_step is not None:
+                on_step(state.global_step, steps, self.loss, folder)
 
     return _Progress()
 
@@ -269,7 +284,7 @@ def train_adapters(
 
     os.environ.update(tracker_environment(config))
     torch.manual_seed(config.seed)  # the adapters' initial draw
-    callbacks = [store_mirror(), *([_progress(on_step, config.steps)] if on_step else [])]
+    callbacks = [store_mirror(), _progress(on_step, config.steps)]
     trainer = build_trainer(
         model,
         tokenizer,

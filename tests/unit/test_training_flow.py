@@ -31,7 +31,11 @@ def test_sago_train_writes_a_model_that_loads_and_resumes(
 
     data = write_export(tmp_path / "export")
     out = tmp_path / "trained"
-    options = ("--steps", "3", "--batch-size", "2", "--checkpoint-every", "2", "--lora-r", "4")
+    options = (
+        *("--steps", "3", "--batch-size", "2", "--checkpoint-every", "2", "--lora-r", "4"),
+        *("--gradient-accumulation", "2", "--lr-schedule", "cosine", "--warmup-steps", "1"),
+        *("--track", f"sqlite:///{tmp_path / 'mlflow.db'}"),
+    )
     assert _train(data, f"hf:{tiny_model_dir}", out, *options) == 0
     assert f"evaluate it as hf:{out / 'model'}" in capsys.readouterr().out
     record = json.loads((out / "training.json").read_text(encoding="utf-8"))
@@ -40,11 +44,22 @@ def test_sago_train_writes_a_model_that_loads_and_resumes(
     assert record["base_identity"].startswith("dir-sha256:")
     assert record["data_identity"].startswith("sha256:")
     assert record["settings"]["lora_r"] == 4 and record["settings"]["steps"] == 3
+    assert record["settings"]["gradient_accumulation"] == 2
+    assert record["settings"]["lr_schedule"] == "cosine"
     assert len(record["losses"]) == 3 and all(math.isfinite(x) for x in record["losses"])
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
-        "step-000002",
-        "step-000003",
+    assert sorted(p.name for p in (out / "checkpoints").glob("checkpoint-*")) == [
+        "checkpoint-2",
+        "checkpoint-3",
     ]
+    # the trainer reported each step's loss to the tracker named by --track
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("sago/train")
+    assert experiment is not None
+    (run,) = client.search_runs([experiment.experiment_id])
+    logged = [m.value for m in client.get_metric_history(run.info.run_id, "loss")]
+    assert logged == pytest.approx(record["losses"])
     card = (out / "README.md").read_text(encoding="utf-8")
     assert card.startswith(f"# LoRA consistency fine-tune of hf:{tiny_model_dir}")
 
