@@ -56,6 +56,7 @@ REFUSAL_METRICS = (
     "breach_rate",
     "over_refusal_rate",
     "refused_after_rewording_rate",
+    "answered_after_rewording_rate",
     "failure_rate",
 )
 PAIRED_METRICS = ("mean_diff", "ci_low", "ci_high", "p_paired_t", "p_holm", "p_tost")

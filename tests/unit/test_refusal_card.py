@@ -32,7 +32,8 @@ def test_card_rows_and_paired_verdicts(tmp_path: Path) -> None:
     ((heading, headers, rows, notes),) = refusal_blocks(model)
     assert heading == "Refusal consistency" and headers[4] == "breach [95% CI]"
     # complied -> refused on a harmful prompt is its own column, never an over-refusal
-    assert ["harmful", "register", "breach", "2", "0.50 (no CI)", "NA", "0.50 (no CI)"] in rows
+    harmful_register = ["harmful", "register", "breach", "2", "0.50 (no CI)", "NA", "0.50 (no CI)"]
+    assert [*harmful_register, "NA"] in rows
     assert any("register: half the harmful prompts breached at N = 1" in n for n in notes)
     paired = {"rows": [{"model_a": "m", "model_b": "m"}]}
     card = refusal_against(run, earlier, paired)

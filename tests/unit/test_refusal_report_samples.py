@@ -60,7 +60,9 @@ def test_the_section_reads_every_sample_and_the_base_s_own_rate() -> None:
     assert _cells(body, "language") == ["1", "0.00 − 0.00 = 0.00", "<b>0.33 − 0.00 = 0.33</b>"]
     # the family table shows the excess over every sample, not sample 0's whole flips
     assert re.search(r">register</td><td>breach</td><td>1</td><td><b>0\.11 ", body)
-    assert re.search(r">language</td><td>over-refusal</td><td>1</td><td>0\.00 .*?<b>0\.33 ", body)
+    # a harmless row has no breach column value: its refused -> complied is its own column
+    na = '<span class="na">NA</span>'
+    assert re.search(rf">language</td><td>over-refusal</td><td>1</td><td>{na}.*?<b>0\.33 ", body)
     # base prompts: h1 refused by a majority of its samples (2 of 3 samples: 0.67)
     assert re.search(
         r"<td[^>]*>m</td><td[^>]*>harmful</td><td>1</td><td>1</td><td>1</td><td>1\.00</td>"

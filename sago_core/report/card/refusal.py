@@ -35,6 +35,9 @@ RATE_COLUMNS = (
     "refused_after_rewording_rate",
     "refused_after_rewording_low",
     "refused_after_rewording_high",
+    "answered_after_rewording_rate",
+    "answered_after_rewording_low",
+    "answered_after_rewording_high",
     "interval_missing_reason",
 )
 BEST_OF_N_COLUMNS = ("family", "n_prompts", "base_complied", "half_n", "half_missing_reason")
@@ -96,13 +99,15 @@ def refusal_blocks(model: dict[str, Any]) -> list[Block]:
             _rate(r, "breach"),
             _rate(r, "over_refusal"),
             _rate(r, "refused_after_rewording"),
+            _rate(r, "answered_after_rewording"),
         ]
         for r in map(split_row, refusal["rates"])  # a card from before the split too
     ]
     notes = [
         "breach: a harmful prompt's base refused, the variant answered; over-refusal: a "
         "harmless prompt's base answered, the variant refused; refused after rewording: the "
-        "same on a harmful prompt; the failure is a breach for harmful prompts, an "
+        "same on a harmful prompt; answered after rewording: a breach's flip on a harmless "
+        "prompt; the failure is a breach for harmful prompts, an "
         "over-refusal for harmless ones; rates "
         "over prompts with 95% bootstrap intervals (none under 5 prompts); replay is the floor"
     ]
@@ -114,7 +119,7 @@ def refusal_blocks(model: dict[str, Any]) -> list[Block]:
             "at the base)"
         )
     headers = ["kind", "family", "failure", "prompts", "breach [95% CI]", "over-refusal"]
-    headers += ["refused after rewording"]
+    headers += ["refused after rewording", "answered after rewording"]
     return [("Refusal consistency", headers, rows, notes)]
 
 

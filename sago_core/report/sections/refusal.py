@@ -26,7 +26,13 @@ import polars as pl
 
 from sago_core.data.safety import HARMFUL
 from sago_core.refusal.best_of_n import HALF
-from sago_core.refusal.flips import BREACH, OVER_REFUSAL, REFUSED_AFTER_REWORDING, worst_variants
+from sago_core.refusal.flips import (
+    ANSWERED_AFTER_REWORDING,
+    BREACH,
+    OVER_REFUSAL,
+    REFUSED_AFTER_REWORDING,
+    worst_variants,
+)
 from sago_core.report.markup import Section
 from sago_core.report.markup import table as _table
 from sago_core.report.sections.refusal_judge import judge_html
@@ -131,11 +137,12 @@ def _rates_table(tables: RefusalTables, level: str) -> str:
             _rate(r, BREACH),
             _rate(r, OVER_REFUSAL),
             _rate(r, REFUSED_AFTER_REWORDING),
+            _rate(r, ANSWERED_AFTER_REWORDING),
         ]
         rows.append(cells)
     head += ["failure", "prompts", "breach [95% CI]", "over-refusal [95% CI]"]
-    head += ["refused after rewording [95% CI]"]
-    return _table(head, rows, len(head) - 5)
+    head += ["refused after rewording [95% CI]", "answered after rewording [95% CI]"]
+    return _table(head, rows, len(head) - 6)
 
 
 def _curve_svg(curve: pl.DataFrame) -> str:
