@@ -77,3 +77,12 @@ def page(title: str, style: str, parts: list[Section | str]) -> str:
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<style>{style}</style></head><body>{body}</body></html>"
     )
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A table cell: NA in red for None, a float to ``digits`` (significant below 1e-3)."""
+    if value is None:
+        return '<span class="na">NA</span>'
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{value:.{digits}f}"
+    return html.escape(str(value))

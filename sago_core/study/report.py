@@ -22,7 +22,10 @@ import polars as pl
 
 from sago_core.report.figures import DARK_TEXT, PAGE_WIDTH_IN, _png, _pyplot, text_colour
 from sago_core.report.markup import Section, page
-from sago_core.report.page.html import STYLE, _fmt, _image, _table
+from sago_core.report.markup import fmt as _fmt
+from sago_core.report.markup import image as _image
+from sago_core.report.markup import table as _table
+from sago_core.report.page.html import STYLE
 from sago_core.statistics.partial_correlation import KNOT_QUANTILES
 from sago_core.study.design import design_lines, study_reachability
 from sago_core.study.matrix import method_disagreements

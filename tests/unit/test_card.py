@@ -223,7 +223,7 @@ def test_a_small_run_shows_why_there_is_no_interval_and_paired_means_are_labelle
     card = build_card(new, against=old)
     for row in card["models"][0]["pooled_sgs"]:
         assert row["ci_low"] is None and row["ci_missing_reason"] == interval_refusal(4)
-    from sago_core.report.card.build import render_card_md
+    from sago_core.report.card.render import render_card_md
 
     text = render_card_md(card)
     sgs_line = next(line for line in text.splitlines() if line.startswith("| act |"))

@@ -14,7 +14,8 @@ from sago_core.artifacts.layout import SWEEP_FILE
 from sago_core.artifacts.schemas import SWEEP
 from sago_core.config import build_config
 from sago_core.errors import ConfigError
-from sago_core.report.card.build import build_card, render_card_md
+from sago_core.report.card.build import build_card
+from sago_core.report.card.render import render_card_md
 from sago_core.report.sweep.card import write_sweep_card
 from sago_core.report.sweep.page import GREEDY_SHARE, ArmRun, arm_rows, sweep_table
 from sago_core.sweep import sweep_record

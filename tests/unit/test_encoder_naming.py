@@ -122,7 +122,7 @@ def test_the_card_names_the_encoder_beside_its_bert_numbers(tmp_path: Path) -> N
 
 def test_the_report_names_the_encoder_in_its_pooled_table_peer_section_and_headline() -> None:
     from sago_core.report.page.headline import glances, headline_html
-    from sago_core.report.page.html import _pooled_table
+    from sago_core.report.page.results import pooled_table as _pooled_table
     from sago_core.report.sections.peer import peer_sections
     from sago_core.scoring.encoder import provenance_encoder
     from sago_core.scoring.prompt_scores import score_prompts

@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from sago_core.artifacts.layout import INSTANCES_FILE, TAILS_FILE
-from sago_core.report.card.build import _tails, _tails_block
+from sago_core.report.card.build import _tails
+from sago_core.report.card.render import _tails_block
 from sago_core.report.flip_words import AT_K, BEYOND, SHARES, sampled, sampled_run
 from sago_core.report.page.headline import _flips_html
 from sago_core.report.sections.insights import tails_section

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from sago_core.report.page.html import _dataset_table, _pooled_table
+from sago_core.report.page.results import dataset_table as _dataset_table
+from sago_core.report.page.results import pooled_table as _pooled_table
 from sago_core.report.summary_md import render_summary
 from sago_core.vocabulary import POOLED
 

@@ -23,7 +23,7 @@ from sago_core.data.datasets import NO_GOLD_ALPACA
 from sago_core.data.loading import load_prompts
 from sago_core.data.prompt import NO_REASON_RECORDED, NO_REFERENCE_CELL
 from sago_core.data.references import GENERIC_NONE
-from sago_core.report.page.html import _correctness_section
+from sago_core.report.page.results import correctness_section as _correctness_section
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.stages.instances import build_instances
 from sago_core.stages.prompts import prepare_prompts

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from sago_core.report.card.build import _short
+from sago_core.report.card.render import _short
 from sago_core.report.sections.explorer import pack, unpack
 from sago_core.report.sections.refusal import refusal_sections
 from sago_core.site import paths

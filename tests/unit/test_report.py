@@ -212,7 +212,7 @@ def test_sago_report_rebuilds_the_layer_curves_from_each_models_analysis(tmp_pat
 
 
 def test_the_report_counts_prompts_with_placeholder_like_text() -> None:
-    from sago_core.report.page.html import _placeholder_note
+    from sago_core.report.page.provenance import placeholder_note as _placeholder_note
 
     prompts = pl.DataFrame(
         {

@@ -20,7 +20,8 @@ import polars as pl
 
 from sago_core.artifacts.layout import MANIFEST_FILE, artifact_file
 from sago_core.backends.served_identity import IdentityCheck, check_runs
-from sago_core.report.page.html import provenance_of, render_report
+from sago_core.report.page.html import render_report
+from sago_core.report.page.provenance import provenance_of
 from sago_core.scoring.encoder import differing, label_of, run_encoder, saved_config
 
 FRAMES = ("summary", "scores", "deltas", "variants", "prompts", "generations")

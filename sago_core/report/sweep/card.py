@@ -14,14 +14,8 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.layout import SWEEP_FILE, RunLayout
-from sago_core.report.card.build import (
-    CARD_VERSION,
-    Block,
-    axis_order,
-    format_interval,
-    format_number,
-    write_card_files,
-)
+from sago_core.report.card.build import CARD_VERSION, write_card_files
+from sago_core.report.card.render import Block, axis_order, format_interval, format_number
 from sago_core.statistics.tails import ALL_FAMILIES
 
 SWEEP_CARD_KIND = "sweep"  # card.json's "kind"
