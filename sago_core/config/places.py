@@ -65,6 +65,7 @@ def local_paths(config: Mapping[str, Any]) -> list[str]:
     """Every absolute path of this machine that ``config`` names: its places (runs folder,
     Prefect home), its path fields and its local models' folders. A config saved before a
     field was renamed is read under both names."""
+    views: tuple[Mapping[str, Any], ...]
     try:
         views = (config, current_names(dict(config)))
     except ValueError:  # both names at once: each is read as it stands
