@@ -1,4 +1,5 @@
-"""consistency.html (self-contained) and its figures.
+"""The study's page, consistency.html (self-contained; the file keeps its first name so
+saved study folders stay as they were), and its figures.
 
 Sections, in order (``markup.Section``): the question and the method; can the study reach
 significance (the design check); the headline metric's OOD pairs (r linear and spline, t and
@@ -533,4 +534,4 @@ def render_study(
         Section("undefined", "Where r is undefined", _undefined(table)),
         Section("agreement", "Sign agreement between families", _agreement_section(agreement)),
     ]
-    return page("SAGO consistency", STYLE, sections)
+    return page("SAGO study", STYLE, sections)
