@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
         help="export: write a sample of judged pairs to label; score: agreement of the labels "
         "with the judge",
     )
-    add_run(judge, "a finished run judged with judge.model set (folder or store URL)")
+    add_run(judge, "a finished run judged with register_judge.model set (folder or store URL)")
     add_output(
         judge, "export: the CSV to label", suffixes=(".csv",), default=Path("judge_audit.csv")
     )

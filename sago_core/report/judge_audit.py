@@ -67,7 +67,7 @@ def export_sample(run_dir: Path, out: Path, share: float = 0.1, seed: int = 0) -
     pairs = judged_pairs(run_dir)
     if not len(pairs):
         raise InputError(
-            "has no pairs decided by a judge (judge.model was not set)", file=str(run_dir)
+            "has no pairs decided by a judge (register_judge.model was not set)", file=str(run_dir)
         )
     k = max(1, round(share * len(pairs)))
     chosen = sorted(random.Random(seed).sample(range(len(pairs)), k))
