@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sago_core.config.places import local_paths as config_paths
+from sago_core.config.places import public_url
 from sago_core.site.collect import Site
 
 # A path is replaced only where it stands whole: not after a path's own characters (the
@@ -68,6 +70,18 @@ def _config_paths(pairs: dict[str, str], config: dict[str, Any]) -> None:
     data and encoder folders, local model folders), as the config's owner lists them."""
     for path in config_paths(config):
         _named(pairs, path)
+    for url in _urls(config):  # an API address with a password or key in it
+        for form in (url, html.escape(url, quote=True)):
+            pairs.setdefault(form, public_url(url))
+
+
+def _urls(value: Any) -> Iterator[str]:
+    """Every URL among a config's values that carries more than ``public_url`` shows."""
+    if isinstance(value, dict | list):
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from _urls(item)
+    elif isinstance(value, str) and "://" in value and public_url(value) != value:
+        yield value
 
 
 def local_paths(site: Site) -> LocalPaths:

@@ -343,6 +343,7 @@ def test_a_site_names_runs_by_id_and_files_by_name_never_this_machines_paths(
         "data_dir": str(tmp_path / "data"),
         "bertscore": {"model": str(tmp_path / "encoders" / "minilm")},
         "judge": {"model": f"hf:{tmp_path / 'judges' / 'judge-7b'}"},
+        "api": {"base_url": "https://u:SECRET@h/v1?key=SECRET"},
     }
     first = _run(root, "scored-1", {"gemini-2.5-flash": ("", {"act": None})}, config)
     later = _run(root, "scored-2", {"gemini-2.5-flash": ("", {"act": None})}, config, prompts=4)
@@ -367,10 +368,12 @@ def test_a_site_names_runs_by_id_and_files_by_name_never_this_machines_paths(
     pages = list(index.parent.rglob("*.html"))
     assert len(pages) >= 7
     assert [p for p in pages if str(tmp_path) in p.read_text(encoding="utf-8")] == []
+    assert [p for p in pages if "SECRET" in p.read_text(encoding="utf-8")] == []
     run_page = (index.parent / "runs" / "scored-2" / "index.html").read_text(encoding="utf-8")
     assert '"runs_dir": "runs"' in run_page and '"prefect_home": "prefect"' in run_page
     assert '"q.csv#answer=gold"' in run_page and '"data_dir": "data"' in run_page
     assert '"model": "minilm"' in run_page and '"model": "hf:judge-7b"' in run_page
+    assert '"base_url": "https://h/v1"' in run_page
     report = (index.parent / "runs" / "scored-2" / "report.html").read_text(encoding="utf-8")
     assert "<code>results.csv</code> in scored-2" in report
     copied_card = (index.parent / "runs" / "scored-2" / "card.html").read_text(encoding="utf-8")
