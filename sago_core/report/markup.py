@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -86,3 +87,13 @@ def fmt(value: Any, digits: int = 4) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{value:.{digits}f}"
     return html.escape(str(value))
+
+
+def number(value: Any) -> str:
+    """A number as plain text (Markdown, the card): NA for None or a non-finite float, four
+    decimals, three significant digits below 1e-3."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "NA"
+    if isinstance(value, float):
+        return f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
+    return str(value)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import html
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from sago_core.backends.model_source import RecordedModel
@@ -17,6 +16,7 @@ from sago_core.report.card.refusal import (
 )
 from sago_core.report.card_budget import budget_blocks
 from sago_core.report.flip_words import flip_headers
+from sago_core.report.markup import number as _num
 from sago_core.report.sections.language import language_blocks
 from sago_core.scoring.encoder import axis_label, bert_label
 from sago_core.statistics.paired import ALPHA
@@ -38,14 +38,6 @@ def _axis_order(frame: pl.DataFrame) -> pl.DataFrame:
         .sort("_o")
         .drop("_o")
     )
-
-
-def _num(value: Any) -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return "NA"
-    if isinstance(value, float):
-        return f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
-    return str(value)
 
 
 def _ci(row: dict[str, Any], low: str = "ci_low", high: str = "ci_high") -> str:

@@ -7,16 +7,9 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.report.markup import number as _cell
 from sago_core.statistics.paired_runs import PairedComparison, describe_sampling
 from sago_core.vocabulary import AXES, POOLED
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "NA"
-    if isinstance(value, float):
-        return f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
-    return str(value)
 
 
 def render_paired(comparison: PairedComparison) -> str:
