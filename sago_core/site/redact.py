@@ -6,9 +6,9 @@ A run's harmful prompts are those prompts.parquet marks ``kind`` harmful
 ``response_text`` for those prompts, every variant included. In a copied page each is
 replaced by ``REDACTED`` wherever the report and card put one:
 
-- the refusal section's folded answers (``report.refusal.UNSAFE_CLASS``), whole;
-- the instance explorer's packed texts (``report.explorer``): each string that is such an
-  answer;
+- the refusal section's folded answers (``report.sections.refusal.UNSAFE_CLASS``), whole;
+- the instance explorer's packed texts (``report.sections.explorer``): each string that is
+  such an answer;
 - any other place that quotes one, whole (HTML-escaped) or shortened (the card's worst
   instances): from the answer's first ``PREFIX`` characters, whitespace flattened, to the
   end of that quote. An answer shorter than ``PREFIX`` is replaced only where it is a whole

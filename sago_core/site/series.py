@@ -2,7 +2,7 @@
 
 A line joins releases of one model family whose runs ``sago compare --paired`` would pair:
 the same BERTScore encoder (``scoring.encoder.differing``), the same design (variant grid,
-decoding, sampling, scorer, seed: ``report.paired_runs.check_designs``) and the same prompts
+decoding, sampling, scorer, seed: ``statistics.paired_runs.check_designs``) and the same prompts
 with the same texts (``check_prompts``). A release the first line of its family refuses
 starts or joins another line, shown apart with the reason the comparison gives. Drawing two
 designs on one line would show a change of settings as a change of the model.

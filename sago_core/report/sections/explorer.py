@@ -13,7 +13,7 @@ answers, all six deltas and the graded mirroring.
 
 When the run's prompts carry a kind (``data/safety.py``), ``kind`` is a filter and a column,
 and the answers (base and variant) to a harmful request are drawn folded behind the
-refusal section's warning (``report.refusal.UNSAFE_WARNING``), as that section folds them;
+refusal section's warning (``sections.refusal.UNSAFE_WARNING``), as that section folds them;
 ``sago site --redact-unsafe`` replaces their texts in the blob. A run without kinds gets
 the page it got before, byte for byte.
 """
