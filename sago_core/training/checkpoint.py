@@ -3,8 +3,8 @@ written in safetensors and JSON instead, and mirrored to an object store.
 
 ``<out>/checkpoints/checkpoint-10/``: ``adapter_model.safetensors`` (peft's adapters),
 ``optimizer.safetensors`` (AdamW's moments by parameter index), ``optimizer.json`` (its
-parameter groups and the learning-rate schedule's state), ``rng.safetensors`` and
-``rng.json`` (torch's, Python's and NumPy's generators), ``trainer_state.json`` (the step and
+parameter groups and the learning-rate schedule's state), ``rng.safetensors`` (torch's
+generators: the data order and dropout draw on them alone), ``trainer_state.json`` (the step and
 the losses so far). The Trainer writes ``trainer_state.json`` last, so a folder without it (a
 kill while the checkpoint was written) is not a checkpoint and the previous one stays the
 newest. With an object store attached (``sago train --out s3://...``) every file is put on
@@ -15,7 +15,6 @@ so another machine resumes where this one stopped.
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,8 +29,6 @@ CHECKPOINTS_DIR = "checkpoints"
 STATE_FILE = "trainer_state.json"
 OPTIMIZER_FILE = "optimizer.safetensors"
 OPTIMIZER_STATE_FILE = "optimizer.json"
-RNG_FILE = "rng.safetensors"
-RNG_STATE_FILE = "rng.json"
 # What transformers pickles beside a checkpoint; never kept.
 _PICKLED = ("training_args.bin",)
 _STEP = re.compile(r"^checkpoint-(\d+)$")
@@ -103,49 +100,30 @@ class SafetensorsCheckpoints:
         self.optimizer.load_state_dict({"state": moments, "param_groups": record["param_groups"]})
         self.lr_scheduler.load_state_dict({**record["schedule"], "lr_lambdas": [None]})
 
-    def _rng_files(self, folder: Path) -> tuple[Path, Path]:
-        # one pair per process when several train together (each has its own generators)
+    def _rng_file(self, folder: Path) -> Path:
+        # one per process when several train together (each has its own generators)
         rank = f"-{self.args.process_index}" if self.args.world_size > 1 else ""
-        return folder / f"rng{rank}.safetensors", folder / f"rng{rank}.json"
+        return folder / f"rng{rank}.safetensors"
 
     def _save_rng_state(self, output_dir: str) -> None:
-        import numpy as np
         import torch
         from safetensors.torch import save
 
-        tensors_file, json_file = self._rng_files(Path(output_dir))
         tensors = {"cpu": torch.get_rng_state()}
         if torch.cuda.is_available():
             tensors |= {f"cuda.{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())}
-        atomic_write_bytes(tensors_file, save(tensors))
-        name, keys, pos, has_gauss, gauss = np.random.get_state()
-        write_json(
-            {
-                "python": random.getstate(),
-                "numpy": [name, np.asarray(keys).tolist(), pos, has_gauss, gauss],
-            },
-            json_file,
-        )
+        atomic_write_bytes(self._rng_file(Path(output_dir)), save(tensors))
 
     def _load_rng_state(self, checkpoint: str | None) -> None:
-        import numpy as np
         import torch
         from safetensors.torch import load_file
 
-        if checkpoint is None:
+        if checkpoint is None or not self._rng_file(Path(checkpoint)).is_file():
             return
-        tensors_file, json_file = self._rng_files(Path(checkpoint))
-        if not tensors_file.is_file():
-            return
-        tensors = load_file(str(tensors_file))
+        tensors = load_file(str(self._rng_file(Path(checkpoint))))
         torch.set_rng_state(tensors.pop("cpu"))
         if tensors and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([tensors[f"cuda.{i}"] for i in range(len(tensors))])
-        record = json.loads(json_file.read_text(encoding="utf-8"))
-        version, keys, gauss = record["python"]
-        random.setstate((version, tuple(keys), gauss))
-        name, keys, pos, has_gauss, cached = record["numpy"]
-        np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
 
     def _save(self, output_dir: str | None = None, state_dict: Any = None) -> None:
         super()._save(output_dir, state_dict)  # type: ignore[misc]

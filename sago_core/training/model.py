@@ -1,6 +1,5 @@
 """The model ``sago train`` fine-tunes: its weights found (refused before anything loads when
-there are none to train), loaded in float32, its LoRA settings, and the consistency examples
-turned into token ids with its chat template.
+there are none to train), loaded in float32, and its LoRA settings.
 
 Only ``hf:`` models with float weights are trained: an API model has no weights here, and a
 GGUF file holds quantised ones that LoRA cannot train. The embedded model is the exception
@@ -10,7 +9,6 @@ folder (``materialise.py``, the same folder vLLM uses), which is what gets train
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ from sago_core.backends.model_source import (
 from sago_core.errors import ConfigError
 from sago_core.registry.backends import backend_spec
 from sago_core.training.config import TrainConfig
-from sago_core.training.data import Example, Messages
 
 
 def trainable_source(spec_text: str) -> LocalModel:
@@ -99,58 +96,3 @@ def lora_config(model: Any, config: TrainConfig) -> Any:
         target_modules=list(config.target_modules),
         task_type="CAUSAL_LM",
     )
-
-
-@dataclass(frozen=True)
-class Encoded:
-    """Token ids of one example: the prompt(s) and the answer(s) that follow them."""
-
-    prompt: list[int]
-    answer: list[int]
-    base_prompt: list[int] | None = None
-    rejected: list[int] | None = None
-
-
-def _prompt_ids(tokenizer: Any, messages: Messages) -> list[int]:
-    if tokenizer.chat_template:
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    else:
-        text = "\n".join(m["content"] for m in messages) + "\n"
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def _answer_ids(tokenizer: Any, messages: Messages, answer: str) -> list[int]:
-    """The answer's tokens as the chat template closes an assistant turn (the end-of-turn
-    token included), taken as what the full conversation adds after the prompt."""
-    prompt = _prompt_ids(tokenizer, messages)
-    if tokenizer.chat_template:
-        full_text = tokenizer.apply_chat_template(
-            [*messages, {"role": "assistant", "content": answer}], tokenize=False
-        )
-        full = list(tokenizer(full_text, add_special_tokens=False)["input_ids"])
-        if full[: len(prompt)] == prompt and len(full) > len(prompt):
-            return full[len(prompt) :]
-    ids = list(tokenizer(answer, add_special_tokens=False)["input_ids"])
-    return [*ids, tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else ids
-
-
-def _fit(prompt: list[int], answer: list[int], limit: int) -> tuple[list[int], list[int]]:
-    """Cut the prompt from the left, then the answer from the right, to ``limit`` tokens."""
-    answer = answer[: max(1, limit // 2)] if len(prompt) + len(answer) > limit else answer
-    return prompt[max(0, len(prompt) + len(answer) - limit) :], answer
-
-
-def encode(tokenizer: Any, example: Example, max_length: int) -> Encoded:
-    """The example's ids; the base prompt is followed by the very same answer tokens."""
-    prompt, answer = _fit(
-        _prompt_ids(tokenizer, example.prompt),
-        _answer_ids(tokenizer, example.prompt, example.answer),
-        max_length,
-    )
-    base = rejected = None
-    if example.base_prompt is not None:
-        base, _ = _fit(_prompt_ids(tokenizer, example.base_prompt), answer, max_length)
-    if example.rejected is not None:
-        ids = _answer_ids(tokenizer, example.prompt, example.rejected)
-        rejected = ids[: max(1, max_length - len(prompt))]
-    return Encoded(prompt, answer, base, rejected)

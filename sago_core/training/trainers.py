@@ -1,14 +1,18 @@
 """The trainers ``sago train`` runs: TRL's ``SFTTrainer`` and ``DPOTrainer`` with peft's LoRA,
-and the consistency objective as an ``SFTTrainer`` whose loss is the divergence of
-``losses.py``. All three share the Trainer's machinery: batched forwards, gradient
+and the consistency objective as an ``SFTTrainer`` whose loss is a divergence between the
+next-token distributions after the base prompt (P, the target, without gradients: only the
+variant side is pulled towards the base side) and after the variant prompt (Q) at every
+answer token, teacher-forced on the base answer, plus ``sft_weight`` times the answer's
+cross-entropy. ``js``: 0.5 KL(P||M) + 0.5 KL(Q||M), M = (P + Q) / 2 (at most ln 2);
+``kl``: KL(P||Q). All three share the Trainer's machinery: batched forwards, gradient
 accumulation, bf16 where the device has it, the learning-rate schedule, the trackers
 (``report_to``), several processes under ``accelerate launch``, and checkpoints in
 safetensors (``checkpoint.py``) that a stopped training resumes from.
 
 sft and dpo hand TRL the conversational rows of the export as they are (TRL applies the chat
 template and trains on the completion only); consistency needs the variant and the base
-prompt followed by the very same answer tokens, so its rows are tokenised here
-(``model.encode``).
+prompt followed by the very same answer tokens, so its rows are tokenised here (with TRL's
+own templating).
 """
 
 from __future__ import annotations
@@ -25,9 +29,7 @@ from sago_core.training.checkpoint import (
     store_mirror,
 )
 from sago_core.training.config import CONSISTENCY_OBJECTIVE, DPO_OBJECTIVE, TrainConfig
-from sago_core.training.data import Example
-from sago_core.training.losses import divergence
-from sago_core.training.model import encode
+from sago_core.training.data import Example, Messages
 
 if TYPE_CHECKING:
     import torch
@@ -42,6 +44,36 @@ def _assistant(text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": text}]
 
 
+def _token_ids(tokenizer: Any, prompt: Messages, answer: str) -> tuple[list[int], list[int]]:
+    """The prompt's and the answer's ids as the chat template writes the conversation (the
+    answer's end-of-turn token included)."""
+    from trl.data_utils import apply_chat_template
+
+    text = apply_chat_template({"prompt": prompt, "completion": _assistant(answer)}, tokenizer)
+    return tuple(  # type: ignore[return-value]
+        list(tokenizer(text[k], add_special_tokens=False)["input_ids"])
+        for k in ("prompt", "completion")
+    )
+
+
+def _pair(tokenizer: Any, example: Example, limit: int) -> dict[str, list[int]]:
+    """One consistency row: both prompts followed by the same answer ids, cut to ``limit``
+    (the answer from the right to half of it when too long, then the prompts from the left)."""
+    assert example.base_prompt is not None
+    prompt, answer = _token_ids(tokenizer, example.prompt, example.answer)
+    base, _ = _token_ids(tokenizer, example.base_prompt, example.answer)
+    if len(prompt) + len(answer) > limit:
+        answer = answer[: max(1, limit // 2)]
+    room = limit - len(answer)
+    prompt, base = prompt[max(0, len(prompt) - room) :], base[max(0, len(base) - room) :]
+    return {
+        "input_ids": prompt + answer,
+        "completion_mask": [0] * len(prompt) + [1] * len(answer),
+        "base_input_ids": base + answer,
+        "base_completion_mask": [0] * len(base) + [1] * len(answer),
+    }
+
+
 def rows(examples: Sequence[Example], objective: str, tokenizer: Any, max_length: int) -> Any:
     """The ``datasets.Dataset`` the objective's trainer reads."""
     from datasets import Dataset
@@ -53,19 +85,7 @@ def rows(examples: Sequence[Example], objective: str, tokenizer: Any, max_length
             if e.rejected is not None
         ]
     elif objective == CONSISTENCY_OBJECTIVE:
-        records = []
-        for example in examples:
-            ids = encode(tokenizer, example, max_length)
-            assert ids.base_prompt is not None
-            base = ids.base_prompt[max(0, len(ids.base_prompt) + len(ids.answer) - max_length) :]
-            records.append(
-                {
-                    "input_ids": ids.prompt + ids.answer,
-                    "completion_mask": [0] * len(ids.prompt) + [1] * len(ids.answer),
-                    "base_input_ids": base + ids.answer,
-                    "base_completion_mask": [0] * len(base) + [1] * len(ids.answer),
-                }
-            )
+        records = [_pair(tokenizer, e, max_length) for e in examples]
     elif tokenizer.chat_template:
         records = [{"prompt": e.prompt, "completion": _assistant(e.answer)} for e in examples]
     else:  # plain text: the messages one a line, then the answer (TRL appends the end token)
@@ -124,32 +144,25 @@ def trainer_args(config: TrainConfig, report_to: Sequence[str] = ()) -> dict[str
     }
 
 
-def _padded(sequences: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    import torch
-
-    width = max(len(s) for s in sequences)
-    ids = torch.tensor([s + [pad] * (width - len(s)) for s in sequences])
-    mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences])
-    return ids, mask
-
-
-class PairCollator:
+def pair_collator(pad: int) -> Callable[[list[dict[str, list[int]]]], dict[str, Any]]:
     """Right-padded batches of the consistency rows (both prompts with their answers)."""
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
 
-    def __init__(self, pad: int) -> None:
-        self.pad = pad
+    def collate(batch: list[dict[str, list[int]]]) -> dict[str, Any]:
+        def padded(key: str, value: int) -> torch.Tensor:
+            rows = [torch.tensor(row[key]) for row in batch]
+            return pad_sequence(rows, batch_first=True, padding_value=value)
 
-    def __call__(self, batch: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
-        out: dict[str, torch.Tensor] = {}
+        out = {}
         for side in ("", "base_"):
-            ids, mask = _padded([row[f"{side}input_ids"] for row in batch], self.pad)
-            answer, _ = _padded([row[f"{side}completion_mask"] for row in batch], 0)
-            out |= {
-                f"{side}input_ids": ids,
-                f"{side}attention_mask": mask,
-                f"{side}completion_mask": answer,
-            }
+            ids = padded(f"{side}input_ids", -1)
+            out[f"{side}attention_mask"] = (ids != -1).long()
+            out[f"{side}input_ids"] = ids.masked_fill(ids == -1, pad)
+            out[f"{side}completion_mask"] = padded(f"{side}completion_mask", 0)
         return out
+
+    return collate
 
 
 def answer_log_probs(model: Any, inputs: dict[str, Any], side: str = "") -> torch.Tensor:
@@ -162,6 +175,22 @@ def answer_log_probs(model: Any, inputs: dict[str, Any], side: str = "") -> torc
     ).logits
     predicts_answer = inputs[f"{side}completion_mask"][:, 1:].bool()
     return F.log_softmax(logits[:, :-1][predicts_answer].float(), dim=-1)
+
+
+def divergence(base: torch.Tensor, variant: torch.Tensor, kind: str) -> torch.Tensor:
+    """Mean over tokens of JS(P, Q) or KL(P || Q), from log-probabilities (tokens, vocab)."""
+    import torch
+
+    if kind == "kl":
+        per_token = (base.exp() * (base - variant)).sum(-1)
+    else:
+        mixture = torch.logsumexp(torch.stack([base, variant]), dim=0) - torch.log(
+            torch.tensor(2.0)
+        )
+        per_token = 0.5 * (base.exp() * (base - mixture)).sum(-1) + 0.5 * (
+            variant.exp() * (variant - mixture)
+        ).sum(-1)
+    return per_token.mean()
 
 
 def _consistency_trainer(base: type) -> type:
@@ -229,7 +258,7 @@ def build_trainer(
         )
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         trainer = _consistency_trainer(SFTTrainer)
-        return trainer(args=args, data_collator=PairCollator(pad), config=config, **common)
+        return trainer(args=args, data_collator=pair_collator(pad), config=config, **common)
     sft = type("SafetensorsSFTTrainer", (SafetensorsCheckpoints, SFTTrainer), {})
     return sft(args=SFTConfig(**settings), **common)
 

@@ -113,7 +113,7 @@ def test_divergences_on_golden_distributions() -> None:
     require_train()
     import torch
 
-    from sago_core.training.losses import divergence
+    from sago_core.training.trainers import divergence
 
     def logs(*rows: list[float]) -> torch.Tensor:
         return torch.tensor(rows).log()
