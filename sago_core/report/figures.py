@@ -56,6 +56,20 @@ def _png(figure: Any) -> bytes:
     return buffer.getvalue()
 
 
+def legend_below(figure: Any, legend: dict[str, Any], **options: Any) -> None:
+    """One legend for every panel of ``figure`` (label -> handle), under the panels."""
+    if legend:
+        style = {"loc": "outside lower center", "ncol": len(legend), "fontsize": 8}
+        figure.legend(list(legend.values()), list(legend), **(style | options))
+
+
+def empty_panel(ax: Any, note: str) -> None:
+    """A grey note in the middle of a panel with nothing to draw."""
+    ax.text(
+        0.5, 0.5, note, ha="center", va="center", transform=ax.transAxes, fontsize=8, color="grey"
+    )
+
+
 def short_labels(models: Sequence[str], width: int = 22) -> list[str]:
     """Short distinct names for ``models``: the fewest trailing path parts of each id (after
     its ``backend:`` prefix) that tell them apart, cut to ``width`` characters from the left."""
@@ -296,16 +310,7 @@ def _draw_dose_response(deltas: pl.DataFrame) -> Any:
                         in_layout=False,
                     )
             if not len(curves):
-                ax.text(
-                    0.5,
-                    0.5,
-                    "NA",
-                    ha="center",
-                    va="center",
-                    transform=ax.transAxes,
-                    fontsize=8,
-                    color="grey",
-                )
+                empty_panel(ax, "NA")
             ax.yaxis.set_major_locator(_max_n(4))
             ax.margins(y=0.2)
             ax.tick_params(labelsize=7)
@@ -324,16 +329,7 @@ def _draw_dose_response(deltas: pl.DataFrame) -> Any:
         if single:
             pad = max(abs(levels[0]) * 0.5, 0.5)
             bottom.set_xlim(levels[0] - pad, levels[0] + pad)
-    if legend:
-        figure.legend(
-            list(legend.values()),
-            list(legend),
-            loc="outside lower center",
-            ncol=len(legend),
-            fontsize=8,
-            title="position",
-            title_fontsize=8,
-        )
+    legend_below(figure, legend, title="position", title_fontsize=8)
     figure.suptitle(heading, fontsize=10)
     return figure
 
@@ -428,16 +424,7 @@ def _draw_layer_curves(analysis: pl.DataFrame) -> Any:
                     legend.setdefault(label, handle)
                     drawn += 1
             if not drawn:
-                ax.text(
-                    0.5,
-                    0.5,
-                    "no hidden states",
-                    ha="center",
-                    va="center",
-                    transform=ax.transAxes,
-                    fontsize=8,
-                    color="grey",
-                )
+                empty_panel(ax, "no hidden states")
             ax.axhline(0.0, color="grey", linewidth=0.5)
             ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(4))
@@ -446,14 +433,7 @@ def _draw_layer_curves(analysis: pl.DataFrame) -> Any:
             ax.set_title(f"{title} — {short}", fontsize=8)
             ax.set_xlabel("layer", fontsize=8)
             ax.set_ylabel("mean cos - 1", fontsize=8)
-    if legend:
-        figure.legend(
-            list(legend.values()),
-            list(legend),
-            loc="outside lower center",
-            ncol=len(legend),
-            fontsize=8,
-        )
+    legend_below(figure, legend)
     figure.suptitle("Where Act is read: per-layer cosine to the base, two positions", fontsize=10)
     return figure
 

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from sago_core.artifacts.layout import LAYER_PROFILES_FILE, PATCHING_FILE
-from sago_core.report.figures import _png, _pyplot
+from sago_core.report.figures import _png, _pyplot, legend_below
 from sago_core.statistics.intervals import MIN_PROMPTS, stable_seed
 from sago_core.statistics.layer_profiles import ONSET_FRACTION, READ_POSITIONS, profile_band
 from sago_core.statistics.recovery import (
@@ -94,15 +94,14 @@ def _legend_below(figure: Any, axes: Any) -> None:
     for ax in np.ravel(axes):
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             legend.setdefault(label, handle)
-    if legend:
-        figure.legend(
-            list(legend.values()),
-            list(legend),
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.02),
-            ncol=min(len(legend), 6),
-            fontsize=7,
-        )
+    legend_below(
+        figure,
+        legend,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.02),
+        ncol=min(len(legend), 6),
+        fontsize=7,
+    )
 
 
 def profile_figure(profiles: pl.DataFrame) -> bytes:
