@@ -13,6 +13,15 @@ TAG = re.compile(r"<[^>]*>")
 LONG_TEXT = 40  # characters: a longer cell (a note, a reason) wraps (a ``div.w`` inside
 # it); others keep to one line, and a table wider than the page scrolls in its box
 
+NA = '<span class="na">NA</span>'  # a missing value, in red
+
+
+def na(reason: str | None = None) -> str:
+    """NA in red, with the reason it is missing as its tooltip when there is one."""
+    if not reason:
+        return NA
+    return f'<span class="na" title="{html.escape(reason, quote=True)}">NA</span>'
+
 
 def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     """A table inside its own horizontally scrolling box (class ``scroll``), so a wide
@@ -40,7 +49,7 @@ def p_value(value: Any) -> str:
     """A p-value as every table of the report writes it: "< 1e-4" below P_FLOOR, else
     three significant digits ("0.0312", "0.500", "1.00"); NA when missing."""
     if value is None or value != value:
-        return '<span class="na">NA</span>'
+        return NA
     if value < P_FLOOR:
         return "&lt; 1e-4"
     return f"{value:#.3g}"
@@ -83,7 +92,7 @@ def page(title: str, style: str, parts: list[Section | str]) -> str:
 def fmt(value: Any, digits: int = 4) -> str:
     """A table cell: NA in red for None, a float to ``digits`` (significant below 1e-3)."""
     if value is None:
-        return '<span class="na">NA</span>'
+        return NA
     if isinstance(value, float):
         return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{value:.{digits}f}"
     return html.escape(str(value))

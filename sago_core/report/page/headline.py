@@ -27,6 +27,7 @@ import polars as pl
 
 from sago_core.backends.model_source import EMBEDDED_ALIASES
 from sago_core.report.flip_words import sampled
+from sago_core.report.markup import NA
 from sago_core.report.summary_md import significance_mark
 from sago_core.statistics.multiple_testing import holm
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -40,7 +41,6 @@ EPS_TESTS: tuple[tuple[float, str], ...] = (
 ALPHA = 0.05
 NOISE_FLOOR = "noise floor"
 EXCERPT = 140
-NA = '<span class="na">NA</span>'
 
 
 @dataclass(frozen=True)

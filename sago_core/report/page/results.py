@@ -10,7 +10,7 @@ import polars as pl
 
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.report import figures
-from sago_core.report.markup import fmt, p_value
+from sago_core.report.markup import NA, fmt, p_value
 from sago_core.report.markup import image as _image
 from sago_core.report.markup import table as _table
 from sago_core.report.summary_md import marks_legend, sgs_cell
@@ -69,7 +69,7 @@ def pooled_table(summary: pl.DataFrame, encoder: str | None = None) -> str:
         ci = (
             f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
             if r.get("ci_low") is not None and r.get("ci_high") is not None
-            else '<span class="na">NA</span>'
+            else NA
             + (f" ({html.escape(r['ci_missing_reason'])})" if r.get("ci_missing_reason") else "")
         )
         rows.append(
@@ -118,7 +118,7 @@ def dataset_table(summary: pl.DataFrame) -> str:
         for dataset in datasets:
             cells = []
             for axis in names:
-                cells.append(sgs_cell(index.get((dataset, axis))) or '<span class="na">NA</span>')
+                cells.append(sgs_cell(index.get((dataset, axis))) or NA)
             body.append([html.escape(dataset), *cells])
         parts.append(f"<h3>{html.escape(model)}</h3>" + _table(["dataset", *names], body))
     return "".join(parts)
@@ -137,7 +137,7 @@ def noise_floor(deltas: pl.DataFrame, summary: pl.DataFrame) -> str:
             if not len(measured):
                 reasons = chosen["missing_reason"].drop_nulls().to_list()
                 reason = str(reasons[0]) if reasons else "no replay"
-                cells = ['<span class="na">NA</span>', "0", html.escape(reason)]
+                cells = [NA, "0", html.escape(reason)]
             else:
                 magnitude = measured["delta_norm"].abs()
                 cells = [

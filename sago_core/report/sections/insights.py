@@ -18,15 +18,13 @@ from sago_core.artifacts.layout import (
     TAILS_FILE,
 )
 from sago_core.report.flip_words import AT_K, flip_headers, sampled
-from sago_core.report.markup import Section, p_value
+from sago_core.report.markup import NA, Section, p_value
 from sago_core.report.markup import table as _table
 from sago_core.report.sections.explorer import explorer_section
 from sago_core.statistics.axis_structure import REDUNDANT_P, REDUNDANT_RHO, redundancy_note
 from sago_core.statistics.intervals import MIN_PROMPTS
 from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import AXES, POOLED
-
-NA = '<span class="na">NA</span>'
 
 
 @dataclass(frozen=True)

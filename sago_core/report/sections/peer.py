@@ -24,6 +24,7 @@ from sago_core.peer_metrics.sources import (
     SOURCES,
     current_names,
 )
+from sago_core.report.markup import NA, na
 from sago_core.report.markup import table as _table
 from sago_core.scoring.encoder import bert_label
 from sago_core.statistics.tails import ALL_FAMILIES
@@ -48,11 +49,8 @@ def peer_metrics_from_run(run_dir: Path) -> pl.DataFrame | None:
 
 
 def _value(row: dict | None) -> str:
-    if row is None:
-        return '<span class="na">NA</span>'
-    if row["value"] is None:
-        reason = html.escape(row["missing_reason"] or "", quote=True)
-        return f'<span class="na" title="{reason}">NA</span>'
+    if row is None or row["value"] is None:
+        return na(None if row is None else row["missing_reason"])
     return f"{row['value']:.4f}"
 
 
@@ -61,7 +59,7 @@ def _sgs(summary: pl.DataFrame, model: str, axis: str) -> str:
         (pl.col("model") == model) & (pl.col("dataset") == POOLED) & (pl.col("axis") == axis)
     )
     if rows.height == 0 or rows["sgs"][0] is None:
-        return '<span class="na">NA</span>'
+        return NA
     return f"{rows['sgs'][0]:.4f}"
 
 

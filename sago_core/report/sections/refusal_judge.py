@@ -12,17 +12,12 @@ from typing import Any
 
 from sago_core.refusal.judge import LABELS
 from sago_core.refusal.judged import COMPLIED_RULE, JUDGE, RULES
+from sago_core.report.markup import na
 from sago_core.report.markup import table as _table
-
-NA = '<span class="na">NA</span>'
 
 
 def _number(value: float | None, reason: str | None = None) -> str:
-    if value is not None:
-        return f"{value:.2f}"
-    if not reason:
-        return NA
-    return f'<span class="na" title="{html.escape(reason, quote=True)}">NA</span>'
+    return na(reason) if value is None else f"{value:.2f}"
 
 
 def _agreement_rows(record: dict[str, Any]) -> list[list[str]]:

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.artifacts.layout import SAMPLING_TESTS_FILE, VARIANCE_COMPONENTS_FILE
-from sago_core.report.markup import Section, p_value
+from sago_core.report.markup import Section, na, p_value
 from sago_core.report.markup import table as _table
 from sago_core.sampling.pooled import ALPHA, excess_table, replay_calibration
 from sago_core.vocabulary import MAIN_EPSILON, REPLAY_FAMILY
@@ -33,17 +33,13 @@ def sampling_from_run(run_dir: Path) -> dict[str, Any]:
     return found
 
 
-def _na(reason: str | None) -> str:
-    return f'<span class="na" title="{html.escape(reason or "", quote=True)}">NA</span>'
-
-
 def _p(value: Any, reason: str | None) -> str:
-    return _na(reason) if value is None else p_value(value)
+    return na(reason) if value is None else p_value(value)
 
 
 def _num(value: Any, digits: int = 4, reason: str | None = None) -> str:
     if value is None:
-        return _na(reason)
+        return na(reason)
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):
@@ -53,7 +49,7 @@ def _num(value: Any, digits: int = 4, reason: str | None = None) -> str:
 
 def _band(low: Any, high: Any, reason: str | None) -> str:
     if low is None or high is None:
-        return _na(reason)
+        return na(reason)
     return f"[{low:.4f}, {high:.4f}]"
 
 
