@@ -7,7 +7,7 @@ turns the others into NaN.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -27,28 +27,27 @@ def _scatter(n: int, index: np.ndarray, adjusted: np.ndarray) -> list[float | No
     return out
 
 
-def holm(pvalues: Sequence[float | None]) -> list[float | None]:
-    """Holm step-down: p_(k) * (m - k + 1), made monotone, capped at 1."""
+def _adjust(
+    pvalues: Sequence[float | None], step: Callable[[np.ndarray, int], np.ndarray]
+) -> list[float | None]:
+    """``step`` maps the m present p-values, sorted ascending, to their adjusted values."""
     index, p = _present(pvalues)
     m = len(p)
     if m == 0:
         return [None] * len(pvalues)
     order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
     adjusted = np.empty(m)
-    adjusted[order] = scaled
+    adjusted[order] = np.minimum(1.0, step(p[order], m))
     return _scatter(len(pvalues), index, adjusted)
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm step-down: p_(k) * (m - k + 1), made monotone, capped at 1."""
+    return _adjust(pvalues, lambda p, m: np.maximum.accumulate(p * (m - np.arange(m))))
 
 
 def benjamini_hochberg(pvalues: Sequence[float | None]) -> list[float | None]:
     """BH step-up: p_(k) * m / k, made monotone from the largest down, capped at 1."""
-    index, p = _present(pvalues)
-    m = len(p)
-    if m == 0:
-        return [None] * len(pvalues)
-    order = np.argsort(p, kind="stable")
-    ranked = p[order] * m / np.arange(1, m + 1)
-    scaled = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
-    adjusted = np.empty(m)
-    adjusted[order] = scaled
-    return _scatter(len(pvalues), index, adjusted)
+    return _adjust(
+        pvalues, lambda p, m: np.minimum.accumulate((p * m / np.arange(1, m + 1))[::-1])[::-1]
+    )
