@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from sago_core.config.tracking import TrackingSettings
 from sago_core.config.base import StrictModel
+from sago_core.config.tracking import TrackingSettings
 
 SFT_OBJECTIVE, CONSISTENCY_OBJECTIVE, DPO_OBJECTIVE = "sft", "consistency", "dpo"
 Objective = Literal["sft", "consistency", "dpo"]
