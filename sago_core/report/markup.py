@@ -106,3 +106,14 @@ def number(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
     return str(value)
+
+
+def axis_rank() -> Any:
+    """The ``axis`` column's place in the registry's order (unknown axes last): every table
+    of the report and the card lists axes in that order."""
+    import polars as pl
+
+    from sago_core.vocabulary import AXES
+
+    order = {axis: i for i, axis in enumerate(AXES)}
+    return pl.col("axis").replace_strict(order, default=len(AXES), return_dtype=pl.Int32)

@@ -16,6 +16,7 @@ from sago_core.report.card.refusal import (
 )
 from sago_core.report.card_budget import budget_blocks
 from sago_core.report.flip_words import flip_headers
+from sago_core.report.markup import axis_rank
 from sago_core.report.markup import number as _num
 from sago_core.report.sections.language import language_blocks
 from sago_core.scoring.encoder import axis_label, bert_label
@@ -28,16 +29,7 @@ Block = tuple[str, list[str], list[list[str]], list[str]]
 
 
 def _axis_order(frame: pl.DataFrame) -> pl.DataFrame:
-    order = {axis: i for i, axis in enumerate(AXES)}
-    return (
-        frame.with_columns(
-            pl.col("axis")
-            .replace_strict(order, default=len(AXES), return_dtype=pl.Int32)
-            .alias("_o")
-        )
-        .sort("_o")
-        .drop("_o")
-    )
+    return frame.with_columns(axis_rank().alias("_o")).sort("_o").drop("_o")
 
 
 def _ci(row: dict[str, Any], low: str = "ci_low", high: str = "ci_high") -> str:

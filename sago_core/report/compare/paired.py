@@ -7,9 +7,10 @@ from typing import Any
 
 import polars as pl
 
+from sago_core.report.markup import axis_rank
 from sago_core.report.markup import number as _cell
 from sago_core.statistics.paired_runs import PairedComparison, describe_sampling
-from sago_core.vocabulary import AXES, POOLED
+from sago_core.vocabulary import POOLED
 
 
 def render_paired(comparison: PairedComparison) -> str:
@@ -45,12 +46,9 @@ def render_paired(comparison: PairedComparison) -> str:
     if not table.is_empty() and table["model_a"].n_unique() > 1:
         columns = ["model_a", "model_b", *columns]
     lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    order = {axis: i for i, axis in enumerate(AXES)}
     ordered = table.with_columns(
         (pl.col("dataset") != POOLED).alias("_later"),
-        pl.col("axis")
-        .replace_strict(order, default=len(AXES), return_dtype=pl.Int32)
-        .alias("_axis"),
+        axis_rank().alias("_axis"),
     ).sort("model_a", "model_b", "_later", "dataset", "_axis")
     for row in ordered.iter_rows(named=True):
         cells = {

@@ -10,7 +10,7 @@ import polars as pl
 
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.report import figures
-from sago_core.report.markup import NA, fmt, p_value
+from sago_core.report.markup import NA, axis_rank, fmt, p_value
 from sago_core.report.markup import image as _image
 from sago_core.report.markup import table as _table
 from sago_core.report.summary_md import marks_legend, sgs_cell
@@ -57,13 +57,7 @@ def _axes_in(frame: pl.DataFrame) -> list[str]:
 def pooled_table(summary: pl.DataFrame, encoder: str | None = None) -> str:
     rows = []
     pooled = summary.filter(pl.col("dataset") == POOLED)
-    ordered = pooled.with_columns(
-        pl.col("axis")
-        .replace_strict(
-            {axis: i for i, axis in enumerate(AXES)}, default=len(AXES), return_dtype=pl.Int32
-        )
-        .alias("order")
-    )
+    ordered = pooled.with_columns(axis_rank().alias("order"))
     for r in ordered.sort("model", "order", "axis").iter_rows(named=True):
         sgs = sgs_cell(r) or "NA"
         ci = (

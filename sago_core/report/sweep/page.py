@@ -35,11 +35,11 @@ from sago_core.artifacts.layout import (
 from sago_core.artifacts.rows import from_rows
 from sago_core.artifacts.schemas import SWEEP, conform
 from sago_core.artifacts.store import write_parquet, write_text
-from sago_core.report.markup import table
+from sago_core.report.markup import axis_rank, table
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.statistics.tails import ALL_FAMILIES
-from sago_core.vocabulary import AXES, BASE_FAMILY, POOLED, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_FAMILY, POOLED, REPLAY_FAMILY
 
 GREEDY_SHARE = "T = 0: one greedy answer per prompt text, no sampling variance to split"
 ONE_SAMPLE_SHARE = "one sample per prompt text: the sample variance is not estimable"
@@ -157,14 +157,11 @@ def sweep_table(frames: list[pl.DataFrame]) -> pl.DataFrame:
     """Every arm's rows, ordered by model, family (``__all__`` first), axis, temperature."""
     if not frames:
         return pl.DataFrame(schema=SWEEP)
-    order = {axis: i for i, axis in enumerate(AXES)}
     return (
         pl.concat([conform(f, SWEEP) for f in frames])
         .with_columns(
             (pl.col("family") != ALL_FAMILIES).alias("_later"),
-            pl.col("axis")
-            .replace_strict(order, default=len(AXES), return_dtype=pl.Int32)
-            .alias("_axis"),
+            axis_rank().alias("_axis"),
         )
         .sort("model", "_later", "family", "_axis", "axis", "temperature")
         .drop("_later", "_axis")
