@@ -84,7 +84,7 @@ def finetune_series(
     by ``sago train``'s SFT trainer on every weight (no adapters) at a constant rate."""
     from transformers import TrainerCallback
 
-    from sago_core.training.config import SFT_OBJECTIVE, TrainConfig
+    from sago_core.training.config import TrainConfig
     from sago_core.training.data import Example
     from sago_core.training.trainers import build_trainer
 
@@ -110,7 +110,7 @@ def finetune_series(
         folder = out_dir / f"step-{step:04d}"
         saved.append(_save(trained, tokenizer, folder, {**note, "step": step}, split))
 
-    class _AtTargets(TrainerCallback):  # type: ignore[misc]
+    class _AtTargets(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if state.global_step in targets:
                 save(state.global_step, kw["model"])
@@ -122,7 +122,7 @@ def finetune_series(
             model=f"hf:{source.location}",
             data=out_dir,
             out=out_dir / ".training",
-            objective=SFT_OBJECTIVE,
+            objective="sft",
             steps=targets[-1],
             batch_size=batch_size,
             learning_rate=learning_rate,

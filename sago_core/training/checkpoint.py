@@ -136,7 +136,7 @@ def store_mirror() -> TrainerCallback:
     drops from the store those the Trainer rotated out."""
     from transformers import TrainerCallback
 
-    class _Mirror(TrainerCallback):  # type: ignore[misc]
+    class _Mirror(TrainerCallback):
         def __init__(self) -> None:
             self.pushed: dict[Path, list[Path]] = {}
 

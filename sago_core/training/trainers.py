@@ -78,6 +78,7 @@ def rows(examples: Sequence[Example], objective: str, tokenizer: Any, max_length
     """The ``datasets.Dataset`` the objective's trainer reads."""
     from datasets import Dataset
 
+    records: list[dict[str, Any]]
     if objective == DPO_OBJECTIVE:
         records = [
             {"prompt": e.prompt, "chosen": _assistant(e.answer), "rejected": _assistant(e.rejected)}
@@ -194,7 +195,7 @@ def divergence(base: torch.Tensor, variant: torch.Tensor, kind: str) -> torch.Te
 
 
 def _consistency_trainer(base: type) -> type:
-    class ConsistencyTrainer(SafetensorsCheckpoints, base):  # type: ignore[misc, valid-type]
+    class ConsistencyTrainer(SafetensorsCheckpoints, base):
         """The divergence between the next-token distributions after the base prompt (the
         target, without gradients) and after the variant prompt over the base answer's
         tokens, plus ``sft_weight`` times the answer's cross-entropy after the variant."""
@@ -268,7 +269,7 @@ def _progress(on_step: StepHook | None, steps: int) -> TrainerCallback:
     and each checkpoint."""
     from transformers import TrainerCallback
 
-    class _Progress(TrainerCallback):  # type: ignore[misc]
+    class _Progress(TrainerCallback):
         loss = float("nan")
         ticks: Any = None
 

@@ -84,8 +84,10 @@ def test_a_training_stopped_on_one_machine_resumes_on_another_from_the_store(
     resumed = _train(second)
     for name, value in straight.items():
         assert value.equal(resumed[name]), name
+    from sago_core.storage.mirror import Mirror
+
     mirror = attached.current()
-    assert mirror is not None
+    assert isinstance(mirror, Mirror)
     keys = sorted(key for key, _ in mirror.store.listing("fixed/checkpoints"))
     names = {key.rsplit("/", 1)[1] for key in keys}
     assert {"adapter_model.safetensors", "optimizer.safetensors", "trainer_state.json"} <= names
