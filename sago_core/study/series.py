@@ -1,6 +1,6 @@
 """The study's checkpoint series: built when missing, and proven apart from the evaluation.
 
-``training_split`` draws the ID training split (``sago_core.checkpoints.training_split``);
+``training_split`` draws the ID training split (``sago_core.training.split``);
 ``ensure_series`` builds the fine-tuning and quantisation series of a ``series`` block where
 a checkpoint folder is missing or was made with other settings; ``check_training_splits``
 reads the split every fine-tuned checkpoint of every family recorded and refuses any overlap
