@@ -68,3 +68,15 @@ _.daemon_threads
 _.handle_starttag
 # tempfile reads its module-level tempdir; tests reset it so that TMPDIR is read again.
 _.tempdir
+# transformers' Trainer and its callbacks call these hooks by name (sago train's trainers,
+# sago_core/training/trainers.py and checkpoint.py; the series' saver in checkpoints/series.py).
+_._save_optimizer_and_scheduler
+_._load_optimizer_and_scheduler
+_._save_rng_state
+_._load_rng_state
+_.compute_loss
+_.model_accepts_loss_kwargs
+_.on_train_begin
+_.on_step_end
+_.on_log
+_.on_save

@@ -207,11 +207,7 @@ def _consistency_trainer(base: type) -> type:
             self.model_accepts_loss_kwargs = False
 
         def compute_loss(
-            self,
-            model: Any,
-            inputs: dict[str, Any],
-            return_outputs: bool = False,
-            num_items_in_batch: Any = None,
+            self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **_: Any
         ) -> Any:
             import torch
 
