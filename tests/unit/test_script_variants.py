@@ -208,13 +208,13 @@ SCRIPT_ONLY = {"register": None, "noise": None, "structural": None, "replay": Fa
 def test_the_family_is_off_unless_asked_for_and_off_serialises_as_before() -> None:
     assert VariantGrid().script is None
     assert "script" not in VariantGrid().model_dump()
-    assert PRESETS["demo"].resolved_run_id() == "demo-8809f82939d1"
+    assert PRESETS["demo"].resolved_run_id() == "demo-c30dbf3a6301"
     on = build_config("demo", {"variants": {"script": {}}})
     assert on.variants.script == ScriptGrid()
     assert on.model_dump()["variants"]["script"]["fullwidth"] == (10, 25, 50, 75, 100)
-    assert on.resolved_run_id() != "demo-8809f82939d1"
+    assert on.resolved_run_id() != "demo-c30dbf3a6301"
     assert build_config("demo", {"variants": {"script": None}}).resolved_run_id() == (
-        "demo-8809f82939d1"
+        "demo-c30dbf3a6301"
     )
 
 
