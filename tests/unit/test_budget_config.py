@@ -21,9 +21,9 @@ from tests.fakes import PROMPTS
 
 def test_an_absent_budget_changes_no_run_id() -> None:
     # the ids these presets had before the budget section existed (the demo's since its
-    # structural variants come from rules: other variants, so another id)
+    # structural variants come from rules with the embedded rewriter: other variants, another id)
     assert PRESETS["demo"].resolved_run_id() == "demo-c30dbf3a6301"
-    assert PRESETS["paper"].resolved_run_id() == "paper-5c29954bd82b"
+    assert PRESETS["paper"].resolved_run_id() == "paper-0d88d51f349c"
     assert "budget" not in PRESETS["paper"].model_dump(mode="json")
 
 
