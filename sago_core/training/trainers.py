@@ -114,12 +114,15 @@ def tracker_environment(config: TrainConfig) -> dict[str, str]:
     return env
 
 
-def _bf16() -> bool:
-    """Mixed precision in bf16 where the device computes it (a recent GPU); CPU trains in
-    float32, so a CPU training is reproducible to the bit."""
+def _precision() -> dict[str, bool]:
+    """bf16 mixed precision where the device computes it (a recent GPU). Without an
+    accelerator everything stays in float32 on the CPU (a CPU training is reproducible to the
+    bit), and several processes there train together over gloo."""
     import torch
 
-    return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    cuda = torch.cuda.is_available()
+    accelerated = cuda or torch.backends.mps.is_available()
+    return {"bf16": cuda and torch.cuda.is_bf16_supported(), "use_cpu": not accelerated}
 
 
 def trainer_args(config: TrainConfig, report_to: Sequence[str] = ()) -> dict[str, Any]:
@@ -132,7 +135,7 @@ def trainer_args(config: TrainConfig, report_to: Sequence[str] = ()) -> dict[str
         "learning_rate": config.learning_rate,
         "lr_scheduler_type": config.lr_schedule,
         "warmup_steps": config.warmup_steps,
-        "bf16": _bf16(),
+        **_precision(),
         "logging_steps": 1,
         "save_strategy": "steps",
         "save_steps": config.checkpoint_every,
