@@ -1,4 +1,4 @@
-"""``python -m bench.budget``: replay budgeted runs on a finished full grid (issue 40).
+"""``python -m bench.budget``: replay budgeted runs on a finished full grid.
 
 Given a run folder (its ``deltas.parquet``, one model) or, without one, a synthetic paper
 grid with realistic variance components (bench/budget_synthetic.py), replay seeded

@@ -47,7 +47,7 @@ def run(workdir: Path, name: str) -> None:
     with watch.stage("metrics"):
         pairs = score_pairs(generations, scorer.f1)
         deltas = compute_deltas(generations, analysis, pairs, detect_mirroring_frame(generations))
-    insights = Stopwatch()  # beyond the mean (issue 16); the naive pipeline has no such stage
+    insights = Stopwatch()  # beyond the mean; the naive pipeline has no such stage
     with insights.stage("instances"):
         instances = build_instances(deltas, generations, prompts)
     with insights.stage("tails"):
@@ -55,7 +55,7 @@ def run(workdir: Path, name: str) -> None:
     with insights.stage("axis structure"):
         scores = score_prompts(deltas)
         spearman_table(scores), pca_table(scores)
-    locate = Stopwatch()  # where the instability sits (issue 17); sago only
+    locate = Stopwatch()  # where the instability sits; sago only
     with locate.stage("layer profiles"):
         run_layer_profiles(analysis, generations, seed=0)
     with locate.stage("patching"):

@@ -1,7 +1,7 @@
 """``python -m bench.report_scale``: the post-scoring stages at 1,000 to 8,000 instances.
 
-Issue 29 asks that at the paper's size (16 prompts x 6 datasets x 83 variants = 7,968
-instances per model) the report renders in under 10 s and that nothing after the scoring
+The target: at the paper's size (16 prompts x 6 datasets x 83 variants = 7,968
+instances per model) the report renders in under 10 s, and nothing after the scoring
 pass grows faster than the run. No model is needed: ``build_run`` writes a run folder with
 the exact artifact schemas (``sago_core/artifacts/schemas.py``) at any size, its variants
 built by sago's own paper grid (75 register and noise variants per prompt, the replay) plus

@@ -43,13 +43,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return MARKER.sub(expand, markdown)
 
 
-# Developers' notes in the code's comments that a user page leaves out: "(issue 27)",
-# "(issue 28; ...)", "issue 27: ...".
-ISSUE_NOTES = (
-    (re.compile(r"\s*\(issues? \d+(?:, \d+)*\)"), ""),
-    (re.compile(r"\(issues? \d+(?:, \d+)*[;:,]\s*"), "("),
-    (re.compile(r"\bissues? \d+(?:, \d+)*[;:,]\s*"), ""),
-)
 CONSTANT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 PACKAGE = Path(__file__).resolve().parents[2] / "sago_core"
 
@@ -73,10 +66,8 @@ def constants() -> dict[str, str]:
 
 
 def for_users(value: str) -> str:
-    """A code comment or docstring as a user page says it: no issue numbers, and each named
-    constant replaced by its value (the code stays the one owner of the value)."""
-    for pattern, replacement in ISSUE_NOTES:
-        value = pattern.sub(replacement, value)
+    """A code comment or docstring as a user page says it: each named constant replaced by
+    its value (the code stays the one owner of the value)."""
     known = constants()
     return CONSTANT.sub(lambda m: known.get(m.group(0), m.group(0)), value)
 

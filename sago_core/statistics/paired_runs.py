@@ -39,7 +39,7 @@ from sago_core.statistics.paired import paired_test, verdict
 from sago_core.statistics.paired_design import paired_design, population_keys
 from sago_core.vocabulary import AXES, POOLED
 
-# Run-config settings that change what s measures, by what the issue calls them.
+# Run-config settings that change what s measures, by the name a refused comparison gives.
 COMPARABILITY: dict[str, tuple[str, ...]] = {
     "variant grid": ("variants",),
     "decoding": (

@@ -1,4 +1,4 @@
-"""The language family (issue 28): the same question asked in another language, in the
+"""The language family: the same question asked in another language, in the
 translation its parallel file carries (MKQA, or one column per language).
 
 A language variant is ``language:<code>:100:global`` (subtype = the language code as the

@@ -1,7 +1,7 @@
 """Surface noise that preserves meaning by construction: extra spaces, marks, upper-casing.
 
 Positions: PREFIX acts on the first half of the prompt's characters, SUFFIX on the second half,
-GLOBAL on all of it (the spec states the halves for capitalisation; we use the same split for
+GLOBAL on all of it (the method sets the halves for capitalisation; we use the same split for
 every noise subtype so one position means one thing). Insertions go into gaps between words
 inside the region (or its edge when the region holds no gap), so words are never split.
 """

@@ -1,4 +1,4 @@
-"""Checks a structural rewrite must pass beyond similarity (issue 39).
+"""Checks a structural rewrite must pass beyond similarity.
 
 A small rewriter asked to reshape a question often answers it instead ("Which composer wrote
 the Moonlight Sonata?" -> "The composer who wrote the Moonlight Sonata is unknown."), and an

@@ -1,4 +1,4 @@
-"""Machine-translated variants (issue 28): the instructions a translator model is sent, and
+"""Machine-translated variants: the instructions a translator model is sent, and
 the cleaning and checks of its answers. Model-free, like ``variants/structural.py``; the
 stage that calls the model is ``sago_core/stages/translation.py``.
 

@@ -65,20 +65,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 CSS_VALUE = re.compile(r"[:,]\s*$")
 
 # Files still to clean, each named exactly (empty when done).
-NOT_YET_CLEAN: frozenset[str] = frozenset(
-    {
-        "bench/budget.py",
-        "bench/fast.py",
-        "bench/report_scale.py",
-        "docs/guide/budget.md",
-        "docs/hooks/reference.py",
-        "sago_core/statistics/paired_runs.py",
-        "sago_core/variants/language.py",
-        "sago_core/variants/noise.py",
-        "sago_core/variants/rewrite_checks.py",
-        "sago_core/variants/translation.py",
-    }
-)
+NOT_YET_CLEAN: frozenset[str] = frozenset()
 
 
 def scanned_files() -> Iterator[Path]:
