@@ -28,8 +28,10 @@ _.evaluate_models
 # Prefect's LockManager protocol: Prefect calls these (flows/runtime/process_locks.py).
 _.aacquire_lock
 _.await_for_lock
-# argparse calls its parser's choice check; sago_cli/parser.py overrides it.
+# argparse calls these; sago_cli overrides them: the parser's choice check (parser.py) and
+# the help formatter's list of subcommands (main.py, which lists them by group instead).
 _._check_value
+_._iter_indented_subactions
 # A module-level __getattr__ (PEP 562): schemas.INSTANCES is computed when asked for.
 _.__getattr__
 # pydantic reads each model's configuration from this class attribute.

@@ -106,9 +106,6 @@ class Layout:
     def prompts_per_dataset(self) -> np.ndarray:
         return np.bincount(self.prompt_dataset, minlength=len(self.datasets))
 
-    def strata_per_dataset(self) -> np.ndarray:
-        return np.bincount(self.stratum_dataset, minlength=len(self.datasets))
-
 
 def index_grid(grid: Grid, level: Level) -> Layout:
     datasets = grid.datasets()

@@ -98,9 +98,3 @@ def cell_values(
         joined = wanted.join(rows, on=CELL_ID, how="left")
         out[joined["cell"].to_numpy(), c] = joined["v"].cast(pl.Float64).fill_null(np.nan)
     return out[mask]
-
-
-def measured_columns(deltas: pl.DataFrame, models: list[str]) -> list[tuple[str, str]]:
-    """The (model, axis) columns of the deltas, models in the run's order."""
-    axes = list(dict.fromkeys(deltas.filter(pl.col("family") != REPLAY_FAMILY)["axis"]))
-    return [(m, a) for m in models for a in axes]
