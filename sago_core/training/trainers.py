@@ -114,6 +114,25 @@ def tracker_environment(config: TrainConfig) -> dict[str, str]:
     return env
 
 
+def answering_trackers(config: TrainConfig) -> list[str]:
+    """The trackers the trainer reports to: an MLflow server that does not answer is left
+    out with one warning line, so a tracker that is down never fails a training (its own
+    folder stays the record)."""
+    names = config.report_to()
+    if config.tracking is not None and config.tracking.mlflow is not None:
+        import logging
+
+        from sago_core.tracking.common import TrackerUnavailable
+        from sago_core.tracking.mlflow_tracker import _check_server
+
+        try:
+            _check_server(config.tracking.mlflow)
+        except TrackerUnavailable as exc:
+            logging.getLogger("sago.tracking").warning("sago train: not reported (%s)", exc)
+            names.remove("mlflow")
+    return names
+
+
 def _precision() -> dict[str, bool]:
     """bf16 mixed precision where the device computes it (a recent GPU). Without an
     accelerator everything stays in float32 on the CPU (a CPU training is reproducible to the
@@ -320,7 +339,7 @@ def train_adapters(
         examples,
         config,
         peft_config=peft_config,
-        report_to=report_to or config.report_to(),
+        report_to=report_to or answering_trackers(config),
         callbacks=callbacks,
     )
     resume = newest_checkpoint(config.out)

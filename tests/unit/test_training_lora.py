@@ -204,3 +204,27 @@ def test_a_folder_holding_another_training_is_refused(data: Path, tmp_path: Path
     busy = config.model_copy(update={"out": tmp_path / "busy"})
     with pytest.raises(ConfigError, match="not empty and not a sago training folder"):
         begin(busy, base_identity="dir-sha256:a", data_identity="sha256:d", code="c1")
+
+
+def test_a_tracker_that_does_not_answer_is_left_out_with_one_warning(
+    data: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import socket
+
+    from sago_core.config.tracking import TrackingSettings
+    from sago_core.training.trainers import answering_trackers
+
+    with socket.socket() as free:  # a port nothing listens on once this closes
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    tracking = TrackingSettings.model_validate(
+        {
+            "mlflow": {"tracking_uri": f"http://127.0.0.1:{port}", "timeout_s": 2},
+            "wandb": {"project": "p", "mode": "offline"},
+        }
+    )
+    config = TrainConfig(model="hf:x", data=data, out=tmp_path / "out", tracking=tracking)
+    assert config.report_to() == ["mlflow", "wandb"]
+    assert answering_trackers(config) == ["wandb"]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and f"127.0.0.1:{port}" in warned[0]
