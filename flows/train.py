@@ -1,6 +1,6 @@
 """The training flow (``sago train``): the base model's weights, then the LoRA fine-tune on a
-``sago export --training`` folder, checkpointed and resumed from its newest checkpoint (on
-an object store too: ``config.store``)."""
+``sago export training`` folder through TRL's trainers, checkpointed and resumed from its
+newest checkpoint (on an object store too: ``config.store``)."""
 
 from __future__ import annotations
 
