@@ -53,53 +53,51 @@ def shard_places(
     return str(layout.shard_dir(model, shard.label)), places, labels
 
 
+def _shard_arguments(stage: StageRunner, target: ModelTarget, shard: Shard) -> dict[str, Any]:
+    """What every task of a shard is given: its tags, model, shard, engine, folder, cache
+    and ledger."""
+    where, places, labels = shard_places(stage.layout, target.spec, shard)
+    return {
+        "run_tags": labels,
+        "model": target.spec,
+        "shard": shard.label,
+        "target": target,
+        "out_dir": where,
+        **places,
+    }
+
+
 def run_shard(
     stage: StageRunner, config: RunConfig, target: ModelTarget, shard: Shard
 ) -> tuple[str, str, bool]:
     """Generation and the scoring pass of one shard, then at K > 1 samples its samples and
     their scoring pass (``run_samples``); (generations, analysis, cached)."""
-    model = target.spec
-    where, places, labels = shard_places(stage.layout, model, shard)
+    shard_arguments = _shard_arguments(stage, target, shard)
     generated = stage(
         generate_task,
-        run_tags=labels,
         commit_if=all_answered,
-        model=model,
-        shard=shard.label,
-        target=target,
         prompts_path=shard.prompts_path,
         variants_path=shard.variants_path,
         # sample 0 does not depend on K: a run at K > 1 shares it with the run at K = 1
         settings=config.generation.model_copy(update={"samples": 1}),
-        out_dir=where,
-        **places,
+        **shard_arguments,
     )
     cached = stage.last_cached
     analysed = stage(
         analyse_task,
-        run_tags=labels,
-        model=model,
-        shard=shard.label,
-        target=target,
         generations_path=generated,
         settings=config.analysis.scoring_pass(),
-        out_dir=where,
-        **places,
+        **shard_arguments,
     )
     cached = cached and stage.last_cached
     if config.posix_matrix is not None:  # POSIX's full matrix (peer metrics); off by default
         stage(
             posix_matrix_task,
-            run_tags=labels,
-            model=model,
-            shard=shard.label,
-            target=target,
             generations_path=generated,
             settings=config.posix_matrix,
             scoring=config.analysis.scoring_pass(),
             seed=config.seed,
-            out_dir=where,
-            **places,
+            **shard_arguments,
         )
         cached = cached and stage.last_cached
     if config.generation.draws_samples:
@@ -119,32 +117,21 @@ def run_samples(
     sample teacher-forced under every prompt text (sample_analysis.parquet), in the shard's
     folder (``RunLayout.shard_artifact(model, shard, "samples")``); True when both were
     cached."""
-    model = target.spec
-    where, places, labels = shard_places(stage.layout, model, shard)
+    shard_arguments = _shard_arguments(stage, target, shard)
     sampled = stage(
         sample_task,
-        run_tags=labels,
         commit_if=all_answered,
-        model=model,
-        shard=shard.label,
-        target=target,
         generations_path=generations,
         settings=config.generation,
-        out_dir=where,
-        **places,
+        **shard_arguments,
     )
     cached = stage.last_cached
     stage(
         analyse_samples_task,
-        run_tags=labels,
-        model=model,
-        shard=shard.label,
-        target=target,
         samples_path=sampled,
         analysis_path=analysis,
         settings=config.analysis.scoring_pass(),
-        out_dir=where,
-        **places,
+        **shard_arguments,
     )
     return cached and stage.last_cached
 
