@@ -44,7 +44,6 @@ from sago_core.config.places import public_config, public_model
 from sago_core.errors import ConfigError, InputError
 from sago_core.vocabulary import POOLED
 
-HF_RESULTS = "hf-results"  # the export format's name
 SUITE = "sago"
 ALL = "all"  # lighteval's and the leaderboard's name for the aggregate row
 SPLIT = "latest"
