@@ -60,6 +60,7 @@ from sago_core.report.card.render import (
 )
 from sago_core.report.card_budget import budget_card
 from sago_core.report.flip_words import AT_K, sampled_run
+from sago_core.report.page.headline import variant_rms
 from sago_core.report.sections.language import language_card
 from sago_core.scoring.encoder import encoder_of, label_of
 from sago_core.scoring.verdict import tolerance_verdict
@@ -147,8 +148,7 @@ def _worst(run_dir: Path, model: str) -> dict[str, Any]:
         return {"available": False, "note": _predates(INSTANCES_FILE), "rows": []}
     instances = pl.read_parquet(path).filter(pl.col("model") == model)
     deltas = [f"d_{axis}" for axis in AXES if f"d_{axis}" in instances.columns]
-    squares = pl.concat_list([pl.col(d).abs().pow(2) for d in deltas]).list.drop_nulls()
-    ranked = instances.with_columns(squares.list.mean().sqrt().alias("variant_rms")).filter(
+    ranked = instances.with_columns(variant_rms(deltas).alias("variant_rms")).filter(
         pl.col("variant_rms").is_not_null()
     )
     worst = ranked.sort("variant_rms", descending=True, maintain_order=True).head(WORST)

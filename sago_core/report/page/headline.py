@@ -127,7 +127,9 @@ def above_floor(summary: pl.DataFrame, model: str) -> list[str] | None:
     return sorted(rows["axis"].to_list(), key=_order)
 
 
-def _variant_rms(columns: list[str]) -> pl.Expr:
+def variant_rms(columns: list[str]) -> pl.Expr:
+    """A variant's RMS over its axes' deltas (``columns``): how the page and the card rank
+    the worst variants."""
     squares = pl.concat_list([pl.col(c).abs().pow(2) for c in columns]).list.drop_nulls()
     return squares.list.mean().sqrt()
 
@@ -165,7 +167,7 @@ def worst_instance(instances: pl.DataFrame, model: str) -> Worst | None:
     columns.sort(key=lambda c: _order(c[2:]))
     ranked = (
         instances.filter(pl.col("model") == model)
-        .with_columns(_variant_rms(columns).alias("rms"))
+        .with_columns(variant_rms(columns).alias("rms"))
         .filter(pl.col("rms").is_not_null())
         .sort("rms", descending=True, maintain_order=True)
     )

@@ -6,7 +6,7 @@ model is, where and how bad, before any table.
 - where: the dose-response by variant family and strength (``figures.dose_response``) and
   SGS per dataset and axis (``figures.heatmap``);
 - how bad: the worst variants, ranked by the RMS of their normalised deltas over the axes
-  (the headline's own ranking, ``headline._variant_rms``), with their worst axis
+  (the headline's own ranking, ``headline.variant_rms``), with their worst axis
   (``worst_instances``; from instances.parquet, so only when the run holds it).
 
 The remaining figures (radar, per-prompt distributions) are drawn further down, after the
@@ -23,7 +23,7 @@ import polars as pl
 from sago_core.report import figures, markup
 from sago_core.report.figures import PAGE_WIDTH_IN, _png, _pyplot, short_labels
 from sago_core.report.markup import Section
-from sago_core.report.page.headline import _variant_rms
+from sago_core.report.page.headline import variant_rms
 from sago_core.vocabulary import AXES, POOLED
 
 REFERENCE_EPS = 0.05  # the reference tolerance of the summary's test (one-sided E[s] > eps)
@@ -122,7 +122,7 @@ def draw_worst_instances(instances: pl.DataFrame) -> Any:
     plt = _pyplot()
     columns = [f"d_{a}" for a in AXES if f"d_{a}" in instances.columns]
     ranked = (
-        instances.with_columns(_variant_rms(columns).alias("rms"))
+        instances.with_columns(variant_rms(columns).alias("rms"))
         .filter(pl.col("rms").is_not_null())
         .sort(["model", "rms"], descending=[False, True], maintain_order=True)
     )
