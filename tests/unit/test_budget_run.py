@@ -12,7 +12,7 @@ import polars as pl
 
 from sago_core.budget.record import budget_line
 from sago_core.budget.run_cells import cell_values, round_inputs_of, run_cells
-from sago_core.report.card_budget import budget_blocks, budget_card
+from sago_core.report.card.budget import budget_blocks, budget_card
 from sago_core.report.summary_md import render_summary
 from sago_core.scoring.budgeted_scores import design_scores
 from sago_core.scoring.summary import summarize, with_budget_verdicts

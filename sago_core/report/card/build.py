@@ -48,6 +48,7 @@ from sago_core.artifacts.layout import (
 from sago_core.artifacts.store import write_json, write_text
 from sago_core.backends.served_identity import check_runs
 from sago_core.peer_metrics.sources import current_names
+from sago_core.report.card.budget import budget_card
 from sago_core.report.card.refusal import (
     refusal_against,
     refusal_card,
@@ -58,7 +59,6 @@ from sago_core.report.card.render import (
     render_card_html,
     render_card_md,
 )
-from sago_core.report.card_budget import budget_card
 from sago_core.report.flip_words import AT_K, sampled_run
 from sago_core.report.page.headline import variant_rms
 from sago_core.report.sections.language import language_card

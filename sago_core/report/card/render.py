@@ -10,11 +10,11 @@ import polars as pl
 
 from sago_core.backends.model_source import RecordedModel
 from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE
+from sago_core.report.card.budget import budget_blocks
 from sago_core.report.card.refusal import (
     refusal_blocks,
     refusal_paired_block,
 )
-from sago_core.report.card_budget import budget_blocks
 from sago_core.report.flip_words import flip_headers
 from sago_core.report.markup import axis_rank
 from sago_core.report.markup import number as _num

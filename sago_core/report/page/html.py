@@ -52,7 +52,6 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.schemas import GENERATIONS
 from sago_core.artifacts.store import read_parquet
-from sago_core.report.budget_section import budget_headline, budget_sections
 from sago_core.report.markup import Section, page
 from sago_core.report.markup import table as _table
 from sago_core.report.page.headline import glances, headline_html, weak_rewriter_note
@@ -74,6 +73,7 @@ from sago_core.report.page.results import (
     rankings_section,
 )
 from sago_core.report.page.story import more_figures, story_section
+from sago_core.report.sections.budget import budget_headline, budget_sections
 from sago_core.report.sections.explorer import MAX_ROWS
 from sago_core.report.sections.insights import (
     Insights,

@@ -11,7 +11,7 @@ from typing import Any
 from sago_core.artifacts.layout import BUDGET_FILE
 from sago_core.budget.record import budget_line
 
-Block = tuple[str, list[str], list[list[str]], list[str]]  # report/card.py's block
+Block = tuple[str, list[str], list[list[str]], list[str]]  # report/card/render.py's block
 
 
 def budget_card(run_dir: Path) -> dict[str, Any]:
