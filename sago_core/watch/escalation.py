@@ -36,8 +36,8 @@ from pydantic import Field, ValidationError, field_validator
 
 from sago_core.artifacts.layout import BUDGET_FILE, VARIANTS_FILE
 from sago_core.config import BudgetSettings, RunConfig, build_config
-from sago_core.config.errors import describe_errors
 from sago_core.config.base import StrictModel
+from sago_core.config.errors import describe_errors
 from sago_core.errors import ConfigError, SagoError
 from sago_core.statistics.paired import DEFAULT_MARGIN
 from sago_core.vocabulary import AXES, POOLED

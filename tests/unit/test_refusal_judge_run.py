@@ -26,12 +26,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from sago_core.config.refusal import RefusalSettings
 
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import REFUSAL_FILE, REFUSAL_VERDICTS_FILE, RunLayout
 from sago_core.backends.target import model_target
 from sago_core.config import RunConfig, build_config
+from sago_core.config.refusal import RefusalSettings
 from sago_core.errors import ConfigError
 from sago_core.refusal.judge import RefusalJudge
 from sago_core.refusal.verdicts import JUDGED_VERDICTS_SCHEMA, VERDICTS_SCHEMA

@@ -16,9 +16,14 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPROMISED_LITELLM = ("1.82.7", "1.82.8")
-# .pth files a normal install of this project creates: setuptools' distutils shim and the
-# editable install of sago itself. Anything else executes unknown code at start-up.
-EXPECTED_PTH = {"distutils-precedence.pth", "__editable__.sago-0.1.0.pth"}
+# .pth files a normal install of this project creates: setuptools' distutils shim, the
+# editable install of sago itself and that of the tests' example plug-in (the test targets
+# install it from tests/plugin_package). Anything else executes unknown code at start-up.
+EXPECTED_PTH = {
+    "distutils-precedence.pth",
+    "__editable__.sago-0.1.0.pth",
+    "__editable__.sago_example_plugin-0.1.0.pth",
+}
 
 
 def test_the_compromised_litellm_releases_are_excluded_and_not_installed() -> None:
