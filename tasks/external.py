@@ -16,9 +16,9 @@ from sago_core.artifacts.layout import (
 from sago_core.artifacts.schemas import (
     ANALYSIS,
     EXTERNAL_ROWS,
-    PAIRED_GENERATIONS,
     PROMPTS,
     VARIANTS,
+    paired_generations_schema,
 )
 from sago_core.artifacts.store import read_parquet, sha256_of, write_parquet, write_text
 from sago_core.backends.target import ModelTarget
@@ -78,7 +78,7 @@ def external_generations_task(
     frame = model_generations(
         read_parquet(rows_path), model, encode, target.spec if target else None
     )
-    return str(write_parquet(frame, Path(out_dir) / GENERATIONS_FILE, PAIRED_GENERATIONS))
+    return str(write_parquet(frame, Path(out_dir) / GENERATIONS_FILE, paired_generations_schema()))
 
 
 @stage_task("unmeasured-analysis", run_name="unmeasured-analysis[{model}]")

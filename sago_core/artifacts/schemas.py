@@ -363,11 +363,17 @@ PAIRED: Schema = {
 # sample (``base`` or a replay id of the same prompt) a variant's answer is compared with;
 # null: the base row. Only the generations of `sago score` carry it (stages/pairs.py).
 PAIRED_BASE = "paired_base"
-PAIRED_GENERATIONS: Schema = {**GENERATIONS, PAIRED_BASE: pl.String}
+
+
+def paired_generations_schema() -> Schema:
+    """A scored run's ``generations.parquet``: the generations schema plus ``paired_base``
+    (a function, not a constant: the file is ``generations.parquet``, documented once)."""
+    return {**GENERATIONS, PAIRED_BASE: pl.String}
+
 
 # `sago score`: the external file's rows, validated (stages/external_rows.parquet)
 EXTERNAL_ROWS: Schema = {
-    **PAIRED_GENERATIONS,
+    **paired_generations_schema(),
     "references": pl.List(pl.String),
     "source": pl.String,  # file and row the response came from
 }

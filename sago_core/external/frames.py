@@ -13,10 +13,10 @@ from sago_core.artifacts.schemas import (
     ANALYSIS,
     EXTERNAL_ROWS,
     PAIRED_BASE,
-    PAIRED_GENERATIONS,
     PROMPTS,
     VARIANTS,
     conform,
+    paired_generations_schema,
 )
 from sago_core.axes.reasoning import answer_text
 from sago_core.external.schema import ExternalRow
@@ -146,7 +146,7 @@ def model_generations(
             pl.Series("engine", engines, dtype=pl.String),
         )
     # in the file's order (pair batches as the source had them), each variant's paired base kept
-    return conform(frame, PAIRED_GENERATIONS)
+    return conform(frame, paired_generations_schema())
 
 
 def unmeasured_analysis(generations: pl.DataFrame, reason: str = NO_MODEL) -> pl.DataFrame:
