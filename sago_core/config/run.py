@@ -369,6 +369,11 @@ def build_config(
     if chosen not in PRESETS:
         raise ConfigError(f"unknown preset {chosen!r}; choose one of {sorted(PRESETS)}")
     base = PRESETS[chosen].model_dump(by_alias=True)
+    # The presets leave the structural rewrite method to follow the rewriter: derived again
+    # after the merge, so a file or argument naming another rewriter gets that one's method.
+    structural = (base.get("variants") or {}).get("structural")
+    if structural is not None:
+        structural.pop("method", None)
     try:  # renamed keys first, so an old name in the file meets its new name in the preset
         file_values, overrides = current_names(file_values), current_names(overrides)
     except ValueError as exc:

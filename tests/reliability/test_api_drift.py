@@ -84,7 +84,7 @@ def test_identities_are_read_from_each_answer_and_failures_are_left_out() -> Non
 def test_a_cached_answer_keeps_the_identity_that_gave_it(tmp_path: Path) -> None:
     with ScriptedServer() as server:
         settings = ApiSettings(base_url=server.base_url, key_env=None, concurrency=1)
-        ledger = ApiLedger(tmp_path / "ledger.jsonl", settings.budget)
+        ledger = ApiLedger(tmp_path / "ledger.jsonl", settings.spending)
         backend = ApiBackend("openai/drift-1", settings, tmp_path / "cache", ledger, "sk-x")
         server.drift(after=1, fingerprint="fp_sago_b", model="drift-1-0613")
         asked = backend.generate(QUESTIONS[:2], 8, 2)

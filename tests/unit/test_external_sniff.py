@@ -88,7 +88,7 @@ def test_a_compressed_or_binary_file_is_named_for_what_it_is(tmp_path: Path) -> 
 def test_the_command_line_says_it_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     from sago_cli.main import main
 
-    code = main(["score", "--generations", str(ARCHIVE), "--format", "lm-eval"])
+    code = main(["score", str(ARCHIVE), "--format", "lm-eval"])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err.endswith(

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from sago_core.artifacts.json_cache import JsonCache
-from sago_core.config import PRESETS, StructuralGrid
+from sago_core.config import PRESETS, StructuralGrid, build_config
 from sago_core.data.builtin import builtin_prompts
 from sago_core.stages.structural import model_rewrite_tasks, rewrite_structural
 from sago_core.variants.register import POLITE_PREFIX, POLITE_SUFFIX
@@ -182,6 +182,16 @@ def test_the_method_defaults_to_the_rules_only_for_the_embedded_rewriter() -> No
     assert StructuralGrid(rewriter="litellm:openai/gpt-4o-mini").method == "model"
     demo = PRESETS["demo"].variants.structural
     assert demo is not None and demo.method == "rules"
+
+
+def test_a_rewriter_named_over_a_preset_gets_its_own_default_method() -> None:
+    named = {"variants": {"structural": {"rewriter": "litellm:openai/gpt-4o-mini"}}}
+    for preset in ("demo", "paper"):
+        chosen = build_config(preset, named).variants.structural
+        assert chosen is not None and chosen.method == "model"
+    explicit = {"variants": {"structural": {"rewriter": "litellm:x/y", "method": "rules"}}}
+    grid = build_config("demo", explicit).variants.structural
+    assert grid is not None and grid.method == "rules"
 
 
 def test_a_rewriter_whose_first_batch_is_all_rejected_is_asked_no_more(tmp_path: Path) -> None:
