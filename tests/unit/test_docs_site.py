@@ -346,6 +346,18 @@ def test_search_works_from_disk_without_the_network(site: Path, tmp_path: Path) 
     assert int(hits) >= 1, "the search box found nothing from disk"
 
 
+def test_the_index_and_getting_started_list_every_tutorial_and_guide() -> None:
+    pages = {
+        path.relative_to(ROOT / "docs").as_posix()
+        for folder in ("tutorials", "guide")
+        for path in (ROOT / "docs" / folder).glob("*.md")
+    }
+    for name in ("index.md", "getting-started.md"):
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        linked = set(re.findall(r"\]\(((?:tutorials|guide)/[^)#]+)", text))
+        assert pages - linked == set(), f"not linked from docs/{name}: {sorted(pages - linked)}"
+
+
 def test_the_readme_is_a_front_door() -> None:
     """The README links every tutorial and guide page, names `sago site`, and its example
     creates the file it then runs on; the benchmark tables live in the performance guide."""
