@@ -2,9 +2,9 @@
 ``sago run --dry-run`` prints) and roughly how long, where that can be said.
 
 How long is said only for the embedded model on a CPU, from one measured rate: ``make run``
-(the demo plan: 630 generations at 40 new tokens, 25,200 new tokens at most, 54 structural
-rewrites) took 570 s after set-up on 2 idle CPU cores, about 0.023 s per new token of the
-plan's ceiling, rewrites, scoring pass and BERTScore included. Anything else (another model,
+(the demo plan: 630 generations at 40 new tokens, 25,200 new tokens at most, its structural
+variants from the rules) took 258 s after set-up on 2 idle CPU cores from a fresh clone,
+about 0.010 s per new token of the plan's ceiling, scoring pass and BERTScore included. Anything else (another model,
 a GPU, an API) is left to the progress lines, which give the time left once the first
 batches are done.
 """
@@ -20,7 +20,7 @@ from sago_core.run_plan import RunPlan
 
 # The embedded model's measured whole-run seconds per new token of the plan (see above).
 EMBEDDED_MODEL = "hf:smollm2-135m"
-EMBEDDED_CPU_SECONDS_PER_NEW_TOKEN = 570 / 25_200
+EMBEDDED_CPU_SECONDS_PER_NEW_TOKEN = 258 / 25_200
 MEASURED_ON = "2 CPU cores"
 # Device nodes of a GPU (NVIDIA, AMD): checked without importing torch.
 GPU_NODES = ("/dev/nvidia0", "/dev/kfd")
@@ -28,7 +28,7 @@ GPU_NODES = ("/dev/nvidia0", "/dev/kfd")
 
 def start_line(plan: RunPlan, config: RunConfig) -> str:
     """``Run demo-...: 18 prompts, 1 model, up to 630 generations (25,200 new tokens) and
-    630 scored sequences; roughly 10 min on 2 CPU cores (the demo's measured pace).``"""
+    630 scored sequences; roughly 4 min on 2 CPU cores (the demo's measured pace).``"""
     bound = "up to " if any(plan.kept_up_to.values()) else ""
     generations = sum(plan.generations.values())
     if plan.budgeted is not None:  # a budgeted run asks at most its budget, per model

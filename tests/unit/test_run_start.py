@@ -25,9 +25,9 @@ def test_the_embedded_model_gets_a_rough_time_from_the_measured_pace() -> None:
     tokens = 630 * config.generation.max_new_tokens
     assert line.startswith(f"Run {config.resolved_run_id()}: 6 prompts, 1 model, up to 630 ")
     assert f"({tokens:,} new tokens) and 630 scored sequences; roughly " in line
-    # The demo's plan (25,200 new tokens) took 570 s on 2 idle cores: 10 min.
+    # The demo's plan (25,200 new tokens) took 258 s on 2 idle cores: 4 min.
     assert rough_time(plan("hf:smollm2-135m", 630), 25_200, gpu=False).startswith(
-        "roughly 10 min on 2 CPU cores"
+        "roughly 4 min on 2 CPU cores"
     )
 
 
