@@ -4,9 +4,9 @@
 How long is said only for the embedded model on a CPU, from one measured rate: ``make run``
 (the demo plan: 630 generations at 40 new tokens, 25,200 new tokens at most, its structural
 variants from the rules) took 258 s after set-up on 2 idle CPU cores from a fresh clone,
-about 0.010 s per new token of the plan's ceiling, scoring pass and BERTScore included. Anything else (another model,
-a GPU, an API) is left to the progress lines, which give the time left once the first
-batches are done.
+about 0.010 s per new token of the plan's ceiling, scoring pass and BERTScore included.
+Anything else (another model, a GPU, an API) is left to the progress lines, which give the
+time left once the first batches are done.
 """
 
 from __future__ import annotations
