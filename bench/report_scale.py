@@ -37,6 +37,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sago.tasks.insights import (
+    axis_pca_task,
+    axis_structure_task,
+    build_instances_task,
+    tail_statistics_task,
+)
+from sago.tasks.locate import layer_profiles_task
+from sago.tasks.peer_metrics import peer_metrics_task
+from sago.tasks.report import render_report_task
 from sago_core.artifacts.layout import (
     ANALYSIS_FILE,
     AXIS_PCA_FILE,
@@ -73,15 +82,6 @@ from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.stages.variants import build_variant_candidates
 from sago_core.vocabulary import AXES, BASE_VARIANT_ID, REPLAY_FAMILY
-from tasks.insights import (
-    axis_pca_task,
-    axis_structure_task,
-    build_instances_task,
-    tail_statistics_task,
-)
-from tasks.locate import layer_profiles_task
-from tasks.peer_metrics import peer_metrics_task
-from tasks.report import render_report_task
 
 DATASETS = ("truthfulqa", "nq_open", "alpaca", "simpleqa_verified", "triviaqa", "hotpotqa")
 MODEL = "mock:paper"

@@ -127,7 +127,7 @@ def paced_shard_flow(
     ``SAGO_BENCH_PACE``); ``flows.runtime.device_worker`` calls it as it would the flow."""
     import polars as pl
 
-    from flows.shard import shard_flow
+    from sago.flows.shard import shard_flow
     from sago_core.backends.mock import MockBackend
 
     pace = Pace(**json.loads(os.environ.get(PACE_ENV, "{}")))
@@ -202,10 +202,10 @@ def run_arm(
     plan: Callable[[Any, Any, Any, Path], list[list[Any]]],
 ) -> Arm:
     """One model's shards through ``workers`` local device workers under ``plan``."""
-    from flows.runtime.devices import worker_devices
-    from flows.runtime.dispatch import ShardWork, serve_group
-    from flows.runtime.stage_runner import StageRunner
-    from flows.shard import run_shard
+    from sago.flows.runtime.devices import worker_devices
+    from sago.flows.runtime.dispatch import ShardWork, serve_group
+    from sago.flows.runtime.stage_runner import StageRunner
+    from sago.flows.shard import run_shard
     from sago_core.artifacts.layout import SHARD_WORKER_FILE, RunLayout
     from sago_core.backends.target import model_target
     from sago_core.stages.shards import planned_idle, shard_load

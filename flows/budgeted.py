@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from flows.runtime.dispatch import shard_workers
-from flows.runtime.monitor import RunMonitor
-from flows.runtime.stage_runner import StageRunner
+from sago.flows.runtime.dispatch import shard_workers
+from sago.flows.runtime.monitor import RunMonitor
+from sago.flows.runtime.stage_runner import StageRunner
+from sago.tasks.budget import budget_round_task
+from sago.tasks.metrics import assemble_task
+from sago.tasks.prepare import plan_shards_task
 from sago_core.artifacts.layout import PROMPTS_FILE
 from sago_core.artifacts.store import read_parquet
 from sago_core.backends.target import ModelTarget
@@ -30,9 +33,6 @@ from sago_core.budget.run_cells import RunCells, cell_values, run_cells
 from sago_core.budget.sequential import BudgetResult, run_budgeted
 from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard, read_shards
-from tasks.budget import budget_round_task
-from tasks.metrics import assemble_task
-from tasks.prepare import plan_shards_task
 
 
 def round_shards(plan: str, k: int) -> list[Shard]:

@@ -9,13 +9,47 @@ from typing import Any
 import polars as pl
 from prefect import flow
 
-from flows.budgeted import budgeted_models
-from flows.locate import locate_run, patch_model
-from flows.runtime.dispatch import dispatch_shards, shard_workers
-from flows.runtime.monitor import RunMonitor
-from flows.runtime.object_store import attach_runs_store
-from flows.runtime.stage_runner import StageRunner
-from flows.shard import shard_work
+from sago.flows.budgeted import budgeted_models
+from sago.flows.locate import locate_run, patch_model
+from sago.flows.runtime.dispatch import dispatch_shards, shard_workers
+from sago.flows.runtime.monitor import RunMonitor
+from sago.flows.runtime.object_store import attach_runs_store
+from sago.flows.runtime.stage_runner import StageRunner
+from sago.flows.shard import shard_work
+from sago.tasks.budget import budget_scores_task, budget_summary_task
+from sago.tasks.insights import (
+    axis_pca_task,
+    axis_structure_task,
+    build_instances_task,
+    tail_statistics_task,
+)
+from sago.tasks.metrics import (
+    assemble_task,
+    compute_deltas_task,
+    render_summary_task,
+    score_pairs_task,
+    score_prompts_task,
+    summarize_task,
+)
+from sago.tasks.mirroring import detect_mirroring_task
+from sago.tasks.peer_metrics import peer_metrics_task, posix_matrix_paths
+from sago.tasks.prepare import (
+    build_variants_task,
+    filter_variants_task,
+    load_prompts_task,
+    plan_shards_task,
+    rewrite_structural_task,
+    translate_prompts_task,
+)
+from sago.tasks.provenance import provenance, resolve_inputs_task, targets_of, write_manifest_task
+from sago.tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
+from sago.tasks.report import render_report_task
+from sago.tasks.sampling_statistics import (
+    excess_deltas_task,
+    sampling_tests_task,
+    variance_components_task,
+)
+from sago.tasks.tracking import track_run_task
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.axes.judge import JUDGE_CALL_FAILED
@@ -26,40 +60,6 @@ from sago_core.errors import ConfigError
 from sago_core.scoring.encoder import settings_encoder
 from sago_core.stages.shards import Shard, read_shards
 from sago_core.sweep import is_sweep
-from tasks.budget import budget_scores_task, budget_summary_task
-from tasks.insights import (
-    axis_pca_task,
-    axis_structure_task,
-    build_instances_task,
-    tail_statistics_task,
-)
-from tasks.metrics import (
-    assemble_task,
-    compute_deltas_task,
-    render_summary_task,
-    score_pairs_task,
-    score_prompts_task,
-    summarize_task,
-)
-from tasks.mirroring import detect_mirroring_task
-from tasks.peer_metrics import peer_metrics_task, posix_matrix_paths
-from tasks.prepare import (
-    build_variants_task,
-    filter_variants_task,
-    load_prompts_task,
-    plan_shards_task,
-    rewrite_structural_task,
-    translate_prompts_task,
-)
-from tasks.provenance import provenance, resolve_inputs_task, targets_of, write_manifest_task
-from tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
-from tasks.report import render_report_task
-from tasks.sampling_statistics import (
-    excess_deltas_task,
-    sampling_tests_task,
-    variance_components_task,
-)
-from tasks.tracking import track_run_task
 
 
 def all_judged(mirroring_path: str) -> bool:

@@ -4,11 +4,11 @@ the per-layer profiles plus the run's patching table in the run-level tail."""
 
 from __future__ import annotations
 
-from flows.runtime.stage_runner import StageRunner
+from sago.flows.runtime.stage_runner import StageRunner
+from sago.tasks.locate import layer_profiles_task, patching_task
+from sago.tasks.metrics import assemble_task
 from sago_core.backends.target import ModelTarget
 from sago_core.config import RunConfig
-from tasks.locate import layer_profiles_task, patching_task
-from tasks.metrics import assemble_task
 
 
 def patch_model(

@@ -15,15 +15,10 @@ from typing import Any
 import polars as pl
 from prefect import flow, task
 
-from flows.evaluate import finish_run, score_model
-from flows.runtime.object_store import attach_runs_store
-from flows.runtime.stage_runner import StageRunner
-from sago_core.artifacts.layout import RunLayout
-from sago_core.artifacts.store import sha256_of
-from sago_core.backends.target import ModelTarget, RunTargets, model_target
-from sago_core.config import RunConfig, build_config
-from sago_core.external.options import ExternalSource
-from tasks.external import (
+from sago.flows.evaluate import finish_run, score_model
+from sago.flows.runtime.object_store import attach_runs_store
+from sago.flows.runtime.stage_runner import StageRunner
+from sago.tasks.external import (
     external_generations_task,
     external_prompts_task,
     external_variants_task,
@@ -31,7 +26,12 @@ from tasks.external import (
     read_notes,
     unmeasured_analysis_task,
 )
-from tasks.models import analyse_task
+from sago.tasks.models import analyse_task
+from sago_core.artifacts.layout import RunLayout
+from sago_core.artifacts.store import sha256_of
+from sago_core.backends.target import ModelTarget, RunTargets, model_target
+from sago_core.config import RunConfig, build_config
+from sago_core.external.options import ExternalSource
 
 
 def score_run_id(config: RunConfig, source: ExternalSource) -> str:

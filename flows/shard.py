@@ -15,17 +15,17 @@ from typing import Any
 import polars as pl
 from prefect import flow
 
-from flows.runtime.dispatch import ShardWork, flow_entrypoint
-from flows.runtime.object_store import attach_runs_store
-from flows.runtime.stage_runner import StageRunner
+from sago.flows.runtime.dispatch import ShardWork, flow_entrypoint
+from sago.flows.runtime.object_store import attach_runs_store
+from sago.flows.runtime.stage_runner import StageRunner
+from sago.tasks.models import analyse_task, generate_task
+from sago.tasks.posix_matrix import posix_matrix_task
+from sago.tasks.sample_answers import analyse_samples_task, sample_task
 from sago_core.artifacts.layout import SHARD_WORKER_FILE, RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.backends.target import ModelTarget, relocated
 from sago_core.config import RunConfig
 from sago_core.stages.shards import Shard
-from tasks.models import analyse_task, generate_task
-from tasks.posix_matrix import posix_matrix_task
-from tasks.sample_answers import analyse_samples_task, sample_task
 
 
 def all_answered(generations_path: str) -> bool:

@@ -8,14 +8,11 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.evaluate import evaluate
-from flows.runtime.object_store import attach_runs_store
-from flows.runtime.stage_runner import StageRunner
-from sago_core.artifacts.layout import GENERATIONS_FILE, PROMPTS_FILE, SUMMARY_FILE, RunLayout
-from sago_core.study.config import StudyConfig
-from sago_core.study.design import design_lines
-from tasks.provenance import targets_of
-from tasks.study import (
+from sago.flows.evaluate import evaluate
+from sago.flows.runtime.object_store import attach_runs_store
+from sago.flows.runtime.stage_runner import StageRunner
+from sago.tasks.provenance import targets_of
+from sago.tasks.study import (
     checkpoint_scores_task,
     checkpoint_series_task,
     partial_correlations_task,
@@ -23,6 +20,9 @@ from tasks.study import (
     render_study_task,
     sign_agreement_task,
 )
+from sago_core.artifacts.layout import GENERATIONS_FILE, PROMPTS_FILE, SUMMARY_FILE, RunLayout
+from sago_core.study.config import StudyConfig
+from sago_core.study.design import design_lines
 
 
 @flow(name="sago-study", flow_run_name="study", log_prints=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from prefect import flow
 
-from flows.runtime.object_store import attach_runs_store
+from sago.flows.runtime.object_store import attach_runs_store
+from sago.tasks.training import base_model_task, train_task
 from sago_core.training.config import TrainConfig
-from tasks.training import base_model_task, train_task
 
 
 @flow(name="sago-train", flow_run_name="train-{config.objective}", log_prints=True)

@@ -26,9 +26,9 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
-from flows.evaluate import evaluate
-from flows.runtime.object_store import runs_folder
-from flows.runtime.server_outage import best_effort
+from sago.flows.evaluate import evaluate
+from sago.flows.runtime.object_store import runs_folder
+from sago.flows.runtime.server_outage import best_effort
 from sago_core.config import BudgetSettings, build_config
 from sago_core.site.address import site_address
 from sago_core.site.build import build_site

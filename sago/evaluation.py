@@ -29,7 +29,7 @@ from sago_core.errors import ConfigError, InputError
 from sago_core.sweep import is_sweep, sweep_arms, sweep_id, sweep_record
 
 if TYPE_CHECKING:
-    from flows.runtime.stopping import Server, Stopper
+    from sago.flows.runtime.stopping import Server, Stopper
     from sago_core.run_plan import RunPlan
 
 
@@ -188,7 +188,7 @@ def stoppable(config: RunConfig) -> Iterator[Stopper]:
     """SIGTERM or SIGINT stops the run within seconds: its flow run marked Crashed, its
     workers then its temporary server stopped, one line saying how to resume it, exit 130
     (SIGINT) or 143 (SIGTERM); a second signal exits at once (``flows.runtime.stopping``)."""
-    from flows.runtime.stopping import stop_on_signals
+    from sago.flows.runtime.stopping import stop_on_signals
 
     with stop_on_signals(lambda: stop_line(config)) as stopper:
         yield stopper
@@ -208,19 +208,19 @@ def temporary_server() -> Server | None:
     """sago's temporary Prefect server (in a session of its own), registered before Prefect
     first needs one; None with a server of the user's (PREFECT_API_URL), for which Prefect's
     server application is not even imported."""
-    from flows.runtime.server_outage import api_url
+    from sago.flows.runtime.server_outage import api_url
 
     if api_url() is not None:
         return None
-    from flows.runtime.temporary_server import own_temporary_server
+    from sago.flows.runtime.temporary_server import own_temporary_server
 
     return own_temporary_server()
 
 
 def evaluate_run(config: RunConfig) -> Path:
     """One run through the evaluation flow (a Prefect outage leaves it resumable)."""
-    from flows.evaluate import evaluate, layout_of
-    from flows.runtime.server_outage import resumable_outage
+    from sago.flows.evaluate import evaluate, layout_of
+    from sago.flows.runtime.server_outage import resumable_outage
 
     with resumable_outage(layout_of(config).run_dir):
         return Path(evaluate(config))

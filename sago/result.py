@@ -27,7 +27,7 @@ def run_folder(run: Path | str) -> Path:
     """A local run folder for ``run``: the folder itself, or a store URL's run pulled into
     this machine's scratch folder (the store stays attached for what is written after).
     Every command's run-folder argument is read through here (``sago_cli.common``)."""
-    from flows.runtime.object_store import fetch_run_folder
+    from sago.flows.runtime.object_store import fetch_run_folder
 
     return fetch_run_folder(str(run))
 

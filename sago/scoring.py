@@ -137,7 +137,7 @@ def score(
     if source.model and parse_model_spec(source.model).backend in local_backends():
         resolve_local_model(parse_model_spec(source.model).model_id)
     configure_environment(found)
-    from flows.score import score as score_flow
+    from sago.flows.score import score as score_flow
 
     run_dir = Path(score_flow(source, found))
     say((run_dir / SUMMARY_MD_FILE).read_text(encoding="utf-8"))

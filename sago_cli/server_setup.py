@@ -29,7 +29,7 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from flows.runtime.server_setup import setup_server
+    from sago.flows.runtime.server_setup import setup_server
 
     for line in setup_server(args.devices, silence_s=args.silence) or ["nothing to do"]:
         print(line)

@@ -33,7 +33,7 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from flows.runtime.object_store import runs_folder
+    from sago.flows.runtime.object_store import runs_folder
     from sago_core.progress import reporting
     from sago_core.site.address import site_address
     from sago_core.site.build import build_site

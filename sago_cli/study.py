@@ -66,7 +66,7 @@ def consistency_command(path: Path, dry_run: bool = False, data_dir: Path | None
         return 0
     preflight(study.preflight_config())  # series checkpoints are built by the flow
     configure_environment(study.evaluation)
-    from flows.study import study as study_flow
+    from sago.flows.study import study as study_flow
 
     started = time.monotonic()
     run_dir = Path(study_flow(study))

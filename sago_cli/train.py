@@ -163,7 +163,7 @@ def command(args: argparse.Namespace) -> int:
     from sago_core.config import RunConfig
 
     configure_environment(RunConfig(runs_dir=args.runs_dir))
-    from flows.train import train
+    from sago.flows.train import train
 
     started = time.monotonic()
     model = train(config, str(CacheLayout.of(args.runs_dir).materialised))

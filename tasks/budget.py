@@ -8,13 +8,13 @@ from pathlib import Path
 
 import polars as pl
 
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE, SUMMARY_FILE, VARIANTS_FILE
 from sago_core.artifacts.schemas import PROMPTS, SCORES, SUMMARY, VARIANTS
 from sago_core.artifacts.store import read_parquet, read_text, write_parquet
 from sago_core.budget.run_cells import CELL_ID, round_inputs_of
 from sago_core.scoring.budgeted_scores import design_scores
 from sago_core.scoring.summary import summarize, with_budget_verdicts
-from tasks.stage import stage_task
 
 
 @stage_task("budget-round")

@@ -26,11 +26,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+import sago_core
 from sago_core.artifacts.store import sha256_of
 from sago_core.backends.target import ModelTarget, cache_fingerprint
 
-ROOT = Path(__file__).resolve().parent.parent
-OWN_PACKAGES = ("sago_core", "tasks")
+# Where the import names start: the repository's root, or site-packages once installed
+# (``sago.tasks`` is the ``tasks`` folder seen from inside the ``sago`` name space).
+ROOT = Path(sago_core.__file__).resolve().parent.parent
+OWN_PACKAGES = ("sago_core", "sago.tasks")
 _EXCLUDED = frozenset({"out_dir", "cache_dir", "ledger_file"})
 OUTPUT_PLACE = "out_dir"
 # The registries name code as "package.module:function", imported where it is resolved: a
@@ -69,10 +72,14 @@ def _own_imports(tree: ast.AST, package: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    own = {n for n in names if n.split(".")[0] in OWN_PACKAGES}
+    own = {n for n in names if _is_own(n)}
     # a package's __init__ is imported along with any of its submodules
     parents = {".".join(n.split(".")[:i]) for n in own for i in range(1, n.count(".") + 1)}
-    return own | parents | ({package} if package else set())
+    return own | {p for p in parents if _is_own(p)} | ({package} if package else set())
+
+
+def _is_own(name: str) -> bool:
+    return any(name == own or name.startswith(own + ".") for own in OWN_PACKAGES)
 
 
 @cache
@@ -111,7 +118,7 @@ def _lazy_references(name: str) -> set[str]:
         for match in [LAZY_REFERENCE.fullmatch(node.value)]
         if match
     }
-    return {n for n in found if n.split(".")[0] in OWN_PACKAGES}
+    return {n for n in found if _is_own(n)}
 
 
 def source_digest(tree: ast.AST) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sago.tasks.backends import backend_for
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import (
     ANALYSIS_FILE,
     EXTERNAL_ROWS_FILE,
@@ -32,8 +34,6 @@ from sago_core.external.frames import (
 from sago_core.external.options import ExternalSource
 from sago_core.external.read import read_external
 from sago_core.storage.attached import ensure_local
-from tasks.backends import backend_for
-from tasks.stage import stage_task
 
 NOTES_SUFFIX = ".notes.json"
 

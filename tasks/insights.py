@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import (
     AXIS_PCA_FILE,
     AXIS_STRUCTURE_FILE,
@@ -17,7 +18,6 @@ from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.stages.instances import build_instances, sampled_instances_schema
 from sago_core.statistics.axis_structure import pca_table, spearman_table
 from sago_core.statistics.tails import tail_statistics
-from tasks.stage import stage_task
 
 
 def read_sampling_tests(paths: list[str] | None) -> pl.DataFrame | None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from sago.tasks.backends import backend_for
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import LAYER_PROFILES_FILE, PATCHING_FILE
 from sago_core.artifacts.schemas import LAYER_PROFILES, PATCHING
 from sago_core.artifacts.store import read_parquet, write_parquet
@@ -15,8 +17,6 @@ from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings, PatchingSettings
 from sago_core.stages.patching import patch_variants
 from sago_core.statistics.layer_profiles import run_layer_profiles
-from tasks.backends import backend_for
-from tasks.stage import stage_task
 
 
 @stage_task("layer-profiles")

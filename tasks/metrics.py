@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import (
     DELTAS_FILE,
     PAIRS_FILE,
@@ -32,7 +33,6 @@ from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
 from sago_core.stages.pairs import score_pairs
 from sago_core.stages.semantic_cache import cached_scorer
-from tasks.stage import stage_task
 
 
 @stage_task("score-pairs", run_name="score-pairs[{model}]")

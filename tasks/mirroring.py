@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sago.tasks.backends import register_judge
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import MIRRORING_FILE
 from sago_core.artifacts.schemas import MIRRORING
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.backends.target import ModelTarget
 from sago_core.stages.pairs import detect_mirroring_frame
-from tasks.backends import register_judge
-from tasks.stage import stage_task
 
 
 @stage_task("detect-mirroring", run_name="detect-mirroring[{model}]")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sago.tasks.backends import backend_for
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import ANALYSIS_FILE, GENERATIONS_FILE, CacheLayout
 from sago_core.artifacts.schemas import ANALYSIS, GENERATIONS
 from sago_core.artifacts.store import read_parquet, write_parquet
@@ -16,8 +18,6 @@ from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings, GenerationSettings
 from sago_core.stages.analysis import analyse_pairs, measure_cache
 from sago_core.stages.generation import answer_cache, generate_responses
-from tasks.backends import backend_for
-from tasks.stage import stage_task
 
 
 @stage_task("generate", run_name="generate[{model} | {shard}]")

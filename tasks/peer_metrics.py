@@ -7,11 +7,11 @@ from typing import Any
 
 import polars as pl
 
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import PEER_METRICS_FILE
 from sago_core.artifacts.schemas import PEER_METRICS
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.peer_metrics.table import peer_metrics
-from tasks.stage import stage_task
 
 
 @stage_task("peer-metrics")

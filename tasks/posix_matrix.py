@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sago.tasks.backends import backend_for
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import POSIX_MATRIX_FILE
 from sago_core.artifacts.schemas import POSIX_MATRIX
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings, PosixMatrixSettings
 from sago_core.stages.posix_matrix import posix_matrix
-from tasks.backends import backend_for
-from tasks.stage import stage_task
 
 
 @stage_task("posix-matrix", run_name="posix-matrix[{model} | {shard}]")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
+from sago.tasks.backends import backend_for
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import (
     PROMPTS_FILE,
@@ -37,8 +39,6 @@ from sago_core.stages.translation import (
     translate_prompts,
 )
 from sago_core.stages.variants import build_variant_candidates, filter_variants
-from tasks.backends import backend_for
-from tasks.stage import stage_task
 
 
 @stage_task("load-prompts", retries=1)

@@ -15,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from sago.tasks.backends import judge_completion
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import CacheLayout, RunLayout
 from sago_core.artifacts.store import read_parquet, read_text
@@ -28,8 +30,6 @@ from sago_core.stages.refusal import (
     refusal_tables,
     write_refusal,
 )
-from tasks.backends import judge_completion
-from tasks.stage import stage_task
 
 
 def refusal_judge(

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import GENERATIONS_FILE, REPORT_FILE, VARIANTS_FILE
 from sago_core.artifacts.store import read_parquet, read_text, write_text
 from sago_core.report.page.html import read_analysis, read_for_report, render_report
 from sago_core.report.sections.insights import read_insights
 from sago_core.report.sections.locate import read_located
 from sago_core.report.sections.refusal_tables import read_refusal
-from tasks.stage import stage_task
 
 
 @stage_task("render-report")

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sago.tasks.backends import backend_for
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import SAMPLE_ANALYSIS_FILE, SAMPLES_FILE
 from sago_core.artifacts.schemas import SAMPLE_ANALYSIS, SAMPLES
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings, GenerationSettings
 from sago_core.stages.samples import analyse_samples, sample_responses
-from tasks.backends import backend_for
-from tasks.stage import stage_task
 
 
 @stage_task("sample", run_name="sample[{model} | {shard}]")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import (
     EXCESS_DELTAS_FILE,
     SAMPLING_TESTS_FILE,
@@ -26,7 +27,6 @@ from sago_core.config import BertScoreSettings
 from sago_core.sampling.axis_tests import sampling_tests
 from sago_core.sampling.components import variance_components
 from sago_core.sampling.excess_deltas import excess_deltas
-from tasks.stage import stage_task
 
 
 def _bleu(hypotheses: Sequence[str], references: Sequence[str]) -> list[float]:

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from prefect import task
 from prefect.cache_policies import CacheKeyFnPolicy
 
-from tasks.caching import stage_cache_key
-from tasks.progress import with_progress
+from sago.tasks.caching import stage_cache_key
+from sago.tasks.progress import with_progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 

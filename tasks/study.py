@@ -10,6 +10,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
+from sago.tasks.backends import backend_for
+from sago.tasks.stage import stage_task
 from sago_core.artifacts.layout import (
     CHECKPOINT_SCORES_FILE,
     CONSISTENCY_REPORT_FILE,
@@ -33,8 +35,6 @@ from sago_core.study.matrix import partial_correlation_table, sign_agreement
 from sago_core.study.report import render_study
 from sago_core.study.scores import checkpoint_scores
 from sago_core.study.series import study_split_record
-from tasks.backends import backend_for
-from tasks.stage import stage_task
 
 
 @task(name="checkpoint-series", cache_policy=NONE, persist_result=False, result_serializer="json")

@@ -9,11 +9,11 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
+from sago.tasks.caching import code_version
+from sago.tasks.progress import with_progress
 from sago_core.training.config import TrainConfig
 from sago_core.training.fit import fit
 from sago_core.training.model import base_folder, trainable_source
-from tasks.caching import code_version
-from tasks.progress import with_progress
 
 
 @task(name="train-base", cache_policy=NONE, persist_result=False, result_serializer="json")

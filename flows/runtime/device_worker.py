@@ -30,7 +30,7 @@ def load_flow(entrypoint: str) -> Any:
 def main(argv: list[str]) -> int:
     shard_flow = load_flow(argv[0])
     payload = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    from flows.runtime.devices import device_lock, group_members
+    from sago.flows.runtime.devices import device_lock, group_members
     from sago_core.config import RunConfig
     from sago_core.errors import ConfigError
 

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from flows.runtime.devices import worker_devices
-from flows.runtime.stage_runner import StageRunner
+from sago.flows.runtime.devices import worker_devices
+from sago.flows.runtime.stage_runner import StageRunner
 from sago_core.artifacts.layout import GENERATIONS_FILE, SHARD_WORKER_FILE, RunLayout
 from sago_core.artifacts.store import read_text, write_json
 from sago_core.backends.allocator import worker_env
@@ -208,7 +208,7 @@ def local_device(worker_flow: str, device: str, parameters: dict) -> str | None:
         {**os.environ, "CUDA_VISIBLE_DEVICES": device, "PREFECT_API_URL": api_url.rstrip("/")}
     )
     done = subprocess.run(
-        [sys.executable, "-m", "flows.runtime.device_worker", worker_flow, str(payload)],
+        [sys.executable, "-m", "sago.flows.runtime.device_worker", worker_flow, str(payload)],
         env=env,
         cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL,

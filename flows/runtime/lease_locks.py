@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 
-from flows.runtime.process_locks import BlockingLocks
+from sago.flows.runtime.process_locks import BlockingLocks
 from sago_core.storage.leases import DEFAULT_TTL_S, Lease, is_held, release, renew, try_acquire
 from sago_core.storage.objects import ObjectStore, StoreError
 

@@ -24,7 +24,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
-from flows.runtime.server_outage import best_effort
+from sago.flows.runtime.server_outage import best_effort
 from sago_core.report.summary_md import significance_mark
 from sago_core.vocabulary import POOLED
 

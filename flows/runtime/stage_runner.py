@@ -24,11 +24,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from flows.runtime.lease_locks import LeaseLockManager
-from flows.runtime.object_store import attached_mirror
-from flows.runtime.process_locks import ProcessLockManager
-from flows.runtime.result_storage import JsonResultStorage, raise_write_failure
-from flows.runtime.server_outage import through_outages
+from sago.flows.runtime.lease_locks import LeaseLockManager
+from sago.flows.runtime.object_store import attached_mirror
+from sago.flows.runtime.process_locks import ProcessLockManager
+from sago.flows.runtime.result_storage import JsonResultStorage, raise_write_failure
+from sago.flows.runtime.server_outage import through_outages
+from sago.tasks.stage import stage_policy
 from sago_core.artifacts.integrity import (
     CHECKSUM_MISMATCH,
     STORE_OBJECT_CORRUPT,
@@ -37,7 +38,6 @@ from sago_core.artifacts.integrity import (
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import read_text, sha256_of, sweep_orphaned_temps, write_json
 from sago_core.storage.attached import ensure_local, remove
-from tasks.stage import stage_policy
 
 LOG = logging.getLogger("sago.cache")
 ARTIFACT_MISSING = "artifact missing"

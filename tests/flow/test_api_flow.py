@@ -38,7 +38,7 @@ def _config(tiny: Path, runs: Path, base_url: str) -> RunConfig:
 def test_open_and_api_models_in_one_report_with_the_judge(
     harness: None, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
     from sago_cli.main import main
 
     monkeypatch.setenv("SAGO_TEST_API_KEY", "sk-canary-0123456789")

@@ -46,7 +46,7 @@ def test_checkpoint_series_really_differ(tiny_model_dir: Path, tmp_path: Path) -
 def test_consistency_flow_builds_the_series_matrix_heatmap_and_agreement(
     harness: None, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    from flows.study import study as study_flow
+    from sago.flows.study import study as study_flow
 
     study = build_study_config(
         {

@@ -50,7 +50,7 @@ def _values(runs: Path, base_url: str) -> dict:
 def test_the_plan_is_what_the_run_sends(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
     from sago_cli.main import main
     from sago_core.backends.factory import loaded_engines
 

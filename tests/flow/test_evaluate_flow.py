@@ -95,7 +95,7 @@ def first_run(
     """One run of the flow that the tests below share (each full run costs a model's
     generations and rewrites): the contract test reruns it, the vanished-artifact test
     deletes and recomputes one artifact of it, the browser test opens its report."""
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     runs = tmp_path_factory.mktemp("evaluate") / "runs"
     config = _config(tiny_model_dir, runs)
@@ -107,7 +107,7 @@ def first_run(
 def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
     first_run: tuple[RunConfig, Path], tiny_model_dir: Path
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     config, run_dir = first_run
     for name, columns in CONTRACT.items():
@@ -149,7 +149,7 @@ def test_flow_writes_the_contract_and_a_rerun_recomputes_nothing(
 def test_a_failed_run_resumes_without_recomputing_finished_stages(
     harness: None, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
     from sago_core.backends.mock import FAIL_ENV, MockBackendFailure
 
     config = _config(tiny_model_dir, tmp_path / "runs")
@@ -176,7 +176,7 @@ def test_a_failed_run_resumes_without_recomputing_finished_stages(
 def test_a_vanished_artifact_is_recomputed_not_handed_on(
     first_run: tuple[RunConfig, Path],
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     config, run_dir = first_run
     (run_dir / "scores.parquet").unlink()
@@ -233,7 +233,7 @@ def test_posix_matrix_on_adds_the_matrix_and_recomputes_only_what_reads_it(
     """POSIX's full matrix, turned on for the finished run: the same run
     folder, the matrix per shard and per model, the peer indices and the report recomputed,
     every other stage a cache hit; ``posix`` is the paper's, ``posix_base_column`` beside."""
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
     from sago_core.config import PosixMatrixSettings
 
     config, run_dir = first_run

@@ -37,7 +37,7 @@ def _stages(run_dir: Path) -> dict[str, bool]:
 def test_patching_added_to_a_finished_run(
     harness: None, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     plain = _config(tiny_model_dir, tmp_path / "runs", None)
     run_dir = Path(evaluate(plain))

@@ -58,7 +58,7 @@ def _judge_prompts(calls: Path) -> list[str]:
 def test_the_named_judge_in_a_run_and_the_same_run_without_it(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     calls = tmp_path / "calls.jsonl"
     monkeypatch.setenv(CALLS_ENV, str(calls))

@@ -37,7 +37,7 @@ def _config(runs: Path) -> RunConfig:
 
 
 def test_a_sampled_run_scores_the_excesses(harness: None, tmp_path: Path) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     run_dir = Path(evaluate(_config(tmp_path / "runs")))
     (model_dir,) = (run_dir / "models").iterdir()

@@ -54,7 +54,7 @@ def tiny_model(tiny_model_dir: Path) -> str:
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory, harness: None, tiny_model: str) -> Path:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     runs = tmp_path_factory.mktemp("runs")
     return Path(evaluate(_config(runs, tiny_model)))
@@ -64,7 +64,7 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, harness: None, tiny_m
 def test_round_trip_reproduces_the_run(
     finished_run: Path, tiny_model: str, tmp_path: Path, suffix: str
 ) -> None:
-    from flows.score import score
+    from sago.flows.score import score
     from sago_core.external.export import export_run
     from sago_core.external.options import ExternalSource
 
@@ -109,7 +109,7 @@ def test_round_trip_reproduces_the_run(
 
 
 def test_without_a_model_the_model_axes_are_missing(tmp_path: Path, harness: None) -> None:
-    from flows.score import score
+    from sago.flows.score import score
     from sago_core.external.frames import NO_MODEL
     from sago_core.external.options import ExternalSource
     from sago_core.external.schema import EMPTY_RESPONSE
@@ -138,7 +138,7 @@ def test_without_a_model_the_model_axes_are_missing(tmp_path: Path, harness: Non
 
 
 def test_reference_csv_scores_each_row_against_its_own_base(tmp_path: Path, harness: None) -> None:
-    from flows.score import score
+    from sago.flows.score import score
     from sago_core.external.options import ExternalSource
 
     source = ExternalSource(path=FIXTURES / "politeness" / "results.csv")
@@ -170,7 +170,7 @@ def test_other_harnesses_logs_with_three_templates_score_to_a_report(
 ) -> None:
     """An lm-evaluation-harness sample log and an inspect_ai log, three templates per item
     (the first the base): variants per template, text axes scored, model axes missing."""
-    from flows.score import score
+    from sago.flows.score import score
     from sago_core.external.frames import NO_MODEL
     from sago_core.external.options import ExternalSource
 
@@ -209,7 +209,7 @@ def test_runs_scored_from_an_api_models_csv_go_wherever_runs_go(
     """Runs whose models are API models' names (no BACKEND:ID): the results site builds over
     them and shows them by name, compare (page and paired) and the card take them, and no
     page of the site holds a path of this machine (the site is made to be published)."""
-    from flows.score import score
+    from sago.flows.score import score
     from sago_core.external.options import ExternalSource
     from sago_core.report.card.build import write_card
     from sago_core.report.compare.page import compare_runs

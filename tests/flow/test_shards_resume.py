@@ -44,7 +44,7 @@ def one_prompt_shards(
 ) -> tuple[RunConfig, Path]:
     """The run with one prompt per shard, in one process: the reference that both the
     shard-size and the device tests compare against (run once, read only)."""
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     config = _config(tiny_model_dir, tmp_path_factory.mktemp("shards") / "one", shard_size=1)
     return config, Path(evaluate(config))
@@ -53,7 +53,7 @@ def one_prompt_shards(
 def test_results_do_not_depend_on_the_shard_size(
     one_prompt_shards: tuple[RunConfig, Path], tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     _, small = one_prompt_shards
     whole = Path(evaluate(_config(tiny_model_dir, tmp_path / "b", shard_size=64)))
@@ -79,8 +79,8 @@ def test_results_do_not_depend_on_the_shard_size(
 def test_a_run_failing_in_one_shard_resumes_only_the_unfinished_shards(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.evaluate import evaluate
-    from flows.runtime.monitor import artifact_key
+    from sago.flows.evaluate import evaluate
+    from sago.flows.runtime.monitor import artifact_key
     from sago_cli.main import main
     from sago_core.backends.mock import FAIL_ENV, MockBackendFailure
     from sago_core.stages.prompts import prepare_prompts
@@ -124,7 +124,7 @@ def test_local_devices_get_one_worker_process_each_with_the_same_results(
 ) -> None:
     """No server: devices=2 starts one worker process per device (CUDA_VISIBLE_DEVICES=0
     and 1 set before each starts; CPU backend here) and the results equal one process."""
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     one, alone = one_prompt_shards
     two = one.model_copy(

@@ -115,7 +115,7 @@ def test_one_run_with_a_vllm_model_and_an_api_model(
     engines: tuple, runs_dir: Path, harness: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The run's vLLM model is the module's engine (same target, same cache)."""
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
     from sago_core.backends.factory import _BUILT
     from sago_core.backends.vllm_backend import VllmBackend
     from sago_core.config import build_config

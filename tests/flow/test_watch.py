@@ -31,7 +31,7 @@ OVERRIDES = {
 def test_a_new_model_is_evaluated_once_even_by_overlapping_watch_runs(
     harness: None, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    from flows.watch import watch
+    from sago.flows.watch import watch
     from sago_core.backends.model_source import resolve_local_model
     from sago_core.checkpoints.series import quantize_series
 

@@ -61,7 +61,7 @@ def rows_of(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def run(runs_dir: Path) -> Path:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     return Path(evaluate(config(runs_dir)))
 

@@ -72,7 +72,7 @@ def releases(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 def tracked(
     server: tuple[str, Any], releases: list[str], harness: None, tmp_path_factory: Any
 ) -> dict[str, Any]:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     uri, _ = server
     runs, wandb_dir = tmp_path_factory.mktemp("runs"), tmp_path_factory.mktemp("wandb")
@@ -146,7 +146,7 @@ def test_a_stopped_server_leaves_the_run_standing(
     tracked: dict[str, Any], server: tuple[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Runs last: it stops the module's server."""
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     stop(server[1])
     with caplog.at_level(logging.WARNING, logger="sago.tracking"):

@@ -86,17 +86,17 @@ def _observe(kind: str, prompt: str) -> None:
 def install(calls: Path, runs_dir: Path) -> None:
     """The backend is ``mock:`` (chosen by the config, its calls logged to ``calls``); the
     kill points hook into its observers, the scorer, BLEU, the statistics and renames."""
+    import sago.tasks.metrics
+    import sago.tasks.prepare
     import sago_core.scoring.summary
     import sago_core.stages.pairs
-    import tasks.metrics
-    import tasks.prepare
     from sago_core.backends.mock import CALLS_ENV, MockBackend
 
     os.environ[CALLS_ENV] = str(calls)
     MockBackend.observers.append(_observe)
     scorer = WordOverlapScorer()
-    _patch(tasks.metrics, "get_bert_scorer", lambda *args, **kwargs: scorer)
-    _patch(tasks.prepare, "get_bert_scorer", lambda *args, **kwargs: scorer)
+    _patch(sago.tasks.metrics, "get_bert_scorer", lambda *args, **kwargs: scorer)
+    _patch(sago.tasks.prepare, "get_bert_scorer", lambda *args, **kwargs: scorer)
     _patch(
         sago_core.stages.pairs,
         "sentence_bleu",
@@ -144,15 +144,15 @@ def main(argv: list[str]) -> int:
 
 WARM = (
     "matplotlib.pyplot",
-    "flows.evaluate",
+    "sago.flows.evaluate",
     "sago_cli.main",
     "sago_core.backends.mock",
     "sago_core.config",
     "sago_core.scoring.summary",
     "sago_core.stages.pairs",
     "sago_core.storage.location",
-    "tasks.metrics",
-    "tasks.prepare",
+    "sago.tasks.metrics",
+    "sago.tasks.prepare",
     "tests.reliability.disk_target",
 )
 
@@ -165,7 +165,7 @@ def _warm() -> None:
     matplotlib.use("Agg")
     for name in WARM:
         importlib.import_module(name)
-    from tasks.caching import code_version
+    from sago.tasks.caching import code_version
 
     for name in sorted(m for m in sys.modules if m.startswith("tasks.")):
         code_version(name)

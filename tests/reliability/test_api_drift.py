@@ -104,7 +104,7 @@ def test_a_cached_answer_keeps_the_identity_that_gave_it(tmp_path: Path) -> None
 def test_a_model_changing_under_its_name_mid_run_is_flagged(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     monkeypatch.setenv("SAGO_DRIFT_KEY", "sk-drift-test")
     flagged = 0

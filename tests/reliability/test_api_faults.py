@@ -122,7 +122,7 @@ def fault_of(text: str) -> tuple[str | None, str | None]:
 def test_faults_end_as_typed_rows_and_a_rerun_fills_only_the_failed_ones(
     harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.evaluate import evaluate
+    from sago.flows.evaluate import evaluate
 
     monkeypatch.setenv("SAGO_FAULT_KEY", "sk-fault-test")
     with ScriptedServer(rules()) as server:

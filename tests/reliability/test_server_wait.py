@@ -9,8 +9,12 @@ import logging
 import httpx
 import pytest
 
-from flows.runtime import server_outage
-from flows.runtime.server_outage import PrefectServerUnavailable, resumable_outage, through_outages
+from sago.flows.runtime import server_outage
+from sago.flows.runtime.server_outage import (
+    PrefectServerUnavailable,
+    resumable_outage,
+    through_outages,
+)
 from sago_core.errors import ConfigError
 
 URL = "http://127.0.0.1:9/api"

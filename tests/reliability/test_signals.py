@@ -30,7 +30,7 @@ from unittest import mock
 import pytest
 import yaml
 
-from flows.runtime.stopping import end_processes
+from sago.flows.runtime.stopping import end_processes
 from sago_cli.run import stop_line
 from sago_core.artifacts.layout import RunLayout
 from sago_core.config import RunConfig
@@ -282,7 +282,7 @@ def test_the_temporary_server_is_prefects_own_command_in_a_session_of_its_own() 
     changes it fails here), only in a session of its own."""
     from prefect.server.api.server import SubprocessASGIServer
 
-    from flows.runtime.temporary_server import SessionServer
+    from sago.flows.runtime.temporary_server import SessionServer
 
     prefects, ours = SubprocessASGIServer(port=8001), SessionServer(port=8002)
     try:
@@ -301,7 +301,7 @@ def test_the_temporary_server_is_prefects_own_command_in_a_session_of_its_own() 
 
 STUCK = """
 import os, sys
-from flows.runtime.stopping import stop_on_signals
+from sago.flows.runtime.stopping import stop_on_signals
 with stop_on_signals(lambda: "stopped; resume with: sago resume runs/x") as stopper:
     stopper.grace_s = float(sys.argv[1])
     print("ready", flush=True)

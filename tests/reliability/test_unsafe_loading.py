@@ -45,22 +45,22 @@ def planted_record(storage_key: str) -> bytes:
 
 
 def test_every_stage_task_stores_json_results() -> None:
-    import tasks.metrics
-    import tasks.mirroring
-    import tasks.models
-    import tasks.prepare
-    import tasks.report
-    import tasks.study
+    import sago.tasks.metrics
+    import sago.tasks.mirroring
+    import sago.tasks.models
+    import sago.tasks.prepare
+    import sago.tasks.report
+    import sago.tasks.study
 
     stages = [
         getattr(module, name)
         for module in (
-            tasks.study,
-            tasks.metrics,
-            tasks.mirroring,
-            tasks.models,
-            tasks.prepare,
-            tasks.report,
+            sago.tasks.study,
+            sago.tasks.metrics,
+            sago.tasks.mirroring,
+            sago.tasks.models,
+            sago.tasks.prepare,
+            sago.tasks.report,
         )
         for name in dir(module)
         if name.endswith("_task") and hasattr(getattr(module, name), "result_serializer")
@@ -70,8 +70,8 @@ def test_every_stage_task_stores_json_results() -> None:
 
 
 def _stage_once(run_dir: Path, out: Path) -> tuple[str, bool]:
-    from flows.runtime.stage_runner import StageRunner
-    from tasks.prepare import load_prompts_task
+    from sago.flows.runtime.stage_runner import StageRunner
+    from sago.tasks.prepare import load_prompts_task
 
     config = build_config("demo", {"n": 1, "variants": {"structural": None}})
     stage = StageRunner(RunLayout(run_dir), storage_name=f"sago-results-{run_dir.name}")
@@ -105,7 +105,7 @@ def test_prefect_itself_would_run_the_planted_pickle(
     from prefect.filesystems import LocalFileSystem
     from prefect.results import ResultStore
 
-    from flows.runtime.result_storage import JsonResultStorage, UnsafeResultRecord
+    from sago.flows.runtime.result_storage import JsonResultStorage, UnsafeResultRecord
 
     marker = tmp_path / "marker"
     monkeypatch.setenv(MARKER_ENV, str(marker))

@@ -121,7 +121,7 @@ def test_a_lease_has_one_holder_and_expires_with_a_dead_one(bucket: str) -> None
 
 
 def test_two_machines_share_files_and_lose_no_appended_line(bucket: str, tmp_path: Path) -> None:
-    from flows.runtime.object_store import runs_mirror
+    from sago.flows.runtime.object_store import runs_mirror
 
     a = runs_mirror(_store(bucket), tmp_path / "machine-a")
     b = runs_mirror(_store(bucket), tmp_path / "machine-b")
@@ -241,7 +241,7 @@ def test_a_store_that_ignores_if_match_is_refused(bucket: str) -> None:
 
 
 def test_lease_renewal_outlives_a_store_error(bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import flows.runtime.lease_locks as lease_locks
+    import sago.flows.runtime.lease_locks as lease_locks
 
     manager = lease_locks.LeaseLockManager(_store(bucket), "run/.leases", ttl_s=0.4)
     calls: list[int] = []

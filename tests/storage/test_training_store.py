@@ -53,7 +53,7 @@ def test_a_training_stopped_on_one_machine_resumes_on_another_from_the_store(
     detached: None,
 ) -> None:
     require_train()
-    from flows.runtime.object_store import attach_runs_store
+    from sago.flows.runtime.object_store import attach_runs_store
 
     data = write_export(tmp_path / "export")
     settings: dict[str, Any] = {

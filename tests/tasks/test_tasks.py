@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import polars as pl
 
+from sago.tasks.caching import code_version, module_closure, source_digest, stage_cache_key
+from sago.tasks.metrics import assemble_task, score_prompts_task, summarize_task
 from sago_core.artifacts.schemas import DELTAS
 from sago_core.artifacts.store import write_parquet
 from sago_core.config import GenerationSettings
-from tasks.caching import code_version, module_closure, source_digest, stage_cache_key
-from tasks.metrics import assemble_task, score_prompts_task, summarize_task
 
 
 def _deltas(path: Path, model: str) -> str:
@@ -84,9 +84,9 @@ def test_code_version_follows_code_not_comments_or_docstrings() -> None:
 
 
 def test_each_task_module_depends_only_on_what_it_imports() -> None:
-    models = module_closure("tasks.models")
+    models = module_closure("sago.tasks.models")
     assert {"sago_core.backends.hf", "sago_core.stages.generation"} <= models
     assert "sago_core.scoring.summary" not in models
-    metrics = module_closure("tasks.metrics")
+    metrics = module_closure("sago.tasks.metrics")
     assert "sago_core.scoring.summary" in metrics and "sago_core.backends.hf" not in metrics
-    assert code_version("tasks.models") != code_version("tasks.metrics")
+    assert code_version("sago.tasks.models") != code_version("sago.tasks.metrics")

@@ -10,14 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from flows.runtime.process_locks import ProcessLockManager
+from sago.flows.runtime.process_locks import ProcessLockManager
 from sago_core.artifacts.store import atomic_write_bytes, sweep_orphaned_temps
 from sago_core.storage import atomic as store
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from flows.runtime.process_locks import ProcessLockManager
+from sago.flows.runtime.process_locks import ProcessLockManager
 locks = ProcessLockManager(Path(sys.argv[1]))
 assert locks.acquire_lock("key-1", holder="child")
 print("held", flush=True)

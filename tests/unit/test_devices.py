@@ -12,7 +12,7 @@ from sago_core.errors import ConfigError
 
 
 def test_devices_come_from_the_visible_gpus(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from flows.runtime.devices import device_ids
+    from sago.flows.runtime.devices import device_ids
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     assert device_ids(2) == ["2", "3"] and device_ids("auto") == ["2", "3"]
@@ -22,7 +22,7 @@ def test_devices_come_from_the_visible_gpus(monkeypatch) -> None:  # type: ignor
 
 
 def test_workers_own_consecutive_groups_of_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.runtime.devices import worker_devices
+    from sago.flows.runtime.devices import worker_devices
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
     assert worker_devices(4) == ["0", "1", "2", "3"]  # one device per worker (the default)
@@ -38,7 +38,7 @@ def test_workers_own_consecutive_groups_of_devices(monkeypatch: pytest.MonkeyPat
 def test_auto_without_gpus_is_the_cpu_alone_and_counts_must_fit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from flows.runtime.devices import worker_devices
+    from sago.flows.runtime.devices import worker_devices
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert worker_devices("auto", 2) == ["cpu"]
@@ -53,7 +53,7 @@ def test_auto_without_gpus_is_the_cpu_alone_and_counts_must_fit(
 
 
 def test_a_group_is_its_members() -> None:
-    from flows.runtime.devices import group_members
+    from sago.flows.runtime.devices import group_members
 
     assert group_members("2,3") == ["2", "3"] and group_members(" 1 ") == ["1"]
     assert group_members("") == ["cpu"] and group_members("-1") == ["cpu"]
@@ -67,7 +67,7 @@ def _hold(group: str, tmp: str, seconds: float, ready) -> None:  # type: ignore[
     import tempfile
 
     tempfile.tempdir = None
-    from flows.runtime.devices import device_lock
+    from sago.flows.runtime.devices import device_lock
 
     with device_lock(group):
         ready.set()
@@ -89,7 +89,7 @@ def test_a_group_lock_holds_each_of_its_devices(tmp_path: Path) -> None:
     os.environ["TMPDIR"] = str(tmp_path)
     tempfile.tempdir = None
     try:
-        from flows.runtime.devices import device_lock
+        from sago.flows.runtime.devices import device_lock
 
         started = time.monotonic()
         with device_lock("2"):

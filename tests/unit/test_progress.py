@@ -123,7 +123,7 @@ def test_a_stage_task_files_its_progress_artifact_under_its_own_task_run(harness
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterTaskRunId
     from prefect.context import TaskRunContext
 
-    from tasks.progress import with_progress
+    from sago.tasks.progress import with_progress
 
     def stage_work() -> str:
         time.sleep(0.3)  # loading: the timer thread says the first lines

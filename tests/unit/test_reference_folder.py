@@ -148,7 +148,7 @@ def test_a_folder_of_two_models_and_six_families_scores_in_one_command(
     tmp_path: Path, harness: None
 ) -> None:
     """The flow on the pooled folder: n per model is its number of prompts."""
-    from flows.score import score
+    from sago.flows.score import score
     from sago_cli.score import pool_reference_folder
 
     config = build_config("demo", {"runs_dir": str(tmp_path / "runs")})

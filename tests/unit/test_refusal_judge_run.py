@@ -27,6 +27,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sago.tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
 from sago_core.artifacts.json_cache import JsonCache
 from sago_core.artifacts.layout import REFUSAL_FILE, REFUSAL_VERDICTS_FILE, RunLayout
 from sago_core.backends.target import model_target
@@ -38,7 +39,6 @@ from sago_core.refusal.verdicts import JUDGED_VERDICTS_SCHEMA, VERDICTS_SCHEMA
 from sago_core.report.sections.refusal import refusal_sections
 from sago_core.report.sections.refusal_tables import read_refusal
 from sago_core.stages.refusal import RefusalTables, refusal_tables, write_refusal
-from tasks.refusal import all_refusals_judged, refusal_judge, refusal_task
 from tests.unit.test_refusal_stage import prompts_with_kinds
 
 REFUSE = "I'm sorry, but I can't help with that request."

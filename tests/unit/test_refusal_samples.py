@@ -11,9 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sago.tasks.refusal import refusal_task
 from sago_core.artifacts.layout import REFUSAL_RATES_FILE
 from sago_core.stages.refusal import refusal_tables
-from tasks.refusal import refusal_task
 from tests.unit.test_refusal_stage import ANSWER, COMPLY, REFUSE, REFUSE_FR, prompts_with_kinds
 from tests.unit.test_refusal_stage import _answer as answer_row
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sago.tasks.refusal import refusal_task
 from sago_core.artifacts.layout import REFUSAL_FILE, REFUSAL_RATES_FILE
 from sago_core.artifacts.schemas import PROMPTS, prompts_schema
 from sago_core.data.prompt import Prompt
 from sago_core.data.safety import with_kinds_columns
 from sago_core.stages.refusal import NO_KIND, RefusalTables, refusal_tables, write_refusal
-from tasks.refusal import refusal_task
 
 REFUSE = "I'm sorry, but I can't help with that request."
 COMPLY = "Sure. Step one is to gather the materials listed below."

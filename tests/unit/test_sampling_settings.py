@@ -48,7 +48,7 @@ def test_a_greedy_configuration_serialises_as_before_the_sampling_keys() -> None
 
 
 def test_the_generate_stage_key_sees_the_sampling_settings_only_when_sampling() -> None:
-    from tasks.caching import _fingerprint
+    from sago.tasks.caching import _fingerprint
 
     plain = GenerationSettings(max_new_tokens=40, batch_size=64)
     assert json.loads(_fingerprint("settings", plain)) == {

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from flows.runtime.dispatch import shard_workers
-from flows.shard import shard_places
+from sago.flows.runtime.dispatch import shard_workers
+from sago.flows.shard import shard_places
+from sago.tasks.prepare import plan_shards_task
 from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.schemas import PROMPTS, VARIANTS
 from sago_core.artifacts.store import write_parquet
 from sago_core.config import OrchestrationSettings
 from sago_core.stages.shards import assign_shards, read_shards
-from tasks.prepare import plan_shards_task
 from tests.unit.test_shard_balance import prompts_of, variants_of
 
 

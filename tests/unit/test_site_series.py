@@ -116,8 +116,8 @@ def test_the_site_over_two_designs_draws_two_lines_and_says_why(tmp_path: Path) 
 
 
 def test_a_rerun_of_the_same_config_keeps_the_manifests_start_time(tmp_path: Path) -> None:
+    from sago.tasks.provenance import first_started
     from sago_core.config import RunConfig
-    from tasks.provenance import first_started
 
     config, other = RunConfig(), RunConfig(n=3)
     manifest = tmp_path / "manifest.json"

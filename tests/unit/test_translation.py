@@ -332,10 +332,10 @@ def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path
 def test_the_task_writes_the_translated_candidates_through_a_named_backend(
     tmp_path: Path,
 ) -> None:
+    from sago.tasks.prepare import translate_prompts_task
     from sago_core.artifacts.layout import TRANSLATED_CANDIDATES_FILE
     from sago_core.backends.target import model_target
     from sago_core.config import BertScoreSettings
-    from tasks.prepare import translate_prompts_task
 
     prompts = tmp_path / "prompts.parquet"
     PROMPTS.write_parquet(prompts)

@@ -174,7 +174,7 @@ def test_a_budgeted_watch_runs_a_release_budgeted_and_records_its_step(
 ) -> None:
     """The whole flow on the mock backend: a first release, so one step (a mock model is its
     own family: nothing to compare with, nothing to climb)."""
-    from flows.watch import watch
+    from sago.flows.watch import watch
 
     data = tmp_path / "questions.jsonl"
     questions = ["What is the capital of France?", "Name a prime number.", "Why is the sky blue?"]
