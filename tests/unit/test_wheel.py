@@ -28,6 +28,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         capture_output=True,
     )
+    shutil.rmtree(REPO / "build", ignore_errors=True)
     (built,) = out.glob("sago-*.whl")
     return built
 
