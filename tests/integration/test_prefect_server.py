@@ -249,6 +249,15 @@ def _kill_tree(root: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def _committed_generations(run_dir: Path) -> set[str]:
+    """The shards whose generate stage returned: its result record names the artifact."""
+    named = (
+        json.loads(json.loads(p.read_text())["result"])
+        for p in (run_dir / ".prefect-results").glob("generate-*")
+    )
+    return {Path(path).parent.name for path in named if path.endswith("generations.parquet")}
+
+
 def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shards(
     cluster: Cluster, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -285,7 +294,11 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
             p for p in (tmp_path / "runs").iterdir() if p.is_dir() and p.name != ".cache"
         )
         _, err = run.communicate(timeout=SILENCE_S + 300)
-        finished = {p.parent.name for p in run_dir.glob("models/*/shards/*/generations.parquet")}
+        written = {p.parent.name for p in run_dir.glob("models/*/shards/*/generations.parquet")}
+        finished = _committed_generations(run_dir)
+        # The kill may land between a shard's atomic artifact and its result record: that
+        # shard did not finish (its stage never returned) and is computed again, at most one.
+        assert finished <= written and len(written - finished) <= 1, (written, finished)
         assert run.returncode != 0 and "did not complete" in err, err[-3000:]
         assert "Crashed" in err  # the automation marked the silent run crashed
         assert not list(run_dir.rglob("*.tmp"))
