@@ -28,11 +28,9 @@ registry); ``registered`` for a test, undone on exit.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sago_core.registry import plugins
 
@@ -54,14 +52,14 @@ class AxisSpec:
     needs: frozenset[Capability] = frozenset()
     summary: str = ""
     family: str | None = None  # measured only in runs with variants of this family
+    # True: the delta is a continuous difference of two measurements of one prompt (a
+    # per-prompt scale times a shape the prompts share); False: a comparison of two answers,
+    # 0 unless the answer changed (events). A budgeted run picks its root by it.
+    continuous: bool = False
 
     def rule(self) -> tuple[pl.Expr, pl.Expr]:
         """(signed delta, reason when null), by the declared rule (imported only now)."""
-        if not isinstance(self.delta, str):
-            return self.delta()
-        module, _, function = self.delta.partition(":")
-        found: Any = getattr(importlib.import_module(module), function)
-        rule: DeltaRule = found
+        rule: DeltaRule = plugins.resolve(self.delta)
         return rule()
 
 
@@ -73,6 +71,7 @@ BUILTIN: tuple[AxisSpec, ...] = (
         1e-4,
         frozenset({"activations"}),
         "mean per-layer cosine of hidden states, variant vs base, minus 1",
+        continuous=True,
     ),
     AxisSpec(
         "bleu",
@@ -95,6 +94,7 @@ BUILTIN: tuple[AxisSpec, ...] = (
         2e-2,
         frozenset({"logprobs"}),
         "log-probability of the base answer under the variant minus under the base prompt",
+        continuous=True,
     ),
     AxisSpec(
         "ent",
@@ -103,6 +103,7 @@ BUILTIN: tuple[AxisSpec, ...] = (
         1e-3,
         frozenset({"logprobs"}),
         "mean token entropy over the base answer, variant minus base prompt",
+        continuous=True,
     ),
     AxisSpec(
         "mr",
@@ -121,44 +122,19 @@ BUILTIN: tuple[AxisSpec, ...] = (
     ),
 )
 
-_REGISTRY: dict[str, AxisSpec] = {}
-
 
 def _check(spec: AxisSpec) -> None:
     if not spec.name.isidentifier() or not spec.scale > 0:
         raise ValueError(f"axis {spec.name!r}: a plain name and a positive scale are required")
 
 
-def _loaded() -> dict[str, AxisSpec]:
-    plugins.load_group(plugins.AXES, AxisSpec, _REGISTRY, _check)
-    return _REGISTRY
-
-
-def register_axis(spec: AxisSpec) -> AxisSpec:
-    if spec.name in _loaded():
-        raise ValueError(f"axis {spec.name!r} is already registered")
-    _check(spec)
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-def unregister_axis(name: str) -> None:
-    _REGISTRY.pop(name)
-
-
-@contextmanager
-def registered(spec: AxisSpec) -> Iterator[AxisSpec]:
-    """``spec`` registered for the ``with`` block only (tests)."""
-    register_axis(spec)
-    try:
-        yield spec
-    finally:
-        unregister_axis(spec.name)
+_REGISTRY = plugins.Registry(plugins.AXES, AxisSpec, _check, BUILTIN)
+registered = _REGISTRY.registered  # for the ``with`` block only (tests)
 
 
 def axes() -> tuple[AxisSpec, ...]:
     """Every registered axis of every run (``family`` None), in registration order."""
-    return tuple(spec for spec in _loaded().values() if spec.family is None)
+    return tuple(spec for spec in _REGISTRY.loaded().values() if spec.family is None)
 
 
 def axis_names() -> tuple[str, ...]:
@@ -170,18 +146,12 @@ def axes_for(families: Iterable[str]) -> tuple[AxisSpec, ...]:
     conditional axis whose family is among them, in registration order."""
     present = set(families)
     return tuple(
-        spec for spec in _loaded().values() if spec.family is None or spec.family in present
+        spec
+        for spec in _REGISTRY.loaded().values()
+        if spec.family is None or spec.family in present
     )
 
 
 def axis_spec(name: str) -> AxisSpec:
     """A registered axis by name (conditional ones included)."""
-    try:
-        return _loaded()[name]
-    except KeyError:
-        raise KeyError(plugins.unknown(plugins.AXES, name, tuple(_REGISTRY))) from None
-
-
-for _spec in BUILTIN:  # straight in: registering through the checks would read the plug-ins
-    _check(_spec)
-    _REGISTRY[_spec.name] = _spec
+    return _REGISTRY.get(name, KeyError)

@@ -16,9 +16,7 @@ use of this registry); ``registered`` for a test, undone on exit.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,10 +58,7 @@ class BackendSpec:
         return bool(self.capabilities & {"activations", "logprobs"})
 
     def builder(self) -> Builder:
-        if not isinstance(self.build, str):
-            return self.build
-        module, _, function = self.build.partition(":")
-        built: Builder = getattr(importlib.import_module(module), function)
+        built: Builder = plugins.resolve(self.build)
         return built
 
 
@@ -103,58 +98,25 @@ BUILTIN: tuple[BackendSpec, ...] = (
     ),
 )
 
-_REGISTRY: dict[str, BackendSpec] = {}
-
 
 def _check(spec: BackendSpec) -> None:
     if not spec.name or ":" in spec.name:
         raise ValueError(f"backend name {spec.name!r} must be non-empty and hold no ':'")
 
 
-def _loaded() -> dict[str, BackendSpec]:
-    plugins.load_group(plugins.BACKENDS, BackendSpec, _REGISTRY, _check)
-    return _REGISTRY
-
-
-def register_backend(spec: BackendSpec) -> BackendSpec:
-    if spec.name in _loaded():
-        raise ValueError(f"backend {spec.name!r} is already registered")
-    _check(spec)
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-def unregister_backend(name: str) -> None:
-    _REGISTRY.pop(name)
-
-
-@contextmanager
-def registered(spec: BackendSpec) -> Iterator[BackendSpec]:
-    """``spec`` registered for the ``with`` block only (tests, plugins tried out)."""
-    register_backend(spec)
-    try:
-        yield spec
-    finally:
-        unregister_backend(spec.name)
+_REGISTRY = plugins.Registry(plugins.BACKENDS, BackendSpec, _check, BUILTIN)
+registered = _REGISTRY.registered  # for the ``with`` block only (tests, plug-ins tried out)
 
 
 def backend_names() -> tuple[str, ...]:
     """Every registered backend name, in registration order (the config's allowed values)."""
-    return tuple(_loaded())
+    return tuple(_REGISTRY.loaded())
 
 
 def backend_spec(name: str) -> BackendSpec:
-    try:
-        return _loaded()[name]
-    except KeyError:
-        raise ConfigError(plugins.unknown(plugins.BACKENDS, name, backend_names())) from None
+    return _REGISTRY.get(name, ConfigError)
 
 
 def local_backends() -> tuple[str, ...]:
     """The backends whose models are local weights (resolved before anything loads)."""
-    return tuple(n for n, s in _loaded().items() if s.weights == "local")
-
-
-for _spec in BUILTIN:  # straight in: registering through the checks would read the plug-ins
-    _check(_spec)
-    _REGISTRY[_spec.name] = _spec
+    return tuple(n for n, s in _REGISTRY.loaded().items() if s.weights == "local")

@@ -25,12 +25,9 @@ this registry); ``registered`` for a test, undone on exit.
 
 from __future__ import annotations
 
-import importlib
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sago_core.registry import plugins
 
@@ -54,11 +51,7 @@ class FamilySpec:
         """The declared transform (imported only now)."""
         if self.transform is None:
             raise ValueError(f"variant family {self.name!r} is built by its own stage")
-        if not isinstance(self.transform, str):
-            return self.transform
-        module, _, function = self.transform.partition(":")
-        found: Any = getattr(importlib.import_module(module), function)
-        transform: Transform = found
+        transform: Transform = plugins.resolve(self.transform)
         return transform
 
 
@@ -79,8 +72,6 @@ BUILTIN: tuple[FamilySpec, ...] = (
     FamilySpec("round_trip", (), True, summary="a machine translation translated back"),
 )
 
-_REGISTRY: dict[str, FamilySpec] = {}
-
 
 def _check(spec: FamilySpec) -> None:
     if not spec.name.isidentifier():
@@ -99,44 +90,17 @@ def _check(spec: FamilySpec) -> None:
         )
 
 
-def _loaded() -> dict[str, FamilySpec]:
-    plugins.load_group(plugins.VARIANT_FAMILIES, FamilySpec, _REGISTRY, _check)
-    return _REGISTRY
-
-
-def register_family(spec: FamilySpec) -> FamilySpec:
-    if spec.name in _loaded():
-        raise ValueError(f"variant family {spec.name!r} is already registered")
-    _check(spec)
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-def unregister_family(name: str) -> None:
-    _REGISTRY.pop(name)
-
-
-@contextmanager
-def registered(spec: FamilySpec) -> Iterator[FamilySpec]:
-    """``spec`` registered for the ``with`` block only (tests)."""
-    register_family(spec)
-    try:
-        yield spec
-    finally:
-        unregister_family(spec.name)
+_REGISTRY = plugins.Registry(plugins.VARIANT_FAMILIES, FamilySpec, _check, BUILTIN)
+registered = _REGISTRY.registered  # for the ``with`` block only (tests)
 
 
 def families() -> tuple[FamilySpec, ...]:
     """Every registered family, built in first, in registration order."""
-    return tuple(_loaded().values())
+    return tuple(_REGISTRY.loaded().values())
 
 
 def family_spec(name: str) -> FamilySpec:
-    try:
-        return _loaded()[name]
-    except KeyError:
-        known = tuple(_REGISTRY)
-        raise ValueError(plugins.unknown(plugins.VARIANT_FAMILIES, name, known)) from None
+    return _REGISTRY.get(name)
 
 
 def filtered_families() -> frozenset[str]:
@@ -147,8 +111,3 @@ def filtered_families() -> frozenset[str]:
 def declared_grid_families() -> tuple[str, ...]:
     """The families the grid builds from their declaration (``variants.families``)."""
     return tuple(spec.name for spec in families() if spec.transform is not None)
-
-
-for _spec in BUILTIN:  # straight in: registering through the checks would read the plug-ins
-    _check(_spec)
-    _REGISTRY[_spec.name] = _spec

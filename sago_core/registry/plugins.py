@@ -18,12 +18,20 @@ from __future__ import annotations
 import importlib
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=_Named)
 
 BACKENDS = "sago.backends"
 VARIANT_FAMILIES = "sago.variant_families"
@@ -143,6 +151,58 @@ def unknown(group: str, name: str, known: tuple[str, ...]) -> str:
     if why is not None:
         return f"{GROUPS[group]} {name!r} comes from a plug-in that failed to load: {why}"
     return f"{GROUPS[group]} {name!r} is not one of {known}"
+
+
+def resolve(declared: str | Callable[..., Any]) -> Any:
+    """A declaration's ``"package.module:function"``, imported only now (or the function)."""
+    if not isinstance(declared, str):
+        return declared
+    module, _, function = declared.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+class Registry(Generic[N]):
+    """One kind's declarations by name, in registration order: the built-ins, then the
+    plug-ins of ``group``, read on the first lookup; ``check`` is the kind's naming rule."""
+
+    def __init__(
+        self, group: str, kind: type[N], check: Callable[[N], None], builtin: Iterable[N]
+    ) -> None:
+        self.group, self.kind, self.check = group, kind, check
+        self.entries: dict[str, N] = {}
+        for spec in builtin:  # straight in: registering through the checks reads the plug-ins
+            check(spec)
+            self.entries[spec.name] = spec
+
+    def loaded(self) -> dict[str, N]:
+        load_group(self.group, self.kind, self.entries, self.check)
+        return self.entries
+
+    def register(self, spec: N) -> N:
+        if spec.name in self.loaded():
+            raise ValueError(f"{GROUPS[self.group]} {spec.name!r} is already registered")
+        self.check(spec)
+        self.entries[spec.name] = spec
+        return spec
+
+    def unregister(self, name: str) -> None:
+        self.entries.pop(name)
+
+    @contextmanager
+    def registered(self, spec: N) -> Iterator[N]:
+        """``spec`` registered for the ``with`` block only (tests, plug-ins tried out)."""
+        self.register(spec)
+        try:
+            yield spec
+        finally:
+            self.unregister(spec.name)
+
+    def get(self, name: str, error: type[Exception] = ValueError) -> N:
+        """The declaration ``name``; else ``error`` naming the plug-in's failure or the names."""
+        try:
+            return self.loaded()[name]
+        except KeyError:
+            raise error(unknown(self.group, name, tuple(self.entries))) from None
 
 
 # group -> the registry function that reads it (imported when asked: those modules import
