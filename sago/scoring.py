@@ -89,49 +89,32 @@ def score(
     generations: Path | str,
     model: str | None = None,
     *,
-    format: FormatName | None = None,
-    columns: str | None = None,
-    family: str | None = None,
-    subtype: str | None = None,
-    base_where: str | None = None,
-    preset: str | None = None,
-    config: Path | str | Mapping[str, Any] | None = None,
     say: Callable[[str], object] = print,
-    **overrides: Any,
+    **settings: Any,
 ) -> RunResult:
     """Score ``generations`` (a file, or a folder of the reference code's results) and
-    return the finished run. ``format``: the file's format (default: from its content);
-    ``columns``: ``schema=file`` column pairs (``prompt_text=question,response_text=out``);
-    ``family``/``subtype``: where the file does not carry them; ``base_where``: which rows
-    are each sample's base (DOVE dimensions, or ``task=NAME`` for lm-eval and inspect logs);
-    ``model``: a local ``BACKEND:ID`` whose teacher-forced pass adds Act, Prob and Ent;
-    ``overrides``: config keys (``runs_dir``, ``run_id``, ``bertscore``, ...)."""
+    return the finished run. ``model``: a local ``BACKEND:ID`` whose teacher-forced pass
+    adds Act, Prob and Ent; ``settings``: those of ``score_inputs``: ``format`` (the file's
+    format; default: from its content), ``columns`` (``schema=file`` column pairs,
+    ``prompt_text=question,response_text=out``), ``family``/``subtype`` (where the file does
+    not carry them), ``base_where`` (which rows are each sample's base: DOVE dimensions, or
+    ``task=NAME`` for lm-eval and inspect logs), ``preset``, ``config`` and config keys
+    (``runs_dir``, ``run_id``, ``bertscore``, ...)."""
     from sago_core.backends.hub_check import require_models
     from sago_core.backends.model_source import parse_model_spec, resolve_local_model
     from sago_core.errors import InputError
     from sago_core.external.read import read_external
     from sago_core.registry.backends import local_backends
 
-    found, source = score_inputs(
-        generations,
-        model,
-        format=format,
-        columns=columns,
-        family=family,
-        subtype=subtype,
-        base_where=base_where,
-        preset=preset,
-        config=config,
-        **overrides,
-    )
+    found, source = score_inputs(generations, model, **settings)
     # before any work
     require_models(found.bertscore.model, [source.model, found.register_judge.model])
     if source.path.is_dir():
         source = pool_reference_folder(found, source, say)
     table = read_external(source)  # every problem of the file, before Prefect starts
-    if format is not None and table.format != format:
+    if source.format is not None and table.format != source.format:
         raise InputError(
-            f"is not in the {format!r} format (it reads as {table.format!r})",
+            f"is not in the {source.format!r} format (it reads as {table.format!r})",
             file=str(source.path),
         )
     if source.model and parse_model_spec(source.model).backend in local_backends():

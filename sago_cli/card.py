@@ -57,8 +57,8 @@ def command(args: argparse.Namespace) -> int:
     paths = write_card(
         args.run,
         args.against,
-        args.margin,
-        args.allow_different_configs,
+        margin=args.margin,
+        allow_different_configs=args.allow_different_configs,
         strict_identity=args.strict_identity,
         allow_different_sampling=args.allow_different_sampling,
     )

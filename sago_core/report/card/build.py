@@ -274,18 +274,10 @@ def build_card(
                 **refusal_card(run_dir, spec),
             }
         )
-    paired = (
-        _paired(
-            run_dir,
-            against,
-            margin,
-            allow_different_configs,
-            strict_identity,
-            allow_different_sampling,
-        )
-        if against
-        else None
-    )
+    paired = None
+    if against:
+        allow = allow_different_configs, strict_identity, allow_different_sampling
+        paired = _paired(run_dir, against, margin, *allow)
     return {
         "card_version": CARD_VERSION,
         "run_id": manifest.get("run_id") or run_dir.name,
@@ -321,26 +313,10 @@ def _peer_indices(run_dir: Path, model: str) -> dict[str, Any]:
     return {"available": True, "note": None, "rows": rows.select(keep).to_dicts()}
 
 
-def write_card(
-    run_dir: Path,
-    against: Path | None = None,
-    margin: float = DEFAULT_MARGIN,
-    allow_different_configs: bool = False,
-    against_note: str | None = None,
-    strict_identity: bool = False,
-    allow_different_sampling: bool = False,
-) -> list[Path]:
-    """card.md, card.html and card.json in the run folder (each written atomically)."""
-    card = build_card(
-        run_dir,
-        against,
-        margin,
-        allow_different_configs,
-        against_note,
-        strict_identity,
-        allow_different_sampling,
-    )
-    return write_card_files(card, run_dir)
+def write_card(run_dir: Path, against: Path | None = None, **options: Any) -> list[Path]:
+    """card.md, card.html and card.json in the run folder (each written atomically);
+    ``options``: ``build_card``'s."""
+    return write_card_files(build_card(run_dir, against, **options), run_dir)
 
 
 def write_card_files(
