@@ -1,47 +1,16 @@
 """DOVE / PromptSuite records -> rows of the input schema.
 
-Two layouts, as SLAB-NLP/DOVE publishes them (``src/schema_validation/schema.json``):
-
-* **nested** (JSON array, JSONL, Parquet, or CSV with each nested field as JSON text): a row is
-  one response to one prompt variant: ``model`` (``model_info.name``), ``instance``
-  (``sample_identifier``, ``raw_input`` as text or chat messages,
-  ``classification_fields.ground_truth``), ``output`` (``response``, optional
-  ``cumulative_logprob`` and ``generated_tokens_logprobs``) and ``prompt_config.dimensions``
-  (the prompt-format choices of this variant: ``instruction_phrasing`` ``{name, text}``,
-  ``shots`` 0..10, ``demonstrations`` [...], ``enumerator``, ``separator``,
-  ``choices_order`` ``{method, description}``...).
-* **DOVE_Lite** (flat columns): ``dataset, sample_index, model, raw_input, generated_text,
-  cumulative_logprob, ground_truth`` and ``"dimensions_1: enumerator"`` ...
-  ``"dimensions_5: shots"`` (the dimension is the name after ``": "``).
-
-Variants are grouped by model, dataset and sample (prompt id = ``hf_index`` /
-``sample_index``). The base of a group, by rule: each dimension at its most frequent value
-across the file (ties: the smallest value as text), except where no row of the group has that
-value (``demonstrations`` differ per instance): there the group's own most frequent value.
-``--base-where dim=value,...`` picks it instead: a value matches a dimension's raw text, its
-readable label or its JSON, and ``dim.field`` reads a field of a struct. A group with no such
-row, or several, or with a base and no variant, is an error naming its rows: a base is never
-guessed and nothing reaches a stage.
-
-The family and subtype are DOVE's own dimensions by default: a variant that differs from its
-base in ``shots`` and/or ``demonstrations`` only is of the family ``fewshot`` (subtype
-``shots``, strength the variant's number of shots; else subtype ``demonstrations``, strength
-1; position ``prefix``); any other is of the family ``template``, its subtype the names of the
-dimensions that differ joined by ``+`` (``template:enumerator``,
-``template:instruction_phrasing+separator``), its strength their number, position
-``global``. ``--family`` (and ``--subtype``) override them: the family named, the subtype
-named or the differing dimensions, the strength their number, position ``global``.
-
-The variant id lists the differing dimensions with readable labels: a struct by its ``name``
-or ``method``, a list of scalars joined by ``+``, another list by its length (``[]`` is
-``none``), a long text by its start; labels that would collide get ``@`` and 8 hex digits of
-their value's SHA-256: ``dove:instruction_phrasing=StateHere|shots=5``.
-
-Token-level data: the token ids of a response are read from ``generated_tokens_logprobs``
-where its decoded tokens spell the response (the token chosen at each step); otherwise the
-scoring model tokenises the text. ``cumulative_logprob`` scores each row's own response under
-its own prompt, which is no SAGO axis (Prob and Ent score the base response under every
-prompt): it is checked, counted in a note, and those axes need ``--model``.
+The two layouts SLAB-NLP/DOVE publishes (``src/schema_validation/schema.json``): nested
+records (``model``, ``instance``, ``output``, ``prompt_config.dimensions``) and DOVE_Lite's
+flat columns (``"dimensions_1: enumerator"`` ...). docs/tutorials/score-generations.md
+("DOVE / PromptSuite") says what each field becomes. Variants are grouped by model, dataset
+and sample; a group's base is each dimension at its most frequent value across the file (or
+the group's own where no row has it), or the row ``--base-where`` picks: never guessed, a
+group without exactly one base is an error naming its rows. A variant differing in shots or
+demonstrations only is ``fewshot``, any other ``template`` with the differing dimensions as
+its subtype; its id lists them with readable labels (colliding labels get 8 hex digits of
+their value's SHA-256). ``cumulative_logprob`` scores each row's own response under its own
+prompt, no SAGO axis: it is checked and counted, and Prob and Ent need ``--model``.
 """
 
 from __future__ import annotations

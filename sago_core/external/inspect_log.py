@@ -1,50 +1,15 @@
 """inspect_ai eval logs -> rows of the input schema.
 
-The format followed: inspect_ai 0.3.260 (``src/inspect_ai/log/_log.py``: ``EvalLog`` with
-``version`` 2, ``status``, ``eval`` (``EvalSpec``: ``task``, ``task_args``, ``model``,
-``dataset {name}``, ...), ``samples``; ``EvalSample``: ``id``, ``epoch``, ``input`` (text or
-chat messages), ``choices``, ``target`` (text or a list), ``messages``, ``output``
-(``ModelOutput``: ``model``, ``choices [{message, stop_reason, logprobs {content [{token,
-logprob, bytes, top_logprobs}]}}]``, ``completion``, ``error``), ``scores``, ``metadata``,
-``error``, ``attachments``). A message's ``content`` is text or a list of content parts; its
-text is the text parts joined by newlines (as ``ChatMessage.text``); ``attachment://<hash>``
-text is resolved from the sample's ``attachments``.
-
-Files (told apart by content, ``sniff.py``): the JSON log (one ``EvalLog`` object), a JSON
-array or JSONL of such logs (several templates' logs, e.g. ``jq -s . a.json b.json``), and
-the binary ``.eval`` archive (``src/inspect_ai/log/_recorders/eval.py``: a zip of
-``header.json``, or ``_journal/start.json`` for an unfinished log, and
-``samples/<id>_epoch_<n>.json``, one ``EvalSample`` each; a name written twice is read from
-its last member, as inspect does).
-
-Logs are grouped by model first (``eval.model``): the same task run on two models is one
-template answered by two models, never two templates. A log's ``status`` other than
-``success`` (``cancelled``, ``error``, ``started``: an unfinished ``.eval``) is read as it
-is, with a warning note naming the status (and the eval's error message); a sample that
-the unfinished eval left without its base template's answer or without any other template's
-is skipped and counted, where a finished model's would be refused.
-
-Templates: inspect runs one task per log, so each log is a template, named by its task
-(``eval.task``; where two logs of one model share a task, by the task and its
-``task_args``). In one log a sample's ``metadata.template`` names its template instead, and
-``metadata.item_id`` the item its templates share (else the sample ``id``). Samples are
-grouped by model and item; the base is the template ``--base-where task=NAME`` (or
-``template=NAME``) names, else the first log's (the first template met); every other
-template is a variant (``inspect:<template>``, ``--family``, subtype ``--subtype`` or
-``template``, strength 1, position ``global``). Only the first epoch of a (template, item)
-is read (later epochs counted); a second epoch-1 sample of one (template, item) is an
-error, and so are two logs of one model with the same task and ``task_args`` whose samples
-do not name their templates.
-
-The prompt: the texts of the messages before the model's first reply (system, then user
-turns), joined by a blank line, so a template's system message is part of it; without
-messages, ``input``. The response: the first choice's message, else ``completion``; a sample
-with an ``error`` (or an output ``error``, a refusal) failed with it. References: ``target``,
-and for multiple choice the text of the choice its letter names. Log-probabilities
-(``logprobs.content``) are of each sample's own response under its own prompt, which is no
-SAGO axis (Prob and Ent score the base response under every prompt), and inspect logs tokens
-as text, not ids: they are checked (finite, <= 0), counted in a note, and Act, Prob and Ent
-need ``--model``.
+The format followed is inspect_ai 0.3.260's (``src/inspect_ai/log/_log.py``'s ``EvalLog`` and
+``EvalSample``; ``log/_recorders/eval.py`` for the ``.eval`` zip): the JSON log, a JSON array
+or JSONL of logs, or the ``.eval`` archive. docs/tutorials/score-generations.md ("inspect_ai
+eval logs") says what each field becomes; the rules that shape this module: logs are grouped
+by model first (one task on two models is one template answered twice), each log is one
+template named by its task (and ``task_args`` where two logs of a model share a task) unless
+its samples name theirs in ``metadata.template``; an unfinished log is read as it is, its
+samples without a base or any other template's answer skipped and counted; only the first
+epoch is read; log-probabilities name tokens as text and are of each sample's own prompt, so
+they are checked and counted but fill no axis.
 """
 
 from __future__ import annotations

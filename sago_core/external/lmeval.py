@@ -1,49 +1,16 @@
 """lm-evaluation-harness ``--log_samples`` JSONL -> rows of the input schema.
 
-The format followed: lm-evaluation-harness 0.4.x as ``lm_eval/evaluator.py`` builds each
-logged sample and ``lm_eval/loggers/evaluation_tracker.py`` writes it to
-``samples_<task>_<date>.jsonl`` (checked against 0.4.9.1 and 0.4.13.dev0): one line per
-document and filter with ``doc_id``, ``doc``, ``target`` (as text), ``arguments``, ``resps``
-and ``filtered_resps`` (every leaf turned into text by ``sanitize_list``), ``filter``,
-``metrics``, ``doc_hash``, ``prompt_hash``, ``target_hash`` and the metric values; a line is
-read by ``lmeval_lines.py`` (text and chat prompts, responses, references). A chat prompt's
-system turn is context, left out of the prompt text, except in a document whose prompts
-differ in it (a template that is a system instruction): there each prompt is its system turn
-and its other turns, so the variant shows what changed.
-
-A template is one lm-eval task (each prompt template of a benchmark is a task of its own):
-the line's ``task`` (or ``template``) field, else the file's task name (``samples_`` and the
-date stripped). Several templates' or runs' files are read as one by concatenating them with
-that field added (and ``model`` where several models answered; ``num_fewshot`` where known).
-The dataset is the benchmark the templates share: one task's name, or the tasks' common
-name (``masakhaner_luo_prompt_1`` ... ``_5`` -> ``masakhaner_luo``); each row's source names
-the file and line.
-
-Lines are told apart in three ways, and none is dropped unsaid:
-
-* **filters**: a further line of the same model, document, task and ``arguments`` with the
-  same ``resps`` is another filter of the same generation: skipped, counted;
-* **runs**: a line of the same model, document and task with different ``arguments`` is
-  another prompt of the document: a variant. Where its prompt is the run's shortest prompt
-  with text inserted (demonstrations: a ``num_fewshot`` run), it is the family ``fewshot``
-  (subtype ``shots``, strength k, position ``prefix``; id ``lm-eval:<task>|fewshot:<k>``),
-  with k the line's ``num_fewshot``, else the demonstrations counted in the inserted text
-  (by the template's fixed opening or closing, else lm-eval's ``\\n\\n`` delimiter); any
-  other prompt is ``lm-eval:<task>#<n>`` (the n-th prompt of the task);
-* **models**: lines naming different models are different models' answers, grouped apart.
-
-The same prompt answered twice differently by one model is an error naming both lines. The
-base of a (model, document) is the base template's fewest-shot prompt (``--base-where
-task=NAME`` names the template, else the first in the file); every other template is a
-variant ``lm-eval:<task>`` (family ``--family``, subtype ``--subtype`` or ``template``,
-strength 1, position global).
-
-The response: ``generate_until``: the generation as the model gave it (an empty one is an
-empty answer: lm-eval recorded it as generated); ``loglikelihood`` (multiple choice): the
-continuation with the highest log-likelihood. lm-eval's log-likelihoods are of each choice
-under each template's prompt, not the teacher-forced pass sago's Act/Prob/Ent read, so those
-axes are missing with the usual reason (or measured by ``--model``); the rows holding them
-are counted in a note.
+The format followed is lm-evaluation-harness 0.4.x's (``lm_eval/evaluator.py`` builds each
+logged sample, ``lm_eval/loggers/evaluation_tracker.py`` writes it; checked against 0.4.9.1
+and 0.4.13.dev0); ``lmeval_lines.py`` reads one line. docs/tutorials/score-generations.md
+("lm-eval") says what each field becomes. A template is one lm-eval task; the dataset is the
+benchmark the templates share (``masakhaner_luo_prompt_1`` ... ``_5`` -> ``masakhaner_luo``).
+Lines are told apart, none dropped unsaid: a further filter of one generation is skipped and
+counted; another prompt of one task and document is a variant (``fewshot`` where it is the
+shortest prompt with demonstrations inserted, else ``lm-eval:<task>#<n>``); other models'
+lines are grouped apart. One prompt answered twice differently by one model is an error.
+lm-eval's log-likelihoods are of each choice under its own prompt, not sago's teacher-forced
+pass, so Act, Prob and Ent stay missing (or ``--model`` measures them).
 """
 
 from __future__ import annotations
