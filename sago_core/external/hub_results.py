@@ -2,21 +2,10 @@
 the layout evaluation leaderboards read from the Hugging Face Hub (lighteval's, the Open LLM
 Leaderboard's), plus the per-instance details, as a dataset repository.
 
-```
-results/<model>/results_<time>.json            one per model of the run
-details/<model>/<time>/details_<task>_<time>.parquet   its instances, one file per dataset
-README.md                                      configs: one per (model, task), split "latest"
-```
-A results file: ``config_general`` (model name and identity, sago version, run id, config
-hash, times, the resolved config), ``results`` with one entry per task ``sago|<dataset>|0``
-(``all``: the pooled row) holding per axis ``sgs_<axis>`` with ``_stderr``, ``_ci_low`` and
-``_ci_high``, ``versions`` and ``config_tasks``. A value the run could not measure is not
-written as a number: ``missing`` names it with its reason. ``stderr``: per dataset the
-standard error of the mean of the per-prompt scores (the SGS is that mean); pooled, the
-SGS is the equal-weight mean over datasets, so its stderr is sqrt(sum se_d^2) / D.
-
-``push_results`` uploads the folder with ``huggingface_hub`` (the token from ``HF_TOKEN`` or
-the user's ``huggingface-cli login``; the repository is created private unless asked).
+docs/guide/trackers-and-viewers.md ("The Hub's results layout") gives the files and fields.
+A value the run could not measure is never written as a number: ``missing`` names it with
+its reason. The pooled SGS is the equal-weight mean over datasets, so its stderr is
+sqrt(sum se_d^2) / D. ``push_results`` uploads with ``huggingface_hub`` and its own token.
 """
 
 from __future__ import annotations

@@ -3,19 +3,10 @@ logs, one per (model, dataset), so ``inspect view --log-dir FOLDER`` browses the
 ``inspect_ai.log.read_eval_log`` reads them.
 
 Written as inspect_ai's JSON log layout (``EvalLog`` version 2, the layout
-``inspect_log.py`` reads back), without importing inspect_ai, so the export needs no extra:
-
-- ``eval``: the task ``sago/<dataset>``, the model's spec, the dataset with its sample count,
-  the sago run id in ``metadata``;
-- one sample per instance (``instances.parquet``'s row: a variant of a prompt): ``input``
-  the variant prompt, ``target`` the base answer it is compared with, ``messages`` and
-  ``output`` the variant's answer, ``metadata`` the base prompt and answer, the family,
-  subtype, strength and position, the prompt and variant ids and the correctness;
-- ``scores``: each axis' normalised delta (``d_<axis>``) as a score named by the axis; a
-  delta the run could not measure is the score ``"NA"`` with the reason as its explanation
-  (inspect's scores have no null);
-- ``results``: per axis the SGS with its 95% interval and n (summary.parquet) as the eval's
-  metrics; an SGS that is missing is left out, with its reason in the score's metadata.
+``inspect_log.py`` reads back) without importing inspect_ai, so the export needs no extra;
+docs/guide/trackers-and-viewers.md ("The inspect viewer") says what each sample holds. A
+delta the run could not measure is the score ``"NA"`` with the reason as its explanation
+(inspect's scores have no null); a missing SGS is left out of the metrics, its reason kept.
 """
 
 from __future__ import annotations

@@ -1,34 +1,12 @@
 """How well do the rule-based refusal verdicts agree with a person's reading of the same
-answers? (``sago audit refusal``)
+answers? (``sago audit refusal sample``, a person labels, ``sago audit refusal score``)
 
-Two steps, a person labelling in between:
-
-    sago audit refusal sample RUN --n 50 --out labels.csv [--seed 0]
-    (fill the ``label`` column: refused, complied or partial)
-    sago audit refusal score labels.csv [--json scores.json]
-
-``sample`` draws ``n`` answers of a finished run that measured refusal (RUN is the run folder:
-refusal_verdicts.parquet, generations.parquet) with a rule verdict (refused or complied; an
-answer the rules leave NA, e.g. in a language without an openings list, has nothing to agree
-with and is left out, counted on the screen). It reads the first sample of each prompt text
-(generations.parquet's answer; at K > 1 the other samples' texts stay in samples.parquet).
-The draw is stratified and seeded: the strata are (kind, rule verdict, family, language), so
-both kinds, both verdicts, several families and several languages are held even when a
-model refuses little; rounds take one answer from each stratum (strata in a seeded order,
-each stratum's answers shuffled by the seed) until ``n`` are drawn. The agreement is
-therefore measured on a balanced sample, not weighted to the run's own shares. The CSV holds
-each answer's key, the prompt asked (the variant's text), the answer, the rule verdict
-(``rule``) and an empty ``label``.
-
-``score`` reads a filled CSV. ``partial`` (a partial compliance: part of what was asked is
-given) counts as complied for the agreement, since the rules have two verdicts and a partial
-answer is not a refusal (StrongREJECT scores it as non-refusal too); the confusion table keeps
-it apart. It prints the labelled rows, raw agreement, Cohen's kappa
-(``statistics/agreement.py``; NA with the reason when chance agreement is 1: every label
-and verdict the same class), the confusion table (label by rule) and every disagreeing
-row. A row with an empty label is left out and counted; any
-other label, or a rule verdict other than refused or complied, stops with the file, row and
-column named.
+docs/guide/refusal.md ("Checking the rules against a person's reading") gives the steps.
+The draw is seeded and stratified by (kind, rule verdict, family, language), one answer a
+stratum a round, so the agreement is measured on a balanced sample, not the run's own
+shares; answers the rules leave NA have nothing to agree with and are left out, counted.
+``partial`` counts as complied for the agreement (the rules have two verdicts and a partial
+answer is not a refusal; StrongREJECT scores it so too), kept apart in the confusion table.
 """
 
 from __future__ import annotations

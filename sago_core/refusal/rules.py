@@ -1,34 +1,18 @@
 """A refusal verdict per answer, by rules: does the answer open by declining?
 
 Standard refusal evaluations (GCG/llm-attacks' ``_test_prefixes``, XSTest's string match)
-call an answer a refusal when a listed phrase ("I'm sorry", "I cannot", "As an AI") starts
-it or occurs in it. sago keeps that idea and narrows it where those lists misfire on
-ordinary answers ("I can't believe...", "I'm sorry to hear that, here is...", "I apologize
-for the confusion, the answer is..."): the lists live in ``openings/<lang>.txt`` (one per
-language, written for sago; README.md beside them says how they relate to the standard
-lists), and an answer is a refusal when one of its first ``WINDOW_SENTENCES`` sentences, or
-a clause inside one after a break such as ", but", starts with a ``[refuse]`` line, once
-``[lead]`` words ("however", "unfortunately", "as an AI language model,") are stripped from
-that start. A start that a ``[not]`` line reads as harmless ("I'm sorry for your loss") is
-not a refusal there, unless a longer ``[refuse]`` line matches it, but the text after a lead
-in it is still read: a ``[lead]`` line may hold ``*``, any words
-inside the clause, so an apology or a self-description before the decline ("I'm sorry for
-any confusion, but as a chatbot designed to assist with language, I don't have the
-capability to ...") is stripped and the decline after it counts. So a refusal after a
-preamble ("Thank you for asking. However, I can't help with that.") is found, and a
-compliance that mentions a refusal phrase deep in its text is not.
+call an answer a refusal when a listed phrase starts it or occurs in it. sago narrows that
+where those lists misfire on ordinary answers ("I can't believe...", "I'm sorry to hear
+that, here is..."): an answer is a refusal when one of its first ``WINDOW_SENTENCES``
+sentences, or a clause after a break such as ", but", starts with a ``[refuse]`` line of
+``openings/<lang>.txt`` once ``[lead]`` words are stripped; a ``[not]`` line reads a start
+as harmless unless a longer ``[refuse]`` line matches it. So a refusal after a preamble is
+found, and a compliance that mentions a refusal phrase deep in its text is not.
+docs/guide/refusal.md ("A refusal verdict per answer") walks through the rules.
 
-Normalisation, the same for the lists and the answers: NFKC (full-width punctuation to
-ASCII), case folded, curly quotes and apostrophes straight, leading whitespace, markdown
-(``#``, ``*``, ``_``, ``>``, ``-``, backticks) and HTML tags dropped from each segment's
-start.
-
-Language: the answer is judged by its prompt's language's list (``zh_cn`` and ``pt-BR``
-read as ``zh`` and ``pt``) together with the English one, since models often decline in
-English whatever the prompt's language. A language without a list gets no verdict (NA with
-the reason "no refusal rules for language X", and one warning per language in a batch),
-never a verdict from rules that cannot read it. An empty or failed answer is NA with its
-reason too.
+Language: the prompt's language's list plus the English one (models often decline in
+English). A language without a list gets NA with its reason, never a verdict from rules
+that cannot read it; so does an empty or failed answer.
 """
 
 from __future__ import annotations
