@@ -25,6 +25,7 @@ from sago_core.artifacts.layout import INSTANCES_FILE, MANIFEST, SUMMARY_FILE
 from sago_core.artifacts.schemas import SUMMARY
 from sago_core.artifacts.store import read_parquet, write_parquet, write_text
 from sago_core.errors import ConfigError, InputError
+from sago_core.markdown import plain, table
 from sago_core.vocabulary import POOLED
 
 HF_DATASET = "hf-dataset"  # the export format's name
@@ -92,30 +93,22 @@ def front_matter(run_id: str, n_rows: int, license: str) -> dict[str, Any]:
     }
 
 
-def _number(value: Any) -> str:
-    return "NA" if value is None else f"{value:.4f}"
-
-
 def _sgs_table(summary: pl.DataFrame) -> list[str]:
     pooled = summary.filter(pl.col("dataset") == POOLED)
     if pooled.is_empty():
         return ["No pooled SGS in this run's summary."]
-    lines = [
-        "| model | axis | SGS | 95% CI | n | p (Holm) | missing reason |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for r in pooled.iter_rows(named=True):
         ci = (
-            f"[{_number(r['ci_low'])}, {_number(r['ci_high'])}]"
+            f"[{plain(r['ci_low'])}, {plain(r['ci_high'])}]"
             if r.get("ci_low") is not None
             else "NA"
         )
         reason = (r.get("missing_reason") or "").replace("|", "/")
-        lines.append(
-            f"| {r['model']} | {r['axis']} | {_number(r['sgs'])} | {ci} | {r['n']} | "
-            f"{_number(r.get('p_holm'))} | {reason} |"
+        rows.append(
+            [r["model"], r["axis"], plain(r["sgs"]), ci, r["n"], plain(r.get("p_holm")), reason]
         )
-    return lines
+    return table(["model", "axis", "SGS", "95% CI", "n", "p (Holm)", "missing reason"], rows)
 
 
 def card_body(

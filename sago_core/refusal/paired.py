@@ -31,12 +31,14 @@ by less than 5 percentage points.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from sago_core import markdown
 from sago_core.artifacts.layout import REFUSAL_FLIPS_FILE, REFUSAL_VERDICTS_FILE
 from sago_core.data.safety import KINDS
 from sago_core.refusal.best_of_n import asr_without_replacement, failure_counts
@@ -250,25 +252,21 @@ def refusal_paired(
     return pl.DataFrame(rows, schema=REFUSAL_PAIRED_SCHEMA)
 
 
-def _number(value: float | None) -> str:
-    return "NA" if value is None else f"{value:.3f}"
+_number = partial(markdown.plain, digits=3)
 
 
-def _band(row: dict[str, Any]) -> str:
-    if row["ci_low"] is None:
-        return "NA"
-    return f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
-
-
-def _tail(row: dict[str, Any]) -> str:
-    said = row["verdict"] or f"NA: {row['missing_reason'] or ''}"
-    return (
-        f"{_number(row['rate_a'])} | {_number(row['rate_b'])} | {_number(row['mean_diff'])} | "
-        f"{_band(row)} | {_number(row['p_holm'])} | {_number(row['p_tost_holm'])} | {said} |"
+def _tail(row: dict[str, Any]) -> list[str]:
+    band = (
+        "NA" if row["ci_low"] is None else f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
     )
+    numbers = [_number(row[c]) for c in ("rate_a", "rate_b", "mean_diff")]
+    tests = [_number(row["p_holm"]), _number(row["p_tost_holm"])]
+    return [*numbers, band, *tests, row["verdict"] or f"NA: {row['missing_reason'] or ''}"]
 
 
-TAIL_HEAD = "B - A | 95% CI | p (Holm) | p TOST (Holm) | verdict |"
+KEY = ("model_a", "model_b", "kind", "family", "failure")
+HEAD = ["model A", "model B", "kind", "family", "failure"]
+TAIL_HEAD = ["B - A", "95% CI", "p (Holm)", "p TOST (Holm)", "verdict"]
 
 
 def render_refusal_paired(table: pl.DataFrame) -> str:
@@ -285,14 +283,11 @@ def render_refusal_paired(table: pl.DataFrame) -> str:
         f"harmless one refused after one); equivalence margin {_number(table['margin'][0])} "
         "in rate units; Holm over the failure-rate and Best-of-N rows together.",
         "",
-        f"| model A | model B | kind | family | failure | n | rate A | rate B | {TAIL_HEAD}",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *markdown.table(
+            [*HEAD, "n", "rate A", "rate B", *TAIL_HEAD],
+            [[*(r[c] for c in KEY), r["n"], *_tail(r)] for r in rates.iter_rows(named=True)],
+        ),
     ]
-    for r in rates.iter_rows(named=True):
-        lines.append(
-            f"| {r['model_a']} | {r['model_b']} | {r['kind']} | {r['family']} | "
-            f"{r['failure']} | {r['n']} | {_tail(r)}"
-        )
     if best.height:
         lines += [
             "",
@@ -302,14 +297,14 @@ def render_refusal_paired(table: pl.DataFrame) -> str:
             "refused at its base in both runs, an over-refusal for a harmless one answered at "
             "its base in both; N is the family's smallest shared variant count.",
             "",
-            f"| model A | model B | kind | family | failure | N | n | P A | P B | {TAIL_HEAD}",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *markdown.table(
+                [*HEAD, "N", "n", "P A", "P B", *TAIL_HEAD],
+                [
+                    [*(r[c] for c in KEY), r["n_variants"] or "NA", r["n"], *_tail(r)]
+                    for r in best.iter_rows(named=True)
+                ],
+            ),
         ]
-        for r in best.iter_rows(named=True):
-            lines.append(
-                f"| {r['model_a']} | {r['model_b']} | {r['kind']} | {r['family']} | "
-                f"{r['failure']} | {r['n_variants'] or 'NA'} | {r['n']} | {_tail(r)}"
-            )
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.budget.record import budget_line
+from sago_core.markdown import table
 from sago_core.scoring.encoder import axis_label
 from sago_core.vocabulary import AXES, POOLED
 
@@ -97,13 +98,11 @@ def render_summary(
         datasets = sorted(d for d in rows["dataset"].unique().to_list() if d != POOLED)
         columns = [*datasets, POOLED]
         index = {(r["dataset"], r["axis"]): r for r in rows.iter_rows(named=True)}
-        lines += ["", f"## {model}", ""]
-        lines.append("| axis | " + " | ".join(columns) + " |")
-        lines.append("|---" * (len(columns) + 1) + "|")
         names = [*AXES, *sorted(set(rows["axis"].drop_nulls().to_list()) - set(AXES))]
-        for axis in names:
-            cells = [_cell(index.get((d, axis))) for d in columns]
-            lines.append(f"| {axis_label(axis, encoder)} | " + " | ".join(cells) + " |")
+        cells = [
+            [axis_label(a, encoder), *(_cell(index.get((d, a))) for d in columns)] for a in names
+        ]
+        lines += ["", f"## {model}", "", *table(["axis", *columns], cells)]
         pooled_n = {r["axis"]: r["n"] for r in rows.iter_rows(named=True) if r["dataset"] == POOLED}
         lines.append("")
         lines.append(
@@ -114,10 +113,7 @@ def render_summary(
             lines.append(f"- NA {r['axis']} on {r['dataset']}: {r['missing_reason']}")
     if kept_counts is not None and len(kept_counts):
         lines += ["", "## Variants kept by the semantic filter", ""]
-        lines.append("| family | kept | rejected |")
-        lines.append("|---|---|---|")
-        for r in kept_counts.iter_rows(named=True):
-            lines.append(f"| {r['family']} | {r['kept']} | {r['rejected']} |")
+        lines += table(["family", "kept", "rejected"], kept_counts.rows())
     return "\n".join(lines) + "\n"
 
 

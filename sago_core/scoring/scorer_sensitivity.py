@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from sago_core import markdown
 from sago_core.baselines.bertscore import F1Fn
 from sago_core.scoring.encoder import BERT_AXIS
 from sago_core.scoring.prompt_scores import score_prompts
@@ -137,27 +138,24 @@ def scorer_sensitivity(deltas: pl.DataFrame, generations: pl.DataFrame, f1_b: F1
 def render_sensitivity(found: Sensitivity, encoder_a: str, encoder_b: str) -> str:
     """The table as Markdown: what a user reads to see how much is the scorer's."""
 
-    def num(value: float | None) -> str:
-        return "NA" if value is None else f"{value:.4f}"
-
+    num = markdown.plain
+    cells = [
+        [r["model"], r["dataset"], *(num(r[c]) for c in ("sgs_a", "sgs_b", "ratio"))]
+        for r in found.cells.iter_rows(named=True)
+    ]
+    agreements = [
+        [a.grain, a.n, num(a.spearman), num(a.kendall), a.missing_reason or ""]
+        for a in found.agreements
+    ]
     lines = [
         "# Scorer sensitivity of SGS-BERT",
         "",
         f"A: {encoder_a} (the run's). B: {encoder_b}.",
         "",
-        "| model | dataset | SGS-BERT A | SGS-BERT B | B / A |",
-        "|---|---|---|---|---|",
+        *markdown.table(["model", "dataset", "SGS-BERT A", "SGS-BERT B", "B / A"], cells),
+        "",
+        *markdown.table(
+            ["rank agreement over", "n", "Spearman rho", "Kendall tau", "note"], agreements
+        ),
     ]
-    for r in found.cells.iter_rows(named=True):
-        lines.append(
-            f"| {r['model']} | {r['dataset']} | {num(r['sgs_a'])} | {num(r['sgs_b'])} | "
-            f"{num(r['ratio'])} |"
-        )
-    lines += ["", "| rank agreement over | n | Spearman rho | Kendall tau | note |"]
-    lines.append("|---|---|---|---|---|")
-    for a in found.agreements:
-        lines.append(
-            f"| {a.grain} | {a.n} | {num(a.spearman)} | {num(a.kendall)} | "
-            f"{a.missing_reason or ''} |"
-        )
     return "\n".join(lines) + "\n"

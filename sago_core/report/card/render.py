@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.backends.model_source import RecordedModel
+from sago_core.markdown import table
 from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE
 from sago_core.report.card.budget import budget_blocks
 from sago_core.report.card.refusal import (
@@ -274,9 +275,7 @@ def render_card_md(card: dict[str, Any], blocks: list[Block] | None = None) -> s
     for heading, headers, rows, notes in _sections(card) if blocks is None else blocks:
         lines += [f"## {heading}", ""]
         if headers:
-            lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-            lines.append("")
+            lines += [*table(headers, rows), ""]
         lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     return "\n".join(lines)
 

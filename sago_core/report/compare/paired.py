@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from sago_core import markdown
 from sago_core.report.markup import axis_rank
 from sago_core.report.markup import number as _cell
 from sago_core.statistics.paired_runs import PairedComparison, describe_sampling
@@ -45,18 +46,15 @@ def render_paired(comparison: PairedComparison) -> str:
     columns += ["p_paired_t", "p_wilcoxon", "p_tost", "p_holm", "p_bh", "verdict"]
     if not table.is_empty() and table["model_a"].n_unique() > 1:
         columns = ["model_a", "model_b", *columns]
-    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     ordered = table.with_columns(
         (pl.col("dataset") != POOLED).alias("_later"),
         axis_rank().alias("_axis"),
     ).sort("model_a", "model_b", "_later", "dataset", "_axis")
-    for row in ordered.iter_rows(named=True):
-        cells = {
-            **row,
-            "95% CI": ci_cell(row),
-            "dataset-weighted": row.get("mean_diff_datasets"),
-        }
-        lines.append("| " + " | ".join(_cell(cells[c]) for c in columns) + " |")
+    cells = [
+        {**row, "95% CI": ci_cell(row), "dataset-weighted": row.get("mean_diff_datasets")}
+        for row in ordered.iter_rows(named=True)
+    ]
+    lines += markdown.table(columns, [[_cell(c[name]) for name in columns] for c in cells])
     return "\n".join(lines) + "\n"
 
 
