@@ -27,6 +27,7 @@ from sago.tasks.prepare import plan_shards_task
 from sago_core.artifacts.layout import PROMPTS_FILE
 from sago_core.artifacts.store import read_parquet
 from sago_core.backends.target import ModelTarget
+from sago_core.budget.baseline import read_baseline
 from sago_core.budget.record import write_budget
 from sago_core.budget.rounds import BudgetedDesign, budgeted_design, column_name
 from sago_core.budget.run_cells import RunCells, cell_values, run_cells
@@ -128,6 +129,16 @@ def budgeted_models(
     assert config.budget is not None
     cells: RunCells = run_cells(read_parquet(inputs["variants"]))
     design = budgeted_design(cells, config.budget, config.seed, [t.spec for t in targets])
+    baseline = (
+        read_baseline(
+            Path(config.budget.baseline),
+            config.model_dump(mode="json", by_alias=True),
+            cells,
+            design.columns,
+        )
+        if config.budget.baseline
+        else None
+    )
     rounds = Rounds(stage, config, targets, judge, inputs, design, run_model)
     result: BudgetResult = run_budgeted(
         design.design,
@@ -135,7 +146,8 @@ def budgeted_models(
         rounds,
         [column_name(m, a) for m, a in design.columns],
         target=design.target,
+        baseline=baseline,
     )
     assert rounds.monitor is not None
-    paths: dict[str, Any] = write_budget(result, design, stage.layout.run_dir)
+    paths: dict[str, Any] = write_budget(result, design, stage.layout.run_dir, baseline)
     return rounds.per_model, paths, rounds.monitor

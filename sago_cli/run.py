@@ -97,6 +97,12 @@ def add_parser(commands: Any) -> None:
         "number of generations with sago design)",
     )
     run.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="with --budget: a finished full run of the same design (the last release), its "
+        "cells the estimator's control variate (budget.baseline)",
+    )
+    run.add_argument(
         "--track",
         action="append",
         metavar="TRACKER",
@@ -160,6 +166,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             )
         budget = {k: v for k, v in (file_values.get("budget") or {}).items() if k != "generations"}
         overrides["budget"] = {**budget, "fraction": args.budget.fraction}
+    if args.baseline:
+        if "budget" not in overrides:
+            raise ConfigError(f"--baseline {args.baseline}: give --budget too")
+        overrides["budget"]["baseline"] = args.baseline
     source = f"{args.config} and command line" if args.config else "command line"
     return configure(
         args.models,

@@ -96,6 +96,9 @@ class Components:
     sample: float = 0.0
     # the strata at this level (allocation.py): sizes, spreads, the first round's cells
     stratum_parts: StratumParts | None = None
+    # the share of the second stage's variance a baseline run leaves (1 - rho^2 at the best
+    # lambda; budget/baseline.py), 1 without one
+    controlled: float = 1.0
 
 
 def variance_components(layout: Layout, values: np.ndarray) -> list[Components]:
@@ -146,6 +149,7 @@ def predicted_variance(
             second = allocated_within(c.stratum_parts, counts[j]) + sample
         else:
             second = c.within * max(1 / m - 1 / c.variants, 0.0) + c.sample / m
+        second *= c.controlled
         # Cochran 1977 theorem 10.1: the second stage's term is over n in both scopes
         first = (1 - n / c.prompts) * c.between if scope == "grid" else c.between
         total += (first + second) / n

@@ -26,9 +26,10 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.schemas import BUDGET_CELLS, BUDGET_ESTIMATES, BUDGET_PROMPTS
 from sago_core.artifacts.store import write_json, write_parquet
+from sago_core.budget.baseline import correlation
 from sago_core.budget.design import inclusion_probability, select_cells
 from sago_core.budget.estimate import dataset_estimates, pooled_estimate
-from sago_core.budget.rounds import BudgetedDesign, column_name
+from sago_core.budget.rounds import BudgetedDesign, column_name, split_column
 from sago_core.budget.sequential import BudgetResult
 from sago_core.vocabulary import POOLED
 
@@ -109,7 +110,31 @@ def estimates_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFram
     )
 
 
-def budget_summary(result: BudgetResult, design: BudgetedDesign) -> dict[str, Any]:
+def baseline_summary(
+    result: BudgetResult, design: BudgetedDesign, baseline: np.ndarray | None
+) -> dict[str, Any] | None:
+    """The baseline run and, per column, the correlation its cells showed with the run's
+    (of the linearised cells, every dataset pooled) and each dataset's lambda."""
+    if baseline is None or result.values is None:
+        return None
+    layout = design.design.layout
+    controls = {
+        column_name(m, a): correlation(layout, result.values[:, c], baseline[:, c], result.observed)
+        for c, (m, a) in enumerate(design.columns)
+    }
+    return {
+        "run": design.settings.baseline,
+        "correlation": {name: _number(k.rho) for name, k in controls.items()},
+        "lambda": {
+            name: dict(zip(layout.datasets, k.lam.tolist(), strict=True))
+            for name, k in controls.items()
+        },
+    }
+
+
+def budget_summary(
+    result: BudgetResult, design: BudgetedDesign, baseline: np.ndarray | None = None
+) -> dict[str, Any]:
     """budget.json: the run's budget line and what each round did."""
     schedule = design.schedule
     layout = design.design.layout
@@ -147,6 +172,7 @@ def budget_summary(result: BudgetResult, design: BudgetedDesign) -> dict[str, An
             for name, state in result.axes.items()
         },
         "tests": verdict_rows(result, design),
+        "baseline": baseline_summary(result, design, baseline),
     }
 
 
@@ -179,10 +205,14 @@ def verdict_rows(result: BudgetResult, design: BudgetedDesign) -> list[dict[str,
     return rows
 
 
-def write_budget(result: BudgetResult, design: BudgetedDesign, run_dir: Path) -> dict[str, str]:
-    """The four files; their paths by the names the later stages take them as."""
+def write_budget(
+    result: BudgetResult, design: BudgetedDesign, run_dir: Path, baseline: np.ndarray | None = None
+) -> dict[str, str]:
+    """The four files; their paths by the names the later stages take them as
+    (``baseline``: the baseline's cells, run_budgeted's)."""
+    summary = budget_summary(result, design, baseline)
     return {
-        "budget_path": str(write_json(budget_summary(result, design), run_dir / BUDGET_FILE)),
+        "budget_path": str(write_json(summary, run_dir / BUDGET_FILE)),
         "budget_cells_path": str(
             write_parquet(cells_frame(result, design), run_dir / BUDGET_CELLS_FILE, BUDGET_CELLS)
         ),
@@ -210,7 +240,15 @@ def budget_line(record: dict[str, Any]) -> str:
         why = "every target met or verdict decided"
     else:
         why = "the budget was spent"
-    return (
+    line = (
         f"budgeted: {record['cells']:,} of {record['full_cells']:,} cells ({share:.0%}), "
         f"stopped after round {record['rounds_run']} of {record['rounds_planned']}: {why}"
     )
+    baseline = record.get("baseline")
+    if not baseline:
+        return line
+    rho = ", ".join(
+        f"{split_column(name)[1]} {'NA' if r is None else f'{r:.2f}'}"
+        for name, r in baseline["correlation"].items()
+    )
+    return f"{line}; baseline {baseline['run']} (correlation of the cells: {rho})"

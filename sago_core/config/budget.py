@@ -14,7 +14,9 @@ class BudgetSettings(StrictModel):
     (prompt, variant) cells in at most ``rounds`` rounds instead of every cell. Exactly one of
     ``fraction`` (of the grid's cells, in (0, 1]) or ``generations`` (cells); ``target``: a
     half-width per axis at which the run may stop early; ``seed``: the design's (null: the
-    run's seed). Absent (null) = the full grid, the run id and caches exactly as before."""
+    run's seed); ``baseline``: a finished full run of the same design (the last release),
+    its cells the estimator's control variate (budget/baseline.py). Absent (null) = the full
+    grid, the run id and caches exactly as before."""
 
     fraction: float | None = None
     generations: int | None = None
@@ -22,6 +24,7 @@ class BudgetSettings(StrictModel):
     target: tuple[tuple[str, float], ...] = ()
     rounds: int = Field(default=3, ge=1)
     seed: int | None = None
+    baseline: str | None = None
 
     @field_validator("fraction")
     @classmethod

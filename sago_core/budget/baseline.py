@@ -1,0 +1,252 @@
+"""The last release as a control variate: a budgeted run's per-prompt scores estimated with
+the help of a finished full run of the same grid (the baseline), whose every cell is known.
+
+A release and the one before it answer the same cells alike, so the design's error on the
+new release's sampled cells is largely the error the same estimator makes on the baseline's
+values of those cells, which is known: the baseline's full-grid root s_old_i is in hand.
+The difference estimator (prediction-powered inference's power-tuned form, Angelopoulos et
+al. 2023, "PPI++") is, per sampled prompt i,
+
+    s^_i = s^new_i - lambda (s^old_i - s_old_i),
+
+s^new_i and s^old_i the same estimator (estimate.py) on the new and the baseline's values
+of the cells the new run asked. It is unbiased as s^new is, for any fixed lambda (the
+baseline's term has mean 0 up to the estimator's own bias, which then cancels in part). Its
+design variance, through the root's first-order term z = d^2 / (2 s), is the new release's
+times R = (V_new - 2 lambda C + lambda^2 V_old) / V_new, V and C the within-(prompt,
+stratum) variances and covariance of z on the cells both measured, pooled over a dataset's
+prompts (the strata are sampled without replacement within a prompt, so one pooled ratio
+scales the stratified variance). lambda = C / V_old minimises R (1 - rho^2 there), clipped
+to [0, 1]; a dataset with fewer than ``MIN_DF`` degrees of freedom takes the axis' lambda,
+and a dataset where that lambda would not lower R takes 0. lambda = 0 is the plain design
+estimator exactly, so a baseline that does not track the new release costs nothing but the
+noise of a lambda estimated near 0. The roots' posterior variances and the fitted prior's
+error are scaled by R; the rest (the dataset's interval, the stopping rule's tests) reads
+the adjusted scores as it reads the plain ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from sago_core.artifacts.layout import BUDGET_FILE, DELTAS_FILE
+from sago_core.artifacts.store import read_parquet
+from sago_core.budget.design import Layout
+from sago_core.budget.estimate import (
+    Estimate,
+    PromptEstimates,
+    dataset_estimates,
+    estimate_prompts,
+    full_scores,
+    pooled_estimate,
+)
+from sago_core.budget.run_cells import CELL_ID, RunCells, cell_values
+
+if TYPE_CHECKING:  # the planner reads the rounds (allocation.py), which read this module
+    from sago_core.budget.planner import Components
+
+# Degrees of freedom (cells less one per (prompt, stratum)) a dataset needs for its own
+# lambda; below, the axis' pooled lambda (a covariance from a few cells is noise).
+MIN_DF = 30
+
+
+@dataclass(frozen=True)
+class Control:
+    """One axis' control variate: lambda, the variance ratio R and the correlation per
+    dataset, and the
+    measured correlation rho of the linearised cells over every dataset (NaN: not
+    measured)."""
+
+    lam: np.ndarray
+    ratio: np.ndarray
+    corr: np.ndarray
+    rho: float
+
+
+def measured_control(
+    layout: Layout,
+    values: np.ndarray,
+    baseline: np.ndarray,
+    asked: np.ndarray,
+    roots: tuple[np.ndarray, np.ndarray],
+) -> Control:
+    """lambda, R and rho from the cells both releases measured (module docstring);
+    ``roots``: each release's plain per-prompt root sqrt(MS^) on these cells."""
+    code = layout.prompt_code
+    z = [
+        np.where(np.isfinite(v) & asked, v, np.nan) ** 2 / (2 * np.where(r > 0, r, np.nan)[code])
+        for v, r in zip((values, baseline), roots, strict=True)
+    ]
+    both = np.isfinite(z[0]) & np.isfinite(z[1])
+    at = (code, layout.stratum)
+    sums = np.zeros((6, *layout.sizes.shape))
+    for k, term in enumerate((both, z[0], z[1], z[0] * z[0], z[1] * z[1], z[0] * z[1])):
+        np.add.at(sums[k], at, np.where(both, term, 0.0))
+    count, new, old = sums[0], sums[1], sums[2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        keep = count >= 2
+        centred = [
+            np.where(keep, sums[k] - a * b / count, 0.0)
+            for k, (a, b) in zip((3, 4, 5), ((new, new), (old, old), (new, old)), strict=True)
+        ]
+    dof = np.where(keep, count - 1, 0.0)
+    per_dataset = np.array(
+        [
+            [float(m[:, layout.stratum_dataset == j].sum()) for m in (*centred, dof)]
+            for j in range(len(layout.datasets))
+        ]
+    )  # datasets x (V_new, V_old, C, dof), as sums of squares
+    v_new, v_old, cov, _ = per_dataset.sum(axis=0)
+    lam_axis = float(np.clip(cov / v_old, 0.0, 1.0)) if v_old > 0 else 0.0
+    lam, ratio = np.zeros(len(per_dataset)), np.ones(len(per_dataset))
+    for j, (vn, vo, c, df) in enumerate(per_dataset):
+        mine = float(np.clip(c / vo, 0.0, 1.0)) if df >= MIN_DF and vo > 0 else lam_axis
+        r = (vn - 2 * mine * c + mine**2 * vo) / vn if vn > 0 else 1.0
+        if r < 1.0:
+            lam[j], ratio[j] = mine, r
+    v_n, v_o, c_no = per_dataset[:, 0], per_dataset[:, 1], per_dataset[:, 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.where((v_n > 0) & (v_o > 0), c_no / np.sqrt(v_n * v_o), 0.0)
+    rho = float(cov / np.sqrt(v_new * v_old)) if v_new > 0 and v_old > 0 else float("nan")
+    return Control(lam, ratio, corr, rho)
+
+
+def control_estimates(
+    layout: Layout,
+    plain: PromptEstimates,
+    values: np.ndarray,
+    baseline: np.ndarray,
+    asked: np.ndarray,
+    estimate: Callable[[np.ndarray], PromptEstimates],
+) -> tuple[PromptEstimates, Control]:
+    """The difference estimator of every prompt's score (module docstring). ``plain``: the
+    design's estimates from ``values`` (one axis' deltas per grid cell, NaN where not asked
+    or missing); ``baseline``: the baseline's deltas of every grid cell; ``estimate``: the
+    estimator that gave ``plain``, applied to the baseline's values of the cells asked."""
+    old = estimate(np.where(asked, baseline, np.nan))
+    control = measured_control(layout, values, baseline, asked, (plain.root, old.root))
+    full = full_scores(layout, baseline)
+    lam = control.lam[layout.prompt_dataset]
+    corr = control.corr[layout.prompt_dataset]
+    shift = old.s - full
+    # a prompt the baseline did not measure keeps the design's own estimate
+    held = np.isfinite(shift) & np.isfinite(plain.s)
+
+    def variance(new: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """Var(new - lambda old): each side's own variance, their correlation the cells'."""
+        both = new + lam**2 * base - 2 * lam * corr * np.sqrt(new * base)
+        return np.where(held, np.maximum(both, 0.0), new)
+
+    ms = np.where(held, plain.ms - lam * (old.ms - full**2), plain.ms)
+    return (
+        PromptEstimates(
+            ms=ms,
+            ms_var=variance(plain.ms_var, old.ms_var),
+            root=np.sqrt(np.maximum(ms, 0.0)),
+            s=np.where(held, plain.s - lam * shift, plain.s),
+            s_var=variance(plain.s_var, old.s_var),
+            prior_var=plain.prior_var * control.ratio,
+        ),
+        control,
+    )
+
+
+def baseline_estimates(
+    layout: Layout,
+    values: np.ndarray,
+    baseline: np.ndarray,
+    sampled_prompts: np.ndarray,
+    correct: bool = True,
+    asked: np.ndarray | None = None,
+    continuous: bool = False,
+) -> tuple[PromptEstimates, list[Estimate | None], Estimate | None]:
+    """``estimate.axis_estimates`` with the baseline's deltas of every grid cell as the
+    control variate."""
+    asked = np.isfinite(values) if asked is None else asked
+
+    def estimate(column: np.ndarray) -> PromptEstimates:
+        return estimate_prompts(layout, column, correct, asked, continuous)
+
+    prompts, _ = control_estimates(layout, estimate(values), values, baseline, asked, estimate)
+    per_dataset = dataset_estimates(layout, prompts, sampled_prompts)
+    return prompts, per_dataset, pooled_estimate(per_dataset)
+
+
+def correlation(
+    layout: Layout, values: np.ndarray, baseline: np.ndarray, asked: np.ndarray
+) -> Control:
+    """The control a run's final cells measured (what budget.json records)."""
+    roots = (
+        estimate_prompts(layout, np.where(asked, v, np.nan), False, asked).root
+        for v in (values, baseline)
+    )
+    return measured_control(layout, values, baseline, asked, tuple(roots))
+
+
+def read_baseline(
+    run: Path, config: dict[str, Any], cells: RunCells, columns: list[tuple[str, str]]
+) -> np.ndarray:
+    """The baseline's deltas of every cell of this run's grid (cells x (model, axis)
+    ``columns``: its one model's value under every model of this run), after refusing, in one
+    line naming what differs, a run that is not a finished full run of one model over the
+    same design (``config``: this run's, as run_config.json holds it)."""
+    from sago_core.errors import ConfigError
+    from sago_core.statistics.paired_runs import (
+        config_differences,
+        read_run_config,
+        sampling_differences,
+    )
+
+    where = f"budget.baseline {run}"
+    if (run / BUDGET_FILE).is_file():
+        raise ConfigError(f"{where}: a budgeted run; the baseline must be a full run")
+    if not (run / DELTAS_FILE).is_file():
+        raise ConfigError(f"{where}: no {DELTAS_FILE} (not a finished run)")
+    saved = read_run_config(run)
+    differ = [*sampling_differences(saved, config), *config_differences(saved, config)]
+    if differ:
+        named = "; ".join(d.describe() for d in differ)
+        raise ConfigError(f"{where}: not this run's design: {named}")
+    deltas = read_parquet(run / DELTAS_FILE)
+    models = deltas["model"].unique().to_list()
+    if len(models) != 1:
+        raise ConfigError(f"{where}: holds models {sorted(models)}; name a run of one model")
+    absent = cells.frame().join(deltas.select(CELL_ID).unique(), on=CELL_ID, how="anti")
+    if absent.height:
+        first = "/".join(absent.row(0))
+        raise ConfigError(f"{where}: {absent.height} of this run's cells not in it ({first}, ...)")
+    every = np.ones(len(cells.ids), dtype=bool)
+    return np.column_stack(
+        [
+            cell_values(deltas.with_columns(model=pl.lit(m)), cells, [(m, a)], every)[:, 0]
+            for m, a in columns
+        ]
+    )
+
+
+def planned_components(
+    components: Mapping[str, Sequence[Components]],
+    layout: Layout,
+    pilot: np.ndarray,
+    baseline: np.ndarray,
+    axes: Sequence[str],
+) -> dict[str, list[Components]]:
+    """The planner's components (per axis, per dataset) with the second stage's variance
+    scaled by what the baseline leaves of it, R per dataset, measured between two full grids
+    of one layout (``pilot``, ``baseline``: cells x ``axes``)."""
+    every = np.ones(len(layout.stratum), dtype=bool)
+    out = {}
+    for a, axis in enumerate(axes):
+        roots = (full_scores(layout, pilot[:, a]), full_scores(layout, baseline[:, a]))
+        control = measured_control(layout, pilot[:, a], baseline[:, a], every, roots)
+        out[axis] = [
+            replace(c, controlled=float(r))
+            for c, r in zip(components[axis], control.ratio, strict=True)
+        ]
+    return out
