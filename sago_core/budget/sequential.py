@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sago_core.budget.baseline import baseline_estimates
 from sago_core.budget.design import Design, Layout, minimum_counts, select_cells
 from sago_core.budget.estimate import Estimate, PromptEstimates, axis_estimates
 from sago_core.vocabulary import EPSILONS
@@ -270,12 +271,14 @@ def run_budgeted(
     alpha: float = 0.05,
     correct: bool = True,
     levels: Sequence[float] | None = None,
+    baseline: np.ndarray | None = None,
 ) -> BudgetResult:
     """Run the rounds (``totals``: cumulative cells after each, schedule.py).
     ``oracle(mask)`` returns the normalised deltas (cells x axes, NaN
     where missing) of the newly asked cells in ``mask``: a replay reads a finished grid, a
     run generates them. ``epsilons``: the tolerances tested, for every axis or per axis.
-    ``levels``: each look's level instead of the spending rule's (a test of the rule)."""
+    ``levels``: each look's level instead of the spending rule's (a test of the rule).
+    ``baseline``: a baseline run's deltas (cells x axes), the estimator's control variate."""
     layout = design.layout
     n = design.sampled_prompts
     target = dict(target or {})
@@ -310,7 +313,11 @@ def run_budgeted(
         estimates: dict[str, float | None] = {}
         for a_index, axis in enumerate(axes):
             column = np.where(observed, values[:, a_index], np.nan)
-            per_prompt, _, pooled = axis_estimates(layout, column, n, correct, observed)
+            per_prompt, _, pooled = (
+                axis_estimates(layout, column, n, correct, observed)
+                if baseline is None
+                else baseline_estimates(layout, column, baseline[:, a_index], n, correct, observed)
+            )
             prompts[axis] = per_prompt
             state = states[axis]
             state.estimate = pooled
