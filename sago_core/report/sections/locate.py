@@ -18,7 +18,6 @@ table say when it is not.
 
 from __future__ import annotations
 
-import base64
 import html
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ import polars as pl
 
 from sago_core.artifacts.layout import LAYER_PROFILES_FILE, PATCHING_FILE
 from sago_core.report.figures import _png, _pyplot, legend_below
+from sago_core.report.markup import image as _image
 from sago_core.statistics.intervals import MIN_PROMPTS, stable_seed
 from sago_core.statistics.layer_profiles import ONSET_FRACTION, READ_POSITIONS, profile_band
 from sago_core.statistics.recovery import (
@@ -371,11 +371,6 @@ def _onset_table(profiles: pl.DataFrame) -> str:
         "<table><tr><th>model</th><th>family</th><th>read at</th><th>onset layer</th>"
         f"<th>variants</th></tr>{body}</table>"
     )
-
-
-def _image(name: str, png: bytes) -> str:
-    data = base64.b64encode(png).decode()
-    return f'<img id="fig-{name}" alt="{name}" src="data:image/png;base64,{data}">'
 
 
 def locate_sections(located: Located | None) -> list[str]:

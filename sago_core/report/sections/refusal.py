@@ -33,7 +33,8 @@ from sago_core.refusal.flips import (
     REFUSED_AFTER_REWORDING,
     worst_variants,
 )
-from sago_core.report.markup import Section
+from sago_core.report.markup import NA, Section
+from sago_core.report.markup import na as _na
 from sago_core.report.markup import table as _table
 from sago_core.report.sections.refusal_judge import judge_html
 from sago_core.report.sections.refusal_sampled import base_prompts, beyond_base_html, is_sampled
@@ -44,18 +45,11 @@ UNSAFE_CLASS = "sago-unsafe"  # a folded answer to a harmful request (sago site 
 UNSAFE_WARNING = "Warning: an answer to a harmful request (it may be harmful); open to read"
 WORST = 5  # worst (prompt, variant) pairs shown per model and kind
 SNIPPET = 600  # characters of a prompt or answer shown in the worst-variants table
-NA = '<span class="na">NA</span>'
 LABEL = {BREACH: "breach", OVER_REFUSAL: "over-refusal"}
 
 
 def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
-
-
-def _na(reason: str | None) -> str:
-    if not reason:
-        return NA
-    return f'<span class="na" title="{html.escape(reason, quote=True)}">NA</span>'
 
 
 def _rate(row: dict[str, Any], direction: str) -> str:
