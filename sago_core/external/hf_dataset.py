@@ -50,29 +50,28 @@ def check_folder(out: Path) -> None:
             f"--out {out}: --format {HF_DATASET} writes a folder; give a name without a "
             f"suffix (not {out.suffix!r})"
         )
+    empty_folder(out)
+
+
+def empty_folder(out: Path) -> None:
+    """Every export's ``--out``: new, or an empty folder (nothing is overwritten)."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"--out {out}: exists and is not an empty folder")
 
 
-def instances_frame(run_dir: Path) -> pl.DataFrame:
-    path = run_dir / INSTANCES_FILE
-    if not path.exists():
-        raise InputError(f"is not a finished run (no {INSTANCES_FILE})", file=str(run_dir))
+def instances_frame(run_dir: Path, name: str = INSTANCES_FILE) -> pl.DataFrame:
+    """A finished run's instances.parquet (or its artifact ``name``), an error naming the run
+    when it is missing."""
+    path = run_dir / name
+    if not path.is_file():
+        raise InputError(f"is not a finished run (no {name})", file=str(run_dir))
     return read_parquet(path)
 
 
-def _summary(run_dir: Path) -> pl.DataFrame:
-    path = run_dir / SUMMARY_FILE
-    if not path.exists():
-        raise InputError(f"is not a finished run (no {SUMMARY_FILE})", file=str(run_dir))
-    return read_parquet(path)
-
-
-def _manifest(run_dir: Path) -> dict[str, Any]:
+def run_manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's manifest.json ({} without one)."""
     path = run_dir / MANIFEST
-    if not path.exists():
-        return {}
-    value = json.loads(path.read_text(encoding="utf-8"))
+    value = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     return value if isinstance(value, dict) else {}
 
 
@@ -191,9 +190,9 @@ def export_hf_dataset(run_dir: Path, out: Path, license: str | None = None) -> P
     """Write the folder; returns it."""
     check_folder(out)
     frame = instances_frame(run_dir)
-    summary = _summary(run_dir)
+    summary = instances_frame(run_dir, SUMMARY_FILE)
     summary = summary.select([c for c in SUMMARY if c in summary.columns])
-    manifest = _manifest(run_dir)
+    manifest = run_manifest(run_dir)
     run_id = str(manifest.get("run_id") or run_dir.name)
     write_parquet(frame, out / DATA_FILE, dict(frame.schema))  # as the run wrote it
     write_text(

@@ -23,14 +23,14 @@ import yaml
 
 from sago_core.artifacts.layout import (
     INSTANCES_FILE,
-    MANIFEST_FILE,
     SCORES_FILE,
     SUMMARY_FILE,
     model_slug,
 )
-from sago_core.artifacts.store import read_parquet, write_parquet, write_text
+from sago_core.artifacts.store import write_parquet, write_text
 from sago_core.config.places import public_config, public_model
-from sago_core.errors import ConfigError, InputError
+from sago_core.errors import ConfigError
+from sago_core.external.hf_dataset import empty_folder, instances_frame, run_manifest
 from sago_core.vocabulary import POOLED
 
 SUITE = "sago"
@@ -46,13 +46,6 @@ def task_name(dataset: str) -> str:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
-
-
-def _read(run_dir: Path, name: str) -> pl.DataFrame:
-    path = run_dir / name
-    if not path.is_file():
-        raise InputError(f"is not a finished run (no {name})", file=str(run_dir))
-    return read_parquet(path)
 
 
 def standard_errors(scores: pl.DataFrame, model: str) -> dict[tuple[str, str], float]:
@@ -142,13 +135,11 @@ def card_text(configs: list[dict[str, Any]], run_id: str) -> str:
 
 def export_hub_results(run_dir: Path, out: Path) -> list[Path]:
     """Write the folder (new or empty); the files written."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(f"--out {out}: exists and is not an empty folder")
-    summary = _read(run_dir, SUMMARY_FILE)
-    scores = _read(run_dir, SCORES_FILE)
-    instances = _read(run_dir, INSTANCES_FILE)
-    path = run_dir / MANIFEST_FILE
-    manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    empty_folder(out)
+    summary, scores, instances = (
+        instances_frame(run_dir, name) for name in (SUMMARY_FILE, SCORES_FILE, INSTANCES_FILE)
+    )
+    manifest = run_manifest(run_dir)
     # Published as the site shows a run: no place or path of this machine, local models
     # by their folder's name, no credentials in a URL.
     names = {m: public_model(m) for m in summary["model"].unique().to_list()}

@@ -18,10 +18,10 @@ from typing import Any
 
 import polars as pl
 
-from sago_core.artifacts.layout import INSTANCES_FILE, MANIFEST_FILE, SUMMARY_FILE, model_slug
-from sago_core.artifacts.store import read_parquet, write_text
+from sago_core.artifacts.layout import SUMMARY_FILE, model_slug
+from sago_core.artifacts.store import write_text
 from sago_core.config.places import public_model
-from sago_core.errors import ConfigError, InputError
+from sago_core.external.hf_dataset import empty_folder, instances_frame, run_manifest
 from sago_core.vocabulary import AXES
 
 INSPECT = "inspect"  # the export format's name
@@ -41,19 +41,6 @@ META_COLUMNS = (
     "variant_correct",
     "correct_missing_reason",
 )
-
-
-def _finished(run_dir: Path, name: str) -> pl.DataFrame:
-    path = run_dir / name
-    if not path.is_file():
-        raise InputError(f"is not a finished run (no {name})", file=str(run_dir))
-    return read_parquet(path)
-
-
-def _manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / MANIFEST_FILE
-    value = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    return value if isinstance(value, dict) else {}
 
 
 def _score(row: dict[str, Any], axis: str) -> dict[str, Any]:
@@ -160,11 +147,9 @@ def _log_name(created: str, model: str, dataset: str) -> str:
 def export_inspect(run_dir: Path, out: Path) -> list[Path]:
     """One inspect eval log per (model, dataset) of the run in ``out`` (a new or empty
     folder); their paths."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(f"--out {out}: exists and is not an empty folder")
-    instances = _finished(run_dir, INSTANCES_FILE)
-    summary = _finished(run_dir, SUMMARY_FILE)
-    manifest = _manifest(run_dir)
+    empty_folder(out)
+    instances, summary = instances_frame(run_dir), instances_frame(run_dir, SUMMARY_FILE)
+    manifest = run_manifest(run_dir)
     # A local model by its folder's name, as the site shows it: no path of this machine.
     names = {m: public_model(m) for m in instances["model"].unique().to_list()}
     instances, summary = (
