@@ -32,7 +32,7 @@ from sago.tasks.metrics import (
     summarize_task,
 )
 from sago.tasks.mirroring import detect_mirroring_task
-from sago.tasks.peer_metrics import peer_metrics_task, posix_matrix_paths
+from sago.tasks.peer_metrics import peer_metrics_task
 from sago.tasks.prepare import (
     build_variants_task,
     filter_variants_task,
@@ -301,11 +301,12 @@ def evaluate(config: RunConfig) -> str:
     return out
 
 
-def refusal_samples(per_model: list[dict[str, str]]) -> dict[str, Any]:
-    """K > 1: the refusal stage's argument naming every model's samples.parquet (breach and
-    over-refusal beyond the base's own flip rate); none at K = 1, so its cache key stays."""
-    paths = [m["samples"] for m in per_model if "samples" in m]
-    return {"samples_paths": paths} if paths else {}
+def model_paths(per_model: list[dict[str, str]], name: str, argument: str) -> dict[str, Any]:
+    """A stage's ``argument`` naming every model's ``name`` artifact (at K > 1 the refusal
+    stage's samples and the peer indices' sample analyses; the POSIX matrix when it is on);
+    none when no model has one, so the stage's cache key stays as it was."""
+    paths = [m[name] for m in per_model if name in m]
+    return {argument: paths} if paths else {}
 
 
 def budget_summary(budget: dict[str, str] | None) -> dict[str, Any]:
@@ -319,13 +320,6 @@ def budget_report(budget: dict[str, str] | None) -> dict[str, Any]:
     for a full-grid run, so its cache key stays."""
     names = ("budget_path", "budget_estimates_path")
     return {name: budget[name] for name in names} if budget else {}
-
-
-def sample_analysis(per_model: list[dict[str, str]]) -> dict[str, Any]:
-    """K > 1: the peer indices' argument naming every model's sample_analysis.parquet
-    (POSIX over the K base answers); none at K = 1, so its cache keys stay."""
-    paths = [m["sample_analysis"] for m in per_model if "sample_analysis" in m]
-    return {"sample_analysis_paths": paths} if paths else {}
 
 
 def sample_run(stage: StageRunner, per_model: list[dict[str, str]]) -> dict[str, Any]:
@@ -375,7 +369,7 @@ def finish_run(
         prompts_path=prompts,
         generations_path=generations,
         out_dir=out,
-        **refusal_samples(per_model),
+        **model_paths(per_model, "samples", "samples_paths"),
         **refusal_judge(config.refusal, targets_of(inputs).refusal_judge, stage.layout),
     )
     deltas = stage(
@@ -435,8 +429,8 @@ def finish_run(
         deltas_path=deltas,
         analysis_paths=[m["analysis"] for m in per_model],
         out_dir=out,
-        **sample_analysis(per_model),
-        **posix_matrix_paths(per_model),
+        **model_paths(per_model, "sample_analysis", "sample_analysis_paths"),
+        **model_paths(per_model, "posix_matrix", "posix_matrix_paths"),
     )
     located = locate_run(stage, config, generations, per_model)
     sampled = sample_run(stage, per_model)

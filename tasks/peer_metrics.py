@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -35,10 +34,3 @@ def peer_metrics_task(
         read_parquet(instances_path), read_parquet(deltas_path), analysis, posix_matrix=matrix
     )
     return str(write_parquet(frame, Path(out_dir) / PEER_METRICS_FILE, PEER_METRICS))
-
-
-def posix_matrix_paths(per_model: list[dict[str, str]]) -> dict[str, Any]:
-    """The task's argument naming every model's posix_matrix.parquet; none when the matrix
-    is off (``RunConfig.posix_matrix`` null), so the task's cache key stays as it was."""
-    paths = [m["posix_matrix"] for m in per_model if "posix_matrix" in m]
-    return {"posix_matrix_paths": paths} if paths else {}
