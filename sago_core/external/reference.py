@@ -1,30 +1,20 @@
 """The SAGO reference code's result CSVs -> rows of the input schema.
 
 Columns: ``model, prompt_id, place, strength, category, prompt_orig, prompt_pert,
-response_orig, response_pert`` (others are ignored); the reference's aggregated CSV adds
-``style`` (or ``variation``), ``dataset`` and ``run_path``. Names, slugs and baselines:
-``reference_layout``; repeated runs of one (model, dataset, family): ``reference_runs``.
+response_orig, response_pert`` (others ignored); the aggregated CSV adds ``style`` (or
+``variation``), ``dataset`` and ``run_path``. Names, slugs and baselines: ``reference_layout``;
+repeated runs of one (model, dataset, family): ``reference_runs``. docs/tutorials/
+score-generations.md ("The SAGO reference code's results") says how a file is read.
 
 One prompt is one unit. The reference code asks the base prompt again on every row, so a
-prompt has several base answers: each is a *base sample* of that one prompt, never a prompt
-of its own. Sample 0 (the first answer in file order) is the prompt's base row; every other
-base answer is the base asked again, a replay ``replay:base:<k>:global`` (k = 1, 2, ...), so
-the per-prompt noise floor is the mean distance of the prompt's other base answers to
-sample 0 (the API's own variation) and ``p_floor`` tests each prompt's score over it, with
-n = the number of prompts. The base answers are ``response_orig`` of every row and
-``response_pert`` of a row at its family's baseline (strength 0; 1.0 for
-``length_variation``) or of a row whose perturbed prompt is the base prompt unchanged.
-Every other row is a variant, compared with the base answer asked on its own row (its
-``paired_base``: sample 0 or the replay that row's ``response_orig`` became), as the reference
-code computes each row's delta; only the aggregation (one unit per prompt, the floor) is
-sago's. The notes count the base answers per prompt and the prompts whose base answers differ.
-
-The family: ``--family``/``--subtype``, else the ``style`` column, else the run folder's
-name (``run_<model>_<dataset>_<family>_<stamp>``), else the folder's own name (a reference
-slug or sago's name: ``politeness``, ``punctuation``, ``letter_case``, ``length``, ...). The
-dataset: the ``dataset`` column, else the run folder's, else ``category``, else the file's
-stem. ``place`` is the position (``prefix``/``suffix``/``global``; ``start``, ``end``,
-``all`` are read as those).
+prompt has several base answers, each a *base sample* of that one prompt, never a prompt of
+its own: sample 0 (the first in file order) is the base row, every other a replay
+``replay:base:<k>:global``, so the noise floor is the API's own variation and n is the
+number of prompts. Every other row is a variant compared with the base answer asked on its
+own row (its ``paired_base``), as the reference code computes each row's delta; only the
+aggregation is sago's. The family: ``--family``/``--subtype``, else ``style``, else the run
+folder's name, else the folder's own; the dataset: the ``dataset`` column, else the run
+folder's, else ``category``, else the file's stem.
 """
 
 from __future__ import annotations

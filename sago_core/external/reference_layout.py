@@ -1,21 +1,13 @@
-"""The SAGO reference code's names and what each means in sago: its result folders, its
-variation family slugs and labels, its dataset slugs and labels, each family's baseline and
-the mood family's strength labels.
+"""The SAGO reference code's names and what each means in sago: its result folders
+(``run_<model>_<dataset>_<family>_<YYYYMMDD>_<HHMMSS>/full_results_all_models.csv``, or
+``results/<family>/run_multi_<dataset>_<stamp>/`` for open models), its family and dataset
+slugs and display labels (``Punct.``, ``TriviaQA``), each family's baseline and the mood
+family's strength labels, so the published files need no ``--family``.
 
-The reference code writes one folder per run, ``results/closed_models/run_<model>_<dataset>_
-<family>_<YYYYMMDD>_<HHMMSS>/full_results_all_models.csv`` (API models), or
-``results/<family>/run_multi_<dataset>_<stamp>/`` (open models, every model in one file), and
-its aggregation scripts add ``style`` (or ``variation``), ``dataset`` and ``run_path`` columns
-with display labels (``Punct.``, ``TriviaQA``). Everything here maps those names to sago's
-families, subtypes and dataset names, so the published files need no ``--family``.
-
-Baselines: every family's baseline strength is 0 (the unchanged prompt, asked again) except
-``length_variation``'s, 1.0 (a length multiplier of one: also the unchanged prompt). A row at
-its family's baseline is the base asked again, never a variant. The mood family
-(``inter_vs_imper``) has labels, not numbers: ``interrogative`` and ``imperative`` name the
-mood the rewrite asks for; sago's mood strength is how much the mood changed (1: the rewrite
-turned a question into a command or an instruction into a question, sago's own mood variant;
-0: the rewrite kept the base prompt's mood).
+A row at its family's baseline (strength 0; 1.0 for ``length_variation``, a length multiplier
+of one) is the base asked again, never a variant. The mood family's labels
+(``interrogative``, ``imperative``) name the mood asked for; sago's mood strength is how much
+the mood changed (1: a question made a command or the reverse; 0: the mood kept).
 """
 
 from __future__ import annotations

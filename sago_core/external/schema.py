@@ -1,28 +1,12 @@
-"""The input schema of ``sago score``: one row per response.
+"""The input schema of ``sago score``: one row per response (the table of its columns is in
+docs/tutorials/score-generations.md, "Input schema").
 
-| column | required | meaning |
-|---|---|---|
-| ``dataset`` | yes | dataset name |
-| ``prompt_id`` | yes | the prompt's id within its dataset |
-| ``variant_id`` | yes | ``base`` for the base prompt; sago's own ids encode the variant |
-| ``prompt_text`` | yes | the prompt as the model was asked |
-| ``response_text`` | yes | its response (empty: missing, unless ``failure_reason`` is blank) |
-| ``family``, ``subtype``, ``strength``, ``position`` | unless the id encodes them | the variant |
-| ``model`` | no | who answered (default: ``--model`` or ``external``) |
-| ``references`` | no | reference answers (a list, a JSON array or one string) |
-| ``response_token_ids`` | no | the response's token ids (a list or a JSON array) |
-| ``failure_reason`` | no | why it failed; blank: it succeeded (an empty response is "") |
-| ``paired_base`` | no | the base sample a variant's answer is compared with (below) |
-
-Variant ids in sago's own form (``register:+6:prefix``, ``noise:spacing:20:global``,
-``structural:length:0.5:global``, ``replay:base:0:global``) carry family, subtype, strength
-and position; explicit columns, where present, must agree with them.
-
-A variant's answer is compared with its prompt's base answer (the ``base`` row). A file that
-asks the base again beside each variant (the SAGO reference CSVs do, on every row) pairs
-them itself: ``paired_base`` names the base sample of the variant's own row, ``base`` or a
-replay (``replay:base:<k>:global``) of the same prompt, and the variant is compared with that
-answer, as the file's authors compared it. Blank: the ``base`` row.
+Required: ``dataset``, ``prompt_id``, ``variant_id`` (``base`` for the base prompt),
+``prompt_text``, ``response_text``; ``family``, ``subtype``, ``strength`` and ``position``
+unless the variant id is in sago's own form (``register:+6:prefix``), which carries them and
+which explicit columns must agree with. ``paired_base`` names, where the file asks the base
+again beside each variant (the SAGO reference CSVs do), the base sample the variant is
+compared with (``base`` or a replay of the same prompt); blank: the ``base`` row.
 """
 
 from __future__ import annotations
