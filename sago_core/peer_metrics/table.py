@@ -1,29 +1,15 @@
 """peer_metrics.parquet: the peers' indices over a run's own artifacts.
 
-Inputs, all already written by the run: ``instances.parquet`` (per variant: whether the base
-and the variant answers are right, ``correct_missing_reason`` when unknown), ``deltas.parquet``
-(the ``bert`` axis: BERTScore F1 of the variant's answer against the base answer, minus 1)
-and the models' ``analysis.parquet`` (the teacher-forced pass: log P(base answer | prompt)
-for the base and every variant prompt, and the base answer's token count), which gives
-``posix_base_column``; ``posix``, the paper's index, reads posix_matrix.parquet (every answer
-under every prompt text, ``RunConfig.posix_matrix``; peer_metrics/full_matrix.py) and is NA
-with the reason without it.
-
-One row per (model, dataset, family, index): dataset ``__pooled__`` takes every dataset's
-instances together; family ``__all__`` every variant, a family name the base prompt and that
-family's variants. The replay (the base asked again, sago's noise floor) is no prompt variant
-and is left out everywhere. A value that cannot be computed is null with ``missing_reason``.
-
-At K > 1 samples per prompt text (instances with ``stages/instances.SAMPLED_COLUMNS``) sample
-0's verdicts are not read: a prompt's Y is the share of its K samples that are right, so
-PSS, PDR and MaxP/AvgP/CPS are over every sample; ``coverage`` says so and gives the
-sampling noise on the same instances, the index computed between the base and the replay
-(the base asked again, whose true effect is 0): for PSS the mean |Y_base - Y_replay|, for
-PDR the replay's PDR. ``pss_bert_to_base`` is NA (``BERT_AT_K``: the bert delta is then the
-excess over resampling, not a BERTScore). ``posix_base_column`` reads the models'
-sample_analysis.parquet (each base sample's answer teacher-forced under every prompt,
-``sample`` column) in place of analysis.parquet and averages psi over the K base answers;
-without it, NA (``POSIX_AT_K``). ``posix`` is over sample 0's answers (its coverage says so).
+Inputs, all already written by the run: ``instances.parquet`` (whether each base and variant
+answer is right), ``deltas.parquet`` (the ``bert`` axis) and the models' ``analysis.parquet``
+(the teacher-forced pass, for ``posix_base_column``); ``posix`` reads posix_matrix.parquet
+(``peer_metrics/full_matrix.py``) and is NA with the reason without it. One row per (model,
+dataset, family, index), the replay (sago's noise floor, no prompt variant) left out
+everywhere. At K > 1 samples per prompt text a prompt's Y is the share of its K samples
+that are right, ``coverage`` giving the same index between the base and the replay (the
+sampling noise on the same instances), and ``posix_base_column`` averages psi over the K
+base answers of sample_analysis.parquet. docs/peer-metrics.md states each definition, the
+scopes, the K > 1 rules and the missing values.
 """
 
 from __future__ import annotations
