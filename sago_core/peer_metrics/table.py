@@ -235,7 +235,7 @@ def _shared(rows: pl.DataFrame) -> pl.DataFrame:
     instances = (
         rows.group_by(INSTANCE)
         .agg(pl.col("variant_id").n_unique().alias("templates"))
-        .filter(pl.col("templates") == templates)
+        .filter(templates=templates)
         .select(INSTANCE)
     )
     return rows.join(instances, on=INSTANCE, how="semi")

@@ -70,9 +70,7 @@ def leaderboard_rows(entries: list[Entry]) -> list[dict[str, Any]]:
         card = _card(entry)
         card_page = Path(entry.run_dir) / CARD_HTML_FILE
         against, verdicts = _verdicts(card)
-        pooled = pl.read_parquet(summary).filter(
-            (pl.col("dataset") == POOLED) & (pl.col("model") == entry.spec)
-        )
+        pooled = pl.read_parquet(summary).filter(dataset=POOLED, model=entry.spec)
         for r in pooled.iter_rows(named=True):
             verdict = verdicts.get(r["axis"])
             rows.append(

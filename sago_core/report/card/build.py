@@ -131,11 +131,7 @@ def _tails(run_dir: Path, model: str) -> dict[str, Any]:
     path = run_dir / TAILS_FILE
     if not path.is_file():
         return {"available": False, "note": _predates(TAILS_FILE), "rows": []}
-    tails = pl.read_parquet(path).filter(
-        (pl.col("model") == model)
-        & (pl.col("dataset") == POOLED)
-        & (pl.col("family") == ALL_FAMILIES)
-    )
+    tails = pl.read_parquet(path).filter(model=model, dataset=POOLED, family=ALL_FAMILIES)
     keep = ["axis", *(c for c in TAIL_COLUMNS if c in tails.columns)]
     rows = _axis_order(tails.select(keep)).to_dicts()
     at_k = sampled_run(run_dir)  # K > 1: the flip columns are excesses (flip_words)
@@ -305,9 +301,7 @@ def _peer_indices(run_dir: Path, model: str) -> dict[str, Any]:
     if not path.is_file():
         return {"available": False, "note": f"this run predates {PEER_METRICS_FILE}", "rows": []}
     rows = current_names(pl.read_parquet(path)).filter(
-        (pl.col("model") == model)
-        & (pl.col("dataset") == POOLED)
-        & (pl.col("family") == ALL_FAMILIES)
+        model=model, dataset=POOLED, family=ALL_FAMILIES
     )
     keep = ["index", "value", "n", "source", "coverage", "missing_reason"]
     return {"available": True, "note": None, "rows": rows.select(keep).to_dicts()}

@@ -49,9 +49,7 @@ def refusal_card(run_dir: Path, model: str) -> dict[str, Any]:
     rates_path, best_path = run_dir / REFUSAL_RATES_FILE, run_dir / BEST_OF_N_SUMMARY_FILE
     if not rates_path.is_file():
         return {}
-    rates = split_rates(pl.read_parquet(rates_path)).filter(
-        (pl.col("model") == model) & (pl.col("level") == FAMILY_LEVEL)
-    )
+    rates = split_rates(pl.read_parquet(rates_path)).filter(model=model, level=FAMILY_LEVEL)
     best = pl.read_parquet(best_path).filter(pl.col("model") == model)
     return {
         "refusal": {

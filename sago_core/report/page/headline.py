@@ -93,9 +93,7 @@ def adjusted_eps(summary: pl.DataFrame) -> pl.DataFrame:
 def unstable_axes(summary: pl.DataFrame, model: str) -> tuple[list[Unstable], list[str], list[str]]:
     """(unstable axes with their largest significant eps, stable axes, unmeasured axes) of
     ``model``'s pooled rows."""
-    pooled = adjusted_eps(summary).filter(
-        (pl.col("model") == model) & (pl.col("dataset") == POOLED)
-    )
+    pooled = adjusted_eps(summary).filter(model=model, dataset=POOLED)
     unstable, stable, unmeasured = [], [], []
     for row in sorted(pooled.iter_rows(named=True), key=lambda r: _order(r["axis"])):
         if row["sgs"] is None:
@@ -183,11 +181,7 @@ def worst_instance(instances: pl.DataFrame, model: str) -> Worst | None:
 def flip_rates(tails: pl.DataFrame, model: str) -> tuple[dict[str, Any] | None, str | None]:
     """The pooled, all-family flip rates (the same on every axis row): (row, None) or (None,
     why not)."""
-    rows = tails.filter(
-        (pl.col("model") == model)
-        & (pl.col("dataset") == POOLED)
-        & (pl.col("family") == ALL_FAMILIES)
-    )
+    rows = tails.filter(model=model, dataset=POOLED, family=ALL_FAMILIES)
     if not len(rows):
         return None, "tails.parquet holds no pooled row for this model"
     judged = rows.filter(pl.col("flip_right_to_wrong").is_not_null())

@@ -91,11 +91,7 @@ def family_table(
     flips = {(r["model"], r["subtype"]): r for r in judged.iter_rows(named=True)}
     rows = []
     for (model, subtype), part in deltas.group_by(["model", "subtype"], maintain_order=True):
-        measured = measurements.filter(
-            (pl.col("model") == model)
-            & (pl.col("family") == family)
-            & (pl.col("subtype") == subtype)
-        )
+        measured = measurements.filter(model=model, family=family, subtype=subtype)
         fidelity, n_lang = _fidelity(measured)
         flip = flips.get((model, subtype), {})
         strengths = sorted({s for s in part["strength"].to_list() if s is not None})

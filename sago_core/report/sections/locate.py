@@ -119,9 +119,7 @@ def profile_figure(profiles: pl.DataFrame) -> bytes:
     for i, model in enumerate(models):
         for j, position in enumerate(positions):
             ax = axes[i][j]
-            chosen = pooled.filter(
-                (pl.col("model") == model) & (pl.col("read_position") == position)
-            )
+            chosen = pooled.filter(model=model, read_position=position)
             for family in _families(chosen):
                 _draw_profile(ax, chosen.filter(pl.col("family") == family), family)
             ax.set_title(f"{POSITION_TITLES[position]} — {_short(model)}", fontsize=8)

@@ -55,9 +55,7 @@ def _value(row: dict | None) -> str:
 
 
 def _sgs(summary: pl.DataFrame, model: str, axis: str) -> str:
-    rows = summary.filter(
-        (pl.col("model") == model) & (pl.col("dataset") == POOLED) & (pl.col("axis") == axis)
-    )
+    rows = summary.filter(model=model, dataset=POOLED, axis=axis)
     if rows.height == 0 or rows["sgs"][0] is None:
         return NA
     return f"{rows['sgs'][0]:.4f}"

@@ -90,9 +90,7 @@ def prompt_share(
     wanted = ("model", "dataset", "axis", "share")
     if not set(wanted) <= set(variance.columns):
         return absent(f"{VARIANCE_COMPONENTS_FILE} lacks a column of {list(wanted)}")
-    rows = variance.filter(
-        (pl.col("model") == model) & (pl.col("dataset") == POOLED) & (pl.col("axis") == axis)
-    )
+    rows = variance.filter(model=model, dataset=POOLED, axis=axis)
     if rows.height != 1:
         return absent(f"{VARIANCE_COMPONENTS_FILE} holds {rows.height} pooled rows for this axis")
     row = rows.row(0, named=True)
