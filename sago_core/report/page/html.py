@@ -90,9 +90,7 @@ from sago_core.report.sections.sampling import sampling_from_run, sampling_secti
 from sago_core.report.summary_md import kept_counts
 from sago_core.scoring.encoder import provenance_encoder
 from sago_core.stages.refusal import RefusalTables
-from sago_core.vocabulary import (
-    REPLAY_FAMILY,
-)
+from sago_core.vocabulary import REPLAY_FAMILY
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;
@@ -217,14 +215,8 @@ def render_report(
     kept = kept_counts(variants)
     encoder = provenance_encoder(provenance)  # named beside every BERT number
     variant_deltas = deltas.filter(pl.col("family") != REPLAY_FAMILY)
-    at_a_glance = glances(
-        summary,
-        variant_deltas,
-        insights.instances if insights is not None else None,
-        insights.tails if insights is not None else None,
-        paired,
-        paired_note,
-    )
+    instances, tails = (insights.instances, insights.tails) if insights else (None, None)
+    at_a_glance = glances(summary, variant_deltas, instances, tails, paired, paired_note)
     parts: list[Section | str] = [
         "<h1>SAGO report</h1>",
         Section(
@@ -234,30 +226,20 @@ def render_report(
             + budget_headline(budget[0] if budget else None),
         ),
         identity_drift(generations),
-        story_section(
-            summary, variant_deltas, insights.instances if insights is not None else None
-        ),
+        story_section(summary, variant_deltas, instances),
         Section("method", "How to read it", method_note(summary)),
         Section("pooled", "Pooled SGS per model and axis", pooled_table(summary, encoder)),
         *budget_sections(*(budget or (None, None))),
         *peer_sections(peer_metrics, summary, encoder),
         *sampling_sections(sampling_tests, variance_components),
         *tail_sections(insights, summary),
-        *language_sections(
-            deltas, insights.instances if insights is not None else None, generations
-        ),
-        *refusal_sections(prompts, generations, insights.instances if insights else None, refusal),
+        *language_sections(deltas, instances, generations),
+        *refusal_sections(prompts, generations, instances, refusal),
         Section("per-dataset", "Per dataset", dataset_table(summary)),
         Section(
             "variants-kept",
             "Variants kept by the semantic filter",
-            _table(
-                ["family", "kept", "rejected"],
-                [
-                    [r["family"], str(r["kept"]), str(r["rejected"])]
-                    for r in kept.iter_rows(named=True)
-                ],
-            )
+            _table(["family", "kept", "rejected"], [[str(v) for v in r] for r in kept.rows()])
             + placeholder_note(prompts),
         ),
         Section(
