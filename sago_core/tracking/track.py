@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sago_core.artifacts.layout import CARD_MD_FILE, SUMMARY_FILE, RunLayout
 from sago_core.config.places import public_text
 from sago_core.config.tracking import TrackingSettings
+from sago_core.registry.plugins import resolve
 from sago_core.tracking.record import RunRecord, read_run
 
 LOG = logging.getLogger("sago.tracking")
@@ -43,27 +45,22 @@ def _ensure_card(layout: RunLayout) -> None:
         LOG.warning("sago tracking: no stability card for %s (%s)", run_dir.name, _reason(exc))
 
 
+# tracker -> its logger, imported when used (its library comes with the ``track`` extra)
+LOGGERS = {
+    "mlflow": "sago_core.tracking.mlflow_tracker:log_to_mlflow",
+    "wandb": "sago_core.tracking.wandb_tracker:log_to_wandb",
+}
+
+
 def _trackers(settings: TrackingSettings) -> list[tuple[str, Callable[[RunRecord], list[str]]]]:
-    chosen: list[tuple[str, Callable[[RunRecord], list[str]]]] = []
-    if settings.mlflow is not None:
-        mlflow = settings.mlflow
+    """Each tracker ``settings`` names (its section set), with its logger."""
+    named = {name: getattr(settings, name) for name in LOGGERS}
+    return [(n, partial(_log, LOGGERS[n], s)) for n, s in named.items() if s is not None]
 
-        def to_mlflow(run: RunRecord) -> list[str]:
-            from sago_core.tracking.mlflow_tracker import log_to_mlflow
 
-            return log_to_mlflow(run, mlflow)
-
-        chosen.append(("mlflow", to_mlflow))
-    if settings.wandb is not None:
-        wandb = settings.wandb
-
-        def to_wandb(run: RunRecord) -> list[str]:
-            from sago_core.tracking.wandb_tracker import log_to_wandb
-
-            return log_to_wandb(run, wandb)
-
-        chosen.append(("wandb", to_wandb))
-    return chosen
+def _log(logger: str, section: object, run: RunRecord) -> list[str]:
+    logged: list[str] = resolve(logger)(run, section)
+    return logged
 
 
 def _reason(exc: BaseException) -> str:
