@@ -16,6 +16,9 @@ _.mr_delta_rule
 _.bleu_delta_rule
 _.bert_delta_rule
 _.lang_delta_rule
+# tracking/track.py's LOGGERS name each tracker's logger by its "module:function" string.
+_.log_to_mlflow
+_.log_to_wandb
 # The example plug-in's entry points name these (tests/plugin_package/pyproject.toml and the
 # family's "module:function" transform); sago reads them through importlib.metadata.
 _.ECHO
