@@ -1,4 +1,4 @@
-"""The study flow (``sago study``): evaluate every checkpoint of every family on the
+"""The study flow (``sago study``): evaluate every checkpoint of every series on the
 ID and OOD datasets, then ask whether one OOD dataset's scores predict another's."""
 
 from __future__ import annotations

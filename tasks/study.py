@@ -33,7 +33,7 @@ from sago_core.stages.reference_likelihood import reference_likelihood
 from sago_core.study.config import StudyConfig, StudyStatistics
 from sago_core.study.matrix import partial_correlation_table, sign_agreement
 from sago_core.study.report import render_study
-from sago_core.study.scores import checkpoint_scores
+from sago_core.study.scores import checkpoint_scores, current_columns
 from sago_core.study.series import study_split_record
 
 
@@ -91,7 +91,7 @@ def partial_correlations_task(
     out_dir: str,
 ) -> str:
     frame = partial_correlation_table(
-        read_parquet(scores_path),
+        current_columns(read_parquet(scores_path)),
         in_distribution,
         list(out_of_distribution),
         knots=statistics.spline_knots,
@@ -106,7 +106,7 @@ def partial_correlations_task(
 
 @stage_task("sign-agreement")
 def sign_agreement_task(partial_path: str, out_dir: str) -> str:
-    frame = sign_agreement(read_parquet(partial_path))
+    frame = sign_agreement(current_columns(read_parquet(partial_path)))
     return str(write_parquet(frame, Path(out_dir) / SIGN_AGREEMENT_FILE, SIGN_AGREEMENT))
 
 
@@ -121,9 +121,7 @@ def render_study_task(
     out_dir: str,
 ) -> str:
     page = render_study(
-        read_parquet(scores_path),
-        read_parquet(partial_path),
-        read_parquet(agreement_path),
+        *(current_columns(read_parquet(p)) for p in (scores_path, partial_path, agreement_path)),
         settings,
         json.loads(Path(split_path).read_text(encoding="utf-8")),
     )

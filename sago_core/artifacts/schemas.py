@@ -431,8 +431,8 @@ REFERENCE_LIKELIHOOD: Schema = {
 }
 
 CHECKPOINT_SCORES: Schema = {
-    "family": pl.String,
-    "position": pl.Int32,  # order of the checkpoint in its family
+    "series": pl.String,
+    "position": pl.Int32,  # order of the checkpoint in its series
     "model": pl.String,
     "dataset": pl.String,
     "metric": pl.String,  # accuracy, ref_loglik, sgs_<axis>
@@ -442,7 +442,7 @@ CHECKPOINT_SCORES: Schema = {
 }
 
 PARTIAL_CORRELATIONS: Schema = {
-    "family": pl.String,
+    "series": pl.String,
     "metric": pl.String,
     "method": pl.String,  # ID adjustment: linear or spline
     "ood_a": pl.String,
@@ -452,7 +452,7 @@ PARTIAL_CORRELATIONS: Schema = {
     "df": pl.Int32,
     "p_perm": pl.Float64,  # block permutation in checkpoint order
     "perm_reason": pl.String,  # why p_perm is NA
-    "p_holm": pl.Float64,  # corrected over the pairs of one family, metric and method
+    "p_holm": pl.Float64,  # corrected over the pairs of one series, metric and method
     "p_bh": pl.Float64,
     "significant": pl.Boolean,  # p_holm <= alpha
     "n": pl.Int32,  # checkpoints with all three scores
@@ -462,12 +462,12 @@ PARTIAL_CORRELATIONS: Schema = {
 SIGN_AGREEMENT: Schema = {
     "metric": pl.String,
     "method": pl.String,
-    "family_a": pl.String,
-    "family_b": pl.String,
-    "pairs_compared": pl.Int32,  # OOD pairs with a non-zero r in both families
+    "series_a": pl.String,
+    "series_b": pl.String,
+    "dataset_pairs": pl.Int32,  # OOD dataset pairs with a non-zero r in both series
     "agreeing": pl.Int32,
     "share": pl.Float64,
-    "significant_pairs": pl.Int32,  # of those, significant (Holm) in both families
+    "significant_pairs": pl.Int32,  # of those, significant (Holm) in both series
     "significant_agreeing": pl.Int32,
     "significant_share": pl.Float64,
 }

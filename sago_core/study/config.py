@@ -1,12 +1,12 @@
-"""The study's configuration (``sago study``): model families of checkpoints, ID and OOD datasets.
+"""The study's configuration (``sago study``): model series of checkpoints, ID and OOD datasets.
 
 ``evaluation`` is an ordinary run configuration (preset, grid, n, seed...); its ``models``
-are replaced by every checkpoint of every family, in order, so the SGS comes from the same
+are replaced by every checkpoint of every series, in order, so the SGS comes from the same
 evaluation flow as any run and is cached and resumed the same way.
 
-``series`` (optional) describes checkpoint series the study builds when missing: a
+``make_series`` (optional) describes checkpoint series the study builds when missing: a
 fine-tuning series trained on an ID training split held out from every evaluation set, and
-a quantisation ladder, both of ``base``. Their checkpoints join ``families`` as ``finetune``
+a quantisation ladder, both of ``base``. Their checkpoints join ``series`` as ``finetune``
 and ``quantize``. ``statistics`` chooses the ID adjustment, the permutation blocks, alpha and
 which p-value the Holm/BH corrections use (``sago_core.statistics.partial_correlation``).
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from sago_core.artifacts.layout import RunLayout
 from sago_core.config import RunConfig, StrictModel, build_config
+from sago_core.config.base import renamed_key
 from sago_core.config.errors import describe_errors
 from sago_core.errors import ConfigError
 from sago_core.statistics.partial_correlation import KNOT_QUANTILES, Adjustment
@@ -74,19 +76,19 @@ class SeriesSettings(StrictModel):
     def quantize_folder(self, bits: int) -> Path:
         return self.folder / QUANTIZE / f"bits-{bits:02d}"
 
-    def families(self) -> dict[str, tuple[str, ...]]:
-        families = {}
+    def series(self) -> dict[str, tuple[str, ...]]:
+        series = {}
         if self.finetune_steps:
-            families[FINETUNE] = tuple(f"hf:{self.finetune_folder(s)}" for s in self.finetune_steps)
+            series[FINETUNE] = tuple(f"hf:{self.finetune_folder(s)}" for s in self.finetune_steps)
         if self.quantize_bits:
-            families[QUANTIZE] = tuple(f"hf:{self.quantize_folder(b)}" for b in self.quantize_bits)
-        return families
+            series[QUANTIZE] = tuple(f"hf:{self.quantize_folder(b)}" for b in self.quantize_bits)
+        return series
 
 
 class StudyStatistics(StrictModel):
     """``adjustment``: the headline adjustment (both are always computed, the table's
     ``method`` column tells them apart). ``corrected_test``: the p-value Holm and BH correct
-    over the pairs of one metric, family and method; significance is Holm's p <= alpha.
+    over the pairs of one metric, series and method; significance is Holm's p <= alpha.
     ``spline_knots``: null (the default) chooses them by the number of checkpoints
     (``statistics.partial_correlation.knots_for``); a number (3 to 7) fixes them."""
 
@@ -107,27 +109,27 @@ class StudyStatistics(StrictModel):
 
 
 class StudyConfig(StrictModel):
-    families: dict[str, tuple[str, ...]]
+    series: dict[str, tuple[str, ...]]  # name: its checkpoints, in order (was ``families``)
     in_distribution: str
     out_of_distribution: tuple[str, ...] = Field(min_length=2)
     evaluation: RunConfig
-    series: SeriesSettings | None = None
+    make_series: SeriesSettings | None = None  # series built when missing (was ``series``)
     statistics: StudyStatistics = StudyStatistics()
     run_id: str | None = None
 
-    @field_validator("families")
+    @field_validator("series")
     @classmethod
     def _enough_checkpoints(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
         if not value:
-            raise ValueError("name at least one family of checkpoints")
-        for family, models in value.items():
+            raise ValueError("name at least one series of checkpoints")
+        for name, models in value.items():
             if len(models) < MIN_CHECKPOINTS:
                 raise ValueError(
-                    f"family {family!r} has {len(models)} checkpoints; a partial correlation "
+                    f"series {name!r} has {len(models)} checkpoints; a partial correlation "
                     f"across checkpoints needs at least {MIN_CHECKPOINTS}"
                 )
             if len(set(models)) != len(models):
-                raise ValueError(f"family {family!r} lists a checkpoint twice")
+                raise ValueError(f"series {name!r} lists a checkpoint twice")
         return value
 
     @model_validator(mode="after")
@@ -139,19 +141,19 @@ class StudyConfig(StrictModel):
         return self
 
     def checkpoints(self) -> list[tuple[str, int, str]]:
-        """(family, position in the family, model spec), in the configured order."""
+        """(series, position in the series, model spec), in the configured order."""
         return [
-            (family, position, model)
-            for family, models in self.families.items()
+            (name, position, model)
+            for name, models in self.series.items()
             for position, model in enumerate(models)
         ]
 
     def design_check(self) -> list[Reachability]:
-        """Can a pair be significant at all with these families, pairs, test and alpha?
+        """Can a pair be significant at all with these series, pairs, test and alpha?
         (``sago_core.study.design``; computed before anything runs.)"""
         stats = self.statistics
         return study_reachability(
-            {family: len(models) for family, models in self.families.items()},
+            {name: len(models) for name, models in self.series.items()},
             len(self.out_of_distribution),
             stats.corrected_test,
             stats.alpha,
@@ -163,15 +165,17 @@ class StudyConfig(StrictModel):
     def preflight_config(self) -> RunConfig:
         """The evaluation as it can be checked before the series exist: the series' base in
         place of the checkpoints the study builds."""
-        if self.series is None:
+        if (made := self.make_series) is None:
             return self.evaluation
-        built = {m for models in self.series.families().values() for m in models}
+        built = {m for models in made.series().values() for m in models}
         others = tuple(m for m in self.evaluation.models if m not in built)
-        return self.evaluation.model_copy(update={"models": (*others, f"hf:{self.series.base}")})
+        return self.evaluation.model_copy(update={"models": (*others, f"hf:{made.base}")})
 
     def result_hash(self) -> str:
         payload = self.model_dump(mode="json", exclude={"run_id"})
         payload["evaluation"] = self.evaluation.result_hash()
+        # hashed under the keys' first names, so a saved study keeps its folder
+        payload["families"], payload["series"] = payload.pop("series"), payload.pop("make_series")
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def run_dir(self) -> Path:
@@ -180,32 +184,51 @@ class StudyConfig(StrictModel):
         return RunLayout.of(self.evaluation.runs_dir, name).run_dir
 
 
+def current_names(values: dict[str, Any]) -> dict[str, Any]:
+    """A study file's values under today's keys, one note line on stderr per old key:
+    ``families`` is ``series``, and a ``series`` block with a ``folder`` (the series built
+    when missing) is ``make_series``."""
+    block = values.get("series")
+    if isinstance(block, dict) and isinstance(block.get("folder"), str):
+        print(
+            "note: the study key series (the series to build) is now make_series", file=sys.stderr
+        )
+        values = renamed_key(values, "series", "make_series")
+    if "families" in values:
+        print("note: the study key families is now series", file=sys.stderr)
+    return renamed_key(values, "families", "series")
+
+
 def _with_series(values: dict[str, Any], source: str) -> dict[str, Any]:
-    """The series' checkpoints joined to ``families`` (a name used by both is an error)."""
-    if values.get("series") is None:
+    """The made series' checkpoints joined to ``series`` (a name used by both is an error)."""
+    if values.get("make_series") is None:
         return values
     try:
-        series = SeriesSettings.model_validate(values["series"])
+        made = SeriesSettings.model_validate(values["make_series"])
     except ValidationError as exc:
         problems = describe_errors(exc, SeriesSettings)
-        raise ConfigError(f"invalid study configuration ({source}): series: {problems}") from exc
-    families = dict(values.get("families") or {})
-    for name, models in series.families().items():
-        if name in families:
-            raise ConfigError(
-                f"{source}: families.{name} is also built by the series block; rename one"
-            )
-        families[name] = list(models)
-    return {**values, "families": families, "series": series}
+        raise ConfigError(
+            f"invalid study configuration ({source}): make_series: {problems}"
+        ) from exc
+    series = dict(values.get("series") or {})
+    for name, models in made.series().items():
+        if name in series:
+            raise ConfigError(f"{source}: series.{name} is also built by make_series; rename one")
+        series[name] = list(models)
+    return {**values, "series": series, "make_series": made}
 
 
 def build_study_config(values: dict[str, Any], source: str) -> StudyConfig:
     """Parse a study file: the evaluation block through the run config's own rules."""
-    values = _with_series(dict(values), source)
+    try:
+        values = current_names(dict(values))
+    except ValueError as exc:
+        raise ConfigError(f"invalid study configuration ({source}): {exc}") from exc
+    values = _with_series(values, source)
     evaluation = dict(values.pop("evaluation", None) or {})
-    families = values.get("families")
-    if isinstance(families, dict):
-        models = [m for checkpoints in families.values() for m in (checkpoints or [])]
+    series = values.get("series")
+    if isinstance(series, dict):
+        models = [m for checkpoints in series.values() for m in (checkpoints or [])]
         evaluation["models"] = list(dict.fromkeys(models)) or None
     run = build_config(evaluation.pop("preset", None), evaluation, source=f"{source}: evaluation")
     try:

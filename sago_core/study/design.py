@@ -1,6 +1,6 @@
 """Can the study reach significance at all? The design check, made before anything runs.
 
-A pair is significant when its Holm-corrected p (over the pairs of one family, metric and
+A pair is significant when its Holm-corrected p (over the pairs of one series, metric and
 method) is at most alpha. Whether that can ever happen depends on the design alone:
 
 - **the test's smallest attainable p.** The block-permutation test
@@ -14,7 +14,7 @@ method) is at most alpha. Whether that can ever happen depends on the design alo
 
 Significance is *unreachable* when Holm's smallest corrected p exceeds alpha: then no data
 can make a pair significant, and the study can only report that. The check also gives the
-fewest checkpoints per family that would make it reachable. The minimum-detectable table
+fewest checkpoints per series that would make it reachable. The minimum-detectable table
 takes its critical |r| from the test actually corrected: the t-test's critical |r| at
 Holm's first step for the t-test; for the permutation test no fixed |r| exists (its
 threshold depends on the residuals), so that column says reachable or not instead.
@@ -43,7 +43,7 @@ SEARCH_LIMIT = 1000  # checkpoints: beyond this the design check stops looking
 
 @dataclass(frozen=True)
 class Reachability:
-    family: str
+    series: str
     method: Adjustment
     checkpoints: int
     pairs: int
@@ -57,7 +57,7 @@ class Reachability:
     reason: str  # one sentence: the arithmetic and the verdict
 
     def line(self) -> str:
-        return f"{self.family} ({self.method}): {self.reason}"
+        return f"{self.series} ({self.method}): {self.reason}"
 
 
 def smallest_attainable_p(
@@ -113,7 +113,7 @@ def _orderings(n: int, block_length: int, draws: int) -> str:
 
 
 def reachability(
-    family: str,
+    series: str,
     checkpoints: int,
     pairs: int,
     test: Test = "permutation",
@@ -123,7 +123,7 @@ def reachability(
     draws: int = 9999,
     knots: int | None = None,
 ) -> Reachability:
-    """The design check for one family and adjustment (module doc)."""
+    """The design check for one series and adjustment (module doc)."""
     smallest = smallest_attainable_p(test, checkpoints, method, block_length, draws, knots)
     holm_p, bh_p = _corrected(smallest, pairs)
     reachable = holm_p is not None and holm_p <= alpha
@@ -163,13 +163,13 @@ def reachability(
         )
     if not reachable:
         reason += (
-            f"; {needed} checkpoints per family would make it reachable"
+            f"; {needed} checkpoints per series would make it reachable"
             if needed is not None
             else "; no number of checkpoints makes it reachable with these settings"
             + (" (raise permutation_draws)" if test == "permutation" else "")
         )
     return Reachability(
-        family,
+        series,
         method,
         checkpoints,
         pairs,
@@ -185,7 +185,7 @@ def reachability(
 
 
 def study_reachability(
-    families: dict[str, int],
+    series: dict[str, int],
     out_of_distribution: int,
     test: Test,
     alpha: float,
@@ -194,24 +194,24 @@ def study_reachability(
     knots: int | None,
     methods: tuple[Adjustment, ...] = ("linear", "spline"),
 ) -> list[Reachability]:
-    """Per family (its number of checkpoints) and adjustment, for a study over
+    """Per series (its number of checkpoints) and adjustment, for a study over
     ``out_of_distribution`` OOD datasets (every pair of them)."""
     pairs = len(list(combinations(range(out_of_distribution), 2)))
     return [
-        reachability(family, n, pairs, test, alpha, method, block_length, draws, knots)
-        for family, n in families.items()
+        reachability(name, n, pairs, test, alpha, method, block_length, draws, knots)
+        for name, n in series.items()
         for method in methods
     ]
 
 
 def design_lines(checks: list[Reachability]) -> list[str]:
-    """The plan's lines: a verdict first, then one line per family and adjustment."""
+    """The plan's lines: a verdict first, then one line per series and adjustment."""
     blocked = [c for c in checks if not c.reachable]
     if not blocked:
-        verdict = "Design check: significance is reachable for every family and adjustment."
+        verdict = "Design check: significance is reachable for every series and adjustment."
     else:
         verdict = (
             f"Design check: significance is UNREACHABLE for {len(blocked)} of {len(checks)} "
-            "family/adjustment combinations; no pair there can be called significant."
+            "series/adjustment combinations; no pair there can be called significant."
         )
     return [verdict, *(f"  {c.line()}" for c in checks)]

@@ -1,7 +1,7 @@
 """Partial correlations between OOD datasets across checkpoints, and sign agreement.
 
-For each family, metric and ID adjustment (``method``: linear and spline, both always) and
-each pair of OOD datasets (a, b): the partial correlation, across the family's checkpoints,
+For each series, metric and ID adjustment (``method``: linear and spline, both always) and
+each pair of OOD datasets (a, b): the partial correlation, across the series' checkpoints,
 of the metric on a and on b, controlling for the metric on the in-distribution dataset
 (``sago_core.statistics.partial_correlation``; the spline's knots chosen by the number of
 checkpoints unless ``knots`` fixes them), with its t-test p (the adjustment's own df)
@@ -10,9 +10,9 @@ are left out and ``n`` says how many remain; too few for the adjustment or the p
 test, or a constant score, gives NA with the reason.
 
 Holm and BH correct the chosen p (``corrected_test``: the permutation p by default) over all
-pairs of one family, metric and method; ``significant`` is Holm's p <= alpha.
+pairs of one series, metric and method; ``significant`` is Holm's p <= alpha.
 
-Sign agreement, per metric and method, for two families: over all pairs where both r are
+Sign agreement, per metric and method, for two series: over all pairs where both r are
 non-zero, and separately over the pairs significant in both after correction.
 """
 
@@ -82,7 +82,7 @@ def _cell(
 
 
 def _corrected(rows: list[dict[str, Any]], column: str, alpha: float) -> None:
-    """Holm and BH over one family/metric/method's pairs, in place."""
+    """Holm and BH over one series/metric/method's pairs, in place."""
     pvalues = [r[column] for r in rows]
     for row, p_holm, p_bh in zip(rows, holm(pvalues), benjamini_hochberg(pvalues), strict=True):
         row["p_holm"], row["p_bh"] = p_holm, p_bh
@@ -102,7 +102,7 @@ def partial_correlation_table(
     column = "p_perm" if corrected_test == "permutation" else "p_value"
     rows = []
     datasets = [in_distribution, *out_of_distribution]
-    for (family, metric), frame in scores.group_by(["family", "metric"], maintain_order=True):
+    for (series, metric), frame in scores.group_by(["series", "metric"], maintain_order=True):
         matrix = _aligned(frame.select("position", "dataset", "value"), datasets)
         for method in ADJUSTMENTS:
             group = []
@@ -111,7 +111,7 @@ def partial_correlation_table(
                 keep = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
                 kept = np.flatnonzero(keep)
                 contiguous = kept.size == 0 or kept[-1] - kept[0] + 1 == kept.size
-                seed = stable_seed(str(family), str(metric), method, datasets[a], datasets[b])
+                seed = stable_seed(str(series), str(metric), method, datasets[a], datasets[b])
                 cell = _cell(
                     x[keep],
                     y[keep],
@@ -126,7 +126,7 @@ def partial_correlation_table(
                 )
                 group.append(
                     {
-                        "family": family,
+                        "series": series,
                         "metric": metric,
                         "method": method,
                         "ood_a": datasets[a],
@@ -138,7 +138,7 @@ def partial_correlation_table(
             rows.extend(group)
     frame = pl.DataFrame(rows, schema=PARTIAL_CORRELATIONS)
     return conform(frame, PARTIAL_CORRELATIONS).sort(
-        ["metric", "family", "method", "ood_a", "ood_b"]
+        ["metric", "series", "method", "ood_a", "ood_b"]
     )
 
 
@@ -149,11 +149,11 @@ def _agreement(both: pl.DataFrame) -> tuple[int, int, float | None]:
 
 def sign_agreement(table: pl.DataFrame) -> pl.DataFrame:
     rows = []
-    families = sorted(table["family"].unique().to_list())
+    names = sorted(table["series"].unique().to_list())
     for (metric, method), frame in table.group_by(["metric", "method"], maintain_order=True):
-        for fa, fb in combinations(families, 2):
-            left = frame.filter(pl.col("family") == fa)
-            right = frame.filter(pl.col("family") == fb)
+        for sa, sb in combinations(names, 2):
+            left = frame.filter(pl.col("series") == sa)
+            right = frame.filter(pl.col("series") == sb)
             both = left.join(right, on=["ood_a", "ood_b"], suffix="_b").filter(
                 pl.col("r").is_not_null()
                 & pl.col("r_b").is_not_null()
@@ -169,9 +169,9 @@ def sign_agreement(table: pl.DataFrame) -> pl.DataFrame:
                 {
                     "metric": metric,
                     "method": method,
-                    "family_a": fa,
-                    "family_b": fb,
-                    "pairs_compared": pairs,
+                    "series_a": sa,
+                    "series_b": sb,
+                    "dataset_pairs": pairs,
                     "agreeing": agreeing,
                     "share": share,
                     "significant_pairs": sig_pairs,
@@ -180,12 +180,12 @@ def sign_agreement(table: pl.DataFrame) -> pl.DataFrame:
                 }
             )
     frame = pl.DataFrame(rows, schema=SIGN_AGREEMENT)
-    return conform(frame, SIGN_AGREEMENT).sort(["metric", "method", "family_a", "family_b"])
+    return conform(frame, SIGN_AGREEMENT).sort(["metric", "method", "series_a", "series_b"])
 
 
 def method_disagreements(table: pl.DataFrame) -> pl.DataFrame:
     """Cells where linear and spline adjustment differ in the sign of r or in significance."""
-    keys = ["family", "metric", "ood_a", "ood_b"]
+    keys = ["series", "metric", "ood_a", "ood_b"]
     linear = table.filter(pl.col("method") == "linear").select(*keys, "r", "significant")
     spline = table.filter(pl.col("method") == "spline").select(*keys, "r", "significant")
     both = linear.join(spline, on=keys, suffix="_spline").filter(

@@ -3,13 +3,13 @@ saved study folders stay as they were), and its figures.
 
 Sections, in order (``markup.Section``): the question and the method; can the study reach
 significance (the design check); the headline metric's OOD pairs (r linear and spline, t and
-permutation p, Holm and BH); the pair-by-pair matrix figure (per metric and family, an OOD x
+permutation p, Holm and BH); the pair-by-pair matrix figure (per metric and series, an OOD x
 OOD heatmap of partial r, significant pairs marked); each metric along the checkpoint series
-(one panel per metric and family, a line per dataset); the training split (and its check
+(one panel per metric and series, a line per dataset); the training split (and its check
 against the evaluation); the minimum detectable |r| at the study's size; where linear and
 spline adjustment disagree; the checkpoint scores (metric x dataset, one row per checkpoint,
 scrolling inside its own box); the matrices as tables with r, p and n in each cell (NA with
-the reason where r is undefined); sign agreement between families.
+the reason where r is undefined); sign agreement between series.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from sago_core.study.summary import detectable_rows, pair_rows
 
 def _index(table: pl.DataFrame) -> dict[tuple[str, str, str, str], dict[str, Any]]:
     rows = table.iter_rows(named=True)
-    return {(r["family"], r["metric"], r["ood_a"], r["ood_b"]): r for r in rows}
+    return {(r["series"], r["metric"], r["ood_a"], r["ood_b"]): r for r in rows}
 
 
 PANEL_COLUMNS = 4  # panels per row at the page's width
@@ -60,15 +60,15 @@ def _short(name: str, width: int = 18) -> str:
 def _draw_heatmap(
     table: pl.DataFrame, out_of_distribution: list[str], first_metric: str | None = None
 ) -> Any:
-    """One OOD x OOD panel per (metric, family), the report's metric first, PANEL_COLUMNS to a
+    """One OOD x OOD panel per (metric, series), the report's metric first, PANEL_COLUMNS to a
     row: r in each cell (text dark or white by the cell's luminance), ``*`` where the pair
     is significant (Holm p <= alpha), NA where r is undefined, the diagonal left blank."""
     plt = _pyplot()
     from matplotlib.colors import Normalize
 
     metrics = _ordered_metrics(table, first_metric)
-    families = sorted(table["family"].unique().to_list())
-    panels = [(m, f) for m in metrics for f in families]
+    names = sorted(table["series"].unique().to_list())
+    panels = [(m, f) for m in metrics for f in names]
     k = len(out_of_distribution)
     # more datasets, fewer and wider panels to a row: a cell must hold "+0.00*"
     few = k <= 4  # four panels to a row, names cut to 14 and slanted; else upright, wider
@@ -90,12 +90,12 @@ def _draw_heatmap(
     # a cell holds "+0.00*" (6 characters of about 0.6 em): the font that fits its width
     cell_in = max(side - (1.0 if few else 1.4), 0.5) / max(k, 1)  # less the tick labels
     size = max(4.0, min(7.0, cell_in * 72 * 0.9 / 3.6))
-    for ax, (metric, family) in zip(axes.flat, panels, strict=False):
+    for ax, (metric, name) in zip(axes.flat, panels, strict=False):
         grid = np.full((k, k), np.nan)
         marks = np.full((k, k), "", dtype=object)
         for a, da in enumerate(out_of_distribution):
             for b, db in enumerate(out_of_distribution):
-                row = index.get((family, metric, da, db)) or index.get((family, metric, db, da))
+                row = index.get((name, metric, da, db)) or index.get((name, metric, db, da))
                 if a != b and row is not None and row["r"] is not None:
                     grid[a, b] = row["r"]
                     marks[a, b] = "*" if row["significant"] else ""
@@ -113,7 +113,7 @@ def _draw_heatmap(
         else:
             ax.set_xticks(range(k), labels, fontsize=7, rotation=90)
         ax.set_yticks(range(k), labels, fontsize=7)
-        ax.set_title(f"{metric} — {family}", fontsize=8)
+        ax.set_title(f"{metric} — {name}", fontsize=8)
     for ax in list(axes.flat)[len(panels) :]:
         ax.remove()
     if image is not None:
@@ -138,16 +138,16 @@ def heatmap(
 def _draw_series(
     scores: pl.DataFrame, in_distribution: str, first_metric: str | None = None
 ) -> Any:
-    """Each metric along each family's checkpoints: one panel per (metric, family), one line
+    """Each metric along the checkpoints of each series: one panel per (metric, series), one line
     per dataset (the ID dataset thick and dashed), a missing value a gap in its line."""
     plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
 
     metrics = _ordered_metrics(scores, first_metric)
-    families = list(dict.fromkeys(scores.sort("family")["family"].to_list()))
+    names = list(dict.fromkeys(scores.sort("series")["series"].to_list()))
     datasets = sorted(scores["dataset"].unique().to_list(), key=lambda d: (d != in_distribution, d))
     colours = {d: f"C{i % 10}" for i, d in enumerate(datasets)}
-    panels = [(m, f) for m in metrics for f in families]
+    panels = [(m, f) for m in metrics for f in names]
     ncols = max(1, min(PANEL_COLUMNS, len(panels)))
     nrows = max(1, math.ceil(len(panels) / ncols))
     figure, axes = plt.subplots(
@@ -158,8 +158,8 @@ def _draw_series(
         layout="constrained",
     )
     legend: dict[str, Any] = {}
-    for ax, (metric, family) in zip(axes.flat, panels, strict=False):
-        chosen = scores.filter((pl.col("metric") == metric) & (pl.col("family") == family))
+    for ax, (metric, name) in zip(axes.flat, panels, strict=False):
+        chosen = scores.filter((pl.col("metric") == metric) & (pl.col("series") == name))
         for dataset in datasets:
             line = chosen.filter(pl.col("dataset") == dataset).sort("position")
             if not len(line):
@@ -180,7 +180,7 @@ def _draw_series(
         ax.xaxis.set_major_locator(MaxNLocator(6, integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(4))
         ax.tick_params(labelsize=7)
-        ax.set_title(f"{metric} — {family}", fontsize=8)
+        ax.set_title(f"{metric} — {name}", fontsize=8)
         ax.set_xlabel("checkpoint (position)", fontsize=7)
         ax.set_ylabel(metric, fontsize=7)
     for ax in list(axes.flat)[len(panels) :]:
@@ -206,15 +206,15 @@ def series(scores: pl.DataFrame, in_distribution: str, first_metric: str | None 
 def _scores_table(scores: pl.DataFrame) -> str:
     wide = scores.with_columns(
         pl.concat_str([pl.col("metric"), pl.lit(" @ "), pl.col("dataset")]).alias("column")
-    ).pivot(on="column", index=["family", "position", "model"], values="value")
-    wide = wide.sort("family", "position")
-    columns = [c for c in wide.columns if c not in ("family", "position", "model")]
+    ).pivot(on="column", index=["series", "position", "model"], values="value")
+    wide = wide.sort("series", "position")
+    columns = [c for c in wide.columns if c not in ("series", "position", "model")]
     rows = [
-        [html.escape(r["family"]), str(r["position"]), html.escape(r["model"])]
+        [html.escape(r["series"]), str(r["position"]), html.escape(r["model"])]
         + [_fmt(r[c]) for c in columns]
         for r in wide.iter_rows(named=True)
     ]
-    return _table(["family", "#", "model", *columns], rows, left=3)
+    return _table(["series", "#", "model", *columns], rows, left=3)
 
 
 def _matrices(table: pl.DataFrame, out_of_distribution: list[str]) -> str:
@@ -222,12 +222,12 @@ def _matrices(table: pl.DataFrame, out_of_distribution: list[str]) -> str:
     index = _index(table)
     for metric in sorted(table["metric"].unique().to_list()):
         parts.append(f"<h3>{html.escape(metric)}</h3>")
-        for family in sorted(table["family"].unique().to_list()):
+        for name in sorted(table["series"].unique().to_list()):
             body = []
             for da in out_of_distribution:
                 cells = []
                 for db in out_of_distribution:
-                    row = index.get((family, metric, da, db)) or index.get((family, metric, db, da))
+                    row = index.get((name, metric, da, db)) or index.get((name, metric, db, da))
                     if da == db or row is None:
                         cells.append("—")
                     elif row["r"] is None:
@@ -236,38 +236,38 @@ def _matrices(table: pl.DataFrame, out_of_distribution: list[str]) -> str:
                     else:
                         cells.append(f"{row['r']:+.3f} (p={_fmt(row['p_value'], 3)}, n={row['n']})")
                 body.append([html.escape(da), *cells])
-            parts.append(f"<p><b>{html.escape(family)}</b></p>")
+            parts.append(f"<p><b>{html.escape(name)}</b></p>")
             parts.append(_table(["OOD", *[html.escape(d) for d in out_of_distribution]], body))
     return "".join(parts)
 
 
 def _undefined(table: pl.DataFrame) -> str:
-    keys = ["family", "metric", "method", "missing_reason"]
+    keys = ["series", "metric", "method", "missing_reason"]
     gaps = table.filter(pl.col("r").is_null()).group_by(keys).len()
     perm = table.filter(pl.col("r").is_not_null() & pl.col("p_perm").is_null())
-    perm_gaps = perm.group_by("family", "metric", "method", "perm_reason").len()
+    perm_gaps = perm.group_by("series", "metric", "method", "perm_reason").len()
     if not len(gaps) and not len(perm_gaps):
         return "<p>Every partial correlation and permutation p is defined.</p>"
     rows = [
         [
-            html.escape(r["family"]),
+            html.escape(r["series"]),
             r["metric"],
             r["method"],
             "r: " + html.escape(r["missing_reason"]),
             str(r["len"]),
         ]
-        for r in gaps.sort("family", "metric", "method").iter_rows(named=True)
+        for r in gaps.sort("series", "metric", "method").iter_rows(named=True)
     ] + [
         [
-            html.escape(r["family"]),
+            html.escape(r["series"]),
             r["metric"],
             r["method"],
             "permutation p: " + html.escape(r["perm_reason"]),
             str(r["len"]),
         ]
-        for r in perm_gaps.sort("family", "metric", "method").iter_rows(named=True)
+        for r in perm_gaps.sort("series", "metric", "method").iter_rows(named=True)
     ]
-    return _table(["family", "metric", "method", "why NA", "pairs"], rows, left=4)
+    return _table(["series", "metric", "method", "why NA", "pairs"], rows, left=4)
 
 
 def _split_section(split: dict[str, Any]) -> str:
@@ -296,7 +296,7 @@ def _pair_section(table: pl.DataFrame, metric: str, headline: str) -> str:
     for r in pair_rows(table, metric):
         rows.append(
             [
-                html.escape(r["family"]),
+                html.escape(r["series"]),
                 html.escape(r["ood_a"]),
                 html.escape(r["ood_b"]),
                 _fmt(r["n_linear"]),
@@ -314,7 +314,7 @@ def _pair_section(table: pl.DataFrame, metric: str, headline: str) -> str:
     if not rows:
         return f"<p>No partial correlation for metric <code>{html.escape(metric)}</code>.</p>"
     headers = [
-        "family",
+        "series",
         "OOD a",
         "OOD b",
         "n",
@@ -335,7 +335,7 @@ def _detectable_section(table: pl.DataFrame, stats: dict[str, Any]) -> str:
     alpha = stats["alpha"]
     rows = [
         [
-            html.escape(r["family"]),
+            html.escape(r["series"]),
             r["method"] + (f" ({r['knots']} knots)" if r["knots"] else ""),
             str(r["n"]),
             str(r["df"]),
@@ -357,7 +357,7 @@ def _detectable_section(table: pl.DataFrame, stats: dict[str, Any]) -> str:
         )
     ]
     headers = [
-        "family",
+        "series",
         "method",
         "n",
         "df",
@@ -380,7 +380,7 @@ def _design_section(settings: dict[str, Any]) -> str:
     """The design check (``sago_core.study.design``) from the study's settings."""
     stats = settings["statistics"]
     checks = study_reachability(
-        {name: len(models) for name, models in settings["families"].items()},
+        {name: len(models) for name, models in settings["series"].items()},
         len(settings["out_of_distribution"]),
         stats["corrected_test"],
         stats["alpha"],
@@ -400,7 +400,7 @@ def _disagreement_section(table: pl.DataFrame) -> str:
         return "<p>Linear and spline adjustment agree in sign and significance everywhere.</p>"
     rows = [
         [
-            html.escape(r["family"]),
+            html.escape(r["series"]),
             r["metric"],
             html.escape(r["ood_a"]),
             html.escape(r["ood_b"]),
@@ -411,7 +411,7 @@ def _disagreement_section(table: pl.DataFrame) -> str:
         ]
         for r in gaps.iter_rows(named=True)
     ]
-    headers = ["family", "metric", "OOD a", "OOD b", "r linear", "r spline", "differs", ""]
+    headers = ["series", "metric", "OOD a", "OOD b", "r linear", "r spline", "differs", ""]
     return _table(headers, rows, left=4)
 
 
@@ -420,9 +420,9 @@ def _agreement_section(agreement: pl.DataFrame) -> str:
         [
             r["metric"],
             r["method"],
-            html.escape(r["family_a"]),
-            html.escape(r["family_b"]),
-            str(r["pairs_compared"]),
+            html.escape(r["series_a"]),
+            html.escape(r["series_b"]),
+            str(r["dataset_pairs"]),
             str(r["agreeing"]),
             _fmt(r["share"], 3),
             str(r["significant_pairs"]),
@@ -432,12 +432,12 @@ def _agreement_section(agreement: pl.DataFrame) -> str:
         for r in agreement.iter_rows(named=True)
     ]
     if not rows:
-        return "<p>One family only: nothing to compare signs with.</p>"
+        return "<p>One series only: nothing to compare signs with.</p>"
     headers = [
         "metric",
         "method",
-        "family A",
-        "family B",
+        "series A",
+        "series B",
         "pairs (all)",
         "same sign",
         "share",
@@ -467,23 +467,23 @@ def render_study(
         "quantiles; n-knots-1 df"
     )
     chosen = table.filter(pl.col("method") == headline)
-    families = ", ".join(
+    names = ", ".join(
         f"{html.escape(name)} ({len(models)} checkpoints)"
-        for name, models in settings["families"].items()
+        for name, models in settings["series"].items()
     )
     sections: list[Section | str] = [
         "<h1>Do results on one dataset predict another?</h1>",
-        f"<p>Families: {families}. In-distribution: <code>"
+        f"<p>Series: {names}. In-distribution: <code>"
         f"{html.escape(settings['in_distribution'])}</code>; out-of-distribution: "
         + ", ".join(f"<code>{html.escape(d)}</code>" for d in oods)
-        + ". Each cell is the partial correlation across a family's checkpoints of the metric "
+        + ". Each cell is the partial correlation across a series' checkpoints of the metric "
         "on two OOD datasets, controlling for the same metric on the ID dataset: both are "
         "regressed on ID and the residuals correlated. Adjustments: <b>linear</b> (1, ID; "
         "t-test with n-3 df) and <b>spline</b> (natural cubic spline of ID with "
         f"{knot_text}; it reduces, not removes, the shared curvature of a saturating ID "
         "relation). Permutation p: whole "
         f"blocks of {stats['block_length']} consecutive checkpoints reordered (order-respecting). "
-        f"Holm and BH correct the {stats['corrected_test']} p over the pairs of one family, "
+        f"Holm and BH correct the {stats['corrected_test']} p over the pairs of one series, "
         f"metric and method; significant = Holm p &le; {stats['alpha']:g}. Headline "
         f"adjustment: <b>{html.escape(headline)}</b>.</p>",
         Section("design", "Can this study reach significance?", _design_section(settings)),
@@ -491,14 +491,14 @@ def render_study(
         Section(
             "pair-matrix",
             f"Partial correlations across OOD pairs ({headline} adjustment)",
-            "<p>One matrix per metric and family (the metric above first): each cell the "
-            "partial r of the metric on two OOD datasets across the family's checkpoints, "
+            "<p>One matrix per metric and series (the metric above first): each cell the "
+            "partial r of the metric on two OOD datasets across the series' checkpoints, "
             "controlling for the ID score; * marks a pair significant after Holm; NA: r "
             "undefined (why below).</p>"
             + _image(
                 "partial-correlations",
                 heatmap(chosen, oods, metric),
-                f"Heatmap: partial correlation r for every OOD pair, per metric and family, "
+                f"Heatmap: partial correlation r for every OOD pair, per metric and series, "
                 f"{headline} adjustment, significant pairs marked *",
             ),
         ),
@@ -506,12 +506,12 @@ def render_study(
             "series",
             "Each metric along the checkpoint series",
             "<p>What the correlations are computed from: every metric at each checkpoint of "
-            f"each family, one line per dataset (the ID dataset <code>"
+            f"each series, one line per dataset (the ID dataset <code>"
             f"{html.escape(settings['in_distribution'])}</code> dashed).</p>"
             + _image(
                 "checkpoint-series",
                 series(scores, settings["in_distribution"], metric),
-                "Line charts: each metric by checkpoint position, per family, one line per dataset",
+                "Line charts: each metric by checkpoint position, per series, one line per dataset",
             ),
         ),
         Section("split", "Training split", _split_section(split)),
@@ -532,6 +532,6 @@ def render_study(
             _matrices(chosen, oods),
         ),
         Section("undefined", "Where r is undefined", _undefined(table)),
-        Section("agreement", "Sign agreement between families", _agreement_section(agreement)),
+        Section("agreement", "Sign agreement between series", _agreement_section(agreement)),
     ]
     return page("SAGO study", STYLE, sections)

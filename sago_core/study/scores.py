@@ -17,11 +17,20 @@ from sago_core.axes.reasoning import with_answers
 from sago_core.statistics.correctness import is_correct
 from sago_core.vocabulary import AXES, BASE_VARIANT_ID, POOLED
 
-Checkpoint = tuple[str, int, str]  # family, position, model spec
+Checkpoint = tuple[str, int, str]  # series, position, model spec
+# Study columns renamed for one meaning per word (a family is a variant family), old=new.
+RENAMED_COLUMNS = dict(
+    family="series", family_a="series_a", family_b="series_b", pairs_compared="dataset_pairs"
+)
+
+
+def current_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """A study artifact under today's column names (a saved one may hold the old ones)."""
+    return frame.rename({old: new for old, new in RENAMED_COLUMNS.items() if old in frame.columns})
 
 
 def _row(
-    family: str,
+    series: str,
     position: int,
     model: str,
     dataset: str,
@@ -31,7 +40,7 @@ def _row(
     reason: str | None = None,
 ) -> dict:
     return {
-        "family": family,
+        "series": series,
         "position": position,
         "model": model,
         "dataset": dataset,
@@ -51,7 +60,7 @@ def accuracy_rows(
         .join(prompts.select("dataset", "prompt_id", "references"), on=["dataset", "prompt_id"])
     )
     rows = []
-    for family, position, model in checkpoints:
+    for series, position, model in checkpoints:
         answers = base.filter(pl.col("model") == model)
         for dataset in sorted(prompts["dataset"].unique().to_list()):
             chosen = answers.filter(pl.col("dataset") == dataset)
@@ -63,21 +72,21 @@ def accuracy_rows(
             value = sum(known) / len(known) if known else None
             reason = None if known else "no prompt with a reference answer"
             rows.append(
-                _row(family, position, model, dataset, "accuracy", value, len(known), reason)
+                _row(series, position, model, dataset, "accuracy", value, len(known), reason)
             )
     return rows
 
 
 def likelihood_rows(checkpoints: list[Checkpoint], likelihood: pl.DataFrame) -> list[dict]:
     rows = []
-    for family, position, model in checkpoints:
+    for series, position, model in checkpoints:
         mine = likelihood.filter(pl.col("model") == model)
         for dataset in sorted(mine["dataset"].unique().to_list()):
             values = mine.filter(pl.col("dataset") == dataset)["logprob_per_token"].drop_nulls()
             value = float(values.mean()) if len(values) else None  # type: ignore[arg-type]
             reason = "no scored reference answer" if value is None else None
             rows.append(
-                _row(family, position, model, dataset, "ref_loglik", value, len(values), reason)
+                _row(series, position, model, dataset, "ref_loglik", value, len(values), reason)
             )
     return rows
 
@@ -85,13 +94,13 @@ def likelihood_rows(checkpoints: list[Checkpoint], likelihood: pl.DataFrame) -> 
 def sgs_rows(checkpoints: list[Checkpoint], summary: pl.DataFrame) -> list[dict]:
     rows = []
     per_dataset = summary.filter(pl.col("dataset") != POOLED)
-    for family, position, model in checkpoints:
+    for series, position, model in checkpoints:
         mine = per_dataset.filter(pl.col("model") == model)
         for r in mine.iter_rows(named=True):
             if r["axis"] in AXES:
                 rows.append(
                     _row(
-                        family,
+                        series,
                         position,
                         model,
                         r["dataset"],
@@ -117,4 +126,4 @@ def checkpoint_scores(
         + sgs_rows(checkpoints, summary)
     )
     frame = pl.DataFrame(rows, schema=CHECKPOINT_SCORES)
-    return conform(frame, CHECKPOINT_SCORES).sort(["family", "position", "dataset", "metric"])
+    return conform(frame, CHECKPOINT_SCORES).sort(["series", "position", "dataset", "metric"])

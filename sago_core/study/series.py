@@ -1,9 +1,9 @@
 """The study's checkpoint series: built when missing, and proven apart from the evaluation.
 
 ``training_split`` draws the ID training split (``sago_core.training.split``);
-``ensure_series`` builds the fine-tuning and quantisation series of a ``series`` block where
+``ensure_series`` builds the fine-tuning and quantisation series of a ``make_series`` block where
 a checkpoint folder is missing or was made with other settings; ``check_training_splits``
-reads the split every fine-tuned checkpoint of every family recorded and refuses any overlap
+reads the split every fine-tuned checkpoint of every series recorded and refuses any overlap
 with the evaluation prompts. A checkpoint sago fine-tuned without a recorded split is
 refused too (it cannot be checked); checkpoints from elsewhere (hub models, quantised
 series) have no split and are listed as such.
@@ -47,11 +47,11 @@ def training_split(
         rows = sorted(candidates, key=lambda p: p.prompt_id)[: settings.n]
     if not rows:
         raise ConfigError(
-            f"series.training: dataset {settings.dataset!r} has no row with a reference "
+            f"make_series.training: dataset {settings.dataset!r} has no row with a reference "
             "answer that no evaluation set holds"
         )
     split = TrainingSplit(settings.dataset, tuple(rows))
-    check_disjoint(split, evaluation, "series.training")
+    check_disjoint(split, evaluation, "make_series.training")
     return split
 
 
@@ -109,23 +109,23 @@ def ensure_series(series: SeriesSettings, split: TrainingSplit) -> dict[str, lis
 def check_training_splits(
     config: StudyConfig, evaluation: Sequence[Prompt]
 ) -> list[dict[str, Any]]:
-    """One row per checkpoint: its family, model and the split it was trained on (or none)."""
+    """One row per checkpoint: its series, model and the split it was trained on (or none)."""
     rows = []
-    for family, position, model in config.checkpoints():
+    for name, position, model in config.checkpoints():
         folder = Path(model.removeprefix("hf:"))
         note = read_note(folder) if model.startswith("hf:") and folder.is_dir() else None
         split = read_checkpoint_split(folder) if note else None
         if note and note.get("family") == FINETUNE and split is None:
             raise ConfigError(
-                f"families.{family}[{position}]: {model} was fine-tuned without a recorded "
+                f"series.{name}[{position}]: {model} was fine-tuned without a recorded "
                 "training split, so its disjointness from the evaluation sets cannot be "
-                "checked; rebuild it (sago series finetune, or a series block)"
+                "checked; rebuild it (sago series finetune, or make_series)"
             )
         if split is not None:
-            check_disjoint(split, evaluation, f"families.{family}[{position}] ({model})")
+            check_disjoint(split, evaluation, f"series.{name}[{position}] ({model})")
         rows.append(
             {
-                "family": family,
+                "series": name,
                 "position": position,
                 "model": model,
                 "training_split": split.name if split else None,
@@ -155,9 +155,9 @@ def study_split_record(config: StudyConfig) -> dict[str, Any]:
     evaluation = load_run_prompts(config.evaluation)
     check_datasets(config, {p.dataset for p in evaluation})
     split = None
-    if config.series is not None:
-        split = training_split(config.series, evaluation, config.evaluation.data_dir)
-        done = ensure_series(config.series, split)
+    if config.make_series is not None:
+        split = training_split(config.make_series, evaluation, config.evaluation.data_dir)
+        done = ensure_series(config.make_series, split)
         for folder in done["built"]:
             print(f"built checkpoint {folder}")
     checkpoints = check_training_splits(config, evaluation)

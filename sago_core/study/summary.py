@@ -1,4 +1,4 @@
-"""The study's headline tables as data: one row per OOD pair and family for one metric (r
+"""The study's headline tables as data: one row per OOD pair and series for one metric (r
 linear and spline, t and permutation p, corrected p), and the minimum detectable |r| at the
 study's size. The page (``report``) and the closing-note markdown both read these."""
 
@@ -19,17 +19,17 @@ from sago_core.study.design import Test, reachability
 
 
 def pair_rows(table: pl.DataFrame, metric: str) -> list[dict[str, Any]]:
-    """Per (family, OOD pair): r, p, p_perm, p_holm, p_bh and significance for each method."""
+    """Per (series, OOD pair): r, p, p_perm, p_holm, p_bh and significance for each method."""
     mine = table.filter(pl.col("metric") == metric)
     index = {
-        (r["family"], r["ood_a"], r["ood_b"], r["method"]): r for r in mine.iter_rows(named=True)
+        (r["series"], r["ood_a"], r["ood_b"], r["method"]): r for r in mine.iter_rows(named=True)
     }
     keys = sorted({(f, a, b) for f, a, b, _ in index})
     rows = []
-    for family, a, b in keys:
-        row: dict[str, Any] = {"family": family, "ood_a": a, "ood_b": b}
+    for series, a, b in keys:
+        row: dict[str, Any] = {"series": series, "ood_a": a, "ood_b": b}
         for method in ADJUSTMENTS:
-            cell = index.get((family, a, b, method), {})
+            cell = index.get((series, a, b, method), {})
             for column in ("r", "p_value", "p_perm", "p_holm", "p_bh", "significant", "n"):
                 row[f"{column}_{method}"] = cell.get(column)
             row[f"reason_{method}"] = cell.get("missing_reason") or cell.get("perm_reason")
@@ -46,7 +46,7 @@ def detectable_rows(
     draws: int = 9999,
     power: float = 0.8,
 ) -> list[dict[str, Any]]:
-    """Per family and method at the family's largest n: df, whether significance is
+    """Per series and method at the series' largest n: df, whether significance is
     reachable with the test Holm corrects (``sago_core.study.design``), the critical
     |r| *of that test* (uncorrected, and at Holm's first step alpha / pairs), and the |r|
     detected with ``power`` (Fisher z, the t-test's; approximate for the permutation test).
@@ -55,14 +55,14 @@ def detectable_rows(
     its critical columns are None and ``note`` says what can be concluded instead. Where
     significance is unreachable nothing is detectable: detectable_r is None too."""
     rows = []
-    for (family, method), frame in table.group_by(["family", "method"], maintain_order=True):
+    for (series, method), frame in table.group_by(["series", "method"], maintain_order=True):
         n = int(frame["n"].max() or 0)  # type: ignore[arg-type]
         pairs = frame.select("ood_a", "ood_b").unique().height
         k = knots_for(n, knots)
         columns = design_columns(method, k)
         df = n - columns - 1
         check = reachability(
-            family, n, pairs, corrected_test, alpha, method, block_length, draws, knots
+            series, n, pairs, corrected_test, alpha, method, block_length, draws, knots
         )
         t_test = corrected_test == "t"
         if not check.reachable:
@@ -76,7 +76,7 @@ def detectable_rows(
             )
         rows.append(
             {
-                "family": family,
+                "series": series,
                 "method": method,
                 "knots": k if method == "spline" else None,
                 "n": n,
@@ -97,7 +97,7 @@ def detectable_rows(
                 "note": note,
             }
         )
-    return sorted(rows, key=lambda r: (r["family"], r["method"]))
+    return sorted(rows, key=lambda r: (r["series"], r["method"]))
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -113,11 +113,11 @@ def _num(value: Any, digits: int = 3) -> str:
 def pair_markdown(
     table: pl.DataFrame, metric: str, headline: str = "linear", design: list[str] | None = None
 ) -> str:
-    """The closing-note table: one line per family and OOD pair; ``design``: the design
+    """The closing-note table: one line per series and OOD pair; ``design``: the design
     check's lines (``design.design_lines``), printed above it."""
     above = "".join(f"{line}\n" for line in design or [])
     head = above + (
-        "| family | OOD a | OOD b | n | r linear | r spline | p (t, linear) | p perm "
+        "| series | OOD a | OOD b | n | r linear | r spline | p (t, linear) | p perm "
         f"({headline}) | p Holm ({headline}) | p BH ({headline}) |\n"
         "|---|---|---|---|---|---|---|---|---|---|\n"
     )
@@ -127,7 +127,7 @@ def pair_markdown(
             "| "
             + " | ".join(
                 [
-                    r["family"],
+                    r["series"],
                     r["ood_a"],
                     r["ood_b"],
                     _num(r["n_linear"]),

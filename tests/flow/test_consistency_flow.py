@@ -83,7 +83,7 @@ def test_consistency_flow_builds_the_series_matrix_heatmap_and_agreement(
     assert split["series_split"]["name"] == "builtin_train"
     assert split["evaluation_prompts"] == 12  # six built-in styles x n = 2
     trained = [c for c in split["checkpoints"] if c["training_split"]]
-    assert len(trained) == 4 and {c["family"] for c in trained} == {"finetune"}
+    assert len(trained) == 4 and {c["series"] for c in trained} == {"finetune"}
 
     scores = pl.read_parquet(run_dir / "checkpoint_scores.parquet")
     assert scores.height == 8 * 6 * (2 + 6)  # checkpoints x datasets x metrics
@@ -99,10 +99,10 @@ def test_consistency_flow_builds_the_series_matrix_heatmap_and_agreement(
     assert linear["perm_reason"].str.contains("at least 7 checkpoints").all()
 
     # Recompute one defined cell from the scores with the textbook recursion.
-    cell = linear.filter((pl.col("metric") == "ref_loglik") & (pl.col("family") == "finetune"))
+    cell = linear.filter((pl.col("metric") == "ref_loglik") & (pl.col("series") == "finetune"))
     cell = cell.row(0, named=True)
     wide = (
-        scores.filter((pl.col("metric") == "ref_loglik") & (pl.col("family") == "finetune"))
+        scores.filter((pl.col("metric") == "ref_loglik") & (pl.col("series") == "finetune"))
         .pivot(on="dataset", index="position", values="value")
         .sort("position")
     )
@@ -112,7 +112,7 @@ def test_consistency_flow_builds_the_series_matrix_heatmap_and_agreement(
     assert cell["r"] == pytest.approx(expected, abs=1e-9) and cell["n"] == 4 and cell["df"] == 1
 
     agreement = pl.read_parquet(run_dir / "sign_agreement.parquet")
-    assert agreement.height == 8 * 2 and set(agreement["family_a"]) == {"finetune"}
+    assert agreement.height == 8 * 2 and set(agreement["series_a"]) == {"finetune"}
     page = (run_dir / "consistency.html").read_text()
     assert 'id="fig-partial-correlations"' in page and "Sign agreement" in page
     assert "Minimum detectable" in page and "builtin_train" in page

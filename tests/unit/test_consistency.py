@@ -3,6 +3,8 @@ checkpoints with a known answer, NA reasons, sign agreement, config validation."
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 from sago_core.errors import ConfigError
 from sago_core.study.config import build_study_config
 from sago_core.study.matrix import partial_correlation_table, sign_agreement
+from sago_core.study.scores import current_columns
 
 
 def _first_order_partial(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
@@ -26,7 +29,7 @@ def _scores(family: str, columns: dict[str, np.ndarray], metric: str = "accuracy
         for position, value in enumerate(values):
             rows.append(
                 {
-                    "family": family,
+                    "series": family,
                     "position": position,
                     "model": f"{family}-{position}",
                     "dataset": dataset,
@@ -93,13 +96,13 @@ def test_sign_agreement_counts_matching_signs() -> None:
     scores = pl.concat([_scores("one", one), _scores("two", two)])
     table = partial_correlation_table(scores, "id", ["a", "b", "c"])
     for agreement in sign_agreement(table).iter_rows(named=True):  # linear, then spline
-        assert agreement["pairs_compared"] == 3 and agreement["agreeing"] == 3
+        assert agreement["dataset_pairs"] == 3 and agreement["agreeing"] == 3
         assert agreement["share"] == 1.0
 
 
 def test_study_config_needs_four_checkpoints_and_distinct_datasets() -> None:
     good = {
-        "families": {"ft": ["hf:a", "hf:b", "hf:c", "hf:d"]},
+        "series": {"ft": ["hf:a", "hf:b", "hf:c", "hf:d"]},
         "in_distribution": "x",
         "out_of_distribution": ["y", "z"],
         "evaluation": {"preset": "demo", "n": 2},
@@ -109,12 +112,44 @@ def test_study_config_needs_four_checkpoints_and_distinct_datasets() -> None:
     assert [c[1] for c in study.checkpoints()] == [0, 1, 2, 3]
     with pytest.raises(ConfigError, match=r"study\.yaml.*at least 4"):
         build_study_config(
-            {**good, "families": {"ft": ["hf:a", "hf:b", "hf:c"]}}, source="study.yaml"
+            {**good, "series": {"ft": ["hf:a", "hf:b", "hf:c"]}}, source="study.yaml"
         )
     with pytest.raises(ConfigError, match="both in- and out-of-distribution"):
         build_study_config({**good, "out_of_distribution": ["x", "y"]}, source="s")
     with pytest.raises(ConfigError, match=r"evaluation.*n"):
         build_study_config({**good, "evaluation": {"n": 0}}, source="s")
+
+
+def test_a_study_file_in_the_old_key_names_reads_as_today_and_keeps_its_folder(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    made = {"folder": "unused", "finetune_steps": [0, 1, 2, 3], "quantize_bits": [32, 8, 6, 4]}
+    rest = {"in_distribution": "x", "out_of_distribution": ["y", "z"], "evaluation": {"n": 2}}
+    mine = {"mine": ["hf:a", "hf:b", "hf:c", "hf:d"]}
+    old = build_study_config({"families": mine, "series": made, **rest}, source="s")
+    assert capsys.readouterr().err.splitlines() == [
+        "note: the study key series (the series to build) is now make_series",
+        "note: the study key families is now series",
+    ]
+    new = build_study_config({"series": mine, "make_series": made, **rest}, source="s")
+    assert old == new and list(new.series) == ["mine", "finetune", "quantize"]
+    assert capsys.readouterr().err == ""
+    # the folder name hashes the keys' first names, as before the rename
+    payload = new.model_dump(mode="json", exclude={"run_id", "series", "make_series"})
+    payload |= {
+        "evaluation": new.evaluation.result_hash(),
+        "families": new.model_dump(mode="json")["series"],
+        "series": new.model_dump(mode="json")["make_series"],
+    }
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    assert new.run_dir().name == f"consistency-{digest[:12]}"
+    with pytest.raises(ConfigError, match="give only series"):
+        build_study_config({"families": mine, "series": mine, **rest}, source="s")
+
+
+def test_a_saved_sign_agreement_with_the_old_column_names_reads_as_today() -> None:
+    old = pl.DataFrame({"family_a": ["ft"], "family_b": ["q"], "pairs_compared": [3]})
+    assert current_columns(old).columns == ["series_a", "series_b", "dataset_pairs"]
 
 
 def test_a_gap_inside_the_series_leaves_the_permutation_test_out_with_its_reason() -> None:

@@ -80,7 +80,7 @@ def _study(n: int, oods: int) -> pl.DataFrame:
     ident = np.linspace(0, 1, n)
     columns = {"id": ident} | {f"o{i}": ident + rng.normal(size=n) for i in range(oods)}
     rows = [
-        {"family": "ft", "position": i, "model": f"m{i}", "dataset": d, "metric": "m", "value": v}
+        {"series": "ft", "position": i, "model": f"m{i}", "dataset": d, "metric": "m", "value": v}
         for d, values in columns.items()
         for i, v in enumerate(values.tolist())
     ]
@@ -107,7 +107,7 @@ def test_the_report_and_the_plan_say_when_significance_is_unreachable() -> None:
     table = partial_correlation_table(_study(7, 5), "id", [f"o{i}" for i in range(5)])
     oods = [f"o{i}" for i in range(5)]
     settings = {
-        "families": {"ft": [f"m{i}" for i in range(7)]},
+        "series": {"ft": [f"m{i}" for i in range(7)]},
         "in_distribution": "id",
         "out_of_distribution": oods,
         "statistics": StudyStatistics(report_metric="m").model_dump(mode="json"),
@@ -119,7 +119,7 @@ def test_the_report_and_the_plan_say_when_significance_is_unreachable() -> None:
         "checkpoints": [],
     }
     page = render_study(_study(7, 5), table, sign_agreement(table), settings, split)
-    assert "significance is UNREACHABLE" in page and "11 checkpoints per family" in page
+    assert "significance is UNREACHABLE" in page and "11 checkpoints per series" in page
     assert page.index("Can this study reach significance?") < page.index("Training split")
     lines = design_lines([reachability("ft", 7, 10)])
     assert lines[0].startswith("Design check: significance is UNREACHABLE")
@@ -133,7 +133,7 @@ def test_the_example_study_can_reach_significance_and_says_so_first() -> None:
     checks = study.design_check()
     assert checks and all(c.reachable for c in checks)
     pairs = math.comb(len(study.out_of_distribution), 2)
-    for family, models in study.families.items():  # by hand: blocks of 2, exact orderings
+    for family, models in study.series.items():  # by hand: blocks of 2, exact orderings
         blocks = math.ceil(len(models) / study.statistics.block_length)
         assert pairs / math.factorial(blocks) <= study.statistics.alpha, family
     assert "alpaca" not in study.out_of_distribution  # no gold answers
@@ -146,4 +146,4 @@ def test_the_closing_note_can_open_with_the_design_check() -> None:
     lines = design_lines([reachability("ft", 7, 3)])
     note = pair_markdown(table, "m", "linear", lines).splitlines()
     assert note[: len(lines)] == lines and note[0].startswith("Design check: significance is UNR")
-    assert note[len(lines)].startswith("| family |")
+    assert note[len(lines)].startswith("| series |")

@@ -27,7 +27,7 @@ def _table() -> pl.DataFrame:
     ]
     return pl.DataFrame(
         [
-            {"family": f, "metric": m, "method": "linear", "ood_a": a, "ood_b": b}
+            {"series": f, "metric": m, "method": "linear", "ood_a": a, "ood_b": b}
             | {"r": r, "significant": s}
             for f, m, a, b, r, s in rows
         ],
@@ -66,7 +66,7 @@ def test_the_pair_matrix_marks_significance_and_reads_on_every_cell() -> None:
 
 def _scores() -> pl.DataFrame:
     rows = [
-        {"family": fam, "position": i, "model": f"{fam}{i}", "dataset": d, "metric": m}
+        {"series": fam, "position": i, "model": f"{fam}{i}", "dataset": d, "metric": m}
         | {"value": None if (fam, i, d) == ("q", 2, "o1") else float(i + j)}
         for fam in ("ft", "q")
         for m in ("acc", "loglik")
@@ -104,7 +104,7 @@ def test_no_text_of_the_pair_matrix_overlaps_another_with_long_named_datasets(k:
     meet though the letters do not, so tick names are compared only with other texts there."""
     oods = [f"a_long_dataset_name_{i}" for i in range(k)]
     rows = [
-        {"family": f, "metric": m, "method": "linear", "ood_a": a, "ood_b": b}
+        {"series": f, "metric": m, "method": "linear", "ood_a": a, "ood_b": b}
         | {"r": -0.99 + 0.13 * i, "significant": i % 2 == 0}
         for f in ("finetune", "quantize")
         for m in ("ref_loglik", "sgs_act", "sgs_bleu")

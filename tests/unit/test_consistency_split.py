@@ -40,7 +40,7 @@ def _assert_apart(training: list[Prompt], evaluation: list[Prompt]) -> None:
 
 def _study(series: dict | None = None, **evaluation: object) -> dict:
     return {
-        "series": {"folder": "unused", **(series or {})},
+        "make_series": {"folder": "unused", **(series or {})},
         "in_distribution": "builtin_triviaqa",
         "out_of_distribution": ["builtin_nq_open", "builtin_hotpotqa"],
         "evaluation": {"preset": "demo", "n": 6, **evaluation},
@@ -55,13 +55,13 @@ def test_the_builtin_training_split_is_apart_from_every_builtin_prompt() -> None
 
 def test_the_default_study_trains_on_its_own_split() -> None:
     study = build_study_config(_study(), source="study.yaml")
-    assert study.series is not None and study.series.training.dataset == BUILTIN_TRAINING
+    assert study.make_series is not None and study.make_series.training.dataset == BUILTIN_TRAINING
     evaluation = load_run_prompts(study.evaluation)
-    split = training_split(study.series, evaluation, None)
+    split = training_split(study.make_series, evaluation, None)
     assert split.name == BUILTIN_TRAINING and len(split.prompts) == 24
     _assert_apart(list(split.prompts), evaluation)
-    assert set(study.families) == {"finetune", "quantize"}
-    assert len(study.families["finetune"]) >= 7  # enough for the block permutation test
+    assert set(study.series) == {"finetune", "quantize"}
+    assert len(study.series["finetune"]) >= 7  # enough for the block permutation test
 
 
 def test_the_example_study_holds_its_id_training_split_out(
@@ -73,12 +73,12 @@ def test_the_example_study_holds_its_id_training_split_out(
     values = yaml.safe_load((ROOT / "examples" / "consistency.yaml").read_text())
     values["evaluation"]["data_dir"] = str(shared_data)  # what `--data-dir` gives it
     study = build_study_config(values, source="examples/consistency.yaml")
-    assert study.series is not None
+    assert study.make_series is not None
     evaluation = load_run_prompts(study.evaluation)
     assert {p.dataset for p in evaluation} >= {study.in_distribution, *study.out_of_distribution}
-    split = training_split(study.series, evaluation, study.evaluation.data_dir)
+    split = training_split(study.make_series, evaluation, study.evaluation.data_dir)
     assert {p.dataset for p in split.prompts} == {study.in_distribution}  # ID training data
-    assert len(split.prompts) == study.series.training.n
+    assert len(split.prompts) == study.make_series.training.n
     _assert_apart(list(split.prompts), evaluation)
 
 
@@ -88,8 +88,8 @@ def test_an_overlapping_training_split_is_refused_naming_the_rows() -> None:
         source="s",
     )
     evaluation = load_run_prompts(study.evaluation)
-    with pytest.raises(ConfigError, match=r"series\.training.*overlaps.*36 rows.*builtin-al1"):
-        training_split(study.series, evaluation, None)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"make_series\.training.*overlaps.*36 rows.*builtin-al1"):
+        training_split(study.make_series, evaluation, None)  # type: ignore[arg-type]
 
 
 def test_the_same_question_under_another_id_is_an_overlap() -> None:
@@ -115,7 +115,7 @@ def test_checkpoints_trained_on_evaluated_prompts_are_refused(tmp_path: Path) ->
     clean = TrainingSplit(BUILTIN_TRAINING, tuple(builtin_training_prompts()))
     # step 1 was made before the series' split took the name split.json: still read
     names = {1: "training_split.json"}
-    families = {
+    series = {
         "ft": [
             _fake_checkpoint(
                 tmp_path / f"step-{i}", leaky if i == 3 else clean, names.get(i, SPLIT_FILE)
@@ -125,7 +125,7 @@ def test_checkpoints_trained_on_evaluated_prompts_are_refused(tmp_path: Path) ->
     }
     study = build_study_config(
         {
-            "families": families,
+            "series": series,
             "in_distribution": "builtin_triviaqa",
             "out_of_distribution": ["builtin_nq_open", "builtin_hotpotqa"],
             "evaluation": {"preset": "demo", "n": 2},
@@ -133,13 +133,13 @@ def test_checkpoints_trained_on_evaluated_prompts_are_refused(tmp_path: Path) ->
         source="s",
     )
     evaluation = load_run_prompts(study.evaluation)
-    with pytest.raises(ConfigError, match=r"families\.ft\[3\].*overlaps the evaluation"):
+    with pytest.raises(ConfigError, match=r"series\.ft\[3\].*overlaps the evaluation"):
         check_training_splits(study, evaluation)
     unrecorded = _fake_checkpoint(tmp_path / "legacy", None)
-    study = study.model_copy(update={"families": {"ft": (*families["ft"][:3], unrecorded)}})
-    with pytest.raises(ConfigError, match=r"families\.ft\[3\].*without a recorded training split"):
+    study = study.model_copy(update={"series": {"ft": (*series["ft"][:3], unrecorded)}})
+    with pytest.raises(ConfigError, match=r"series\.ft\[3\].*without a recorded training split"):
         check_training_splits(study, evaluation)
     rows = check_training_splits(
-        study.model_copy(update={"families": {"ft": tuple(families["ft"][:3])}}), evaluation
+        study.model_copy(update={"series": {"ft": tuple(series["ft"][:3])}}), evaluation
     )
     assert [r["training_split"] for r in rows] == [BUILTIN_TRAINING] * 3

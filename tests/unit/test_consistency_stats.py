@@ -152,7 +152,7 @@ def test_critical_and_detectable_r_match_hand_values() -> None:
 
 def _long(family: str, columns: dict[str, np.ndarray], metric: str = "ref_loglik") -> list:
     return [
-        {"family": family, "position": i, "dataset": d, "metric": metric, "value": float(v)}
+        {"series": family, "position": i, "dataset": d, "metric": metric, "value": float(v)}
         for d, values in columns.items()
         for i, v in enumerate(values)
     ]
@@ -193,7 +193,7 @@ def test_the_table_corrects_the_permutation_p_over_one_family_metric_and_method(
 
 def _cell(family: str, pair: str, r: float, significant: bool, method: str = "linear") -> dict:
     return {
-        "family": family,
+        "series": family,
         "metric": "m",
         "method": method,
         "ood_a": pair,
@@ -217,7 +217,7 @@ def test_sign_agreement_counts_significant_pairs_separately() -> None:
         ]
     )
     row = sign_agreement(table).row(0, named=True)
-    assert (row["pairs_compared"], row["agreeing"], row["share"]) == (4, 2, 0.5)
+    assert (row["dataset_pairs"], row["agreeing"], row["share"]) == (4, 2, 0.5)
     assert (row["significant_pairs"], row["significant_agreeing"]) == (2, 2)
     assert row["significant_share"] == 1.0 and row["method"] == "linear"
 
@@ -249,7 +249,7 @@ def test_the_closing_note_table_has_one_line_per_family_and_pair() -> None:
     lines = pair_markdown(table, "ref_loglik").strip().splitlines()
     assert len(lines) == 2 + 2 * 3  # header, rule, families x pairs
     ft_ab = table.filter(
-        (pl.col("family") == "ft") & (pl.col("ood_a") == "a") & (pl.col("ood_b") == "b")
+        (pl.col("series") == "ft") & (pl.col("ood_a") == "a") & (pl.col("ood_b") == "b")
     )
     r_linear, r_spline = (ft_ab.filter(pl.col("method") == m)["r"][0] for m in ("linear", "spline"))
     assert lines[2].startswith("| ft | a | b | 7 |")
