@@ -11,7 +11,8 @@ without the vLLM environment); (6) the post-scoring stages on a synthetic paper-
 budgeted design's validation replay (``bench/budget.py``) on a synthetic paper grid, the
 same at 8, 48 and 200 prompts per dataset (``bench/budget_scale.py``: coverage, bias and
 false verdicts both ways as the prompt set grows), and a recorded real budgeted run beside
-its full run (``bench/budget_real.py``), when one is.
+its full run (``bench/budget_real.py``), when one is; (9) budgeted runs with the last release
+as a control variate beside the plain design (``bench/budget_baseline.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.budget import main as budget_replay
+from bench.budget_baseline import main as budget_baseline
 from bench.budget_real import main as budget_real
 from bench.budget_scale import main as budget_scale
 from bench.pipelines import agree, compare, run_pipeline, tolerances
@@ -219,6 +221,7 @@ def main() -> int:
     budget_replay([])
     budget_scale([])
     budget_real([])
+    budget_baseline([])
     return 0
 
 

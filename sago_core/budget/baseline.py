@@ -182,11 +182,11 @@ def correlation(
     layout: Layout, values: np.ndarray, baseline: np.ndarray, asked: np.ndarray
 ) -> Control:
     """The control a run's final cells measured (what budget.json records)."""
-    roots = (
+    new, old = (
         estimate_prompts(layout, np.where(asked, v, np.nan), False, asked).root
         for v in (values, baseline)
     )
-    return measured_control(layout, values, baseline, asked, tuple(roots))
+    return measured_control(layout, values, baseline, asked, (new, old))
 
 
 def read_baseline(

@@ -147,3 +147,18 @@ def test_budget_json_and_its_line_name_the_baseline_and_the_correlation() -> Non
         "bleu 1.00, bert 1.00, prob 1.00, ent 1.00, mr 1.00)"
     )
     assert budget_summary(result, design)["baseline"] is None
+
+
+def test_the_replay_prints_every_baseline_and_axis_beside_the_plain_design(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.budget_baseline import main
+
+    out = tmp_path / "table.md"
+    args = ["--prompts", "3", "--replays", "2", "--budgets", "0.2", "--rounds", "1"]
+    assert main([*args, "--markdown", str(out)]) == 0
+    table = out.read_text(encoding="utf-8").splitlines()
+    assert len(table) == 2 + 3 * 6  # header, rule, three baselines x six axes
+    rho = {r.split("|")[1]: float(r.split("|")[4]) for r in table[2:] if "|bleu|" in r}
+    assert rho["strong"] > 0.7 and rho["weak"] < 0.3
+    assert "baseline replay: synthetic paper grid, 3 prompts/dataset" in capsys.readouterr().out
