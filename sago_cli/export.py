@@ -84,7 +84,8 @@ def add_parser(commands: Any) -> None:
         required=True,
         choices=TRAINING_KINDS,
         help="sft: variant prompt -> base answer; dpo: variant prompt, base answer chosen, "
-        "variant answer rejected; pairs: base prompt, variant prompt, base answer (repeatable)",
+        "variant answer rejected; consistency: base prompt, variant prompt, base answer "
+        "(repeatable)",
     )
     training.add_argument(
         "--min-delta",

@@ -90,6 +90,18 @@ def _export(rest: list[str]) -> tuple[list[str], str]:
     return ["generations", *rest], "`sago export RUN` is now `sago export generations RUN`"
 
 
+def _kind(words: list[str]) -> list[str]:
+    """``--kind pairs`` -> ``--kind consistency``, the objective that reads the export."""
+    return [
+        "consistency"
+        if w == "pairs" and at and words[at - 1] in ("--kind", "--training")
+        else w.replace("=pairs", "=consistency")
+        if w in ("--kind=pairs", "--training=pairs")
+        else w
+        for at, w in enumerate(words)
+    ]
+
+
 def _score(rest: list[str]) -> list[str]:
     """``score --generations FILE`` -> ``score FILE``."""
     for at, word in enumerate(rest):
@@ -120,6 +132,9 @@ def modern(argv: list[str], note: Callable[[str], object] | None = None) -> list
     if not argv:
         return argv
     command, rest = argv[0], argv[1:]
+    if command == "export" and _kind(rest) != rest:
+        rest, argv = _kind(rest), [command, *_kind(rest)]
+        say("`sago export training --kind pairs` is now `sago export training --kind consistency`")
     if command in RENAMED:
         words = RENAMED[command]
         if command == "checkpoints":

@@ -66,7 +66,7 @@ def add_parser(commands: Any) -> None:
         default=fields["objective"].default,
         help="sft: the base answer after the variant prompt (reads sft.jsonl); consistency: "
         "a divergence between the next-token distributions after the base and after the "
-        "variant prompt over the base answer, the base side fixed (pairs.jsonl); dpo: base "
+        "variant prompt over the base answer, the base side fixed (consistency.jsonl); dpo: base "
         "answer chosen over the variant's (dpo.jsonl)",
     )
     train.add_argument(

@@ -43,7 +43,7 @@ def _write(folder: Path, name: str, rows: list[dict[str, Any]]) -> None:
 
 def write_export(folder: Path) -> Path:
     """A `sago export --training` folder written by hand: three questions, each with a
-    rewording, in the sft, pairs and dpo formats, and a card."""
+    rewording, in the sft, consistency and dpo formats, and a card."""
     folder.mkdir(parents=True)
     (folder / "README.md").write_text("# sago training data: hand-written\n", encoding="utf-8")
     _write(
@@ -53,7 +53,7 @@ def write_export(folder: Path) -> Path:
     )
     _write(
         folder,
-        "pairs.jsonl",
+        "consistency.jsonl",
         [
             {"prompt": _user(v), "completion": _assistant(a), "base_prompt": _user(b)}
             for b, v, a in QUESTIONS

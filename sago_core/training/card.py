@@ -20,7 +20,7 @@ CARD_FILE = "README.md"
 FORMATS = {
     "sft": "prompt-completion (conversational): `prompt`, `completion`",
     "dpo": "preference with explicit prompt (conversational): `prompt`, `chosen`, `rejected`",
-    "pairs": "prompt-completion (conversational) plus `base_prompt` and the ids "
+    "consistency": "prompt-completion (conversational) plus `base_prompt` and the ids "
     "`dataset`, `prompt_id`, `variant_id`, `family`",
 }
 

@@ -18,8 +18,6 @@ OBJECTIVES: tuple[str, ...] = (SFT_OBJECTIVE, CONSISTENCY_OBJECTIVE, DPO_OBJECTI
 Divergence = Literal["js", "kl"]
 # The learning-rate schedules offered (transformers' names); warm-up steps come first.
 Schedule = Literal["constant", "linear", "cosine"]
-# The export file each objective trains on (sago export --training KIND).
-DATA_KIND = {SFT_OBJECTIVE: "sft", CONSISTENCY_OBJECTIVE: "pairs", DPO_OBJECTIVE: "dpo"}
 # Every attention and MLP projection of a Llama-family block.
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -65,10 +63,6 @@ class TrainConfig(StrictModel):
         if not value or any(not m.strip() for m in value):
             raise ValueError("name at least one module, e.g. q_proj,v_proj")
         return value
-
-    @property
-    def data_kind(self) -> str:
-        return DATA_KIND[self.objective]
 
     def settings(self) -> dict[str, Any]:
         """What determines the trained weights (paths excluded): the resume check's key."""

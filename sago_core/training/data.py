@@ -60,11 +60,13 @@ def data_path(config: TrainConfig) -> Path:
     folder = config.data
     if not (folder / CARD_FILE).is_file():
         raise ConfigError(f"{folder}: not a `sago export training` folder (no {CARD_FILE})")
-    path = folder / data_file(config.data_kind)
+    path = folder / data_file(config.objective)  # each objective reads the kind named after it
+    if not path.is_file() and config.objective == CONSISTENCY_OBJECTIVE:
+        path = folder / data_file("pairs")  # an export written before the kind took that name
     if not path.is_file():
         raise ConfigError(
-            f"{folder}: objective {config.objective} reads {path.name}; export it with "
-            f"`sago export training RUN --kind {config.data_kind} --out {folder}`"
+            f"{folder}: objective {config.objective} reads {data_file(config.objective)}; export "
+            f"it with `sago export training RUN --kind {config.objective} --out {folder}`"
         )
     return path
 

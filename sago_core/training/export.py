@@ -1,4 +1,4 @@
-"""``sago export <run> --training KIND --out FOLDER``: training data from a finished run, in
+"""``sago export training RUN --kind KIND --out FOLDER``: training data from a finished run, in
 TRL's own conversational dataset formats (JSON Lines, one example a line).
 
 - ``sft``: TRL's *prompt-completion* type. The variant prompt with the base's answer as the
@@ -8,8 +8,9 @@ TRL's own conversational dataset formats (JSON Lines, one example a line).
   answer chosen, the variant's own answer rejected: ``{"prompt": [user VARIANT], "chosen":
   [assistant BASE_ANSWER], "rejected": [assistant VARIANT_ANSWER]}``; only where the variant's
   answer differs from the base's (a preference between equal texts teaches nothing).
-- ``pairs``: the input of a consistency loss between the two prompts: the prompt-completion
-  fields of ``sft`` plus ``base_prompt`` (the base question as a user message) and the ids
+- ``consistency``: what ``sago train --objective consistency`` reads (the kind is named after
+  that objective, as ``sft`` and ``dpo`` are; it was ``pairs``): the prompt-completion fields
+  of ``sft`` plus ``base_prompt`` (the base question as a user message) and the ids
   (``dataset``, ``prompt_id``, ``variant_id``, ``family``).
 
 Which instances become examples, in this order (each drop is counted on the card):
@@ -38,8 +39,8 @@ from sago_core.training.card import CARD_FILE, data_file, training_card
 from sago_core.training.split import SPLIT_FILE, Split, SplitSpec, draw_split
 from sago_core.vocabulary import AXES, MAIN_EPSILON
 
-SFT, DPO, PAIRS = "sft", "dpo", "pairs"
-KINDS = (SFT, DPO, PAIRS)
+SFT, DPO, CONSISTENCY = "sft", "dpo", "consistency"
+KINDS = (SFT, DPO, CONSISTENCY)
 IDS = ("dataset", "prompt_id", "variant_id", "family")
 # Why an instance is not an example, in the order the filters apply.
 HELD_OUT_CELL = "held-out split cell (prompt, family or dataset)"
@@ -110,7 +111,7 @@ def examples(kind: str, kept: pl.DataFrame) -> list[dict[str, Any]]:
                     "rejected": _assistant(r["variant_answer"]),
                 }
             )
-        elif kind == PAIRS:
+        elif kind == CONSISTENCY:
             rows.append(
                 {
                     "prompt": _user(r["variant_prompt"]),

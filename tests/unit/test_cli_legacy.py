@@ -62,6 +62,10 @@ OLD_AND_NEW = [
         ["export", "training", "R", "--kind=sft", "--out", "d"],
     ),
     (
+        ["export", "training", "R", "--kind", "pairs", "--kind=sft", "--out", "d"],
+        ["export", "training", "R", "--kind", "consistency", "--kind=sft", "--out", "d"],
+    ),
+    (
         ["score", "--generations", "a.csv", "--family", "noise"],
         ["score", "a.csv", "--family", "noise"],
     ),

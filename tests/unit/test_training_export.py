@@ -121,11 +121,11 @@ def _check_trl_conversational(rows: list[dict[str, Any]], fields: tuple[str, ...
 
 
 def test_each_format_row_by_row(run_dir: Path, tmp_path: Path) -> None:
-    out = export_training(run_dir, tmp_path / "train", ["sft", "dpo", "pairs"])
+    out = export_training(run_dir, tmp_path / "train", ["sft", "dpo", "consistency"])
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md",
+        "consistency.jsonl",
         "dpo.jsonl",
-        "pairs.jsonl",
         "sft.jsonl",
         "split.json",
     ]
@@ -143,7 +143,7 @@ def test_each_format_row_by_row(run_dir: Path, tmp_path: Path) -> None:
             "rejected": _assistant("Lyon"),
         }
     ]
-    assert _lines(out / "pairs.jsonl")[1] == {
+    assert _lines(out / "consistency.jsonl")[1] == {
         "prompt": _user("Describe a  sunset."),
         "completion": _assistant("Orange light fades."),
         "base_prompt": _user("Describe a sunset."),
@@ -154,7 +154,9 @@ def test_each_format_row_by_row(run_dir: Path, tmp_path: Path) -> None:
     }
     _check_trl_conversational(_lines(out / "sft.jsonl"), ("prompt", "completion"))
     _check_trl_conversational(_lines(out / "dpo.jsonl"), ("prompt", "chosen", "rejected"))
-    _check_trl_conversational(_lines(out / "pairs.jsonl"), ("prompt", "completion", "base_prompt"))
+    _check_trl_conversational(
+        _lines(out / "consistency.jsonl"), ("prompt", "completion", "base_prompt")
+    )
     message = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
     for kind, fields in (("sft", ("prompt", "completion")), ("dpo", ("prompt", "chosen"))):
         table = pa_json.read_json(out / f"{kind}.jsonl")
@@ -252,7 +254,7 @@ def test_bad_inputs_are_refused_in_one_line(run_dir: Path, tmp_path: Path) -> No
         Filters({"tone": 0.1})
     with pytest.raises(ConfigError, match="no sft example is left after the filters"):
         select_training(run_dir, ["sft"], SplitSpec(), Filters({"bleu": 0.95}))
-    with pytest.raises(ConfigError, match="choose from sft, dpo, pairs"):
+    with pytest.raises(ConfigError, match="choose from sft, dpo, consistency"):
         select_training(run_dir, ["kto"], SplitSpec(), Filters())
     with pytest.raises(ConfigError, match="--model hf:other: not in the run"):
         select_training(run_dir, ["sft"], SplitSpec(), Filters(), "hf:other")

@@ -111,9 +111,9 @@ def test_data_that_is_not_an_export_and_bad_settings_are_refused(
     assert _train(tmp_path / "nowhere", model, tmp_path / "out") == 2
     assert "not a `sago export training` folder" in capsys.readouterr().err
     data = write_export(tmp_path / "export")
-    (data / "pairs.jsonl").unlink()
+    (data / "consistency.jsonl").unlink()
     assert _train(data, model, tmp_path / "out") == 2
-    assert "objective consistency reads pairs.jsonl" in capsys.readouterr().err
+    assert "objective consistency reads consistency.jsonl" in capsys.readouterr().err
     assert _train(data, model, tmp_path / "out", "--objective", "sft", "--steps", "0") == 2
     assert capsys.readouterr().err.strip() == (
         "sago: error: --steps: Input should be greater than or equal to 1"

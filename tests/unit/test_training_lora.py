@@ -169,22 +169,35 @@ def test_unknown_lora_modules_are_named_with_the_models_own(
 def test_a_bad_row_is_named_by_file_row_and_field(data: Path, tmp_path: Path) -> None:
     from sago_core.training.data import load_examples
 
-    rows = (data / "pairs.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = (data / "consistency.jsonl").read_text(encoding="utf-8").splitlines()
     broken = json.loads(rows[1])
     broken["base_prompt"] = "How many legs?"
-    (data / "pairs.jsonl").write_text(
+    (data / "consistency.jsonl").write_text(
         "\n".join([rows[0], json.dumps(broken), rows[2]]) + "\n", encoding="utf-8"
     )
     config = TrainConfig(model="hf:x", data=data, out=tmp_path / "out", objective="consistency")
     with pytest.raises(InputError) as caught:
         load_examples(config)
     assert str(caught.value) == (
-        f"file {data / 'pairs.jsonl'}, row 2, column 'base_prompt': must be a non-empty list "
+        f"file {data / 'consistency.jsonl'}, row 2, column 'base_prompt': must be a non-empty list "
         "of {role, content} messages"
     )
     missing = TrainConfig(model="hf:x", data=tmp_path, out=tmp_path / "out")
     with pytest.raises(ConfigError, match="not a `sago export training` folder"):
         load_examples(missing)
+
+
+def test_an_export_written_before_the_kind_was_named_consistency_still_trains(
+    data: Path, tmp_path: Path
+) -> None:
+    from sago_core.training.data import data_identity, load_examples
+
+    today = TrainConfig(model="hf:x", data=data, out=tmp_path / "out", objective="consistency")
+    examples, identity = load_examples(today), data_identity(today)
+    (data / "consistency.jsonl").rename(data / "pairs.jsonl")  # the file's name until then
+    assert load_examples(today) == examples and len(examples) == 3
+    assert all(e.base_prompt for e in examples)
+    assert data_identity(today) == identity  # the same bytes: a saved training resumes
 
 
 def test_a_folder_holding_another_training_is_refused(data: Path, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ def exported(tmp_path: Path) -> Path:
     schema = instances_schema()
     write_parquet(pl.DataFrame(ROWS, schema=schema), run / "instances.parquet", schema)
     (run / "manifest.json").write_text(json.dumps({"run_id": "demo-abc"}), encoding="utf-8")
-    return export_training(run, tmp_path / "train", ["sft", "dpo", "pairs"])
+    return export_training(run, tmp_path / "train", ["sft", "dpo", "consistency"])
 
 
 @pytest.mark.slow
@@ -42,7 +42,7 @@ def test_the_exported_files_train_one_step_in_trls_sft_and_dpo_trainers(
         path = str(exported / f"{kind}.jsonl")
         return load_dataset("json", data_files=path, split="train", cache_dir=str(tmp_path))
 
-    rows = {"sft": 2, "dpo": 1, "pairs": 2}  # test_training_export.py's expected examples
+    rows = {"sft": 2, "dpo": 1, "consistency": 2}  # test_training_export.py's expected examples
     for kind, n in rows.items():
         data = dataset(kind)
         assert data.num_rows == n, kind  # type: ignore[attr-defined]
