@@ -69,6 +69,8 @@ POOLED = "__pooled__"
 # The base prompt asked again: its deltas are the noise floor, never part of a score.
 REPLAY_FAMILY = "replay"
 REPLAY_VARIANT_ID = "replay:base:0:global"
+# What a variant is, beside its id: the columns every variant row carries.
+VARIANT_COLUMNS = ("family", "subtype", "strength", "position")
 # The variant family that asks the prompt in another language (variants/language.py; its
 # subtype is the language code), and the language of the prompts themselves.
 LANGUAGE_FAMILY = "language"

@@ -22,7 +22,7 @@ from sago_core.artifacts.layout import SUMMARY_FILE, model_slug
 from sago_core.artifacts.store import write_text
 from sago_core.config.places import public_model
 from sago_core.external.hf_dataset import empty_folder, instances_frame, run_manifest
-from sago_core.vocabulary import AXES
+from sago_core.vocabulary import AXES, VARIANT_COLUMNS
 
 INSPECT = "inspect"  # the export format's name
 LOG_VERSION = 2  # inspect_ai's EvalLog.version
@@ -31,10 +31,7 @@ SUMMARY_METRICS = ("sgs", "ci_low", "ci_high", "n")
 META_COLUMNS = (
     "prompt_id",
     "variant_id",
-    "family",
-    "subtype",
-    "strength",
-    "position",
+    *VARIANT_COLUMNS,
     "base_prompt",
     "base_answer",
     "base_correct",

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from sago_core.artifacts.schemas import PAIRED_BASE
 from sago_core.config import ALL_POSITIONS
 from sago_core.registry.families import families
-from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY, VARIANT_COLUMNS
 
 REQUIRED = ("dataset", "prompt_id", "variant_id", "prompt_text", "response_text")
-VARIANT_COLUMNS = ("family", "subtype", "strength", "position")
 OPTIONAL = (
     *VARIANT_COLUMNS,
     "model",

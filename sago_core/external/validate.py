@@ -23,7 +23,7 @@ from sago_core.external.schema import (
     known_families,
     parse_variant_id,
 )
-from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY, VARIANT_COLUMNS
 
 
 def _blank(value: Any) -> bool:
@@ -132,7 +132,7 @@ def _variant(record: Record, variant_id: str, file: str, row: int) -> VariantKey
     are given they must agree."""
     parsed = parse_variant_id(variant_id)
     fields: dict[str, Any] = {}
-    for index, column in enumerate(("family", "subtype", "strength", "position")):
+    for index, column in enumerate(VARIANT_COLUMNS):
         given = record.get(column)
         from_id = parsed[index] if parsed else None
         if _blank(given):

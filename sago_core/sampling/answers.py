@@ -25,7 +25,7 @@ import polars as pl
 
 from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
 from sago_core.sampling.distances import PairDistances, from_matrices
-from sago_core.vocabulary import BASE_VARIANT_ID
+from sago_core.vocabulary import BASE_VARIANT_ID, VARIANT_COLUMNS
 
 PROMPT_KEY = ("model", "dataset", "prompt_id")
 # (hypotheses, references) -> similarities, one per pair, on the axis' own scale
@@ -97,9 +97,7 @@ def group_samples(samples: pl.DataFrame) -> list[PromptSamples]:
                 f"'{BASE_VARIANT_ID}' samples"
             )
         variant_rows = {
-            vid: {
-                c: rows[0][c] for c in ("family", "subtype", "strength", "position", "prompt_text")
-            }
+            vid: {c: rows[0][c] for c in (*VARIANT_COLUMNS, "prompt_text")}
             for vid, rows in by_text.items()
         }
         out.append(

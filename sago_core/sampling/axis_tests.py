@@ -60,7 +60,7 @@ from sago_core.sampling.permutation import (
 from sago_core.sampling.spread import DEFAULT_THRESHOLD, compare_spread
 from sago_core.statistics.correctness import is_correct
 from sago_core.statistics.intervals import stable_seed
-from sago_core.vocabulary import BASE_VARIANT_ID, LANGUAGE_FAMILY, SCALES
+from sago_core.vocabulary import BASE_VARIANT_ID, LANGUAGE_FAMILY, SCALES, VARIANT_COLUMNS
 
 TEXT_AXES = ("bleu", "bert")
 TEACHER_FORCED = {"prob": "logprob", "ent": "mean_entropy"}  # axis -> sample_analysis column
@@ -363,7 +363,7 @@ def sampling_tests(
                 "dataset": prompt.dataset,
                 "prompt_id": prompt.prompt_id,
                 "variant_id": vid,
-                **{c: row[c] for c in ("family", "subtype", "strength", "position")},
+                **{c: row[c] for c in VARIANT_COLUMNS},
                 **_flip_fields(prompt, vid, refs, no_refs),
                 **_spread_fields(texts["bert"], prompt, vid, cross_language, spread_threshold),
             }

@@ -22,7 +22,7 @@ import polars as pl
 from sago_core.artifacts.schemas import DELTAS, conform
 from sago_core.registry.axes import axes_for
 from sago_core.sampling.axis_tests import SAMPLED_AXES, TEXT_AXES
-from sago_core.vocabulary import NON_FINITE
+from sago_core.vocabulary import NON_FINITE, VARIANT_COLUMNS
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 KEPT_AXES = ("act",)
@@ -65,9 +65,7 @@ def excess_deltas(tests: pl.DataFrame, deltas: pl.DataFrame) -> pl.DataFrame:
     (variant, registered axis of the run), in deltas' order."""
     if tests.is_empty():
         return conform(deltas.filter(pl.col("axis").is_in(list(KEPT_AXES))), DELTAS)
-    variants = tests.select([*KEY, "family", "subtype", "strength", "position"]).unique(
-        maintain_order=True
-    )
+    variants = tests.select([*KEY, *VARIANT_COLUMNS]).unique(maintain_order=True)
     present = variants["family"].unique().to_list()
     frames = []
     sampled = _sampled(tests)

@@ -23,11 +23,10 @@ import polars as pl
 from sago_core.artifacts.schemas import DELTAS, conform
 from sago_core.axes.reasoning import with_answers
 from sago_core.registry.axes import axes_for
-from sago_core.vocabulary import BASE_VARIANT_ID, NON_FINITE
+from sago_core.vocabulary import BASE_VARIANT_ID, NON_FINITE, VARIANT_COLUMNS
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 PROMPT_KEY = ["model", "dataset", "prompt_id"]
-VARIANT_COLUMNS = ["family", "subtype", "strength", "position"]
 
 
 def compute_deltas(
@@ -52,9 +51,11 @@ def _variant_rows(
     """One row per variant with every measurement of it and of its prompt's base."""
     is_base = pl.col("variant_id") == BASE_VARIANT_ID
     variants = generations.filter(~is_base).select(
-        KEY
-        + VARIANT_COLUMNS
-        + [pl.col("failure_reason").alias("variant_failure"), "thinking", "answer_text"]
+        *KEY,
+        *VARIANT_COLUMNS,
+        pl.col("failure_reason").alias("variant_failure"),
+        "thinking",
+        "answer_text",
     )
     base_failures = generations.filter(is_base).select(
         [
@@ -99,12 +100,10 @@ def _axis_deltas(
         .otherwise(None)
     )
     return wide.select(
-        KEY
-        + VARIANT_COLUMNS
-        + [
-            pl.lit(axis).alias("axis"),
-            delta.alias("delta"),
-            (delta / scale).alias("delta_norm"),
-            missing.alias("missing_reason"),
-        ]
+        *KEY,
+        *VARIANT_COLUMNS,
+        pl.lit(axis).alias("axis"),
+        delta.alias("delta"),
+        (delta / scale).alias("delta_norm"),
+        missing.alias("missing_reason"),
     )

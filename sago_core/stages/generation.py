@@ -38,7 +38,7 @@ from sago_core.backends.target import ModelTarget
 from sago_core.config import GenerationSettings
 from sago_core.data.prompt import split_source
 from sago_core.sample_seeds import sample_seed
-from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_FAMILY, BASE_VARIANT_ID, REPLAY_FAMILY, VARIANT_COLUMNS
 
 log = logging.getLogger("sago.generation")
 
@@ -66,14 +66,7 @@ def generation_requests(prompts: pl.DataFrame, variants: pl.DataFrame) -> pl.Dat
         pl.col("prompt").alias("prompt_text"),
     )
     kept = variants.filter(pl.col("kept")).select(
-        "dataset",
-        "prompt_id",
-        "variant_id",
-        "family",
-        "subtype",
-        "strength",
-        "position",
-        pl.col("text").alias("prompt_text"),
+        "dataset", "prompt_id", "variant_id", *VARIANT_COLUMNS, pl.col("text").alias("prompt_text")
     )
     return pl.concat([base, kept]).sort(["dataset", "prompt_id", "variant_id"])
 

@@ -42,13 +42,13 @@ from sago_core.vocabulary import (
     LANGUAGE_FAMILY,
     NON_FINITE,
     REPLAY_FAMILY,
+    VARIANT_COLUMNS,
 )
 
 KEY = ["model", "dataset", "prompt_id", "variant_id"]
 PROMPT_KEY = ["model", "dataset", "prompt_id"]
 NO_ANSWER = "no answer to judge (a failed request, or a reasoning block that never closed)"
 NO_REFERENCE_WORDS = "the reference answers hold no words once normalised"
-VARIANT_COLUMNS = ["family", "subtype", "strength", "position"]
 MR_INTENSITY_AT_K = (
     "not defined at K > 1: graded on one sampled answer; d_mr is the mirroring excess over "
     "all samples"

@@ -68,7 +68,7 @@ from sago_core.statistics.axis_structure import REDUNDANT_RHO
 from sago_core.statistics.paired import DEFAULT_MARGIN
 from sago_core.statistics.paired_runs import compare_paired, sampling_settings
 from sago_core.statistics.tails import ALL_FAMILIES
-from sago_core.vocabulary import AXES, POOLED
+from sago_core.vocabulary import AXES, POOLED, VARIANT_COLUMNS
 
 CARD_VERSION = 1
 WORST = 3
@@ -148,7 +148,7 @@ def _worst(run_dir: Path, model: str) -> dict[str, Any]:
         pl.col("variant_rms").is_not_null()
     )
     worst = ranked.sort("variant_rms", descending=True, maintain_order=True).head(WORST)
-    keep = ["dataset", "prompt_id", "variant_id", "family", "subtype", "strength", "position"]
+    keep = ["dataset", "prompt_id", "variant_id", *VARIANT_COLUMNS]
     keep += [*INSTANCE_TEXTS, *deltas, "mr_intensity", "variant_rms"]
     rows = worst.select([c for c in keep if c in worst.columns]).to_dicts()
     return {"available": True, "note": None, "rows": rows}
