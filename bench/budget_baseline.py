@@ -11,7 +11,9 @@ recorded run of the last release) or, without one, releases made from the new on
   0.1)): a release of the same family;
 - ``strong, other prompts``: the same share kept, the rest from a cell of the same stratum
   at any prompt of the dataset (a harsher release: what changed is unrelated to the prompt);
-- ``weak``: 10% of the cells kept, the rest as in the line above (correlation ~0.1).
+- ``weak``: 10% of the cells kept, the rest as in the line above (correlation ~0.1);
+
+and ``none (plain)``, the plain design on the same seeded designs.
 
 Per baseline, budget and axis, over the same seeded designs as the plain replay: ``rho``
 the correlation of the linearised cells between the two full grids (what the planner
@@ -38,7 +40,7 @@ from sago_core.budget.cells import GridValues, grid_from_deltas
 from sago_core.budget.design import Layout, draw_design
 from sago_core.budget.estimate import Z95, Estimate, full_scores
 from sago_core.budget.planner import allocated_half_widths, variance_components
-from sago_core.budget.schedule import budget_cells, make_schedule
+from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, run_budgeted
 from sago_core.vocabulary import EPSILONS
 
@@ -83,14 +85,18 @@ def rows(
     name: str,
     fraction: float,
     rounds: int,
-    baseline: np.ndarray,
+    baseline: np.ndarray | None,
     plain: list[BudgetResult],
     runs: list[BudgetResult],
 ) -> list[tuple]:
     schedule = make_schedule(gv.grid, budget_cells(gv.grid.cells, fraction, None), rounds)
     layout = schedule.layout
     components = {a: variance_components(layout, gv.values[:, k]) for k, a in enumerate(gv.axes)}
-    planned = planned_components(components, layout, gv.values, baseline, gv.axes)
+    planned = (
+        components
+        if baseline is None
+        else planned_components(components, layout, gv.values, baseline, gv.axes)
+    )
     per_prompt = float(np.mean([r.cells for r in runs])) / sum(schedule.prompts)
     predicted = allocated_half_widths(
         planned, min(schedule.prompts), per_prompt, rounds=schedule.rounds
@@ -98,8 +104,10 @@ def rows(
     every = np.ones(len(layout.stratum), dtype=bool)
     out = []
     for k, axis in enumerate(gv.axes):
-        roots = (full_scores(layout, gv.values[:, k]), full_scores(layout, baseline[:, k]))
-        rho = measured_control(layout, gv.values[:, k], baseline[:, k], every, roots).rho
+        rho = float("nan")
+        if baseline is not None:
+            roots = (full_scores(layout, gv.values[:, k]), full_scores(layout, baseline[:, k]))
+            rho = measured_control(layout, gv.values[:, k], baseline[:, k], every, roots).rho
         t = truth[axis]
         est = np.array([_estimate(r, axis).value for r in runs])
         hw = np.array([_estimate(r, axis).half_width() for r in runs])
@@ -163,9 +171,16 @@ def main(argv: list[str] | None = None) -> int:
     table = [COLUMNS]
     print("  ".join(f"{c:>10}" for c in COLUMNS), flush=True)
     for fraction in (float(f) for f in args.budgets.split(",")):
-        plain = replay(gv, fraction, args.rounds, args.replays, None)
-        for name, values in baselines.items():
-            runs = replay(gv, fraction, args.rounds, args.replays, values)
+        try:
+            plain = replay(gv, fraction, args.rounds, args.replays, None)
+        except BudgetTooSmall as exc:  # a small grid's low budgets: no design to replay
+            print(f"{fraction:>6.0%} refused: {exc}")
+            continue
+        every: dict[str, np.ndarray | None] = {"none (plain)": None, **baselines}
+        for name, values in every.items():
+            runs = (
+                plain if values is None else replay(gv, fraction, args.rounds, args.replays, values)
+            )
             found = rows(gv, truth, name, fraction, args.rounds, values, plain, runs)
             table.extend(found)
             print("\n".join("  ".join(f"{c:>10}" for c in r) for r in found), flush=True)

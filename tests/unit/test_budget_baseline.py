@@ -158,7 +158,18 @@ def test_the_replay_prints_every_baseline_and_axis_beside_the_plain_design(
     args = ["--prompts", "3", "--replays", "2", "--budgets", "0.2", "--rounds", "1"]
     assert main([*args, "--markdown", str(out)]) == 0
     table = out.read_text(encoding="utf-8").splitlines()
-    assert len(table) == 2 + 3 * 6  # header, rule, three baselines x six axes
+    assert len(table) == 2 + 4 * 6  # header, rule, the plain design and three baselines x six axes
     rho = {r.split("|")[1]: float(r.split("|")[4]) for r in table[2:] if "|bleu|" in r}
     assert rho["strong"] > 0.7 and rho["weak"] < 0.3
     assert "baseline replay: synthetic paper grid, 3 prompts/dataset" in capsys.readouterr().out
+
+
+def test_the_baseline_on_the_command_line_needs_a_budget() -> None:
+    from sago_cli.main import build_parser
+    from sago_cli.run import config_from_args
+
+    parse = build_parser().parse_args
+    config = config_from_args(parse(["run", "--budget", "0.05", "--baseline", "runs/last"]))
+    assert config.budget is not None and config.budget.baseline == "runs/last"
+    with pytest.raises(ConfigError, match="--baseline runs/last: give --budget too"):
+        config_from_args(parse(["run", "--baseline", "runs/last"]))
