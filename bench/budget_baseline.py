@@ -17,8 +17,8 @@ and ``none (plain)``, the plain design on the same seeded designs.
 
 Per baseline, budget and axis, over the same seeded designs as the plain replay: ``rho``
 the correlation of the linearised cells between the two full grids (what the planner
-uses), ``cover`` the share of intervals holding the full grid's pooled SGS, ``|bias|/SE``
-the mean error over the mean standard error, ``agree`` the share of runs whose verdict at
+uses), ``cover`` the share of intervals holding the full grid's pooled SGS, ``bias/SE``
+|the mean error| over the mean standard error, ``agree`` the share of runs whose verdict at
 each eps (the stopping rule's) equals the full grid's t-test verdict (the lowest over the
 eps), ``width`` the mean half-width over the plain design's, and ``pred/real`` the
 planner's predicted half-width with the baseline over the realised one.
@@ -44,7 +44,7 @@ from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedul
 from sago_core.budget.sequential import BudgetResult, run_budgeted
 from sago_core.vocabulary import EPSILONS
 
-COLUMNS = ("baseline", "budget", "axis", "rho", "cover", "|bias|/SE", "agree", "width", "pred/real")
+COLUMNS = ("baseline", "budget", "axis", "rho", "cover", "bias/SE", "agree", "width", "pred/real")
 
 
 def release(
