@@ -20,13 +20,11 @@ from sago_core.statistics.tails import ALL_FAMILIES
 
 SWEEP_CARD_KIND = "sweep"  # card.json's "kind"
 
-SWEEP_CELLS = ("sgs", "ci_low", "ci_high", "ci_missing_reason", "missing_reason")
-SHARE_CELLS = (
-    "prompt_share",
-    "prompt_share_ci_low",
-    "prompt_share_ci_high",
-    "prompt_share_missing_reason",
-    "prompt_share_ci_missing_reason",
+# A cell's value, interval, the value's reason and the interval's reason (``_cell``).
+SGS_KEYS = ("sgs", "ci_low", "ci_high", "missing_reason", "ci_missing_reason")
+SHARE_KEYS = tuple(
+    f"prompt_share{part}"
+    for part in ("", "_ci_low", "_ci_high", "_missing_reason", "_ci_missing_reason")
 )
 
 
@@ -54,7 +52,7 @@ def build_sweep_card(sweep_dir: Path) -> dict[str, Any]:
                     "run_id": first["run_id"],
                     "measure": first["measure"],
                     "axes": {
-                        r["axis"]: {c: r[c] for c in (*SWEEP_CELLS, *SHARE_CELLS)}
+                        r["axis"]: {c: r[c] for c in (*SGS_KEYS, *SHARE_KEYS)}
                         for r in at.iter_rows(named=True)
                     },
                 }
@@ -97,13 +95,6 @@ def _reason_notes(label: str, why: Reasons, axes: list[str]) -> list[str]:
         f"{label}, {'every axis' if sorted(on) == sorted(axes) else ', '.join(on)}: {reason}"
         for reason, on in why.items()
     ]
-
-
-SGS_KEYS = ("sgs", "ci_low", "ci_high", "missing_reason", "ci_missing_reason")
-SHARE_KEYS = tuple(
-    f"prompt_share{part}"
-    for part in ("", "_ci_low", "_ci_high", "_missing_reason", "_ci_missing_reason")
-)
 
 
 def sweep_blocks(card: dict[str, Any]) -> list[Block]:
