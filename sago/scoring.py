@@ -94,12 +94,12 @@ def score(
 ) -> RunResult:
     """Score ``generations`` (a file, or a folder of the reference code's results) and
     return the finished run. ``model``: a local ``BACKEND:ID`` whose teacher-forced pass
-    adds Act, Prob and Ent; ``settings``: those of ``score_inputs``: ``format`` (the file's
-    format; default: from its content), ``columns`` (``schema=file`` column pairs,
-    ``prompt_text=question,response_text=out``), ``family``/``subtype`` (where the file does
-    not carry them), ``base_where`` (which rows are each sample's base: DOVE dimensions, or
-    ``task=NAME`` for lm-eval and inspect logs), ``preset``, ``config`` and config keys
-    (``runs_dir``, ``run_id``, ``bertscore``, ...)."""
+    adds Act, Prob and Ent; ``settings``, checked by ``sago.scoring.score_inputs``:
+    ``format`` (the file's format; default: from its content), ``columns`` (``schema=file``
+    column pairs, ``prompt_text=question,response_text=out``), ``family``/``subtype`` (where
+    the file does not carry them), ``base_where`` (which rows are each sample's base: DOVE
+    dimensions, or ``task=NAME`` for lm-eval and inspect logs), ``preset``, ``config`` and
+    config keys (``runs_dir``, ``run_id``, ``bertscore``, ...)."""
     from sago_core.backends.hub_check import require_models
     from sago_core.backends.model_source import parse_model_spec, resolve_local_model
     from sago_core.errors import InputError
