@@ -11,6 +11,7 @@ import difflib
 import io
 import json
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -95,29 +96,22 @@ def _read_parquet(path: Path) -> list[Record]:
 
 def require_text(record: Record, column: str, *, file: Path, row: int) -> str:
     """A non-empty string field, or an error naming file, row and column."""
+    bad = partial(InputError, file=str(file), row=row, column=column)
     if column not in record:
         close = difflib.get_close_matches(column, [str(k) for k in record], n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise InputError(
-            f"missing column (columns present: {sorted(record)}){hint}",
-            file=str(file),
-            row=row,
-            column=column,
-        )
+        raise bad(f"missing column (columns present: {sorted(record)}){hint}")
     value = record[column]
     if not isinstance(value, str):
-        raise InputError(
-            f"must be text, got {type(value).__name__}", file=str(file), row=row, column=column
-        )
+        raise bad(f"must be text, got {type(value).__name__}")
     if "\x00" in value:
-        raise InputError("contains a NUL byte", file=str(file), row=row, column=column)
+        raise bad("contains a NUL byte")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        message = f"holds a lone surrogate at character {exc.start} (not valid Unicode)"
-        raise InputError(message, file=str(file), row=row, column=column) from exc
+        raise bad(f"holds a lone surrogate at character {exc.start} (not valid Unicode)") from exc
     if not value.strip():
-        raise InputError("is empty", file=str(file), row=row, column=column)
+        raise bad("is empty")
     return value.strip()
 
 

@@ -21,6 +21,7 @@ import itertools
 import json
 import math
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ def is_lite(columns: set[str]) -> bool:
 
 def _struct(value: Any, file: str, row: int, column: str, required: bool = True) -> Any:
     """A nested field: a struct (dict) or list as read, or JSON text of one (DOVE's CSV)."""
+    bad = partial(InputError, file=file, row=row, column=column)
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         text = value.strip()
         try:
@@ -58,21 +60,11 @@ def _struct(value: Any, file: str, row: int, column: str, required: bool = True)
             try:  # a CSV written from Python dicts holds their repr
                 value = ast.literal_eval(text)
             except (ValueError, SyntaxError):
-                raise InputError(
-                    f"is neither a struct nor JSON text of one: {exc.msg}",
-                    file=file,
-                    row=row,
-                    column=column,
-                ) from exc
+                raise bad(f"is neither a struct nor JSON text of one: {exc.msg}") from exc
     if value is None and not required:
         return None
     if not isinstance(value, dict):
-        raise InputError(
-            f"must be a struct (or JSON text of one), got {type(value).__name__}",
-            file=file,
-            row=row,
-            column=column,
-        )
+        raise bad(f"must be a struct (or JSON text of one), got {type(value).__name__}")
     return value
 
 
@@ -202,17 +194,13 @@ def _references(instance: dict[str, Any]) -> list[str]:
 def _logprob(value: Any, file: str, row: int, column: str) -> float | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
+    bad = partial(InputError, file=file, row=row, column=column)
     try:
         number = float(value)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"{value!r} is not a number", file=file, row=row, column=column) from exc
+        raise bad(f"{value!r} is not a number") from exc
     if math.isnan(number) or number > 0:
-        raise InputError(
-            f"{value!r} is not a log-probability (a number <= 0)",
-            file=file,
-            row=row,
-            column=column,
-        )
+        raise bad(f"{value!r} is not a log-probability (a number <= 0)")
     return number
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from typing import Any
 
 from sago_core.errors import InputError
@@ -115,19 +116,15 @@ def _loglikelihood(resp: Any) -> float | None:
 def response(record: Record, args: list[list[Any]], file: str, row: int) -> tuple[str, bool]:
     """(response, answered by log-likelihood)."""
     resps = record["resps"]
+    bad = partial(InputError, file=file, row=row, column="resps")
     if not isinstance(resps, list) or not resps:
-        raise InputError("holds no response", file=file, row=row, column="resps")
+        raise bad("holds no response")
     first = resps[0][0] if isinstance(resps[0], list) and resps[0] else resps[0]
     if isinstance(first, str):
         return first, False
     lls = [_loglikelihood(r) for r in resps]
     if any(ll is None for ll in lls) or len(args) != len(lls):
-        raise InputError(
-            "is neither a generation nor one [log-likelihood, is_greedy] per request",
-            file=file,
-            row=row,
-            column="resps",
-        )
+        raise bad("is neither a generation nor one [log-likelihood, is_greedy] per request")
     known = [ll for ll in lls if ll is not None]  # all of them: a None is refused above
     best = max(range(len(known)), key=known.__getitem__)
     if len(args[best]) < 2 or not isinstance(args[best][1], str):

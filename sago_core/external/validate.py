@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from typing import Any
 
 from sago_core.errors import InputError
@@ -35,35 +36,28 @@ def _blank(value: Any) -> bool:
 
 
 def _text(record: Record, column: str, file: str, row: int, max_chars: int) -> str:
+    bad = partial(InputError, file=file, row=row, column=column)
     value = record.get(column)
     if _blank(value):
-        raise InputError("is empty", file=file, row=row, column=column)
+        raise bad("is empty")
     if isinstance(value, int | float) and column in ("prompt_id", "dataset"):
         value = f"{value:g}" if isinstance(value, float) else str(value)
     if not isinstance(value, str):
-        raise InputError(
-            f"must be text, got {type(value).__name__}", file=file, row=row, column=column
-        )
+        raise bad(f"must be text, got {type(value).__name__}")
     if "\x00" in value:
-        raise InputError("contains a NUL byte", file=file, row=row, column=column)
+        raise bad("contains a NUL byte")
     if len(value) > max_chars:
-        raise InputError(
-            f"is {len(value):,} characters long, over max_prompt_chars {max_chars:,}",
-            file=file,
-            row=row,
-            column=column,
-        )
+        raise bad(f"is {len(value):,} characters long, over max_prompt_chars {max_chars:,}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InputError(
-            f"holds a lone surrogate at character {exc.start}", file=file, row=row, column=column
-        ) from exc
+        raise bad(f"holds a lone surrogate at character {exc.start}") from exc
     # A prompt is kept as asked (a noise variant's spaces are its point); ids are trimmed.
     return value if column == "prompt_text" else value.strip()
 
 
 def _json_list(value: Any, file: str, row: int, column: str) -> list[Any] | None:
+    bad = partial(InputError, file=file, row=row, column=column)
     if _blank(value):
         return None
     if isinstance(value, str):
@@ -73,15 +67,11 @@ def _json_list(value: Any, file: str, row: int, column: str) -> list[Any] | None
         try:
             value = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise InputError(
-                f"is not a JSON array: {exc.msg}", file=file, row=row, column=column
-            ) from exc
+            raise bad(f"is not a JSON array: {exc.msg}") from exc
     if hasattr(value, "tolist"):
         value = value.tolist()
     if not isinstance(value, list | tuple):
-        raise InputError(
-            f"must be a list, got {type(value).__name__}", file=file, row=row, column=column
-        )
+        raise bad(f"must be a list, got {type(value).__name__}")
     return list(value)
 
 
