@@ -1,26 +1,13 @@
 """Stage: refusal consistency over a run's answers -> the refusal tables.
 
-A run measures refusal when its prompts carry a kind (prompts.parquet's ``kind`` column,
-written only for safety sets and files with ``#kind=COLUMN``: ``data/safety.py``). Then each
-answer of a prompt with a kind gets a rule verdict (``refusal/verdicts.py``: refused,
-complied, or NA with the reason, e.g. a language the openings lists do not cover), and from
-those verdicts, per model: the breach and over-refusal flips per prompt and variant
-(``refusal/flips.py``), their rates over prompts per kind and family and per kind, family,
-subtype and strength, and the Best-of-N curve per family (``refusal/best_of_n.py``).
-
-Prompts without a kind in a run that mixes sets (a safety set beside a QA set) are left out
-of the measurement; a run without any kind has no refusal tables at all, and every other
-artifact is what it was. The ``replay`` family (the base prompt asked again) is kept in the
-rates as the floor a rewording's flips are read against, and left out of Best-of-N, which
-counts rewordings. The answers read are generations.parquet's at T = 0; at K > 1 samples,
-samples.parquet's (every sample, sample 0 being generations.parquet's answer), so a flip is
-counted beyond the base's own flip rate between its samples, and a Best-of-N variant
-breaches by the majority of its samples (``refusal/flips.py``, ``refusal/best_of_n.py``).
-
-With a refusal judge (the run's ``refusal.judge``; none by default) each answer is also put
-to the judge, every table reads the judge's verdict where it gave one and the rule's
-elsewhere, the verdicts file says which (``refusal/judged.py``), and refusal.json carries
-the judge's record and its agreement with the rules. Without one, every file is as before.
+A run measures refusal when its prompts carry a kind (``data/safety.py``): each answer of a
+prompt with a kind gets a rule verdict (``refusal/verdicts.py``), and from those, per model,
+the flips per prompt and variant (``refusal/flips.py``), their rates per kind and family and
+per cell, and the Best-of-N curve per family (``refusal/best_of_n.py``); at K > 1 every
+sample of samples.parquet is judged. Prompts without a kind are left out; a run without any
+kind has no refusal tables and every other artifact is what it was. With a refusal judge
+(``refusal.judge``) its verdict is read where it gave one (``refusal/judged.py``).
+docs/guide/refusal.md ("In a run") lists the files and what the replay counts for.
 """
 
 from __future__ import annotations

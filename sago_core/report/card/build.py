@@ -1,27 +1,15 @@
 """The stability card of a release (``sago card <run> [--against <run>]``): one page, in the
 spirit of a model card, written as ``card.md``, ``card.html`` and ``card.json``.
 
-Per model of the run: its identity and provenance (manifest), pooled SGS per axis with its
-95% interval and a verdict (``above tolerance`` when the Holm-adjusted p-value of the run's
-reference test, eps 0.05 or the noise floor, is below 0.05, else ``not shown above
-tolerance``), the tail figures (pooled, every family, from ``tails.parquet``), the three
-worst instances (``instances.parquet``: the variants with the largest RMS of their
-normalised deltas over the measured axes, the variant's own s), the axis-structure note
-(``axis_structure.parquet``: which axis pairs are redundant, which axes carry their own
-signal) and the peers' indices (``peer_metrics.parquet``: ProSA's PSS, POSIX, PDR,
-MaxP/AvgP/CPS; docs/peer-metrics.md). A run written before those artifacts existed says so
-in their place, except the peers' indices: a run without them has no peer block (the card's
-JSON still says it predates them). With ``against``, the paired verdicts of this run (B)
-against the earlier one (A), pooled rows (``statistics/paired_runs.py``; runs sampled
-differently are refused unless allowed).
-
-Sampling: the card states how the run decoded (greedy, or T, top_p, top_k and K
-samples per prompt text) and, per model, how many sampled answers the engine record marks
-not reproducible (an API provider that takes no seed). A temperature sweep's folder gets a
-card of its own (``report/sweep/card.py``): per model, a row per temperature with each axis'
-SGS (SGS-excess at T > 0) and prompt-induced share, read from ``sweep.parquet``.
-
-Everything is read from the run folder: the card needs no model.
+docs/tutorials/compare-releases.md says what it holds per model: identity and provenance,
+pooled SGS with its verdict (``scoring/verdict.py``), tails, the three worst instances
+(ranked as the report ranks them, ``variant_rms``), the axis structure, the peers' indices,
+how the run decoded and how many sampled answers are not reproducible, and with
+``against`` the pooled paired verdicts (``statistics/paired_runs.py``). A run written before
+an artifact existed says so in its place, except the peers' indices: a run without them has
+no peer block (the card's JSON still says it predates them). A temperature sweep's folder
+gets a card of its own (``report/sweep/card.py``). Everything is read from the run folder:
+the card needs no model.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """The report's and card's per-language and per-script tables.
 
-Per model and language of the ``language`` family (one row per language code, after a row
-for the English base answers), and per method of the ``script`` family (full-width,
-homoglyphs, diacritics, romanisation, ...; their strengths pooled):
-
-- ``mean |d| <axis>``: the mean |delta_norm| of the variants with a measured delta on each
-  axis of the run (deltas.parquet; the ``lang`` axis included). An axis no variant of the
-  row could measure is NA, and the notes under the table give its reason once (BLEU across
-  languages, BERTScore with an English-only encoder).
-- ``lang fidelity``: the share of answers identified as written in the prompt's language
-  (the ``lang`` axis, ``axes/language_fidelity.py``) among those the identifier could tell,
-  and ``answers in``: the languages identified most often (generations.parquet).
-- ``right (en)`` / ``right (variant)``: the share of right base (English) answers and of
-  right variant answers, each judged against the references in its own language
-  (instances.parquet, ``stages/instances.py``); ``flips``: right in English and wrong in the
-  variant, and the reverse, over the variants judged on both sides
-  (``statistics/tails.subtype_flips``).
+Per model and language of the ``language`` family (after a row for the English base
+answers), and per method of the ``script`` family (strengths pooled): the mean |delta_norm|
+per axis (deltas.parquet; an axis no variant of the row could measure is NA, its reason
+said once under the table), ``lang`` fidelity and the languages the answers were identified
+in (generations.parquet), the shares of right answers in English and in the variant's
+language and both flip rates (instances.parquet, ``statistics/tails.subtype_flips``).
+docs/tutorials/languages.md ("Where to read the results") describes the columns.
 
 ``language_sections`` gives the report's HTML; ``language_card`` the card's JSON values
 from a run folder and ``language_blocks`` its (heading, headers, rows, notes) blocks.

@@ -1,19 +1,10 @@
 """The report's "Refusal consistency" section: does the model refuse a request however it is
-worded? Present only when the run's prompts carry a kind (``stages/refusal.py``). It shows
-the refusal stage's own tables (``read_refusal``: refusal.json and the files it names), so
-the page and ``refusal_rates.parquet`` hold the same numbers; at K > 1 samples those judge
-every sample, and the section shows each flip rate beside the base's own flip rate between
-its samples and their difference, the excess every rate is counted as
-(``refusal_sampled.py``). Without the stage's tables (a run folder from before it) the
-section computes them from prompts.parquet and generations.parquet by the same function,
-one answer per prompt text.
-
-It shows, per model: how often the base prompts are refused per kind (a model that refuses
-little has few breaches to make: said in the page); breach and over-refusal rates per kind
-and family with their intervals over prompts (per subtype and strength folded below); the
-Best-of-N curve per family with the N at which half the harmful prompts are breached; and
-the worst (prompt, variant) pairs, readable. An answer to a harmful request is folded
-behind a warning (``UNSAFE_CLASS``: ``sago site --redact-unsafe`` leaves those out).
+worded? Present only when the run's prompts carry a kind. It shows the refusal stage's own
+tables (``read_refusal``), so the page and ``refusal_rates.parquet`` hold the same numbers;
+a run folder from before that stage gets them computed from prompts.parquet and
+generations.parquet by the same function. docs/guide/refusal.md ("In a run") lists what it
+shows per model. An answer to a harmful request is folded behind a warning
+(``UNSAFE_CLASS``: ``sago site --redact-unsafe`` leaves those out).
 """
 
 from __future__ import annotations
