@@ -2,33 +2,19 @@
 sampled axis) the excess of the variant over resampling its base, with its permutation test,
 and per (prompt, variant) the flips beyond the base's self-flip rate and the semantic spread.
 
-The axes and their rule at K > 1 (``SAMPLED_AXES``):
+The rule of each axis at K > 1 (``SAMPLED_AXES``; docs/tutorials/sampling.md, "What the
+numbers mean"): ``bleu``/``bert`` the excess E (``excess.excess``) tested by relabelling the
+pooled samples (``permutation.permutation_test``), a language variant without them as at
+K = 1; ``mr`` the detectors' flagged-share difference (``excess.mirroring_excess``) tested
+by relabelling, NA for a family the LLM judge reads (it is not asked about K x K pairs);
+``prob``/``ent`` every base sample teacher-forced under both prompts
+(``excess.teacher_forced_delta``) tested by sign flips. ``act`` is a property of the prompt
+and stays as at K = 1 (``excess_deltas``).
 
-- ``bleu``, ``bert``: E = D - (W_base + W_variant) / 2 of d = 1 - similarity / R
-  (``excess.excess``), tested by relabelling the pooled 2K samples
-  (``permutation.permutation_test``); a language variant has no BLEU, nor a BERTScore with
-  an English-only encoder (``axes/text_similarity.py``'s reasons, passed in by the task, as
-  at K = 1);
-- ``mr``: the deterministic detectors read each variant sample against each base sample
-  (``detect_mirroring(variant answer, base answer)``) and each base sample against each
-  other base sample: the flagged share of the first minus that of the second
-  (``excess.mirroring_excess``; at K = 1 the second is today's ``m_base``, the detector on
-  the base answer against itself), tested by relabelling (``share_permutation_test``). A
-  family whose verdicts come from the LLM judge (``judged_families``) is NA with a reason:
-  the judge is not asked about K x K pairs;
-- ``prob``, ``ent``: every base sample teacher-forced under the variant prompt and under
-  the base prompt (``sample_analysis.parquet``), the mean of each and their difference
-  (``excess.teacher_forced_delta``), tested by flipping the signs of the paired differences
-  (``sign_flip_test``).
-
-The per-sample scores the variance decomposition reads (``sample_scores``,
-``base_sample_scores``; ``components.py``): every cell of a prompt, its base included, is
-scored against one held-out half of the base samples (``cell_scores``), so the
-prompt-induced share is 0 in expectation when the wording does nothing.
-
-``act`` is a property of the prompt (no sampling): it stays as at K = 1 (``excess_deltas``).
-Missing data is NA with a reason, never 0: a sample without an answer removes its pair's
-text and mirroring rows, a teacher-forced value without a number its pair's Prob or Ent.
+The per-sample scores the variance decomposition reads (``cell_scores``) score every cell
+of a prompt, its base included, against one held-out half of the base samples, so the
+prompt-induced share is 0 in expectation when the wording does nothing. Missing data is NA
+with a reason, never 0.
 """
 
 from __future__ import annotations
