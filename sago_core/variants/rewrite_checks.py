@@ -1,25 +1,14 @@
 """Checks a structural rewrite must pass beyond similarity.
 
-A small rewriter asked to reshape a question often answers it instead ("Which composer wrote
-the Moonlight Sonata?" -> "The composer who wrote the Moonlight Sonata is unknown."), and an
-answer restating the question's words scores high on BERTScore, so the semantic filter keeps
-it. Three checks catch what similarity cannot:
-
-- **a real change**: a rewrite that differs from its prompt only in casing, punctuation and
-  spacing is a noise variant, not a structural one (any language);
-- **no answer**: a rewrite that holds one of the prompt's reference answers the prompt itself
-  does not hold is answering (any language; yes/no and very short references are skipped,
-  since they are everyday words);
-- **the request's form** (English only): a question's rewrite asks (a question, or the
-  command a mood variant asks for), a command's rewrite commands or asks as the subtype says,
-  and a length variant keeps its prompt's form; a rewrite that only states something (a
-  declarative sentence: "We only use 10% of our brains.") has lost the ask, and is most often
-  the rewriter's answer. The form is read from the first word of each sentence, a closed list
-  of English question words, auxiliaries and imperative verbs, so these checks apply only to
-  a prompt that reads as English (``reads_as_english``) whose form the list recognises; every
-  other prompt (another language, an English prompt that ends in its input text, a cloze
-  query such as NQ-open's "joined mexico and the united states to form nafta") passes them
-  untouched.
+A small rewriter asked to reshape a question often answers it instead, and an answer
+restating the question's words scores high on BERTScore, so the semantic filter keeps it.
+Three checks catch what similarity cannot (docs/guide/datasets-and-variants.md, "Checks a
+rewrite passes beyond similarity"): a real change (not only casing, punctuation and
+spacing), no answer (none of the prompt's reference answers the prompt does not hold), and,
+for a prompt that reads as English (``reads_as_english``) whose form the closed word lists
+recognise, the request's form (a rewrite that only states something has lost the ask).
+Every other prompt (another language, a prompt ending in its input text, a cloze query)
+passes the form check untouched.
 """
 
 from __future__ import annotations
