@@ -11,6 +11,8 @@ and axis:
 - ``bias/SE``: the mean error of the pooled estimate over its mean stated standard error;
   ``max abs/ds``: the largest |bias|/SE over the datasets (with R replays each figure carries
   a simulation error of about 1/sqrt(R), and the largest of six is drawn up by it);
+  ``sd/SE``: the pooled estimate's realised spread over its mean stated standard error
+  (above 1: the interval is too narrow);
 - ``hw``: the mean pooled half-width.
 
 Then null families, per N at ``--null-budget``: grids whose prompts are drawn with
@@ -89,6 +91,7 @@ def coverage_rows(gv: GridValues, fraction: float, rounds: int, reps: int) -> li
     cover = (np.abs(error) <= half).mean(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         bias = error.mean(axis=0) / se.mean(axis=0)
+        spread = error.std(axis=0, ddof=1) / se.mean(axis=0)
     return [
         {
             "axis": axis,
@@ -96,6 +99,7 @@ def coverage_rows(gv: GridValues, fraction: float, rounds: int, reps: int) -> li
             "cover_ds": float(cover[a, :-1].min()),
             "bias": float(bias[a, -1]),
             "bias_ds": float(np.nanmax(np.abs(bias[a, :-1]))),
+            "sd": float(spread[a, -1]),
             "hw": float(np.nanmean(half[:, a, -1])),
             "share": float(np.mean(cells)),
             "level": layout.level,
@@ -192,7 +196,8 @@ def null_rates(gv: GridValues, fraction: float, rounds: int, reps: int) -> dict[
     }
 
 
-HEAD = ("N", "budget", "axis", "share", "cover", "min cover/ds", "bias/SE", "max abs/ds", "hw")
+HEAD: tuple[str, ...] = ("N", "budget", "axis", "share", "cover", "min cover/ds", "bias/SE")
+HEAD += ("max abs/ds", "sd/SE", "hw")
 
 
 def _row(n: int, fraction: float, r: dict) -> list[str]:
@@ -205,12 +210,13 @@ def _row(n: int, fraction: float, r: dict) -> list[str]:
         f"{r['cover_ds']:.3f}",
         f"{r['bias']:+.2f}",
         f"{r['bias_ds']:.2f}",
+        f"{r['sd']:.2f}",
         f"{r['hw']:.4g}",
     ]
 
 
 def _line(cells: list[str] | tuple[str, ...]) -> str:
-    widths = (4, 6, 5, 6, 6, 12, 8, 9, 9)
+    widths = (4, 6, 5, 6, 6, 12, 8, 9, 6, 9)
     return " ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
 
 

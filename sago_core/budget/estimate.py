@@ -39,13 +39,17 @@ A prompt whose cells all show 0 gets a positive root where its unseen cells may 
 events (the dataset's rate says how likely), and a prompt asked whole keeps its exact root.
 The posterior variance of each root is in the interval, and so is the prior's own error:
 the jackknife over prompts of the dataset's mean root through the prior's two moments,
-refitted without each prompt (linearised). A model with gamma cells and a log-normal prior,
-chosen where a dataset's cell variance grows like the mean squared (Prob, Ent), was tried:
-its intervals at 8 prompts per dataset covered 0.67-0.80 on Act and Ent, and it is not
-kept. Measured (docs/guide/budget-validation.md): MR, a sparse 0/1 axis, within 0.3
-standard errors at 8, 48 and 200 prompts per dataset where the old root was 2.5-5.6 SE low;
-the heavy-tailed continuous axes at 200 prompts keep a bias of up to 1-2 SE (there a fixed
-share of a prompt's cells cannot tell its tail, and no two-moment prior fits it exactly).
+refitted without each prompt (linearised). Measured (docs/guide/budget-validation.md): MR,
+a sparse 0/1 axis, within 0.4 standard errors at 8, 48 and 200 prompts per dataset where
+the old root was 2.5-5.6 SE low.
+
+Continuous axes. An axis whose delta is a continuous difference of two measurements
+(``AxisSpec.continuous``: Act, Prob, Ent) has cells that are a per-prompt scale times a
+shared shape, not events (d^2's variance grows like its mean squared, which quasi-Poisson
+cells miss: the root above stayed up to 1.9 SE low on Ent at 200 prompts per dataset). It
+takes the gamma root (``_gamma_roots``). The declaration picks the root, not the data: the
+cells' variance law does not tell BERT from these axes, and the gamma root on BLEU, BERT
+and MR was up to 2.2 SE low.
 
 The dataset. SGS^ = mean of s^_i over the sampled prompts (a simple random sample of n of
 the N prompts): variance ``(1 - n/N) S_b^2 / n + sum_i v_i / (n N) + prior``, S_b^2 the
@@ -76,6 +80,10 @@ MAX_SHAPE = 100.0
 # Below this many expected cells' worth of events a root is summed over the unseen count
 # term by term (sparse axes); above, a second-order expansion is within 0.1% of the sum.
 EXACT_BELOW = 40.0
+# Degrees of freedom of the axis' pool in each stratum's relative variance (gamma root):
+# it rules at 8 prompts per dataset (a stratum's own, +1 SE there), not at 200 (where it
+# alone, strata differing, over-corrected by 0.5-1.5 SE); 10 and 40 measured alike.
+RHO_SHRINK = 30.0
 Z95 = 1.959963984540054
 
 
@@ -144,11 +152,17 @@ def _strata(layout: Layout, values: np.ndarray, asked: np.ndarray) -> _Strata:
 
 
 def estimate_prompts(
-    layout: Layout, values: np.ndarray, correct: bool = True, asked: np.ndarray | None = None
+    layout: Layout,
+    values: np.ndarray,
+    correct: bool = True,
+    asked: np.ndarray | None = None,
+    continuous: bool = False,
 ) -> PromptEstimates:
     """``values``: one axis' normalised delta per grid cell, NaN where not asked or missing;
     ``asked``: the cells asked (default: the finite ones, so nothing counts as missing).
-    ``correct``: the empirical-Bayes root; False keeps sqrt(MS^) (a test of the design)."""
+    ``correct``: the empirical-Bayes root; False keeps sqrt(MS^) (a test of the design).
+    ``continuous``: the axis declares continuous cells (``AxisSpec.continuous``): the gamma
+    root (``_gamma_roots``) instead of the empirical-Bayes one."""
     asked = np.isfinite(values) if asked is None else asked
     st = _strata(layout, values, asked)
     present = st.count > 0
@@ -184,7 +198,82 @@ def estimate_prompts(
         x = ms[mine] / dispersion
         model = _RootModel(x, x**2 - x / e, e, total, dispersion)
         s[mine], s_var[mine], prior_var[j] = model.roots()
+    if continuous:
+        s, s_var, prior_var = _gamma_roots(layout, st, df, weight, fpc, ms, s)
     return PromptEstimates(ms, ms_var, root, s, s_var, prior_var)
+
+
+def _gamma_roots(
+    layout: Layout,
+    st: _Strata,
+    df: np.ndarray,
+    weight: np.ndarray,
+    fpc: np.ndarray,
+    ms: np.ndarray,
+    level: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The root for continuous cells: MS^_i taken as gamma with mean MS_i and relative
+    variance r_i, E[sqrt(MS^_i)] = f sqrt(MS_i), f = Gamma(k + 1/2) / (Gamma(k) sqrt(k)) at
+    k = 1 / r_i; s^_i = sqrt(MS^_i) / f, its variance MS^_i (1 / f^2 - 1). r_i = sum_h A_ih
+    rho_h, A_ih = W_ih^2 fpc_ih b_h^2 / m_ih / (sum_h W_ih b_h)^2, b_h the stratum's mean
+    d^2 over its prompts' mean squares, rho_h one cell's relative variance of d^2 pooled
+    over the stratum's prompts (moment-corrected: E[mean^2] = mu^2 + sigma^2 / m), each
+    prompt's cells first divided by ``level``, its empirical-Bayes root squared: every
+    prompt then counts alike whatever its scale, and a heavy cell moves its own divisor
+    little (the root is shrunk; raw units, or the prompt's own mean square, missed by
+    1.5-4.8 and 0.6-2.2 SE). A ratio of few noisy sums is biased up, so the axis' pool is
+    added (``RHO_SHRINK``). Asked whole: fpc 0, r 0, f 1, the exact root. Every prompt of a
+    dataset shares rho's error: the third value is, per dataset, the jackknife variance of
+    its mean root through rho, each prompt left out of the pools (linearised)."""
+    present = st.count > 0
+    count = np.maximum(st.count, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.where(level > 0, level**2, np.nan)[:, None]
+        mean, var = np.nan_to_num(st.mean / scale), np.nan_to_num(st.var / scale**2)
+        num, den = df * var, df * (mean**2 - var / count)
+        rho = _pooled_rho(num.sum(axis=0), den.sum(axis=0), float(df.sum()))
+        # left out: prompt i's cells leave its strata's pools and the axis' pool
+        rho_out = _pooled_rho(
+            num.sum(axis=0) - num, den.sum(axis=0) - den, float(df.sum()) - df.sum(axis=1)
+        )
+        ratio = np.where(present, np.nan_to_num(st.mean), 0.0).sum(axis=0) / np.where(
+            present, ms[:, None], 0.0
+        ).sum(axis=0)
+        ratio = np.nan_to_num(ratio)
+        a = np.where(present, weight**2 * fpc * ratio**2 / count, 0.0)
+        a = np.nan_to_num(a / np.where(present, weight * ratio, 0.0).sum(axis=1)[:, None] ** 2)
+        r = (a * rho).sum(axis=1)
+        s = np.where(ms > 0, np.sqrt(ms) * _inverse_f(r), 0.0)
+        s_var = np.where(ms > 0, ms * (_inverse_f(r) ** 2 - 1), 0.0)
+        step = np.maximum(r * 1e-4, 1e-12)
+        slope = np.sqrt(np.nan_to_num(ms)) * (_inverse_f(r + step) - _inverse_f(r)) / step
+    measured = np.isfinite(ms)
+    effect = slope[:, None] * a  # d root_i / d rho_h
+    prior_var = np.zeros(len(layout.datasets))
+    for j in range(len(layout.datasets)):
+        mine = np.flatnonzero(measured & (layout.prompt_dataset == j))
+        if len(mine) >= 2:  # the dataset's mean root, each of its prompts left out
+            shift = (rho_out[mine] - rho) @ effect[mine].mean(axis=0)
+            prior_var[j] = (len(mine) - 1) / len(mine) * float(((shift - shift.mean()) ** 2).sum())
+    return np.where(measured, s, np.nan), np.where(measured, s_var, np.nan), prior_var
+
+
+def _pooled_rho(num: np.ndarray, den: np.ndarray, dof: np.ndarray | float) -> np.ndarray:
+    """Each stratum's pooled relative variance with the axis' pool over every stratum
+    added, worth ``RHO_SHRINK`` degrees of freedom (``num``, ``den``: per stratum, or per
+    prompt left out x stratum, with ``dof`` per prompt left out)."""
+    share = RHO_SHRINK / np.maximum(dof, 1.0)
+    share = share[:, None] if np.ndim(share) else share
+    num = num + share * num.sum(axis=-1, keepdims=True)
+    den = den + share * den.sum(axis=-1, keepdims=True)
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+
+
+def _inverse_f(r: np.ndarray) -> np.ndarray:
+    """1 / f(1 / r): sqrt(MS) over E[sqrt(MS^)] for a gamma MS^ of relative variance r
+    (1 where r is 0; ``special.poch`` keeps Gamma(k + 1/2) / Gamma(k) exact at large k)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(r > 0, 1 / (special.poch(1 / r, 0.5) * np.sqrt(r)), 1.0)
 
 
 def _ratio(num: float, den: float) -> float:
@@ -328,9 +417,10 @@ def axis_estimates(
     sampled_prompts: np.ndarray,
     correct: bool = True,
     asked: np.ndarray | None = None,
+    continuous: bool = False,
 ) -> tuple[PromptEstimates, list[Estimate | None], Estimate | None]:
     """Per-prompt, per-dataset and pooled estimates of one axis."""
-    prompts = estimate_prompts(layout, values, correct, asked)
+    prompts = estimate_prompts(layout, values, correct, asked, continuous)
     per_dataset = dataset_estimates(layout, prompts, sampled_prompts)
     return prompts, per_dataset, pooled_estimate(per_dataset)
 

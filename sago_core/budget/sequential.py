@@ -57,6 +57,7 @@ import numpy as np
 from sago_core.budget.baseline import baseline_estimates
 from sago_core.budget.design import Design, Layout, minimum_counts, select_cells
 from sago_core.budget.estimate import Estimate, PromptEstimates, axis_estimates
+from sago_core.registry.axes import axis_spec
 from sago_core.vocabulary import EPSILONS
 
 INTERIM_ALPHA = 0.0013498980316301  # one-sided P(Z > 3)
@@ -314,9 +315,11 @@ def run_budgeted(
         for a_index, axis in enumerate(axes):
             column = np.where(observed, values[:, a_index], np.nan)
             per_prompt, _, pooled = (
-                axis_estimates(layout, column, n, correct, observed)
+                axis_estimates(layout, column, n, correct, observed, _continuous(axis))
                 if baseline is None
-                else baseline_estimates(layout, column, baseline[:, a_index], n, correct, observed)
+                else baseline_estimates(
+                    layout, column, baseline[:, a_index], n, correct, observed, _continuous(axis)
+                )
             )
             prompts[axis] = per_prompt
             state = states[axis]
@@ -342,6 +345,15 @@ def run_budgeted(
         if k == 1:  # frozen after the pilot (module docstring)
             weight = _weights(layout, values, observed, watched, axes, prompts)
     return BudgetResult(records, states, prompts, observed, reason, int(totals[-1]), values)
+
+
+def _continuous(axis: str) -> bool:
+    """Whether the axis declares continuous cells (the estimator's root, estimate.py); a
+    name no axis is registered under gets the default root."""
+    try:
+        return axis_spec(axis).continuous
+    except KeyError:
+        return False
 
 
 def _shares(layout: Layout) -> np.ndarray:
