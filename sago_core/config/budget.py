@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_serializer, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from sago_core.config.base import StrictModel
 
@@ -65,6 +72,14 @@ class BudgetSettings(StrictModel):
     @field_serializer("target")
     def _target_mapping(self, value: tuple[tuple[str, float], ...]) -> dict[str, float]:
         return dict(value)
+
+    @model_serializer(mode="wrap")
+    def _unset_as_before(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Without a baseline, serialised exactly as before it existed (the run id stays)."""
+        data = handler(self)
+        if self.baseline is None and isinstance(data, dict):
+            data.pop("baseline", None)
+        return data
 
     @model_validator(mode="after")
     def _one_size(self) -> BudgetSettings:

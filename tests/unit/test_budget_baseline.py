@@ -171,5 +171,9 @@ def test_the_baseline_on_the_command_line_needs_a_budget() -> None:
     parse = build_parser().parse_args
     config = config_from_args(parse(["run", "--budget", "0.05", "--baseline", "runs/last"]))
     assert config.budget is not None and config.budget.baseline == "runs/last"
+    assert config.model_dump(mode="json")["budget"]["baseline"] == "runs/last"
+    # without one, the budget serialises as before the key existed: its run id stays
+    plain = config_from_args(parse(["run", "--budget", "0.05"]))
+    assert plain.budget is not None and "baseline" not in plain.model_dump(mode="json")["budget"]
     with pytest.raises(ConfigError, match="--baseline runs/last: give --budget too"):
         config_from_args(parse(["run", "--baseline", "runs/last"]))
