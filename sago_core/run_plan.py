@@ -29,7 +29,6 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -541,48 +540,3 @@ def decoding_line(config: RunConfig) -> str:
         f"Decoding: sampled (temperature {g.temperature}, top-p {top_p}, top-k {top_k}, "
         f"seed {g.seed}), {each} per prompt text, each with its own seed"
     )
-
-
-def plan_summary(plan: RunPlan) -> dict[str, Any]:
-    """The plan as plain data (tests, tools)."""
-    return {
-        "prompts": plan.prompts,
-        "candidates": plan.candidates,
-        "generations": plan.generations,
-        "teacher_forced": plan.teacher_forced,
-        "posix_matrix": plan.posix_matrix,
-        "axes": {m: list(names) for m, names in plan.axes.items()},
-        "patching": {
-            m: {"variants": c.variants, "layers": c.layers, "forwards": c.forwards}
-            for m, c in plan.patching.items()
-        },
-        "api": {
-            f"{t.spec}|{t.role}": {
-                "requests": t.requests,
-                "bounded": t.requests_bounded,
-                "input_chars": t.input_chars,
-                "estimated_chars": t.estimated_chars,
-                "output_token_ceiling": t.output_token_ceiling,
-            }
-            for t in plan.api
-        },
-        "cost_usd": plan.cost_usd,
-        "budget_hits": plan.budget_hits,
-        "budgeted": None
-        if plan.budgeted is None
-        else {
-            "totals": list(plan.budgeted.schedule.totals),
-            "full": plan.budgeted.schedule.full,
-            "level": plan.budgeted.schedule.layout.level,
-            "prompts": list(plan.budgeted.schedule.prompts),
-        },
-        "translation": None
-        if plan.translation is None
-        else {
-            "translated": plan.translation.translated,
-            "round_trips": plan.translation.round_trips,
-            "forward": plan.translation.forward,
-            "back": plan.translation.back,
-            "cached": plan.translation.cached,
-        },
-    }

@@ -15,7 +15,7 @@ from sago_core.artifacts.layout import RunLayout
 from sago_core.axes.judge import JUDGE_MAX_TOKENS as JUDGE_MAX
 from sago_core.backends.target import run_targets
 from sago_core.config import build_config
-from sago_core.run_plan import plan_run, plan_summary
+from sago_core.run_plan import plan_run
 from sago_core.stages.prompts import prepare_prompts
 from tests.grids import tiny_variants
 from tests.openai_server import ScriptedServer
@@ -71,7 +71,7 @@ def test_the_plan_is_what_the_run_sends(
         targets = run_targets(config)
         every = [*targets.models.values(), *targets.tools()]
         prices = {t.spec: (1e-6, 2e-6) for t in every if t.is_api}
-        plan = plan_summary(plan_run(config, prepare_prompts(config), targets, layout, prices))
+        plan = plan_run(config, prepare_prompts(config), targets, layout, prices)
 
         del values["api"]["budget"]  # the run itself goes to the end
         run_dir = Path(evaluate(build_config("demo", values)))
@@ -80,33 +80,34 @@ def test_the_plan_is_what_the_run_sends(
     for request in received:  # LiteLLM sends the model name without its provider prefix
         request["model"] = f"openai/{request['model']}"
     sent = Counter(r["model"] for r in received)
+    traffic = {f"{t.spec}|{t.role}": t for t in plan.api}
     evaluated, rewriter, judge = (
-        plan["api"][f"litellm:{MODEL}|evaluated"],
-        plan["api"][f"litellm:{TOOL}|rewriter"],
-        plan["api"][f"litellm:{TOOL}|judge"],
+        traffic[f"litellm:{MODEL}|evaluated"],
+        traffic[f"litellm:{TOOL}|rewriter"],
+        traffic[f"litellm:{TOOL}|judge"],
     )
-    prompts = sum(plan["prompts"].values())
+    prompts = sum(plan.prompts.values())
     variants = pl.read_parquet(run_dir / "variants.parquet")
     rejected = variants.filter(~pl.col("kept"))
     assert set(rejected["family"].to_list()) <= {"structural"}  # the filter passes the rest
     # base + 2 register + 3 noise + replay + 2 structural per prompt; sent: less the rejects
-    assert evaluated["requests"] == 9 * prompts and evaluated["bounded"]
-    assert sent[MODEL] == evaluated["requests"] - rejected.height
+    assert evaluated.requests == 9 * prompts and evaluated.requests_bounded
+    assert sent[MODEL] == evaluated.requests - rejected.height
     rewrites = [r for r in received if r["model"] == TOOL and r["max_tokens"] != JUDGE_MAX]
     judged = [r for r in received if r["model"] == TOOL and r["max_tokens"] == JUDGE_MAX]
-    assert len(rewrites) == rewriter["requests"] == 2 * prompts
-    assert sum(r["chars"] for r in rewrites) == rewriter["input_chars"]
-    assert sum(r["max_tokens"] for r in rewrites) == rewriter["output_token_ceiling"]
-    assert len(judged) == judge["requests"] == 2 * prompts
-    assert sum(r["max_tokens"] for r in judged) == judge["output_token_ceiling"]
+    assert len(rewrites) == rewriter.requests == 2 * prompts
+    assert sum(r["chars"] for r in rewrites) == rewriter.input_chars
+    assert sum(r["max_tokens"] for r in rewrites) == rewriter.output_token_ceiling
+    assert len(judged) == judge.requests == 2 * prompts
+    assert sum(r["max_tokens"] for r in judged) == judge.output_token_ceiling
     asked = [r for r in received if r["model"] == MODEL]
-    assert sum(r["max_tokens"] for r in asked) == evaluated["output_token_ceiling"] - (
+    assert sum(r["max_tokens"] for r in asked) == evaluated.output_token_ceiling - (
         rejected.height * MAX_NEW
     )
     # Characters: exact for every text the plan could see; the structural rewrites it
     # could not are an estimate, replaced here by the kept rewrites' real text.
     kept = variants.filter(pl.col("kept") & (pl.col("family") == "structural"))
-    known = evaluated["input_chars"] - evaluated["estimated_chars"]
+    known = evaluated.input_chars - evaluated.estimated_chars
     assert sum(r["chars"] for r in asked) == known + sum(len(t) for t in kept["text"])
 
 

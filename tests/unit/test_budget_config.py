@@ -81,7 +81,7 @@ def noise_config(tmp_path: Path, budget: dict[str, Any]) -> RunConfig:
 def test_the_dry_run_prints_the_rounds_the_worst_case_and_the_full_grid(tmp_path: Path) -> None:
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.target import run_targets
-    from sago_core.run_plan import plan_run, plan_summary, render_plan
+    from sago_core.run_plan import plan_run, render_plan
 
     # 2 prompts x 12 noise kinds = 24 cells. The finest strata (subtype x position: 4 of 3
     # kinds each) take 4 x 2 cells x 2 prompts = 16 cells in a first round, which 20 cells
@@ -89,12 +89,10 @@ def test_the_dry_run_prints_the_rounds_the_worst_case_and_the_full_grid(tmp_path
     config = noise_config(tmp_path, {"generations": 20, "rounds": 3})
     layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
     plan = plan_run(config, PROMPTS, run_targets(config), layout, {})
-    assert plan_summary(plan)["budgeted"] == {
-        "totals": [16, 18, 20],
-        "full": 24,
-        "level": "position",
-        "prompts": [2],
-    }
+    assert plan.budgeted is not None
+    schedule = plan.budgeted.schedule
+    assert (schedule.totals, schedule.full, schedule.layout.level) == ((16, 18, 20), 24, "position")
+    assert tuple(schedule.prompts) == (2,)
     text = render_plan(plan, config)
     assert "up to 20 of 24 variant cells (83%) in at most 3 round(s)" in text
     assert "round 2: up to 2 cells (cumulative 18)" in text

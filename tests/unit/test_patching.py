@@ -298,10 +298,10 @@ def test_recovery_by_hand_and_undefined_without_a_change() -> None:
 def test_dry_run_plan_counts_patched_forwards(tiny_model_dir: Path, tmp_path: Path) -> None:
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.target import run_targets
-    from sago_core.run_plan import plan_run, plan_summary, render_plan
+    from sago_core.run_plan import plan_run, render_plan
     from sago_core.stages.prompts import prepare_prompts
 
-    def plan(patching: dict[str, object]) -> dict[str, object]:
+    def plan(patching: dict[str, object]) -> tuple[int, int | None, int | None]:
         config = build_config(
             "demo",
             {
@@ -315,10 +315,11 @@ def test_dry_run_plan_counts_patched_forwards(tiny_model_dir: Path, tmp_path: Pa
         layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
         made = plan_run(config, prepare_prompts(config), run_targets(config), layout, {})
         assert "patched forwards" in render_plan(made, config)
-        return plan_summary(made)["patching"][f"hf:{tiny_model_dir}"]
+        cost = made.patching[f"hf:{tiny_model_dir}"]
+        return cost.variants, cost.layers, cost.forwards
 
     # the tiny Llama declares 3 layers in its config.json
-    assert plan({"max_variants": 5}) == {"variants": 5, "layers": 3, "forwards": 15}
-    assert plan({"max_variants": 5, "layers": [2]}) == {"variants": 5, "layers": 1, "forwards": 5}
-    many = plan({"max_variants": 10_000})  # capped by the variants the grid makes
-    assert many["variants"] < 10_000 and many["forwards"] == 3 * many["variants"]
+    assert plan({"max_variants": 5}) == (5, 3, 15)
+    assert plan({"max_variants": 5, "layers": [2]}) == (5, 1, 5)
+    variants, _, forwards = plan({"max_variants": 10_000})  # capped by the grid's variants
+    assert variants < 10_000 and forwards == 3 * variants

@@ -94,7 +94,7 @@ def test_the_factory_builds_the_registered_backend(toy: None) -> None:
 def test_the_plan_lists_the_toy_model_and_what_it_can_measure(toy: None, tmp_path: Path) -> None:
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.target import run_targets
-    from sago_core.run_plan import plan_run, plan_summary, render_plan
+    from sago_core.run_plan import plan_run, render_plan
 
     config = RunConfig(
         models=("toy:m", "mock:m"),
@@ -104,15 +104,13 @@ def test_the_plan_lists_the_toy_model_and_what_it_can_measure(toy: None, tmp_pat
     )
     layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
     plan = plan_run(config, PROMPTS, run_targets(config), layout, {})
-    summary = plan_summary(plan)
     # 2 prompts x (base + 2 noise variants + replay) = 8 texts per model
-    assert summary["generations"] == {"toy:m": 8, "mock:m": 8}
-    assert summary["teacher_forced"] == {"toy:m": 8, "mock:m": 8}
-    assert summary["axes"] == {
-        "toy:m": ["bleu", "bert", "prob", "ent", "mr", "toy"],  # no hidden states: no act
-        "mock:m": ["act", "bleu", "bert", "prob", "ent", "mr", "toy"],
+    assert plan.generations == plan.teacher_forced == {"toy:m": 8, "mock:m": 8}
+    assert plan.axes == {
+        "toy:m": ("bleu", "bert", "prob", "ent", "mr", "toy"),  # no hidden states: no act
+        "mock:m": ("act", "bleu", "bert", "prob", "ent", "mr", "toy"),
     }
-    assert summary["patching"] == {} and summary["api"] == {}  # neither can patch nor is an API
+    assert plan.patching == {} and plan.api == []  # neither can patch nor is an API
     assert "toy:m: 8 generations" in render_plan(plan, config)
 
 

@@ -121,22 +121,20 @@ def test_the_dry_run_plan_states_the_decoding_and_counts_k_answers_per_text(
 ) -> None:
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.target import run_targets
-    from sago_core.run_plan import plan_run, plan_summary, render_plan
+    from sago_core.run_plan import plan_run, render_plan
 
     greedy = RunConfig(models=("mock:m",), runs_dir=tmp_path, variants=NOISE_ONLY)
     layout = RunLayout.of(greedy.runs_dir, greedy.resolved_run_id())
     plan = plan_run(greedy, PROMPTS, run_targets(greedy), layout, {})
     # 2 prompts x (base + 2 noise variants + replay) = 8 texts
-    assert plan_summary(plan)["generations"] == {"mock:m": 8}
+    assert plan.generations == {"mock:m": 8}
     assert "Decoding: greedy (T = 0), one answer per prompt text" in render_plan(plan, greedy)
 
     # K > 1 is refused at parse for now; the plan already counts it (built unvalidated).
     hot = greedy.generation.model_copy(update={"temperature": 0.7, "top_p": 0.9, "samples": 3})
     sampled = greedy.model_copy(update={"generation": hot})
     plan = plan_run(sampled, PROMPTS, run_targets(sampled), layout, {})
-    summary = plan_summary(plan)
-    assert summary["generations"] == {"mock:m": 24}
-    assert summary["teacher_forced"] == {"mock:m": 24}
+    assert plan.generations == plan.teacher_forced == {"mock:m": 24}
     text = render_plan(plan, sampled)
     assert (
         "Decoding: sampled (temperature 0.7, top-p 0.9, top-k off, seed 0), 3 samples per "

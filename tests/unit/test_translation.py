@@ -265,7 +265,7 @@ def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.target import behaviour_key, run_targets
     from sago_core.config import ApiSettings, ApiSpending, VariantGrid
-    from sago_core.run_plan import plan_run, plan_summary, render_plan, translator_target
+    from sago_core.run_plan import plan_run, render_plan, translator_target
 
     spec = "litellm:openai/gpt-4o-mini"
     grid = VariantGrid.model_validate(
@@ -280,19 +280,14 @@ def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path
     layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
     targets = run_targets(config)
     plan = plan_run(config, PROMPTS, targets, layout, {})
-    summary = plan_summary(plan)
     # 2 prompts x 2 languages: 4 translations and 4 round trips, 4 + up to 4 requests
-    assert summary["translation"] == {
-        "translated": 4,
-        "round_trips": 4,
-        "forward": 4,
-        "back": 4,
-        "cached": 0,
-    }
-    assert summary["generations"] == {"mock:m": 2 + 4 + 4}
-    traffic = summary["api"][f"{spec}|translator"]
-    assert traffic["requests"] == 8 and traffic["bounded"]
-    assert traffic["output_token_ceiling"] == 8 * 128
+    assert plan.translation is not None
+    assert plan.translation.translated == plan.translation.round_trips == 4
+    assert (plan.translation.forward, plan.translation.back, plan.translation.cached) == (4, 4, 0)
+    assert plan.generations == {"mock:m": 2 + 4 + 4}
+    (traffic,) = [t for t in plan.api if (t.spec, t.role) == (spec, "translator")]
+    assert traffic.requests == 8 and traffic.requests_bounded
+    assert traffic.output_token_ceiling == 8 * 128
     text = render_plan(plan, config)
     assert "  language         4 -> up to 4 (machine translations: usable and back-checked)" in (
         text
@@ -316,17 +311,17 @@ def test_the_dry_run_shows_translator_requests_the_cache_and_the_budget(tmp_path
     cache = JsonCache(layout.cache.rewrites)
     backend = FakeBackend(translator)
     translate_prompts(PROMPTS, settings(), backend, behaviour_key(target), cache, 0, CHECK)
-    cached = plan_summary(plan_run(config, PROMPTS, targets, layout, {}))
+    cached = plan_run(config, PROMPTS, targets, layout, {})
     # 3 usable translations and their 3 back-translations are cached; p1's Japanese
     # answer (English) was not, so it and its back-translation are still to ask
-    assert cached["translation"] == {
-        "translated": 4,
-        "round_trips": 4,
-        "forward": 1,
-        "back": 1,
-        "cached": 6,
-    }
-    assert cached["api"][f"{spec}|translator"]["requests"] == 2
+    assert cached.translation is not None
+    assert cached.translation.translated == cached.translation.round_trips == 4
+    assert (cached.translation.forward, cached.translation.back, cached.translation.cached) == (
+        1,
+        1,
+        6,
+    )
+    assert [t.requests for t in cached.api if (t.spec, t.role) == (spec, "translator")] == [2]
 
 
 def test_the_task_writes_the_translated_candidates_through_a_named_backend(
