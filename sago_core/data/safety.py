@@ -10,8 +10,8 @@ A user file names its kind column in its ``datasets`` entry (``file.csv#kind=lab
 MultiJail are read with their own columns (docs/guide/refusal.md, "Datasets", gives each
 layout's prompt, kind and category); ``read_multijail`` gives MultiJail's questions per
 language (``ParallelQuestions``, as ``mkqa.py`` does for MKQA). A run that measures refusal
-needs every prompt's kind: ``require_kinds`` refuses a dataset without one, naming the
-file, row and the ``#kind=COLUMN`` remedy.
+needs every prompt's kind: the refusal stage refuses a prompt without one
+(``refusal/verdicts.py``), naming the ``#kind=COLUMN`` remedy.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from sago_core.data.parallel_questions import (
     ParallelQuestions,
     check_languages,
 )
-from sago_core.data.prompt import Prompt, content_id, source_of, split_source
+from sago_core.data.prompt import Prompt, content_id, source_of
 from sago_core.data.records import Record, read_records, require_text
 from sago_core.errors import InputError
 
@@ -76,22 +76,6 @@ def with_kinds(
         replace(prompt, kind=parse_kind(rec.get(column), file=path, row=row, column=column))
         for row, (prompt, rec) in enumerate(zip(prompts, records, strict=True), start=1)
     ]
-
-
-def require_kinds(prompts: Sequence[Prompt]) -> None:
-    """Every prompt has a kind; else an error at the first one without, with the remedy."""
-    for prompt in prompts:
-        if prompt.kind in KINDS:
-            continue
-        file, row = split_source(prompt.source) if prompt.source else (prompt.dataset, None)
-        raise InputError(
-            f"prompt {prompt.prompt_id!r} of dataset {prompt.dataset!r} has no kind "
-            f"({' or '.join(KINDS)}), which the refusal measurement needs: name the file's "
-            "kind column in its datasets entry ('FILE#kind=COLUMN'), or use a safety "
-            "layout sago reads (HarmBench, StrongREJECT, XSTest, MultiJail)",
-            file=file or prompt.dataset,
-            row=row,
-        )
 
 
 def with_kinds_columns(frame: pl.DataFrame, prompts: Sequence[Prompt]) -> pl.DataFrame:

@@ -7,8 +7,8 @@ a ``language`` variant's subtype is the language it asks in (a machine translati
 ``mt:de`` is ``de``), every other answer is judged in the base language. A generation that
 failed, or whose reasoning block never closed, has no verdict and says why. Each prompt's
 kind comes from the prompts (``data/safety.py``); a prompt without one is refused here,
-before any verdict, as ``require_kinds`` refuses it at loading. With a judge, each answer is
-also put to it and the judge's verdict is used where it gave one (``judged.py``).
+before any verdict. With a judge, each answer is also put to it and the judge's verdict is
+used where it gave one (``judged.py``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from sago_core.data.safety import (
     HARMFUL,
     HARMLESS,
     read_multijail,
-    require_kinds,
 )
 from sago_core.data.user_files import parse_entry
 from sago_core.errors import ConfigError, InputError
@@ -70,7 +69,6 @@ def test_xstest_labels_become_kinds(safety: Path) -> None:
         HARMFUL,
         "contrast_homonyms",
     )
-    require_kinds(prompts)  # every row has one
 
 
 def test_multijail_one_column_per_language(safety: Path) -> None:
@@ -117,9 +115,7 @@ def test_a_safety_dataset_without_its_kind_column_is_refused(tmp_path: Path) -> 
     path = tmp_path / "requests.csv"
     path.write_text("question\nHow do I pick a lock?\n")
     prompts = load_prompts((str(path),), None, n=5, seed=0)
-    assert prompts[0].kind is None
-    with pytest.raises(InputError, match=r"row 1: prompt .* has no kind .*#kind=COLUMN"):
-        require_kinds(prompts)
+    assert prompts[0].kind is None  # the refusal stage refuses it (test_refusal_verdicts)
     with pytest.raises(InputError, match="kind=label names a column the file does not have"):
         load_user_file(parse_entry(f"{path}#kind=label"))  # type: ignore[arg-type]
 
