@@ -19,7 +19,6 @@ own (English) references from prompts.parquet.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,10 +212,3 @@ def language_references(prompts: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFr
     for file, keys in by_file.items():
         rows.extend(_file_references(file, keys))
     return pl.DataFrame(rows, schema=LANGUAGE_REFERENCES, orient="row")
-
-
-def languages_asked(rows: Iterable[tuple[str, str, str]]) -> pl.DataFrame:
-    """``(dataset, prompt_id, language)`` tuples as the frame ``language_references`` asks."""
-    return pl.DataFrame(list(rows), schema=["dataset", "prompt_id", "language"], orient="row").cast(
-        pl.String
-    )

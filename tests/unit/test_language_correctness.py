@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from sago_core.data.loading import load_parallel_prompts
-from sago_core.data.references import NO_PARALLEL_SOURCE, language_references, languages_asked
+from sago_core.data.references import NO_PARALLEL_SOURCE, language_references
 from sago_core.stages.instances import _with_correctness
 from sago_core.statistics.correctness import is_correct, normalise_answer
 
@@ -69,9 +69,11 @@ def _prompts(shared_data: Path, languages: tuple[str, ...]) -> pl.DataFrame:
 
 def test_references_per_language_from_the_mkqa_sample(shared_data: Path) -> None:
     prompts = _prompts(shared_data, ("de", "ja", "ar"))
-    asked = languages_asked(
+    asked = pl.DataFrame(
         [("mkqa_sample6", GLADIATOR, lang) for lang in ("de", "ja", "ar")]
-        + [("mkqa_sample6", FRANKIE, "de")]
+        + [("mkqa_sample6", FRANKIE, "de")],
+        schema=["dataset", "prompt_id", "language"],
+        orient="row",
     )
     found = language_references(prompts, asked).sort("prompt_id", "language")
     rows = {(r["prompt_id"], r["language"]): r for r in found.iter_rows(named=True)}
