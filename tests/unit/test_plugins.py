@@ -69,8 +69,11 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]
             ]
         (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
 
-    with plugins.reloaded():
+    plugins.forget()
+    try:
         yield make
+    finally:
+        plugins.forget()
 
 
 def _warned(call: object) -> list[str]:
