@@ -29,11 +29,6 @@ def layer_cosines(variant: np.ndarray, base: np.ndarray) -> np.ndarray:
     return cos
 
 
-def act_delta(variant: np.ndarray, base: np.ndarray) -> float:
-    """Delta_Act = mean over all layers of cos - 1 (in [-2, 0]; R_Act = 2)."""
-    return float(layer_cosines(variant, base).mean() - 1.0)
-
-
 def act_delta_rule() -> tuple[pl.Expr, pl.Expr]:
     """The Act axis (registry/axes.py): the stored mean per-layer cosine minus 1."""
     return pl.col("act_cos_mean") - 1.0, teacher_forced_reason()

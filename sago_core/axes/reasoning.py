@@ -53,11 +53,6 @@ def with_answers(generations: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def still_thinking(response: str | None) -> bool:
-    """A response that exists but has no answer yet (its reasoning block never closed)."""
-    return response is not None and answer_text(response) is None
-
-
 def unanswered() -> pl.Expr:
     """Why an axis comparing answers has none for a row of the delta join: the variant's or
     the base's answer is still inside a reasoning block (null: both answered)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from sago_core.axes.reasoning import UNCLOSED_REASONING, answer_text, still_thinking
+from sago_core.axes.reasoning import UNCLOSED_REASONING, answer_text, with_answers
 from sago_core.config import GenerationSettings, VariantGrid
 from sago_core.scoring.deltas import compute_deltas
 from sago_core.stages.generation import generate_responses
@@ -36,7 +36,11 @@ from tests.fakes import PROMPTS, FakeBackend
 )
 def test_answer_text_golden(response: str | None, answer: str | None) -> None:
     assert answer_text(response) == answer
-    assert still_thinking(response) == (response is not None and answer is None)
+    frame = with_answers(
+        pl.DataFrame({"response_text": [response]}, schema={"response_text": pl.String})
+    )
+    assert frame["answer_text"][0] == answer
+    assert frame["thinking"][0] == (response is not None and answer is None)
 
 
 def _answer(prompt: str) -> str:
