@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
-from sago_core.sampling.distances import PairDistances, from_matrices
+from sago_core.sampling.distances import PairDistances, measure_distances
 from sago_core.vocabulary import BASE_VARIANT_ID, VARIANT_COLUMNS
 
 PROMPT_KEY = ("model", "dataset", "prompt_id")
@@ -176,8 +176,4 @@ class TextDistances:
 
     def pair(self, variant: Sequence[str], base: Sequence[str]) -> PairDistances:
         """The checked matrices of one (prompt text, base) pair (distances.py)."""
-        pooled = self.square([*variant, *base])
-        k = len(variant)
-        return from_matrices(
-            pooled[:k, k:], pooled[k:, k:], pooled[:k, :k], cross_reverse=pooled[k:, :k]
-        )
+        return measure_distances(variant, base, self.distance)

@@ -7,7 +7,7 @@ distances are ``d(variant sample i, base sample j)``. Within a set, ``d(x_i, x_j
 for every ordered pair i != j (both directions), so an asymmetric d needs no choice there.
 The diagonal of a within matrix (a sample against itself) is never read.
 
-For BLEU and BERTScore the distance is ``1 - similarity / scale`` (``similarity_distance``)
+For BLEU and BERTScore the distance is ``1 - similarity / scale`` (``answers.TextDistances``)
 with scale the axis's range R_X (100 for BLEU, 1 for BERTScore-F1), so at K = 1 the
 distance is minus today's normalised delta: ``Delta / R_X = similarity / R_X - 1``.
 """
@@ -23,13 +23,6 @@ import numpy as np
 from sago_core.sampling import inputs
 
 Sample = TypeVar("Sample")
-
-
-def similarity_distance(similarity: float | np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """d = 1 - similarity / scale (scale: 100 for BLEU, 1 for BERTScore-F1)."""
-    if not scale > 0:
-        raise ValueError(f"scale: must be > 0, got {scale}")
-    return 1.0 - np.asarray(similarity, dtype=np.float64) / scale
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sago_core.sampling.distances import from_matrices, measure_distances, similarity_distance
+from sago_core.sampling.answers import TextDistances
+from sago_core.sampling.distances import PairDistances, from_matrices, measure_distances
 from sago_core.sampling.excess import (
     excess,
     mirroring_excess,
@@ -39,11 +40,20 @@ def test_k1_excess_is_todays_delta() -> None:
     """T = 0, K = 1: E = D = 1 - similarity / R_X = -Delta / R_X for BLEU and BERTScore, so
     the per-prompt RMS (which squares it) and SGS are today's."""
     bleu = 62.5  # today's Delta_BLEU = 62.5 - 100 = -37.5, normalised -0.375
-    got = excess(from_matrices([[similarity_distance(bleu, 100.0)]], [[0.0]], [[0.0]]))
+    got = excess(_one_pair(bleu, 100.0))
     assert got.value == pytest.approx(0.375) and got.value == got.cross
     assert got.within_base is None and got.within_variant is None and got.missing_reason is None
-    bert = excess(measure_distances(["v"], ["b"], lambda h, r: float(similarity_distance(0.9))))
+    bert = excess(_one_pair(0.9, 1.0))
     assert bert.value == pytest.approx(0.1)  # today's Delta_BERT = 0.9 - 1 = -0.1
+
+
+def _one_pair(similarity: float, scale: float) -> PairDistances:
+    """One variant answer and one base answer at ``similarity``, as the sampled stage
+    measures them."""
+    texts = TextDistances(lambda h, r: [similarity] * len(h), scale, symmetric=False)
+    texts.need(["v"], ["b"])
+    texts.measure()
+    return texts.pair(["v"], ["b"])
 
 
 def test_asymmetric_distance_keeps_its_order() -> None:
@@ -119,7 +129,7 @@ def test_bad_samples_are_refused() -> None:
     with pytest.raises(ValueError, match="NaN"):
         measure_distances([1.0], [2.0], lambda h, r: float("nan"))
     with pytest.raises(ValueError, match="scale"):
-        similarity_distance(50.0, 0.0)
+        TextDistances(lambda h, r: [50.0] * len(h), 0.0, symmetric=False)
 
 
 def test_mirroring_excess_is_a_difference_of_flag_shares() -> None:
