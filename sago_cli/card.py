@@ -6,12 +6,10 @@ import argparse
 from typing import Any
 
 from sago_cli.common import check_finished_run, run_folder
-from sago_cli.options import add_run
+from sago_cli.options import add_differences, add_margin, add_run
 
 
 def add_parser(commands: Any) -> None:
-    from sago_core.statistics.paired import DEFAULT_MARGIN
-
     card = commands.add_parser(
         "card",
         help="write the stability card of a finished run (card.md, card.html, card.json)",
@@ -23,26 +21,8 @@ def add_parser(commands: Any) -> None:
         metavar="RUN",
         help="the previous release's run (folder or store URL)",
     )
-    card.add_argument(
-        "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin (SGS units)"
-    )
-    card.add_argument(
-        "--allow-different-configs",
-        action="store_true",
-        help="compare with --against even when comparability settings differ",
-    )
-    card.add_argument(
-        "--allow-different-sampling",
-        action="store_true",
-        help="compare with --against even when the sampling settings (temperature, top_p, "
-        "top_k, samples per prompt text) differ",
-    )
-    card.add_argument(
-        "--strict-identity",
-        action="store_true",
-        help="refuse an --against run whose answers come from other served-model identities "
-        "(default: the card marks them)",
-    )
+    add_margin(card)
+    add_differences(card, "configs", "sampling")
 
 
 def command(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sago.comparing import COMPARISON_PAGE, TRANSFER_TABLE, check_encoders
-from sago_cli.options import add_output, add_runs
+from sago_cli.options import add_differences, add_margin, add_output, add_runs
 
 __all__ = ["add_parser", "check_encoders", "command"]
 
@@ -30,7 +30,7 @@ def add_parser(commands: Any) -> None:
     )
     add_runs(page, "the runs to put side by side (folders or store URLs)")
     add_output(page, "the page", suffixes=(".html",), default=COMPARISON_PAGE)
-    _add_encoder_and_identity(page)
+    add_differences(page, "encoders")
     paired = modes.add_parser(
         "paired",
         help="two runs, the same prompts: paired t-test, Wilcoxon, bootstrap CI and an "
@@ -43,21 +43,8 @@ def add_parser(commands: Any) -> None:
     add_output(
         paired, "the table (paired.md beside it)", suffixes=(".parquet",), default=Path(PAIRED_FILE)
     )
-    _add_margin(paired)
-    paired.add_argument(
-        "--allow-different-configs",
-        action="store_true",
-        help="compare runs whose variant grid, decoding, scorer or seed differ "
-        "(the differences are printed)",
-    )
-    paired.add_argument(
-        "--allow-different-sampling",
-        action="store_true",
-        help="compare runs sampled at different settings (temperature, top_p, "
-        "top_k, samples per prompt text; refused by default: at T > 0 s measures excesses "
-        "over the sampling noise of those settings)",
-    )
-    _add_encoder_and_identity(paired)
+    add_margin(paired)
+    add_differences(paired, "configs", "sampling", "encoders")
     transfer = modes.add_parser(
         "transfer",
         help="two runs of the same design, before and after `sago train`: did the stability "
@@ -70,7 +57,7 @@ def add_parser(commands: Any) -> None:
         suffixes=(".parquet",),
         default=TRANSFER_TABLE,
     )
-    _add_margin(transfer)
+    add_margin(transfer)
     transfer.add_argument(
         "--split",
         type=Path,
@@ -82,32 +69,6 @@ def add_parser(commands: Any) -> None:
         type=float,
         default=DEFAULT_CORRECTNESS_MARGIN,
         help="equivalence margin of the capability check (a share of prompts)",
-    )
-
-
-def _add_margin(parser: Any) -> None:
-    from sago_core.statistics.paired import DEFAULT_MARGIN
-
-    parser.add_argument(
-        "--margin",
-        type=float,
-        default=DEFAULT_MARGIN,
-        help="equivalence margin in SGS units",
-    )
-
-
-def _add_encoder_and_identity(parser: Any) -> None:
-    parser.add_argument(
-        "--allow-different-encoders",
-        action="store_true",
-        help="compare runs whose BERT numbers come from different BERTScore encoders (refused "
-        "by default: each encoder has its own scale; the page names each run's encoder)",
-    )
-    parser.add_argument(
-        "--strict-identity",
-        action="store_true",
-        help="refuse runs whose answers for a model come from different served-model "
-        "identities (API model name or system_fingerprint; default: compare and mark them)",
     )
 
 

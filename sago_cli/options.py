@@ -1,7 +1,8 @@
-"""The options every command gives the same way: a run it reads, the output it writes, a model
-and a budget. A command asks these builders instead of spelling the option itself, so a run is
-always a positional folder or store URL, an output always ``--out``, a model always
-``--model BACKEND:ID`` (``--models`` for a list) and a budget always ``--budget SHARE_OR_N``.
+"""The options every command gives the same way: a run it reads, the output it writes, a model,
+a budget and how two runs are compared. A command asks these builders instead of spelling the
+option itself, so a run is always a positional folder or store URL, an output always ``--out``,
+a model always ``--model BACKEND:ID`` (``--models`` for a list), a budget always ``--budget
+SHARE_OR_N`` and a comparison's margin and allowed differences the same flags everywhere.
 """
 
 from __future__ import annotations
@@ -137,4 +138,41 @@ def add_run_place(parser: Any, run_id: str) -> None:
     parser.add_argument("--run-id", help=f"run folder name (default: {run_id})")
     parser.add_argument(
         "--prefect-home", type=Path, help="Prefect home (default <runs-dir>/.prefect)"
+    )
+
+
+# What each ``--allow-different-KIND`` lets a comparison accept (refused by default).
+DIFFERENCES = {
+    "configs": "whose variant grid, decoding, scorer or seed differ (the differences are printed)",
+    "sampling": "sampled at different settings (temperature, top_p, top_k, samples per prompt "
+    "text; refused by default: at T > 0 s measures excesses over the sampling noise of those "
+    "settings)",
+    "encoders": "whose BERT numbers come from different BERTScore encoders (refused by default: "
+    "each encoder has its own scale; the page names each run's encoder)",
+}
+
+
+def add_margin(parser: Any) -> None:
+    """``--margin``: the equivalence margin of a comparison's paired tests."""
+    from sago_core.statistics.paired import DEFAULT_MARGIN
+
+    parser.add_argument(
+        "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin in SGS units"
+    )
+
+
+def add_differences(parser: Any, *kinds: str) -> None:
+    """``--allow-different-KIND`` for each of ``kinds`` (``DIFFERENCES``) and
+    ``--strict-identity``: what a comparison of runs accepts, refuses or marks."""
+    for kind in kinds:
+        parser.add_argument(
+            f"--allow-different-{kind}",
+            action="store_true",
+            help=f"compare runs {DIFFERENCES[kind]}",
+        )
+    parser.add_argument(
+        "--strict-identity",
+        action="store_true",
+        help="refuse runs whose answers for a model come from different served-model "
+        "identities (API model name or system_fingerprint; default: compare and mark them)",
     )
