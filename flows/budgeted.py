@@ -82,15 +82,21 @@ class Rounds:
             prompts=[list(p) for p in self.design.sampled],
             out_dir=str(where),
         )
-        plan = self.stage(
-            plan_shards_task,
-            prompts_path=str(Path(round_variants).with_name(PROMPTS_FILE)),
-            variants_path=round_variants,
-            shard_size=self.config.orchestration.shard_size,
-            out_dir=str(layout.shards / f"round-{k}"),
-            workers=shard_workers(self.config.orchestration),
-        )
-        shards = round_shards(plan, k)
+        prompts = str(Path(round_variants).with_name(PROMPTS_FILE))
+        workers = shard_workers(self.config.orchestration)
+        # One worker: the round is one shard of its own files, one generation and one scoring
+        # task per model however many datasets it touches (a task costs about a second).
+        shards = [Shard(f"round{k}", "all", 0, len(self.design.sampled), prompts, round_variants)]
+        if workers > 1:
+            plan = self.stage(
+                plan_shards_task,
+                prompts_path=prompts,
+                variants_path=round_variants,
+                shard_size=self.config.orchestration.shard_size,
+                out_dir=str(layout.shards / f"round-{k}"),
+                workers=workers,
+            )
+            shards = round_shards(plan, k)
         self.monitor = RunMonitor(self.config.resolved_run_id(), len(shards) * len(self.targets))
         self.per_model = [
             self.run_model(
