@@ -68,19 +68,26 @@ class Variant:
     seed: int
 
 
+def _variant(
+    prompt: Prompt,
+    seed: int,
+    variant_id: str,
+    family: str,
+    subtype: str,
+    strength: float,
+    position: Position,
+    text: str,
+) -> Variant:
+    """A variant of ``prompt``, its seed drawn from the run's ``seed`` and its id."""
+    vseed = variant_seed(seed, prompt.dataset, prompt.prompt_id, variant_id)
+    key = (prompt.dataset, prompt.prompt_id, variant_id)
+    return Variant(*key, family, subtype, float(strength), position, text, vseed)
+
+
 def _replay_variant(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
     if grid.replay:
-        yield Variant(
-            prompt.dataset,
-            prompt.prompt_id,
-            REPLAY_VARIANT_ID,
-            REPLAY_FAMILY,
-            BASE_FAMILY,
-            0.0,
-            "global",
-            prompt.prompt,
-            variant_seed(seed, prompt.dataset, prompt.prompt_id, REPLAY_VARIANT_ID),
-        )
+        family, text = REPLAY_FAMILY, prompt.prompt  # the base asked again
+        yield _variant(prompt, seed, REPLAY_VARIANT_ID, family, BASE_FAMILY, 0.0, "global", text)
 
 
 def register_variant_id(strength: int, position: Position) -> str:
@@ -100,18 +107,29 @@ def _register_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator
         return
     for position in grid.register_grid.positions:
         for strength in grid.register_grid.strengths:
+            text = apply_register(prompt.prompt, strength, position)
             vid = register_variant_id(strength, position)
-            yield Variant(
-                prompt.dataset,
-                prompt.prompt_id,
-                vid,
-                "register",
-                "politeness",
-                float(strength),
-                position,
-                apply_register(prompt.prompt, strength, position),
-                variant_seed(seed, prompt.dataset, prompt.prompt_id, vid),
-            )
+            yield _variant(prompt, seed, vid, "register", "politeness", strength, position, text)
+
+
+def _ladders(
+    prompt: Prompt,
+    seed: int,
+    family: str,
+    levels: dict[str, tuple[int, ...]],
+    positions: tuple[Position, ...],
+    builders: dict[str, NoiseFn],
+    make_id: Callable[[str, int, Position], str],
+) -> Iterator[Variant]:
+    """Every (subtype, position, strength) cell of a family whose subtypes are strength
+    ladders, each text built by ``builders[subtype]`` from the variant's own generator."""
+    for subtype, strengths in levels.items():
+        for position in positions:
+            for strength in strengths:
+                vid = make_id(subtype, strength, position)
+                rng = variant_rng(variant_seed(seed, prompt.dataset, prompt.prompt_id, vid))
+                text = builders[subtype](prompt.prompt, strength, position, rng)
+                yield _variant(prompt, seed, vid, family, subtype, strength, position, text)
 
 
 def _noise_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
@@ -122,25 +140,9 @@ def _noise_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Va
         "punctuation": grid.noise.punctuation,
         "capitalization": grid.noise.capitalization,
     }
-    for subtype, strengths in levels.items():
-        for position in grid.noise.positions:
-            for strength in strengths:
-                vid = noise_variant_id(subtype, strength, position)
-                vseed = variant_seed(seed, prompt.dataset, prompt.prompt_id, vid)
-                text = NOISE_BUILDERS[subtype](
-                    prompt.prompt, strength, position, variant_rng(vseed)
-                )
-                yield Variant(
-                    prompt.dataset,
-                    prompt.prompt_id,
-                    vid,
-                    "noise",
-                    subtype,
-                    float(strength),
-                    position,
-                    text,
-                    vseed,
-                )
+    yield from _ladders(
+        prompt, seed, "noise", levels, grid.noise.positions, NOISE_BUILDERS, noise_variant_id
+    )
 
 
 def _script_levels(grid: ScriptGrid) -> dict[str, tuple[int, ...]]:
@@ -156,43 +158,19 @@ def _script_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[V
     script = grid.script
     if script is None:
         return
-    for subtype, strengths in _script_levels(script).items():
-        for position in script.positions:
-            for strength in strengths:
-                vid = script_variant_id(subtype, strength, position)
-                vseed = variant_seed(seed, prompt.dataset, prompt.prompt_id, vid)
-                text = SCRIPT_BUILDERS[subtype](
-                    prompt.prompt, strength, position, variant_rng(vseed)
-                )
-                if text != prompt.prompt:
-                    yield Variant(
-                        prompt.dataset,
-                        prompt.prompt_id,
-                        vid,
-                        "script",
-                        subtype,
-                        float(strength),
-                        position,
-                        text,
-                        vseed,
-                    )
+    levels, positions = _script_levels(script), script.positions
+    for variant in _ladders(
+        prompt, seed, "script", levels, positions, SCRIPT_BUILDERS, script_variant_id
+    ):
+        if variant.text != prompt.prompt:
+            yield variant
     # Whole-prompt transforms: GLOBAL, strength 100, the subtype names the method used.
     for wanted, transform in ((script.romanized, romanize), (script.han_converted, convert_han)):
         done = transform(prompt.prompt) if wanted else None
         if done is None or done.text == prompt.prompt:
             continue
         vid = script_variant_id(done.subtype, 100, "global")
-        yield Variant(
-            prompt.dataset,
-            prompt.prompt_id,
-            vid,
-            "script",
-            done.subtype,
-            100.0,
-            "global",
-            done.text,
-            variant_seed(seed, prompt.dataset, prompt.prompt_id, vid),
-        )
+        yield _variant(prompt, seed, vid, "script", done.subtype, 100.0, "global", done.text)
 
 
 def _language_variants(prompt: Prompt, texts: LanguageTexts | None, seed: int) -> Iterator[Variant]:
@@ -200,20 +178,11 @@ def _language_variants(prompt: Prompt, texts: LanguageTexts | None, seed: int) -
         return
     found = texts.texts.get((prompt.dataset, prompt.prompt_id), {})
     for code in texts.languages:
-        if code not in found:
-            continue
-        vid = language_variant_id(code)
-        yield Variant(
-            prompt.dataset,
-            prompt.prompt_id,
-            vid,
-            LANGUAGE_FAMILY,
-            code,
-            float(LANGUAGE_STRENGTH),
-            "global",
-            found[code],
-            variant_seed(seed, prompt.dataset, prompt.prompt_id, vid),
-        )
+        if code in found:
+            vid = language_variant_id(code)
+            yield _variant(
+                prompt, seed, vid, LANGUAGE_FAMILY, code, LANGUAGE_STRENGTH, "global", found[code]
+            )
 
 
 def _declared_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator[Variant]:
@@ -225,21 +194,10 @@ def _declared_variants(prompt: Prompt, grid: VariantGrid, seed: int) -> Iterator
             for position in cells.positions:
                 for strength in cells.strengths:
                     vid = f"{name}:{subtype}:{strength:g}:{position}"
-                    vseed = variant_seed(seed, prompt.dataset, prompt.prompt_id, vid)
-                    rng = variant_rng(vseed)
+                    rng = variant_rng(variant_seed(seed, prompt.dataset, prompt.prompt_id, vid))
                     text = transform(prompt.prompt, subtype, strength, position, rng)
                     if text != prompt.prompt:
-                        yield Variant(
-                            prompt.dataset,
-                            prompt.prompt_id,
-                            vid,
-                            name,
-                            subtype,
-                            float(strength),
-                            position,
-                            text,
-                            vseed,
-                        )
+                        yield _variant(prompt, seed, vid, name, subtype, strength, position, text)
 
 
 def build_variants(prompts: list[Prompt], grid: VariantGrid, seed: int) -> list[Variant]:
