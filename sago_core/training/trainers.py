@@ -133,15 +133,21 @@ def answering_trackers(config: TrainConfig) -> list[str]:
     return names
 
 
-def _precision() -> dict[str, bool]:
+def _device_settings() -> dict[str, bool]:
     """bf16 mixed precision where the device computes it (a recent GPU). Without an
     accelerator everything stays in float32 on the CPU (a CPU training is reproducible to the
-    bit), and several processes there train together over gloo."""
+    bit), and several processes there train together over gloo. Activations are recomputed
+    in the backward pass (TRL's default, to save GPU memory) only on an accelerator: on a CPU
+    memory is rarely short and the recomputation is a third forward per consistency step."""
     import torch
 
     cuda = torch.cuda.is_available()
     accelerated = cuda or torch.backends.mps.is_available()
-    return {"bf16": cuda and torch.cuda.is_bf16_supported(), "use_cpu": not accelerated}
+    return {
+        "bf16": cuda and torch.cuda.is_bf16_supported(),
+        "use_cpu": not accelerated,
+        "gradient_checkpointing": accelerated,
+    }
 
 
 def trainer_args(config: TrainConfig, report_to: Sequence[str] = ()) -> dict[str, Any]:
@@ -154,7 +160,7 @@ def trainer_args(config: TrainConfig, report_to: Sequence[str] = ()) -> dict[str
         "learning_rate": config.learning_rate,
         "lr_scheduler_type": config.lr_schedule,
         "warmup_steps": config.warmup_steps,
-        **_precision(),
+        **_device_settings(),
         "logging_steps": 1,
         "save_strategy": "steps",
         "save_steps": config.checkpoint_every,
@@ -190,14 +196,19 @@ def pair_collator(pad: int) -> Callable[[list[dict[str, list[int]]]], dict[str, 
 
 def answer_log_probs(model: Any, inputs: dict[str, Any], side: str = "") -> torch.Tensor:
     """Log-softmax of the logits that predict each answer token of the batch, flattened in
-    row order: (answer tokens, vocab)."""
+    row order: (answer tokens, vocab). Only the positions that predict an answer token in
+    some row go through the LM head (the model's ``logits_to_keep``): the prompts' logits
+    over the whole vocabulary would be computed, and differentiated, only to be dropped."""
     import torch.nn.functional as F
 
-    logits = model(
-        input_ids=inputs[f"{side}input_ids"], attention_mask=inputs[f"{side}attention_mask"]
-    ).logits
     predicts_answer = inputs[f"{side}completion_mask"][:, 1:].bool()
-    return F.log_softmax(logits[:, :-1][predicts_answer].float(), dim=-1)
+    keep = predicts_answer.any(0).nonzero().squeeze(1)
+    logits = model(
+        input_ids=inputs[f"{side}input_ids"],
+        attention_mask=inputs[f"{side}attention_mask"],
+        logits_to_keep=keep,
+    ).logits
+    return F.log_softmax(logits[predicts_answer[:, keep]].float(), dim=-1)
 
 
 def divergence(base: torch.Tensor, variant: torch.Tensor, kind: str) -> torch.Tensor:

@@ -109,6 +109,39 @@ def test_a_stopped_training_resumes_to_the_uninterrupted_weights(
         assert value.equal(resumed[name]), name
 
 
+def test_a_consistency_step_on_a_cpu_recomputes_nothing_and_scores_answer_positions_only(
+    tiny_model_dir: Path, data: Path, tmp_path: Path
+) -> None:
+    """Two forwards a step (variant, base; no activation recomputation on a CPU), and the LM
+    head only where some row predicts an answer token, with the full forward's values."""
+    require_train()
+    import torch
+
+    from sago_core.training.data import load_examples
+    from sago_core.training.model import load_base, lora_config
+    from sago_core.training.trainers import answer_log_probs, build_trainer, pair_collator, rows
+
+    config = _config(tiny_model_dir, data, tmp_path / "out", objective="consistency", batch_size=3)
+    tokenizer, model = load_base(str(tiny_model_dir))
+    examples = load_examples(config)
+    batch = pair_collator(0)(list(rows(examples, "consistency", tokenizer, 512)))
+    positions: list[int] = []
+    model.lm_head.register_forward_hook(lambda _m, i, _o: positions.append(i[0].shape[1]))
+    with torch.no_grad():
+        kept = answer_log_probs(model, batch)
+        full = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    answer = batch["completion_mask"][:, 1:].bool()
+    assert torch.allclose(kept, torch.log_softmax(full[:, :-1][answer], -1), atol=1e-6)
+    assert positions[0] == int(answer.any(0).sum()) < batch["input_ids"].shape[1]
+    calls: list[int] = []
+    for layer in model.model.layers:  # a recomputed layer calls its MLP again
+        layer.mlp.register_forward_pre_hook(lambda *_: calls.append(1))
+    build_trainer(
+        model, tokenizer, examples, config, peft_config=lora_config(model, config)
+    ).train()
+    assert len(calls) == 2 * len(model.model.layers)
+
+
 def test_divergences_on_golden_distributions() -> None:
     require_train()
     import torch
