@@ -170,6 +170,14 @@ class Arm:
     cached: int  # shards a worker found cached (0 in a fair arm)
 
 
+def planned_idle(loads: list[list[int]]) -> list[float]:
+    """Per worker (its shards' estimated loads), the share of the heaviest worker's load it
+    would idle: 1 - its load / the heaviest's."""
+    carried = [sum(group) for group in loads]
+    heaviest = max(carried, default=0)
+    return [1.0 - c / heaviest if heaviest > 0 else 0.0 for c in carried]
+
+
 def worker_times(records: list[dict], planned: dict[str, float]) -> tuple[float, list[WorkerTime]]:
     """Per worker (queue) of one model's shard records (``worker.json``, plus ``engine_s``):
     busy and idle seconds within the span of the whole model's generation, and the idle
@@ -208,7 +216,7 @@ def run_arm(
     from sago.flows.shard import run_shard
     from sago_core.artifacts.layout import SHARD_WORKER_FILE, RunLayout
     from sago_core.backends.target import model_target
-    from sago_core.stages.shards import planned_idle, shard_load
+    from sago_core.stages.shards import shard_load
 
     layout = RunLayout.of(config.runs_dir, config.resolved_run_id())
     groups = plan(config, prompts, variants, layout.shards)

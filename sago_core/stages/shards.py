@@ -180,14 +180,6 @@ def assign_shards(shards: list[Shard], workers: int, max_new_tokens: int) -> lis
     return [[shards[i] for i in group] for group in groups if group]
 
 
-def planned_idle(loads: list[list[int]]) -> list[float]:
-    """Per worker (its shards' estimated loads), the share of the heaviest worker's load it
-    would idle: 1 - its load / the heaviest's."""
-    carried = [sum(group) for group in loads]
-    heaviest = max(carried, default=0)
-    return [1.0 - c / heaviest if heaviest > 0 else 0.0 for c in carried]
-
-
 def write_shards(
     prompts: pl.DataFrame,
     variants: pl.DataFrame,
