@@ -17,16 +17,21 @@ from sago_core.vocabulary import NON_FINITE, REPLAY_FAMILY
 GROUP = ["model", "dataset", "prompt_id", "axis"]
 
 
-def score_prompts(deltas: pl.DataFrame) -> pl.DataFrame:
-    """RMS per (model, dataset, prompt, axis); null with a reason when no delta exists."""
+def finite_deltas(deltas: pl.DataFrame) -> pl.DataFrame:
+    """``deltas`` with a non-finite ``delta_norm`` null, its reason ``NON_FINITE``."""
     finite = pl.col("delta_norm").is_finite()
-    deltas = deltas.with_columns(
+    return deltas.with_columns(
         pl.when(finite).then(pl.col("delta_norm")).alias("delta_norm"),
         pl.when(pl.col("delta_norm").is_not_null() & ~finite)
         .then(pl.lit(NON_FINITE))
         .otherwise(pl.col("missing_reason"))
         .alias("missing_reason"),
     )
+
+
+def score_prompts(deltas: pl.DataFrame) -> pl.DataFrame:
+    """RMS per (model, dataset, prompt, axis); null with a reason when no delta exists."""
+    deltas = finite_deltas(deltas)
     variants = deltas.filter(pl.col("family") != REPLAY_FAMILY)
     values = pl.col("delta_norm").drop_nulls()
     scale = values.abs().max()

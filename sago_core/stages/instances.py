@@ -36,11 +36,11 @@ from sago_core.axes.language_fidelity import prompt_language
 from sago_core.axes.mirroring_intensity import mirroring_intensity
 from sago_core.data.prompt import NO_REASON_RECORDED
 from sago_core.data.references import language_references
+from sago_core.scoring.prompt_scores import finite_deltas
 from sago_core.statistics.correctness import is_correct
 from sago_core.vocabulary import (
     AXES,
     LANGUAGE_FAMILY,
-    NON_FINITE,
     REPLAY_FAMILY,
     VARIANT_COLUMNS,
 )
@@ -75,15 +75,7 @@ def sampled_instances_schema() -> Schema:
 
 def _wide_deltas(deltas: pl.DataFrame) -> pl.DataFrame:
     """One row per variant, ``d_<axis>`` and ``reason_<axis>`` per axis (non-finite -> null)."""
-    variants = deltas.filter(pl.col("family") != REPLAY_FAMILY)
-    finite = pl.col("delta_norm").is_finite()
-    variants = variants.with_columns(
-        pl.when(finite).then(pl.col("delta_norm")).alias("delta_norm"),
-        pl.when(pl.col("delta_norm").is_not_null() & ~finite)
-        .then(pl.lit(NON_FINITE))
-        .otherwise(pl.col("missing_reason"))
-        .alias("missing_reason"),
-    )
+    variants = finite_deltas(deltas.filter(pl.col("family") != REPLAY_FAMILY))
     keys = variants.select([*KEY, *VARIANT_COLUMNS]).unique(KEY, keep="first")
     columns = []
     for axis in AXES:
