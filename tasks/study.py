@@ -121,7 +121,9 @@ def render_study_task(
     out_dir: str,
 ) -> str:
     page = render_study(
-        *(current_columns(read_parquet(p)) for p in (scores_path, partial_path, agreement_path)),
+        current_columns(read_parquet(scores_path)),
+        current_columns(read_parquet(partial_path)),
+        current_columns(read_parquet(agreement_path)),
         settings,
         json.loads(Path(split_path).read_text(encoding="utf-8")),
     )
