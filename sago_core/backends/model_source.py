@@ -10,6 +10,7 @@ import difflib
 import hashlib
 import importlib.metadata
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from sago_core.errors import ConfigError, ModelNotFoundError
@@ -96,6 +97,14 @@ def packaged_file(distribution: str, relative_suffix: str) -> Path:
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """Memoised per file version in this process: a run resolves its models several times
+    (preflight, its first line, the flow) and weights run to gigabytes."""
+    stat = path.stat()
+    return _sha256_file(path.resolve(), stat.st_size, stat.st_mtime_ns, chunk)
+
+
+@cache
+def _sha256_file(path: Path, size: int, mtime_ns: int, chunk: int) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while block := handle.read(chunk):
