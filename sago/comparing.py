@@ -152,7 +152,7 @@ def _paired(
 
 def _split_path(split: Path | str | None, after: Path) -> tuple[Path, Path | None]:
     """The split file, and the trained model's folder when AFTER evaluated one."""
-    from sago_core.statistics.paired_runs import read_run_config
+    from sago_core.config.saved import read_run_config
     from sago_core.training.result import training_data, training_folder
     from sago_core.training.split import SPLIT_FILE
 

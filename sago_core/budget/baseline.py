@@ -32,10 +32,9 @@ rule's tests) reads the adjusted scores as it reads the plain ones.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -52,9 +51,6 @@ from sago_core.budget.estimate import (
     pooled_estimate,
 )
 from sago_core.budget.run_cells import CELL_ID, RunCells, cell_values
-
-if TYPE_CHECKING:  # the planner reads the rounds (allocation.py), which read this module
-    from sago_core.budget.planner import Components
 
 # Degrees of freedom (cells less one per (prompt, stratum)) a dataset needs for its own
 # lambda; below, the axis' pooled lambda (a covariance from a few cells is noise).
@@ -178,12 +174,8 @@ def read_baseline(
     ``columns``: its one model's value under every model of this run), after refusing, in one
     line naming what differs, a run that is not a finished full run of one model over the
     same design (``config``: this run's, as run_config.json holds it)."""
+    from sago_core.config.saved import config_differences, read_run_config, sampling_differences
     from sago_core.errors import ConfigError
-    from sago_core.statistics.paired_runs import (
-        config_differences,
-        read_run_config,
-        sampling_differences,
-    )
 
     where = f"budget.baseline {run}"
     if (run / BUDGET_FILE).is_file():
@@ -210,25 +202,3 @@ def read_baseline(
             for m, a in columns
         ]
     )
-
-
-def planned_components(
-    components: Mapping[str, Sequence[Components]],
-    layout: Layout,
-    pilot: np.ndarray,
-    baseline: np.ndarray,
-    axes: Sequence[str],
-) -> dict[str, list[Components]]:
-    """The planner's components (per axis, per dataset) with the second stage's variance
-    scaled by what the baseline leaves of it, R per dataset, measured between two full grids
-    of one layout (``pilot``, ``baseline``: cells x ``axes``)."""
-    every = np.ones(len(layout.stratum), dtype=bool)
-    out = {}
-    for a, axis in enumerate(axes):
-        roots = (full_scores(layout, pilot[:, a]), full_scores(layout, baseline[:, a]))
-        control = measured_control(layout, pilot[:, a], baseline[:, a], every, roots)
-        out[axis] = [
-            replace(c, controlled=float(r))
-            for c, r in zip(components[axis], control.ratio, strict=True)
-        ]
-    return out

@@ -71,6 +71,7 @@ from sago_core.budget.allocation import (
     dataset_counts,
     stratum_parts,
 )
+from sago_core.budget.baseline import measured_control
 from sago_core.budget.cells import GridValues
 from sago_core.budget.design import LEVELS, Layout, Level, index_grid, minimum_counts
 from sago_core.budget.estimate import Z95, full_scores
@@ -415,3 +416,25 @@ def sample_shares(
             continue
         shares[axis] = (sample / k0) / (variant + sample / k0)
     return shares, reasons
+
+
+def planned_components(
+    components: Mapping[str, Sequence[Components]],
+    layout: Layout,
+    pilot: np.ndarray,
+    baseline: np.ndarray,
+    axes: Sequence[str],
+) -> dict[str, list[Components]]:
+    """The planner's components (per axis, per dataset) with the second stage's variance
+    scaled by what the baseline leaves of it, R per dataset, measured between two full grids
+    of one layout (``pilot``, ``baseline``: cells x ``axes``)."""
+    every = np.ones(len(layout.stratum), dtype=bool)
+    out = {}
+    for a, axis in enumerate(axes):
+        roots = (full_scores(layout, pilot[:, a]), full_scores(layout, baseline[:, a]))
+        control = measured_control(layout, pilot[:, a], baseline[:, a], every, roots)
+        out[axis] = [
+            replace(c, controlled=float(r))
+            for c, r in zip(components[axis], control.ratio, strict=True)
+        ]
+    return out

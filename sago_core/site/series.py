@@ -2,7 +2,7 @@
 
 A line joins releases of one model family whose runs ``sago compare --paired`` would pair:
 the same BERTScore encoder (``scoring.encoder.differing``), the same design (variant grid,
-decoding, sampling, scorer, seed: ``statistics.paired_runs.check_designs``) and the same prompts
+decoding, sampling, scorer, seed: ``config.saved.check_designs``) and the same prompts
 with the same texts (``check_prompts``). A release the first line of its family refuses
 starts or joins another line, shown apart with the reason the comparison gives. Drawing two
 designs on one line would show a change of settings as a change of the model.
@@ -25,10 +25,11 @@ from pathlib import Path
 import polars as pl
 
 from sago_core.artifacts.layout import PROMPTS_FILE, SCORES_FILE
+from sago_core.config.saved import check_designs, read_run_config
 from sago_core.errors import SagoError
 from sago_core.scoring.encoder import differing, run_encoder
 from sago_core.site.release import RELEASED, STARTED, WATCHED, WRITTEN, Release
-from sago_core.statistics.paired_runs import check_designs, check_prompts, read_run_config
+from sago_core.statistics.paired_runs import check_prompts
 
 # The order's bases, the release's own first, with what a line's legend says of each.
 BASES = {

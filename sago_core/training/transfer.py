@@ -30,11 +30,12 @@ import polars as pl
 
 from sago_core.artifacts.layout import DELTAS_FILE, INSTANCES_FILE
 from sago_core.artifacts.schemas import Schema, conform
+from sago_core.config.saved import check_designs, read_run_config
 from sago_core.errors import ConfigError, InputError
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.statistics.multiple_testing import holm
 from sago_core.statistics.paired import ALPHA, paired_test, verdict
-from sago_core.statistics.paired_runs import check_designs, check_prompt_texts, read_run_config
+from sago_core.statistics.paired_runs import check_prompt_texts
 from sago_core.training.split import HELD_OUT, TRAIN, Split
 from sago_core.vocabulary import AXES, REPLAY_FAMILY
 
@@ -94,7 +95,7 @@ def _sides(frame: pl.DataFrame, split: Split) -> pl.DataFrame:
 
 def check_transfer_design(before: Path, after: Path) -> None:
     """Refuse runs of different designs: sampling, variant grid, decoding, scorer or seed
-    (``paired_runs.check_designs``), prompt texts, or the variants measured."""
+    (``config.saved.check_designs``), prompt texts, or the variants measured."""
     check_designs(read_run_config(before), read_run_config(after))
     check_prompt_texts(before, after)
     ids = ["dataset", "prompt_id", "variant_id"]

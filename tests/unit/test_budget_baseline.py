@@ -14,12 +14,15 @@ import pytest
 from sago_core.budget.baseline import (
     baseline_estimates,
     measured_control,
-    planned_components,
     read_baseline,
 )
 from sago_core.budget.design import Grid, draw_design, index_grid, select_cells
 from sago_core.budget.estimate import axis_estimates, full_scores
-from sago_core.budget.planner import predicted_variance, variance_components
+from sago_core.budget.planner import (
+    planned_components,
+    predicted_variance,
+    variance_components,
+)
 from sago_core.budget.run_cells import RunCells
 from sago_core.errors import ConfigError
 

@@ -65,7 +65,7 @@ def test_both_names_at_once_fail_in_one_line_naming_the_new_one(
 
 
 def test_a_run_saved_under_the_old_names_compares_with_one_under_the_new() -> None:
-    from sago_core.statistics.paired_runs import config_differences
+    from sago_core.config.saved import config_differences
 
     new = build_config("demo", NEW).model_dump(mode="json")
     old = {k: v for k, v in new.items() if k != "register_judge"} | {"judge": new["register_judge"]}

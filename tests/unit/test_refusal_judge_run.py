@@ -315,7 +315,7 @@ def test_an_api_judge_is_asked_over_http_and_its_spending_booked(
 
 
 def test_releases_judged_differently_are_not_compared_unasked() -> None:
-    from sago_core.statistics.paired_runs import check_designs
+    from sago_core.config.saved import check_designs
 
     rules = build_config().model_dump(mode="json", by_alias=True)
     judged = build_config(overrides={"refusal": {"judge": "mock:judge"}})

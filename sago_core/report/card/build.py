@@ -35,6 +35,7 @@ from sago_core.artifacts.layout import (
 )
 from sago_core.artifacts.store import write_json, write_text
 from sago_core.backends.served_identity import check_runs
+from sago_core.config.saved import sampling_settings
 from sago_core.peer_metrics.sources import current_names
 from sago_core.report.card.budget import budget_card
 from sago_core.report.card.refusal import (
@@ -54,7 +55,7 @@ from sago_core.scoring.encoder import encoder_of, label_of
 from sago_core.scoring.verdict import tolerance_verdict
 from sago_core.statistics.axis_structure import REDUNDANT_RHO
 from sago_core.statistics.paired import DEFAULT_MARGIN
-from sago_core.statistics.paired_runs import compare_paired, sampling_settings
+from sago_core.statistics.paired_runs import compare_paired
 from sago_core.statistics.tails import ALL_FAMILIES
 from sago_core.vocabulary import AXES, POOLED, VARIANT_COLUMNS
 

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from sago_core.backends.model_source import RecordedModel
+from sago_core.config.saved import describe_sampling
 from sago_core.markdown import table
 from sago_core.peer_metrics.sources import PSS_BERT_TO_BASE
 from sago_core.report.card.budget import budget_blocks
@@ -22,7 +23,6 @@ from sago_core.report.markup import number as _num
 from sago_core.report.sections.language import language_blocks
 from sago_core.scoring.encoder import axis_label, bert_label
 from sago_core.statistics.paired import ALPHA
-from sago_core.statistics.paired_runs import describe_sampling
 from sago_core.vocabulary import AXES
 
 # (heading, table headers, table rows, notes): one section of the card.

@@ -8,9 +8,10 @@ from typing import Any
 import polars as pl
 
 from sago_core import markdown
+from sago_core.config.saved import describe_sampling
 from sago_core.report.markup import axis_rank
 from sago_core.report.markup import number as _cell
-from sago_core.statistics.paired_runs import PairedComparison, describe_sampling
+from sago_core.statistics.paired_runs import PairedComparison
 from sago_core.vocabulary import POOLED
 
 
