@@ -71,6 +71,11 @@ REPLAY_FAMILY = "replay"
 REPLAY_VARIANT_ID = "replay:base:0:global"
 # What a variant is, beside its id: the columns every variant row carries.
 VARIANT_COLUMNS = ("family", "subtype", "strength", "position")
+# The columns that name a prompt (its dataset and id), a model's prompt, and one row of a
+# model's answers (a prompt's variant): the keys every stage joins on.
+PROMPT_KEY = ("dataset", "prompt_id")
+MODEL_PROMPT_KEY = ("model", *PROMPT_KEY)
+ROW_KEY = (*MODEL_PROMPT_KEY, "variant_id")
 # The variant family that asks the prompt in another language (variants/language.py; its
 # subtype is the language code), and the language of the prompts themselves.
 LANGUAGE_FAMILY = "language"

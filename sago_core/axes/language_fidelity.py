@@ -24,9 +24,8 @@ import polars as pl
 from sago_core.axes.language_id import identify_language
 from sago_core.axes.reasoning import unanswered
 from sago_core.variants.translation import MT_PREFIX
-from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY
+from sago_core.vocabulary import BASE_LANGUAGE, LANGUAGE_FAMILY, ROW_KEY
 
-KEY = ["model", "dataset", "prompt_id", "variant_id"]
 VERDICT = pl.Struct(
     {
         "detected": pl.String,
@@ -76,7 +75,7 @@ def lang_measurements(generations: pl.DataFrame) -> pl.DataFrame:
         pl.lit("no answer (generation failed or still reasoning)")
     )
     return rows.select(
-        *KEY,
+        *ROW_KEY,
         "family",
         "prompt_language",
         verdict.struct.field("detected").alias("detected_language"),

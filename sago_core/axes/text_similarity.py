@@ -29,7 +29,7 @@ from sago_core.axes.base_pairing import beside_base
 from sago_core.axes.reasoning import unanswered
 from sago_core.backends.model_source import resolve_bertscore_model
 from sago_core.progress import counted
-from sago_core.vocabulary import LANGUAGE_FAMILY
+from sago_core.vocabulary import LANGUAGE_FAMILY, ROW_KEY
 
 CROSS_LANGUAGE_BLEU = "answers in different languages: BLEU is not comparable"
 ENGLISH_ONLY_ENCODER = (
@@ -174,11 +174,10 @@ def without_cross_language(
     """``pairs`` with the BERTScore of every cross-language pair null when the encoder is
     English-only (``generations`` says each variant's family); unchanged otherwise, and
     unchanged for a run without language variants."""
-    key = ["model", "dataset", "prompt_id", "variant_id"]
-    families = generations.select(*key, "family").filter(cross_language())
+    families = generations.select(*ROW_KEY, "family").filter(cross_language())
     if multilingual or families.is_empty():
         return pairs
-    marked = pairs.join(families, on=key, how="left")
+    marked = pairs.join(families, on=ROW_KEY, how="left")
     bert = pl.when(cross_language()).then(None).otherwise(pl.col("bert_f1"))
     return marked.with_columns(bert.cast(pl.Float64).alias("bert_f1")).select(pairs.columns)
 

@@ -22,19 +22,19 @@ import polars as pl
 from sago_core.artifacts.layout import GENERATIONS_FILE, REFUSAL_VERDICTS_FILE
 from sago_core.refusal.judge import RefusalJudge
 from sago_core.statistics.agreement import agreement as rater_agreement
+from sago_core.vocabulary import ROW_KEY
 
 REFUSED, COMPLIED, PARTIAL = "refused", "complied", "partial"
 LABELS = (REFUSED, COMPLIED, PARTIAL)
 RULES = (REFUSED, COMPLIED)
 STRATA = ("kind", "rule", "family", "language")
-KEY = ("model", "dataset", "prompt_id", "variant_id")
-COLUMNS = ("row", *KEY, "kind", "family", "language", "prompt", "answer", "rule", "label")
+COLUMNS = ("row", *ROW_KEY, "kind", "family", "language", "prompt", "answer", "rule", "label")
 CORNER = "label \\ rule"  # the confusion table's corner: labels down, rule verdicts across
 SNIPPET = 160  # characters of an answer printed beside a disagreement
 
 
 def labelled_answers(run_dir: Path) -> tuple[pl.DataFrame, int]:
-    """The run's first-sample answers with a rule verdict (one row per answer: ``KEY``, kind,
+    """The run's first-sample answers with a rule verdict (one row per answer: ``ROW_KEY``, kind,
     family, language, prompt, answer, rule) and how many had none (NA)."""
     verdicts_path = run_dir / REFUSAL_VERDICTS_FILE
     if not verdicts_path.is_file():
@@ -44,11 +44,11 @@ def labelled_answers(run_dir: Path) -> tuple[pl.DataFrame, int]:
         )
     verdicts = pl.read_parquet(verdicts_path).filter(pl.col("sample") == 0)
     texts = pl.read_parquet(
-        run_dir / GENERATIONS_FILE, columns=[*KEY, "prompt_text", "answer_text"]
+        run_dir / GENERATIONS_FILE, columns=[*ROW_KEY, "prompt_text", "answer_text"]
     )
     judged = verdicts.drop_nulls("refused")
-    rows = judged.join(texts, on=list(KEY), how="left").select(
-        *KEY,
+    rows = judged.join(texts, on=list(ROW_KEY), how="left").select(
+        *ROW_KEY,
         "kind",
         "family",
         "language",
@@ -56,7 +56,7 @@ def labelled_answers(run_dir: Path) -> tuple[pl.DataFrame, int]:
         pl.col("answer_text").alias("answer"),
         pl.when(pl.col("refused")).then(pl.lit(REFUSED)).otherwise(pl.lit(COMPLIED)).alias("rule"),
     )
-    return rows.sort(list(KEY)), verdicts.height - judged.height
+    return rows.sort(list(ROW_KEY)), verdicts.height - judged.height
 
 
 def stratified_sample(answers: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:

@@ -22,9 +22,8 @@ from sago_core.axes.mirroring import register_mirroring
 from sago_core.axes.reasoning import with_answers
 from sago_core.errors import InputError
 from sago_core.statistics.agreement import agreement
-from sago_core.vocabulary import BASE_VARIANT_ID
+from sago_core.vocabulary import BASE_VARIANT_ID, ROW_KEY
 
-KEY = ["model", "dataset", "prompt_id", "variant_id"]
 COLUMNS = ["pair_id", "direction", "question", "response_a_base", "response_b_variant"]
 
 
@@ -41,7 +40,7 @@ def judged_pairs(run_dir: Path) -> pl.DataFrame:
         "model", "dataset", "prompt_id", pl.col("answer_text").alias("base_response")
     )
     joined = (
-        mirroring.join(generations, on=KEY, how="inner")
+        mirroring.join(generations, on=ROW_KEY, how="inner")
         .join(base, on=["model", "dataset", "prompt_id"], how="left")
         .filter(pl.col("m_variant").is_not_null())
     )
@@ -51,7 +50,7 @@ def judged_pairs(run_dir: Path) -> pl.DataFrame:
     ]
     pair_ids = [
         hashlib.sha256("\x1f".join(k).encode()).hexdigest()[:12]
-        for k in joined.select(KEY).iter_rows()
+        for k in joined.select(ROW_KEY).iter_rows()
     ]
     return joined.with_columns(
         pl.Series("pair_id", pair_ids, dtype=pl.String),

@@ -25,9 +25,8 @@ import polars as pl
 
 from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
 from sago_core.sampling.distances import PairDistances, measure_distances
-from sago_core.vocabulary import BASE_VARIANT_ID, VARIANT_COLUMNS
+from sago_core.vocabulary import BASE_VARIANT_ID, MODEL_PROMPT_KEY, ROW_KEY, VARIANT_COLUMNS
 
-PROMPT_KEY = ("model", "dataset", "prompt_id")
 # (hypotheses, references) -> similarities, one per pair, on the axis' own scale
 Similarity = Callable[[Sequence[str], Sequence[str]], list[float]]
 
@@ -83,9 +82,9 @@ def _samples(rows: list[dict]) -> TextSamples:
 def group_samples(samples: pl.DataFrame) -> list[PromptSamples]:
     """One ``PromptSamples`` per (model, dataset, prompt) that has base samples, in the
     file's sorted order; a variant without base samples is an error (the file is broken)."""
-    frame = with_answers(samples).sort([*PROMPT_KEY, "variant_id", "sample"])
+    frame = with_answers(samples).sort([*ROW_KEY, "sample"])
     out: list[PromptSamples] = []
-    for key, part in frame.group_by(list(PROMPT_KEY), maintain_order=True):
+    for key, part in frame.group_by(MODEL_PROMPT_KEY, maintain_order=True):
         model, dataset, prompt_id = (str(k) for k in key)
         by_text: dict[str, list[dict]] = {}
         for row in part.iter_rows(named=True):

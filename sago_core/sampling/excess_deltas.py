@@ -22,9 +22,8 @@ import polars as pl
 from sago_core.artifacts.schemas import DELTAS, conform
 from sago_core.registry.axes import axes_for
 from sago_core.sampling.axis_tests import SAMPLED_AXES, TEXT_AXES
-from sago_core.vocabulary import NON_FINITE, VARIANT_COLUMNS
+from sago_core.vocabulary import NON_FINITE, ROW_KEY, VARIANT_COLUMNS
 
-KEY = ["model", "dataset", "prompt_id", "variant_id"]
 KEPT_AXES = ("act",)
 NO_RULE = "no excess rule at K > 1 for this axis: not measured from sampled answers"
 
@@ -65,7 +64,7 @@ def excess_deltas(tests: pl.DataFrame, deltas: pl.DataFrame) -> pl.DataFrame:
     (variant, registered axis of the run), in deltas' order."""
     if tests.is_empty():
         return conform(deltas.filter(pl.col("axis").is_in(list(KEPT_AXES))), DELTAS)
-    variants = tests.select([*KEY, *VARIANT_COLUMNS]).unique(maintain_order=True)
+    variants = tests.select([*ROW_KEY, *VARIANT_COLUMNS]).unique(maintain_order=True)
     present = variants["family"].unique().to_list()
     frames = []
     sampled = _sampled(tests)
@@ -74,10 +73,10 @@ def excess_deltas(tests: pl.DataFrame, deltas: pl.DataFrame) -> pl.DataFrame:
             frames.append(sampled.filter(pl.col("axis") == axis.name))
         elif axis.name in KEPT_AXES:
             kept = deltas.filter(pl.col("axis") == axis.name).select(
-                *KEY, "axis", "delta", "delta_norm", "missing_reason"
+                *ROW_KEY, "axis", "delta", "delta_norm", "missing_reason"
             )
             frames.append(
-                variants.join(kept, on=KEY, how="left").with_columns(
+                variants.join(kept, on=ROW_KEY, how="left").with_columns(
                     pl.lit(axis.name).alias("axis"),
                     pl.coalesce(
                         pl.col("missing_reason"),
@@ -98,5 +97,5 @@ def excess_deltas(tests: pl.DataFrame, deltas: pl.DataFrame) -> pl.DataFrame:
             )
     columns = list(DELTAS)
     return conform(pl.concat([conform(f, DELTAS).select(columns) for f in frames]), DELTAS).sort(
-        [*KEY, "axis"]
+        [*ROW_KEY, "axis"]
     )

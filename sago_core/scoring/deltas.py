@@ -23,10 +23,13 @@ import polars as pl
 from sago_core.artifacts.schemas import DELTAS, conform
 from sago_core.axes.reasoning import with_answers
 from sago_core.registry.axes import axes_for
-from sago_core.vocabulary import BASE_VARIANT_ID, NON_FINITE, VARIANT_COLUMNS
-
-KEY = ["model", "dataset", "prompt_id", "variant_id"]
-PROMPT_KEY = ["model", "dataset", "prompt_id"]
+from sago_core.vocabulary import (
+    BASE_VARIANT_ID,
+    MODEL_PROMPT_KEY,
+    NON_FINITE,
+    ROW_KEY,
+    VARIANT_COLUMNS,
+)
 
 
 def compute_deltas(
@@ -39,7 +42,7 @@ def compute_deltas(
     # an axis declared for one family (``lang``: language variants) only where it is present
     present = wide["family"].unique().to_list()
     frames = [_axis_deltas(wide, axis.name, axis.scale, *axis.rule()) for axis in axes_for(present)]
-    return conform(pl.concat(frames), DELTAS).sort([*KEY, "axis"])
+    return conform(pl.concat(frames), DELTAS).sort([*ROW_KEY, "axis"])
 
 
 def _variant_rows(
@@ -51,7 +54,7 @@ def _variant_rows(
     """One row per variant with every measurement of it and of its prompt's base."""
     is_base = pl.col("variant_id") == BASE_VARIANT_ID
     variants = generations.filter(~is_base).select(
-        *KEY,
+        *ROW_KEY,
         *VARIANT_COLUMNS,
         pl.col("failure_reason").alias("variant_failure"),
         "thinking",
@@ -59,25 +62,25 @@ def _variant_rows(
     )
     base_failures = generations.filter(is_base).select(
         [
-            *PROMPT_KEY,
+            *MODEL_PROMPT_KEY,
             pl.col("failure_reason").alias("base_failure"),
             pl.col("thinking").alias("base_thinking"),
         ]
     )
     base = analysis.filter(is_base).select(
         [
-            *PROMPT_KEY,
+            *MODEL_PROMPT_KEY,
             pl.col("logprob").alias("logprob_base"),
             pl.col("mean_entropy").alias("ent_base"),
             pl.col("missing_reason").alias("reason_base"),
         ]
     )
     return (
-        variants.join(analysis, on=KEY, how="left")
-        .join(base, on=PROMPT_KEY, how="left")
-        .join(pairs, on=KEY, how="left")
-        .join(mirroring.rename({"missing_reason": "reason_mr"}), on=KEY, how="left")
-        .join(base_failures, on=PROMPT_KEY, how="left")
+        variants.join(analysis, on=ROW_KEY, how="left")
+        .join(base, on=MODEL_PROMPT_KEY, how="left")
+        .join(pairs, on=ROW_KEY, how="left")
+        .join(mirroring.rename({"missing_reason": "reason_mr"}), on=ROW_KEY, how="left")
+        .join(base_failures, on=MODEL_PROMPT_KEY, how="left")
     )
 
 
@@ -100,7 +103,7 @@ def _axis_deltas(
         .otherwise(None)
     )
     return wide.select(
-        *KEY,
+        *ROW_KEY,
         *VARIANT_COLUMNS,
         pl.lit(axis).alias("axis"),
         delta.alias("delta"),

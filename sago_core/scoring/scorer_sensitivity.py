@@ -28,9 +28,8 @@ from sago_core.baselines.bertscore import F1Fn
 from sago_core.scoring.encoder import BERT_AXIS
 from sago_core.scoring.prompt_scores import score_prompts
 from sago_core.scoring.summary import summarize
-from sago_core.vocabulary import BASE_VARIANT_ID, POOLED
+from sago_core.vocabulary import BASE_VARIANT_ID, MODEL_PROMPT_KEY, POOLED, ROW_KEY
 
-KEY = ["model", "dataset", "prompt_id"]
 FEW = "fewer than 3 {what} with an SGS under both encoders ({n}): no rank agreement"
 NO_ANSWER = "no answer to compare: the variant's or the base's answer is missing"
 
@@ -55,11 +54,11 @@ def rescored_deltas(deltas: pl.DataFrame, generations: pl.DataFrame, f1: F1Fn) -
     references: the base's): delta = F1 - 1 = delta_norm (the axis' range is 1). A row the
     run left without a value (cross-language, no answer) stays without one, with its reason."""
     bert = deltas.filter(pl.col("axis") == BERT_AXIS)
-    answers = generations.select(*KEY, "variant_id", "answer_text")
+    answers = generations.select(*ROW_KEY, "answer_text")
     base = answers.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        *KEY, pl.col("answer_text").alias("_base")
+        *MODEL_PROMPT_KEY, pl.col("answer_text").alias("_base")
     )
-    rows = bert.join(answers, on=[*KEY, "variant_id"], how="left").join(base, on=KEY, how="left")
+    rows = bert.join(answers, on=ROW_KEY, how="left").join(base, on=MODEL_PROMPT_KEY, how="left")
     scorable = (
         pl.col("delta").is_not_null()
         & pl.col("answer_text").is_not_null()
@@ -67,10 +66,8 @@ def rescored_deltas(deltas: pl.DataFrame, generations: pl.DataFrame, f1: F1Fn) -
     )
     todo = rows.filter(scorable)
     values = f1(todo["answer_text"].to_list(), todo["_base"].to_list())
-    scored = todo.with_columns(pl.Series("_f1", values, pl.Float64)).select(
-        *KEY, "variant_id", "_f1"
-    )
-    out = rows.join(scored, on=[*KEY, "variant_id"], how="left").with_columns(
+    scored = todo.with_columns(pl.Series("_f1", values, pl.Float64)).select(*ROW_KEY, "_f1")
+    out = rows.join(scored, on=ROW_KEY, how="left").with_columns(
         (pl.col("_f1") - 1.0).alias("delta"),
         (pl.col("_f1") - 1.0).alias("delta_norm"),
         pl.when(pl.col("_f1").is_null())
@@ -120,8 +117,8 @@ def scorer_sensitivity(deltas: pl.DataFrame, generations: pl.DataFrame, f1_b: F1
         & pl.col("sgs_b").is_not_null()
     )
     prompts = (
-        scores_a.select(*KEY, pl.col("s").alias("a"))
-        .join(scores_b.select(*KEY, pl.col("s").alias("b")), on=KEY)
+        scores_a.select(*MODEL_PROMPT_KEY, pl.col("s").alias("a"))
+        .join(scores_b.select(*MODEL_PROMPT_KEY, pl.col("s").alias("b")), on=MODEL_PROMPT_KEY)
         .drop_nulls(["a", "b"])
     )
     return Sensitivity(

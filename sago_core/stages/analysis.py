@@ -42,9 +42,8 @@ from sago_core.backends.protocol import Backend, ScoringRequest, TeacherForced
 from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings
 from sago_core.stages.generation import model_scope
-from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_VARIANT_ID, PROMPT_KEY, REPLAY_FAMILY
 
-PROMPT_KEY = ["dataset", "prompt_id"]
 Place = tuple[str, str]  # (dataset, prompt_id)
 
 

@@ -41,12 +41,12 @@ from sago_core.statistics.correctness import is_correct
 from sago_core.vocabulary import (
     AXES,
     LANGUAGE_FAMILY,
+    MODEL_PROMPT_KEY,
     REPLAY_FAMILY,
+    ROW_KEY,
     VARIANT_COLUMNS,
 )
 
-KEY = ["model", "dataset", "prompt_id", "variant_id"]
-PROMPT_KEY = ["model", "dataset", "prompt_id"]
 NO_ANSWER = "no answer to judge (a failed request, or a reasoning block that never closed)"
 NO_REFERENCE_WORDS = "the reference answers hold no words once normalised"
 MR_INTENSITY_AT_K = (
@@ -76,18 +76,18 @@ def sampled_instances_schema() -> Schema:
 def _wide_deltas(deltas: pl.DataFrame) -> pl.DataFrame:
     """One row per variant, ``d_<axis>`` and ``reason_<axis>`` per axis (non-finite -> null)."""
     variants = finite_deltas(deltas.filter(pl.col("family") != REPLAY_FAMILY))
-    keys = variants.select([*KEY, *VARIANT_COLUMNS]).unique(KEY, keep="first")
+    keys = variants.select([*ROW_KEY, *VARIANT_COLUMNS]).unique(ROW_KEY, keep="first")
     columns = []
     for axis in AXES:
         rows = variants.filter(pl.col("axis") == axis).select(
-            *KEY,
+            *ROW_KEY,
             pl.col("delta_norm").alias(f"d_{axis}"),
             pl.col("missing_reason").alias(f"reason_{axis}"),
         )
-        columns.append(rows.unique(KEY, keep="first"))
+        columns.append(rows.unique(ROW_KEY, keep="first"))
     wide = keys
     for frame in columns:
-        wide = wide.join(frame, on=KEY, how="left")
+        wide = wide.join(frame, on=ROW_KEY, how="left")
     absent = pl.lit("axis not in deltas.parquet")
     return wide.with_columns(
         pl.when(pl.col(f"d_{axis}").is_null())
@@ -102,13 +102,13 @@ def _texts(generations: pl.DataFrame) -> pl.DataFrame:
     file's ``paired_base`` included: axes/base_pairing.py), so the base answer shown, its
     verdict and ``mr_intensity`` are the ones the deltas compared."""
     rows = beside_base(generations).select(
-        *KEY,
+        *ROW_KEY,
         "base_prompt",
         "base_answer",
         pl.col("prompt_text").alias("variant_prompt"),
         pl.col("answer_text").alias("variant_answer"),
     )
-    return rows.unique(KEY, keep="first")
+    return rows.unique(ROW_KEY, keep="first")
 
 
 def _with_intensity(rows: pl.DataFrame) -> pl.DataFrame:
@@ -250,13 +250,13 @@ def _with_samples(rows: pl.DataFrame, tests: pl.DataFrame) -> pl.DataFrame:
     """``rows`` with ``SAMPLED_COLUMNS`` from sampling_tests (one value per variant, the
     same on each of its axis rows) and mr_intensity null with its K > 1 reason."""
     per_variant = [c for c in SAMPLED_COLUMNS if c != "share_right_replay"]
-    tests = tests.unique(KEY, keep="first", maintain_order=True)
-    variants = tests.filter(pl.col("family") != REPLAY_FAMILY).select(*KEY, *per_variant)
+    tests = tests.unique(ROW_KEY, keep="first", maintain_order=True)
+    variants = tests.filter(pl.col("family") != REPLAY_FAMILY).select(*ROW_KEY, *per_variant)
     replay = tests.filter(pl.col("family") == REPLAY_FAMILY).select(
-        *PROMPT_KEY, pl.col("share_right_variant").alias("share_right_replay")
+        *MODEL_PROMPT_KEY, pl.col("share_right_variant").alias("share_right_replay")
     )
-    joined = rows.join(variants, on=KEY, how="left").join(
-        replay.unique(PROMPT_KEY, keep="first"), on=PROMPT_KEY, how="left"
+    joined = rows.join(variants, on=ROW_KEY, how="left").join(
+        replay.unique(MODEL_PROMPT_KEY, keep="first"), on=MODEL_PROMPT_KEY, how="left"
     )
     return joined.with_columns(
         pl.lit(None, pl.Float64).alias("mr_intensity"),
@@ -276,9 +276,9 @@ def build_instances(
 ) -> pl.DataFrame:
     """One row per scored variant: ids, texts, the six delta_norm, mr_intensity, verdicts;
     with ``sampling_tests`` (K > 1) also ``SAMPLED_COLUMNS`` over every sample."""
-    rows = _wide_deltas(deltas).join(_texts(generations), on=KEY, how="left")
+    rows = _wide_deltas(deltas).join(_texts(generations), on=ROW_KEY, how="left")
     if sampling_tests is None:
         rows = _with_correctness(_with_intensity(rows), prompts)
-        return conform(rows, instances_schema()).sort(KEY)
+        return conform(rows, instances_schema()).sort(ROW_KEY)
     rows = _with_samples(_with_correctness(rows, prompts), sampling_tests)
-    return conform(rows, sampled_instances_schema()).sort(KEY)
+    return conform(rows, sampled_instances_schema()).sort(ROW_KEY)

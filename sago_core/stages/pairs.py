@@ -20,8 +20,8 @@ from sago_core.axes.judge import JudgeRequest, RegisterJudge
 from sago_core.axes.mirroring import Mirroring, detect_mirroring
 from sago_core.axes.reasoning import UNCLOSED_REASONING
 from sago_core.axes.text_similarity import sentence_bleu
+from sago_core.vocabulary import ROW_KEY
 
-KEY = ["model", "dataset", "prompt_id", "variant_id"]
 F1Fn = Callable[[Sequence[str], Sequence[str]], list[float]]
 NO_ANSWER = "no answer to compare (generation failed)"
 
@@ -34,13 +34,13 @@ def score_pairs(generations: pl.DataFrame, f1: F1Fn) -> pl.DataFrame:
         pl.col("answer_text").is_not_null() & pl.col("base_answer").is_not_null()
     )
     hyps, refs = answered["answer_text"].to_list(), answered["base_answer"].to_list()
-    scored = answered.select(KEY).with_columns(
+    scored = answered.select(ROW_KEY).with_columns(
         pl.Series(
             "bleu", [sentence_bleu(h, r) for h, r in zip(hyps, refs, strict=True)], pl.Float64
         ),
         pl.Series("bert_f1", f1(hyps, refs) if hyps else [], dtype=pl.Float64),
     )
-    return conform(rows.select(KEY).join(scored, on=KEY, how="left"), PAIRS)
+    return conform(rows.select(ROW_KEY).join(scored, on=ROW_KEY, how="left"), PAIRS)
 
 
 def _gap(row: dict) -> str | None:
@@ -85,7 +85,7 @@ def detect_mirroring_frame(
         ]
         for i, verdict in zip(judged, judge.judge(requests), strict=True):
             verdicts[i], detectors[i] = verdict, f"judge:{judge.identity}"
-    frame = rows.select(KEY).with_columns(
+    frame = rows.select(ROW_KEY).with_columns(
         pl.Series("m_variant", [v.m_variant for v in verdicts], dtype=pl.Int8),
         pl.Series("m_base", [v.m_base for v in verdicts], dtype=pl.Int8),
         pl.Series("missing_reason", [v.missing_reason for v in verdicts], dtype=pl.String),

@@ -38,32 +38,30 @@ from sago_core.config import PatchingSettings
 from sago_core.errors import ConfigError
 from sago_core.statistics.recovery import NO_CHANGE, recovery_refusal, relative_gap
 from sago_core.variants.seeding import variant_seed
-from sago_core.vocabulary import BASE_VARIANT_ID, NON_FINITE, REPLAY_FAMILY
-
-KEY = ["dataset", "prompt_id"]
+from sago_core.vocabulary import BASE_VARIANT_ID, NON_FINITE, PROMPT_KEY, REPLAY_FAMILY
 
 
 def candidates(generations: pl.DataFrame, analysis: pl.DataFrame) -> pl.DataFrame:
     """Variants that can be patched: not the base or its replay, a base answer with at least
     one token, and a finite log-probability in the scoring pass (variant and base)."""
     base = generations.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        *KEY,
+        *PROMPT_KEY,
         pl.col("prompt_text").alias("base_text"),
         pl.col("response_token_ids").alias("base_ids"),
         pl.col("failure_reason").alias("base_failure"),
     )
-    scored = analysis.select(*KEY, "variant_id", "logprob")
+    scored = analysis.select(*PROMPT_KEY, "variant_id", "logprob")
     base_scored = scored.filter(pl.col("variant_id") == BASE_VARIANT_ID).select(
-        *KEY, pl.col("logprob").alias("base_logprob")
+        *PROMPT_KEY, pl.col("logprob").alias("base_logprob")
     )
     finite = pl.col("logprob").is_not_null() & pl.col("logprob").is_finite()
     return (
         generations.filter(
             (pl.col("variant_id") != BASE_VARIANT_ID) & (pl.col("family") != REPLAY_FAMILY)
         )
-        .join(base, on=KEY, how="inner")
-        .join(scored, on=[*KEY, "variant_id"], how="inner")
-        .join(base_scored, on=KEY, how="inner")
+        .join(base, on=PROMPT_KEY, how="inner")
+        .join(scored, on=[*PROMPT_KEY, "variant_id"], how="inner")
+        .join(base_scored, on=PROMPT_KEY, how="inner")
         .filter(
             pl.col("base_failure").is_null()
             & (pl.col("base_ids").list.len() > 0)
@@ -123,7 +121,7 @@ def _references(
     patcher: Patcher, sample: pl.DataFrame, batch_size: int, max_batch_tokens: int | None
 ) -> list[_Reference]:
     """The unpatched base and variant rows (bases scored once per prompt)."""
-    bases = sample.unique(KEY, keep="first", maintain_order=True)
+    bases = sample.unique(PROMPT_KEY, keep="first", maintain_order=True)
     base_index = {
         (r["dataset"], r["prompt_id"]): i for i, r in enumerate(bases.iter_rows(named=True))
     }

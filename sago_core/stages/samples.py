@@ -37,10 +37,9 @@ from sago_core.config import AnalysisSettings, GenerationSettings
 from sago_core.sample_seeds import sample_seed
 from sago_core.stages.analysis import _score_apart as score_apart
 from sago_core.stages.generation import answer_apart, answer_columns, check_fit, unanswerable
-from sago_core.vocabulary import BASE_VARIANT_ID, REPLAY_FAMILY
+from sago_core.vocabulary import BASE_VARIANT_ID, PROMPT_KEY, REPLAY_FAMILY
 
-TEXT_KEY = ["dataset", "prompt_id", "variant_id"]
-PROMPT_KEY = ["dataset", "prompt_id"]
+TEXT_KEY = [*PROMPT_KEY, "variant_id"]
 UNANSWERED = "no base answer to score (generation failed)"
 
 

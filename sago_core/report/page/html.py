@@ -62,7 +62,6 @@ from sago_core.report.page.provenance import (
     provenance_table,
 )
 from sago_core.report.page.results import (
-    ANALYSIS_KEY,
     correctness_section,
     dataset_table,
     layer_section,
@@ -90,7 +89,7 @@ from sago_core.report.sections.sampling import sampling_from_run, sampling_secti
 from sago_core.report.summary_md import kept_counts
 from sago_core.scoring.encoder import provenance_encoder
 from sago_core.stages.refusal import RefusalTables
-from sago_core.vocabulary import REPLAY_FAMILY
+from sago_core.vocabulary import REPLAY_FAMILY, ROW_KEY
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;
@@ -134,7 +133,7 @@ REPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         c for c in GENERATIONS if c not in ("prompt_text", "response_token_ids")
     ),
     VARIANTS_FILE: ("family", "kept"),
-    ANALYSIS_FILE: (*ANALYSIS_KEY, "layer_cosines", "layer_cosines_user"),
+    ANALYSIS_FILE: (*ROW_KEY, "layer_cosines", "layer_cosines_user"),
 }
 
 

@@ -25,9 +25,8 @@ from sago_core.vocabulary import (
     NON_FINITE,
     POOLED,
     REPLAY_FAMILY,
+    ROW_KEY,
 )
-
-ANALYSIS_KEY = ["model", "dataset", "prompt_id", "variant_id"]  # one row of analysis.parquet
 
 
 def method_note(summary: pl.DataFrame) -> str:
@@ -172,8 +171,8 @@ def missing_table(deltas: pl.DataFrame) -> str:
 def layer_section(analysis: pl.DataFrame, deltas: pl.DataFrame) -> str:
     """Per-layer cosine curves per variant family, at both positions (analysis.parquet; the
     family comes from the deltas, the base rows are left out)."""
-    families = deltas.select([*ANALYSIS_KEY, "family"]).unique(ANALYSIS_KEY)
-    rows = analysis.join(families, on=ANALYSIS_KEY, how="left").with_columns(
+    families = deltas.select([*ROW_KEY, "family"]).unique(ROW_KEY)
+    rows = analysis.join(families, on=ROW_KEY, how="left").with_columns(
         pl.coalesce(pl.col("family"), pl.col("variant_id").str.split(":").list.first())
     )
     if "layer_cosines_user" not in rows.columns:  # analysis written before the second curve

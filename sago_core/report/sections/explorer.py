@@ -32,7 +32,7 @@ from sago_core.axes.language_fidelity import prompt_language
 from sago_core.data.safety import HARMFUL
 from sago_core.report.sections.explorer_script import FOLDED_CELLS, PLAIN_CELLS, SCRIPT, STYLE
 from sago_core.report.sections.refusal import UNSAFE_CLASS, UNSAFE_WARNING
-from sago_core.vocabulary import AXES, LANGUAGE_FAMILY
+from sago_core.vocabulary import AXES, LANGUAGE_FAMILY, ROW_KEY
 
 PER_GROUP = 5
 MAX_ROWS = 25_000  # every variant of about three paper-size models; beyond, the worst ones
@@ -57,7 +57,7 @@ def worst_rows(instances: pl.DataFrame, per_group: int = PER_GROUP) -> pl.DataFr
         )
         picked.append(ranked.filter(pl.col("_rank") <= per_group).drop("_rank"))
     rows = pl.concat(picked) if picked else instances.clear()
-    return rows.unique(["model", "dataset", "prompt_id", "variant_id"], maintain_order=True)
+    return rows.unique(ROW_KEY, maintain_order=True)
 
 
 def explorer_rows(instances: pl.DataFrame, max_rows: int = MAX_ROWS) -> pl.DataFrame:

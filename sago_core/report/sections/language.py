@@ -28,7 +28,7 @@ from sago_core.registry.axes import axes_for
 from sago_core.report.flip_words import flip_headers, sampled
 from sago_core.report.markup import table
 from sago_core.statistics.tails import subtype_flips
-from sago_core.vocabulary import BASE_LANGUAGE, BASE_VARIANT_ID, LANGUAGE_FAMILY
+from sago_core.vocabulary import BASE_LANGUAGE, BASE_VARIANT_ID, LANGUAGE_FAMILY, ROW_KEY
 
 SCRIPT_FAMILY = "script"
 BASE_ROW = f"{BASE_LANGUAGE} (base)"
@@ -138,8 +138,7 @@ def language_measurements(generations: pl.DataFrame) -> pl.DataFrame:
         | pl.col("family").is_in([LANGUAGE_FAMILY, SCRIPT_FAMILY])
     )
     measured = lang_measurements(with_answers(wanted))
-    key = ["model", "dataset", "prompt_id", "variant_id"]
-    return measured.join(wanted.select(*key, "subtype"), on=key, how="left")
+    return measured.join(wanted.select(*ROW_KEY, "subtype"), on=ROW_KEY, how="left")
 
 
 def language_tables(

@@ -16,7 +16,7 @@ from sago_core.artifacts.layout import SAMPLING_TESTS_FILE, VARIANCE_COMPONENTS_
 from sago_core.report.markup import Section, na, p_value
 from sago_core.report.markup import table as _table
 from sago_core.sampling.pooled import ALPHA, excess_table, replay_calibration
-from sago_core.vocabulary import MAIN_EPSILON, REPLAY_FAMILY
+from sago_core.vocabulary import MAIN_EPSILON, REPLAY_FAMILY, ROW_KEY
 
 SECTION_KEY = "sampling"
 
@@ -180,7 +180,7 @@ def _replay(tests: pl.DataFrame) -> str:
 def _flips_and_spread(tests: pl.DataFrame) -> str:
     pairs = (
         tests.filter(pl.col("family") != REPLAY_FAMILY)
-        .unique(["model", "dataset", "prompt_id", "variant_id"])
+        .unique(ROW_KEY)
         .group_by("model")
         .agg(
             pl.col("flip_right_to_wrong_excess").drop_nulls().len().alias("judged"),
