@@ -42,6 +42,15 @@ def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     return f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div>'
 
 
+def plain_table(headers: list[str], rows: list[list[str]], **attrs: str) -> str:
+    """A bare table (no scrolling box, no alignment classes: pages with their own style);
+    headers and ``attrs`` (the table's HTML attributes) are escaped, cells are HTML already."""
+    extra = "".join(f' {k}="{html.escape(v)}"' for k, v in attrs.items())
+    top = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table{extra}><tr>{top}</tr>{body}</table>"
+
+
 P_FLOOR = 1e-4  # p-values below it are written "< 1e-4"
 
 

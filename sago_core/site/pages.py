@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from sago_core.report.markup import p_value
+from sago_core.report.markup import plain_table as _table
 from sago_core.site import paths
 from sago_core.site.collect import Release, Site, SiteRun
 from sago_core.site.series import Series
@@ -51,13 +52,6 @@ def _num(value: Any) -> str:
 def _link(here: str, target: str, text: str, **attrs: str) -> str:
     extra = "".join(f' {k}="{_e(v)}"' for k, v in attrs.items())
     return f'<a href="{_e(paths.up(here) + target)}"{extra}>{_e(text)}</a>'
-
-
-def _table(head: list[str], rows: list[list[str]], **attrs: str) -> str:
-    extra = "".join(f' {k}="{_e(v)}"' for k, v in attrs.items())
-    top = "".join(f"<th>{_e(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table{extra}><tr>{top}</tr>{body}</table>"
 
 
 def page(here: str, title: str, body: str, charts: bool = False) -> str:

@@ -23,6 +23,7 @@ import polars as pl
 from sago_core.artifacts.layout import CARD_HTML_FILE, CARD_JSON_FILE, MANIFEST_FILE, SUMMARY_FILE
 from sago_core.artifacts.store import write_parquet, write_text
 from sago_core.report.compare.page import compare_runs
+from sago_core.report.markup import plain_table
 from sago_core.vocabulary import POOLED
 from sago_core.watch.registry import Entry, Registry
 from sago_core.watch.releases import model_family
@@ -124,24 +125,14 @@ def releases_section(table: pl.DataFrame, root: Path) -> str:
             mark = "not compared"
         budget = r["budget_steps"] or "full grid"
         cells = [r["family"], r["model"], link, r["against"] or "", mark, budget]
-        body.append(
-            "<tr>"
-            + "".join(
-                f"<td>{c}</td>" if i in (2, 4) else f"<td>{html.escape(str(c))}</td>"
-                for i, c in enumerate(cells)
-            )
-            + "</tr>"
-        )
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("family", "release", "card", "against", "vs previous release", "budget")
-    )
+        body.append([c if i in (2, 4) else html.escape(str(c)) for i, c in enumerate(cells)])
+    head = ["family", "release", "card", "against", "vs previous release", "budget"]
     return (
         '<section id="releases"><h2>Releases</h2><p>Each release against the previous release '
         "of its family (paired tests on the same prompts; a regression is a pooled verdict "
         "b_worse, Holm-adjusted). Budget: the budgets a release ran at under a budgeted "
         "watch, each with its cells and the axes whose verdict stayed undecided there.</p>"
-        f"<table><tr>{head}</tr>{''.join(body)}</table></section>"
+        f"{plain_table(head, body)}</section>"
     )
 
 

@@ -18,7 +18,7 @@ from sago_core.report.card.refusal import (
     refusal_paired_block,
 )
 from sago_core.report.flip_words import flip_headers
-from sago_core.report.markup import axis_rank
+from sago_core.report.markup import axis_rank, plain_table
 from sago_core.report.markup import number as _num
 from sago_core.report.sections.language import language_blocks
 from sago_core.scoring.encoder import axis_label, bert_label
@@ -296,11 +296,7 @@ def render_card_html(card: dict[str, Any], blocks: list[Block] | None = None) ->
     for heading, headers, rows, notes in _sections(card) if blocks is None else blocks:
         parts.append(f"<h2>{esc(heading)}</h2>")
         if headers:
-            head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-            body = "".join(
-                "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows
-            )
-            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+            parts.append(plain_table(headers, [[esc(c) for c in r] for r in rows]))
         if notes:
             parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     return (

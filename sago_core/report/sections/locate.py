@@ -29,6 +29,7 @@ import polars as pl
 from sago_core.artifacts.layout import LAYER_PROFILES_FILE, PATCHING_FILE
 from sago_core.report.figures import _png, _pyplot, legend_below
 from sago_core.report.markup import image as _image
+from sago_core.report.markup import plain_table
 from sago_core.statistics.intervals import MIN_PROMPTS, stable_seed
 from sago_core.statistics.layer_profiles import ONSET_FRACTION, READ_POSITIONS, profile_band
 from sago_core.statistics.recovery import (
@@ -285,30 +286,23 @@ def _recovery_table(by_layer: pl.DataFrame) -> str:
         peak = frame.sort("ratio_of_sums", "layer", descending=[True, False]).row(0, named=True)
         rows.append((str(model), str(family), int(frame["layer"].to_numpy().max()), peak))
     rows.sort(key=lambda r: (r[0], r[1] == ALL_FAMILIES, r[1]))
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{v}</td>"
-            for v in (
-                html.escape(model),
-                html.escape("all families" if family == ALL_FAMILIES else family),
-                f"{peak['layer']} / {last}",
-                f"{peak['ratio_of_sums']:.3f}",
-                _interval(peak["ci_low"], peak["ci_high"], peak["ci_missing_reason"]),
-                f"{peak['median']:.3f}",
-                _interval(peak["median_ci_low"], peak["median_ci_high"], peak["ci_missing_reason"]),
-                f"{peak['n_variants']} / {peak['n_prompts']}",
-                str(peak["n_left_out"]),
-            )
-        )
-        + "</tr>"
+    headers = ["model", "family", "peak layer", "ratio of sums", "95% band", "median"]
+    headers += ["95% band", "variants / prompts", "no recovery"]
+    cells = [
+        [
+            html.escape(model),
+            html.escape("all families" if family == ALL_FAMILIES else family),
+            f"{peak['layer']} / {last}",
+            f"{peak['ratio_of_sums']:.3f}",
+            _interval(peak["ci_low"], peak["ci_high"], peak["ci_missing_reason"]),
+            f"{peak['median']:.3f}",
+            _interval(peak["median_ci_low"], peak["median_ci_high"], peak["ci_missing_reason"]),
+            f"{peak['n_variants']} / {peak['n_prompts']}",
+            str(peak["n_left_out"]),
+        ]
         for model, family, last, peak in rows
-    )
-    return (
-        "<table><tr><th>model</th><th>family</th><th>peak layer</th><th>ratio of sums</th>"
-        "<th>95% band</th><th>median</th><th>95% band</th><th>variants / prompts</th>"
-        f"<th>no recovery</th></tr>{body}</table>"
-    )
+    ]
+    return plain_table(headers, cells)
 
 
 def _layer_ranges(layers: list[int]) -> str:
@@ -350,10 +344,9 @@ def _onset_table(profiles: pl.DataFrame) -> str:
         .agg(pl.col("onset_layer").first(), pl.col("n").first(), pl.col("layer").max())
         .sort("model", "family", "read_position")
     )
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{html.escape(str(v))}</td>"
+    cells = [
+        [
+            html.escape(str(v))
             for v in (
                 r["model"],
                 r["family"],
@@ -361,14 +354,10 @@ def _onset_table(profiles: pl.DataFrame) -> str:
                 "NA" if r["onset_layer"] is None else f"{r['onset_layer']} / {r['layer']}",
                 r["n"],
             )
-        )
-        + "</tr>"
+        ]
         for r in rows.iter_rows(named=True)
-    )
-    return (
-        "<table><tr><th>model</th><th>family</th><th>read at</th><th>onset layer</th>"
-        f"<th>variants</th></tr>{body}</table>"
-    )
+    ]
+    return plain_table(["model", "family", "read at", "onset layer", "variants"], cells)
 
 
 def locate_sections(located: Located | None) -> list[str]:
