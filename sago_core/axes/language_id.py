@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from functools import cache
-from typing import Any
+
+from sago_core.variants.rewrite_checks import language_identifier
 
 MIN_LETTERS = 8
 CJK_WEIGHT = 3  # letters one Han, Hiragana, Katakana or Hangul character counts as
@@ -52,13 +52,6 @@ class LanguageMatch:
     reason: str | None = None
 
 
-@cache
-def _identifier() -> Any:
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-
-
 def primary_code(code: str) -> str:
     """``zh_cn`` -> ``zh``, ``pt-BR`` -> ``pt``, ``yue`` -> ``zh`` (its macrolanguage)."""
     primary = code.strip().lower().replace("-", "_").split("_")[0]
@@ -84,7 +77,7 @@ def identify_language(
             reason=f"answer too short to identify its language ({letters} letters, fewer "
             f"than {min_letters})",
         )
-    label, confidence = _identifier().classify(answer)
+    label, confidence = language_identifier().classify(answer)
     if label == NO_LANGUAGE:
         return LanguageMatch(
             None, None, reason="no linguistic content in the answer (py3langid: zxx)"

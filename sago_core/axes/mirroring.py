@@ -175,7 +175,7 @@ def noise_mirroring(subtype: str, strength: float, response: str, base: str) -> 
     raise ValueError(f"unknown noise subtype {subtype!r}")
 
 
-def _marker_count(text: str, markers: tuple[str, ...]) -> int:
+def marker_count(text: str, markers: tuple[str, ...]) -> int:
     lowered = f" {text.lower()} "
     return sum(lowered.count(marker) for marker in markers)
 
@@ -186,11 +186,11 @@ def _words(text: str) -> int:
 
 def register_mirroring(strength: float, response: str, base: str) -> int:
     """Offline register detector: 1 when the response is clearly politer/blunter than base."""
-    polite, polite_base = (_marker_count(t, POLITENESS_MARKERS) for t in (response, base))
+    polite, polite_base = (marker_count(t, POLITENESS_MARKERS) for t in (response, base))
     if strength > 0:
         rate = _per_100(polite, _words(response)) - _per_100(polite_base, _words(base))
         return int(polite - polite_base >= 1 and rate > 0)
-    blunt, blunt_base = (_marker_count(t, BLUNTNESS_MARKERS) for t in (response, base))
+    blunt, blunt_base = (marker_count(t, BLUNTNESS_MARKERS) for t in (response, base))
     curt = polite_base - polite >= 1 and _words(response) < 0.75 * _words(base)
     return int(blunt - blunt_base >= 1 or curt)
 

@@ -33,6 +33,7 @@ from sago_core.axes.mirroring import (
     POLITENESS_MARKERS,
     extra_spaces,
     in_mood,
+    marker_count,
     noise_marks,
     upper_letters,
 )
@@ -53,11 +54,6 @@ class Intensity:
     missing_reason: str | None = None
 
 
-def _markers(text: str, markers: tuple[str, ...]) -> int:
-    lowered = f" {text.lower()} "
-    return sum(lowered.count(marker) for marker in markers)
-
-
 def _share(reproduced: float, inserted: float) -> float:
     return min(1.0, max(0.0, reproduced) / inserted)
 
@@ -75,10 +71,10 @@ def noise_intensity(
 
 
 def _register_surplus(strength: float, text: str, base: str) -> int:
-    polite = _markers(text, POLITENESS_MARKERS) - _markers(base, POLITENESS_MARKERS)
+    polite = marker_count(text, POLITENESS_MARKERS) - marker_count(base, POLITENESS_MARKERS)
     if strength > 0:
         return polite
-    blunt = _markers(text, BLUNTNESS_MARKERS) - _markers(base, BLUNTNESS_MARKERS)
+    blunt = marker_count(text, BLUNTNESS_MARKERS) - marker_count(base, BLUNTNESS_MARKERS)
     return max(0, blunt) + max(0, -polite)
 
 

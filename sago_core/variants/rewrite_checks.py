@@ -112,7 +112,8 @@ def asks_before_statement(text: str) -> bool:
 
 
 @cache
-def _language_identifier() -> Any:
+def language_identifier() -> Any:
+    """py3langid's model, loaded once per process (these checks and the language axis)."""
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
@@ -124,7 +125,7 @@ def reads_as_english(text: str) -> bool:
     among py3langid's three likeliest languages (a short command such as "Convert 100 degrees
     Celsius to Fahrenheit." reads as German at 0.13; "Was ist ...?" opens with an English
     auxiliary but English is not among its three)."""
-    identifier = _language_identifier()
+    identifier = language_identifier()
     label, confidence = identifier.classify(text)
     if str(label) == "en" and float(confidence) >= MIN_ENGLISH_CONFIDENCE:
         return True

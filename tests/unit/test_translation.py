@@ -253,10 +253,10 @@ def test_bad_translation_settings_are_refused_naming_the_key(translation: dict, 
 
 
 def test_every_translatable_language_is_one_py3langid_identifies() -> None:
-    from sago_core.axes.language_id import _identifier  # py3langid's own model, loaded once
     from sago_core.config import TRANSLATION_LANGUAGES
+    from sago_core.variants.rewrite_checks import language_identifier  # loaded once
 
-    labels = set(_identifier().nb_classes)
+    labels = set(language_identifier().nb_classes)
     assert {c.split("_")[0] for c in TRANSLATION_LANGUAGES} <= labels
     assert len(TRANSLATION_LANGUAGES) >= 40
 
