@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from sago_core.data.jsonl import read_jsonl
 from sago_core.data.placeholders import find_placeholders
 from sago_core.errors import InputError
 
@@ -39,32 +40,17 @@ def read_records(path: Path) -> list[Record]:
     """Records of a data file, chosen by its suffix."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        return _read_parquet(path)
+        return read_parquet_records(path)
     text = _read_text(path)
     if suffix == ".csv":
         return list(csv.DictReader(io.StringIO(text, newline="")))
     if suffix == ".jsonl":
-        return _read_jsonl(text, path)
+        return read_jsonl(text, str(path))
     if suffix == ".json":
         return _read_json(text, path)
     raise InputError(
         f"unsupported file type {suffix!r} (use .csv, .json, .jsonl or .parquet)", file=str(path)
     )
-
-
-def _read_jsonl(text: str, path: Path) -> list[Record]:
-    records: list[Record] = []
-    for number, line in enumerate(text.split("\n"), start=1):  # U+2028 may sit in a record
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"is not valid JSON: {exc.msg}", file=str(path), row=number) from exc
-        if not isinstance(value, dict):
-            raise InputError("is not a JSON object", file=str(path), row=number)
-        records.append(value)
-    return records
 
 
 def _read_json(text: str, path: Path) -> list[Record]:
@@ -82,7 +68,8 @@ def _read_json(text: str, path: Path) -> list[Record]:
     return value
 
 
-def _read_parquet(path: Path) -> list[Record]:
+def read_parquet_records(path: Path) -> list[Record]:
+    """A Parquet file's rows as records; a missing or broken file is an error naming it."""
     import pyarrow.parquet as pq
 
     try:

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sago_core.data.jsonl import read_jsonl
+from sago_core.data.records import read_parquet_records
 from sago_core.errors import InputError
 from sago_core.external import inspect_log
-from sago_core.external.jsonl import read_jsonl
 
 Kind = Literal["zip", "parquet", "json", "jsonl", "csv"]
 Record = dict[str, Any]
@@ -99,16 +100,6 @@ def _json(text: str, file: str) -> list[Record]:
     return value
 
 
-def _parquet(path: Path) -> list[Record]:
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several unrelated types for broken files
-        raise InputError(f"is not a readable Parquet file ({exc})", file=str(path)) from exc
-    return table.to_pylist()
-
-
 def load(path: Path) -> Content:
     """The file's kind and records."""
     file = str(path)
@@ -118,7 +109,7 @@ def load(path: Path) -> Content:
     if path.suffix.lower() == ".eval":
         raise InputError("is not a zip archive, as an inspect_ai .eval log is", file=file)
     if raw.startswith(PARQUET_MAGIC):
-        return Content("parquet", _parquet(path))
+        return Content("parquet", read_parquet_records(path))
     text = _text(raw, file)
     kind = _text_kind(text, path)
     if kind == "json":

@@ -175,7 +175,7 @@ def test_json_lines_split_on_newlines_only() -> None:
     answer = rows[("0", "lm-eval:capitals_prompt_2")].response_text
     assert answer == "The capital of France is Paris.\u2028It has been since 987."
     assert rows[("1", "lm-eval:capitals_prompt_3")].response_text == "T\u014dky\u014d\u2029"
-    from sago_core.external.jsonl import lines
+    from sago_core.data.jsonl import lines
 
     text = "a\u2028b\u0085c\u2029d\x0be\x0cf\x1cg\r\nsecond\n\nthird"
     assert list(lines(text)) == [
