@@ -96,9 +96,11 @@ def scale_curve(root: Workload, multipliers: list[int], workdir: Path) -> list[s
         Workload(root.n * m, root.max_new_tokens, root.seed, limit, root.per_family).save(folder)
         res = run_pipeline("bench.fast", folder)
         work = sum(v for k, v in res["seconds"].items() if k != "load")
-        points.append((m, res["rows"], work, res["peak_rss_mib"]))
-    lines = [f"{'size':<6}{'rows':>6}{'stage s':>10}{'peak RSS MiB':>14}"]
-    lines += [f"{m}x{'':<4}{rows:>6}{t:>10.1f}{rss:>14.0f}" for m, rows, t, rss in points]
+        points.append((m, res["rows"], work, res["peak_rss_mib"], peak_stage(res)))
+    lines = [f"{'size':<6}{'rows':>6}{'stage s':>10}{'peak RSS MiB':>14}  peak reached in"]
+    lines += [
+        f"{m}x{'':<4}{rows:>6}{t:>10.1f}{rss:>14.0f}  {stage}" for m, rows, t, rss, stage in points
+    ]
     if len(points) < 2:
         return lines
     x = np.log([p[1] for p in points])
@@ -110,6 +112,13 @@ def scale_curve(root: Workload, multipliers: list[int], workdir: Path) -> list[s
         f"peak memory at {multipliers[-1]}x vs 1x: {100 * growth:+.1f}%  (target within 20%)"
     )
     return lines
+
+
+def peak_stage(res: dict) -> str:
+    """The first stage by the end of which the process had reached its peak RSS ("load":
+    loading the model and the scorer)."""
+    after = res.get("peak_after_mib") or {}
+    return next((k for k, v in after.items() if v >= res["peak_rss_mib"]), "NA")
 
 
 def cached_rerun(workdir: Path) -> list[str]:

@@ -75,6 +75,7 @@ def run(workdir: Path, name: str) -> None:
         locate_seconds=locate.seconds,
         patched_forwards=patched.height,
         patched_variants=patched.select("dataset", "prompt_id", "variant_id").n_unique(),
+        peak_after_mib={**watch.peak_mib, **insights.peak_mib, **locate.peak_mib},
     )
 
 

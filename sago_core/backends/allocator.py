@@ -8,9 +8,10 @@ that fragments as their sizes vary and is never given back. The scoring pass on 
 gigabytes that way over a shard (docs/guide/performance.md). A fixed threshold turns the
 raising off.
 
-Two doors, one value: ``tune_heap()`` calls ``mallopt`` in this process (at the scoring
-pass's start), and ``worker_env()`` puts ``MALLOC_MMAP_THRESHOLD_`` in the environment of a
-process sago starts (the vLLM worker, a device worker), which glibc reads at its own start.
+Two doors, one value: ``tune_heap()`` calls ``mallopt`` in this process (when a
+transformers engine is built, before its generation), and ``worker_env()`` puts
+``MALLOC_MMAP_THRESHOLD_`` in the environment of a process sago starts (the vLLM worker, a
+device worker), which glibc reads at its own start.
 Both are no-ops off glibc. A value the user set in the environment is left alone; a run
 started with ``SAGO_MALLOC_TUNING=0`` keeps glibc's dynamic default (how ``python -m
 bench.allocator`` measures the difference).

@@ -122,6 +122,7 @@ class HFBackend:
         plain argmax. ``devices``: GPUs to spread one model over (``device_map="auto"``)."""
         import torch
 
+        tune_heap()  # before generation too: its KV caches fragment a dynamic-threshold heap
         self._torch = torch
         self.source = source
         self.where = str(Path(source.location) / (source.gguf_file or ""))
@@ -478,7 +479,6 @@ class HFBackend:
         torch = self._torch
         if not requests:
             return []
-        tune_heap()
         encoded = [self._encode(r.prompt) for r in requests]
         rows = [e.ids + list(r.response_token_ids) for e, r in zip(encoded, requests, strict=True)]
         n_resp = [len(r.response_token_ids) for r in requests]
