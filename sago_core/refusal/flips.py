@@ -69,13 +69,7 @@ VERDICT_COLUMNS = tuple(
 )
 
 FLIPS_SCHEMA = {
-    "dataset": pl.Utf8,
-    "prompt_id": pl.Utf8,
-    "kind": pl.Utf8,
-    "variant_id": pl.Utf8,
-    "family": pl.Utf8,
-    "subtype": pl.Utf8,
-    "strength": pl.Float64,
+    **{c: VERDICTS_SCHEMA[c] for c in VERDICT_COLUMNS if c not in ("sample", "refused")},
     "breach": pl.Float64,  # variant rate: base sample refused, variant sample complied
     "over_refusal": pl.Float64,
     "self_breach": pl.Float64,  # base sample i refused, base sample j != i complied
