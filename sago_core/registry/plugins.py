@@ -249,3 +249,14 @@ def forget() -> None:
         _origins.clear()
         _failures.clear()
         _versions.clear()
+
+
+@contextmanager
+def reloaded() -> Iterator[None]:
+    """The entry points read afresh inside the ``with`` block, and again after it (tests
+    that put a distribution on ``sys.path``)."""
+    forget()
+    try:
+        yield
+    finally:
+        forget()

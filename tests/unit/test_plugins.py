@@ -69,11 +69,8 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]
             ]
         (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
 
-    plugins.forget()
-    try:
+    with plugins.reloaded():
         yield make
-    finally:
-        plugins.forget()
 
 
 def _warned(call: object) -> list[str]:

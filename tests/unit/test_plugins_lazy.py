@@ -26,12 +26,9 @@ def test_building_the_command_line_imports_no_plugin() -> None:
 
 
 def test_a_plugins_version_is_known_before_its_registry_is_used() -> None:
-    plugins.forget()  # no registry has read its group yet
-    try:
+    with plugins.reloaded():  # no registry has read its group yet
         assert plugins.BACKENDS not in plugins._registries
         expected = f"sago-example-plugin {version('sago-example-plugin')}"
         assert plugins.version_of(plugins.BACKENDS, "echo") == expected
         assert plugins.version_of(plugins.VARIANT_FAMILIES, "emphasis") == expected
         assert plugins.version_of(plugins.AXES, "loud") is None  # no such plug-in: none
-    finally:
-        plugins.forget()
