@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from sago_core.axes.reasoning import UNCLOSED_REASONING, with_answers
-from sago_core.sampling.distances import PairDistances, measure_distances
+from sago_core.sampling.distances import PairDistances, measure_distances, pairwise
 from sago_core.vocabulary import BASE_VARIANT_ID, MODEL_PROMPT_KEY, ROW_KEY, VARIANT_COLUMNS
 
 # (hypotheses, references) -> similarities, one per pair, on the axis' own scale
@@ -165,13 +165,7 @@ class TextDistances:
 
     def square(self, texts: Sequence[str]) -> np.ndarray:
         """d(texts[i], texts[j]) for every ordered pair; the diagonal 0."""
-        n = len(texts)
-        out = np.zeros((n, n), dtype=np.float64)
-        for i, a in enumerate(texts):
-            for j, b in enumerate(texts):
-                if i != j:
-                    out[i, j] = self.distance(a, b)
-        return out
+        return pairwise(texts, self.distance)
 
     def pair(self, variant: Sequence[str], base: Sequence[str]) -> PairDistances:
         """The checked matrices of one (prompt text, base) pair (distances.py)."""

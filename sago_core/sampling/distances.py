@@ -79,6 +79,17 @@ def from_matrices(
     return PairDistances(forward, reverse, variant, base)
 
 
+def pairwise(samples: Sequence[Sample], distance: Callable[[Sample, Sample], float]) -> np.ndarray:
+    """``distance(samples[i], samples[j])`` for every ordered pair i != j; the diagonal 0."""
+    n = len(samples)
+    matrix = np.zeros((n, n), dtype=np.float64)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                matrix[i, j] = distance(samples[i], samples[j])
+    return matrix
+
+
 def measure_distances(
     variant: Sequence[Sample],
     base: Sequence[Sample],
@@ -88,13 +99,7 @@ def measure_distances(
     per ordered pair of distinct samples (the diagonal is never asked)."""
     inputs.count(len(variant), "variant samples")
     inputs.count(len(base), "base samples")
-    pooled = [*variant, *base]
-    n = len(pooled)
-    matrix = np.zeros((n, n))
-    for i in range(n):
-        for j in range(n):
-            if i != j:
-                matrix[i, j] = distance(pooled[i], pooled[j])
+    matrix = pairwise([*variant, *base], distance)
     k = len(variant)
     return from_matrices(
         matrix[:k, k:], matrix[k:, k:], matrix[:k, :k], cross_reverse=matrix[k:, :k]
