@@ -157,7 +157,7 @@ def config_paths(schema: dict[str, Any], defs: dict[str, Any], prefix: str = "")
     ("page_name", "model", "expected"),
     [
         ("config", RunConfig, {"models", "datasets", "generation.max_new_tokens"}),
-        ("study-config", StudyConfig, {"families", "evaluation", "series.training.n"}),
+        ("study-config", StudyConfig, {"series", "evaluation", "make_series.training.n"}),
     ],
 )
 def test_the_config_reference_names_every_key(
