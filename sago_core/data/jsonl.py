@@ -26,9 +26,8 @@ def lines(text: str) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def read_jsonl(text: str, file: str) -> list[Record]:
-    """One object per line; a line that is not a JSON object names its line."""
-    records: list[Record] = []
+def numbered_records(text: str, file: str) -> Iterator[tuple[int, Record]]:
+    """(line number, object) of each line; a line that is not a JSON object names its line."""
     for number, line in lines(text):
         try:
             value = json.loads(line)
@@ -36,5 +35,9 @@ def read_jsonl(text: str, file: str) -> list[Record]:
             raise InputError(f"is not valid JSON: {exc.msg}", file=file, row=number) from exc
         if not isinstance(value, dict):
             raise InputError("is not a JSON object", file=file, row=number)
-        records.append(value)
-    return records
+        yield number, value
+
+
+def read_jsonl(text: str, file: str) -> list[Record]:
+    """One object per line, in file order."""
+    return [record for _, record in numbered_records(text, file)]

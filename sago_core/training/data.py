@@ -3,12 +3,12 @@ checked row by row (a bad row is refused with its file, row and field)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sago_core.backends.model_source import sha256_file
+from sago_core.data.jsonl import numbered_records
 from sago_core.errors import ConfigError, InputError
 from sago_core.training.card import CARD_FILE, data_file
 from sago_core.training.config import CONSISTENCY_OBJECTIVE, DPO_OBJECTIVE, TrainConfig
@@ -80,15 +80,7 @@ def load_examples(config: TrainConfig) -> list[Example]:
     path = data_path(config)
     file = str(path)
     examples = []
-    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not JSON ({exc.msg})", file=file, row=row) from None
-        if not isinstance(record, dict):
-            raise InputError("must be a JSON object", file=file, row=row)
+    for row, record in numbered_records(path.read_text(encoding="utf-8"), file):
         prompt = _messages(record.get("prompt"), "prompt", file, row)
         if config.objective == DPO_OBJECTIVE:
             examples.append(
