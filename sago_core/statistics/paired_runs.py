@@ -18,7 +18,7 @@ holds one model (a release against the previous one).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,18 +131,10 @@ def _row(
         "model_b": model_b,
         "dataset": dataset,
         "axis": axis,
-        "n": test.n,
-        "mean_diff": test.mean_diff,
-        "mean_diff_datasets": test.mean_diff_datasets,
-        "p_paired_t": test.p_paired_t,
-        "p_wilcoxon": test.p_wilcoxon,
-        "ci_low": test.ci_low,
-        "ci_high": test.ci_high,
+        **asdict(test),
         "margin": margin,
-        "p_tost": test.p_tost,
         "correction_family": "pooled" if dataset == POOLED else "datasets",
         "missing_reason": None if test.n >= 2 else "fewer than two prompts with s on both sides",
-        "ci_missing_reason": test.ci_missing_reason,
     }
 
 
