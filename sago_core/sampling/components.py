@@ -19,6 +19,7 @@ pair whose row is NA (a lost sample) leaves its cell out.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import polars as pl
@@ -74,20 +75,8 @@ def _row(model: str, dataset: str, axis: str, frame: pl.DataFrame, resamples: in
     found = decompose(
         prompt, cell, frame["score"].to_numpy(), stable_seed(model, dataset, axis), resamples
     )
-    row.update(
-        n_prompts=found.n_prompts,
-        n_variants=found.n_variants,
-        n_samples=found.n_samples,
-        s2_prompt=found.s2_prompt,
-        s2_variant=found.s2_variant,
-        s2_sample=found.s2_sample,
-        share=found.share,
-        share_ci_low=found.share_ci_low,
-        share_ci_high=found.share_ci_high,
-        truncated=",".join(found.truncated) or None,
-        missing_reason=found.missing_reason,
-        ci_missing_reason=found.ci_missing_reason,
-    )
+    row.update(asdict(found), truncated=",".join(found.truncated) or None)
+    del row["component_ci"]  # not a column: each component's interval is two, set below
     for name in COMPONENTS:
         low, high = found.component_ci.get(name, (None, None))
         row[f"s2_{name}_ci_low"], row[f"s2_{name}_ci_high"] = low, high
