@@ -251,12 +251,7 @@ def _rows_of(
         recovery, kl, reason = _measure(reference, score)
         out.append(
             {
-                "dataset": row["dataset"],
-                "prompt_id": row["prompt_id"],
-                "variant_id": row["variant_id"],
-                "family": row["family"],
-                "subtype": row["subtype"],
-                "strength": row["strength"],
+                **{c: row[c] for c in (*PROMPT_KEY, "variant_id", "family", "subtype", "strength")},
                 "layer": layer,
                 "recovery": recovery,
                 "kl_first_token": kl,
