@@ -20,7 +20,7 @@ from sago_core.artifacts.schemas import (
 )
 from sago_core.axes.reasoning import answer_text
 from sago_core.external.schema import ExternalRow
-from sago_core.vocabulary import BASE_VARIANT_ID
+from sago_core.vocabulary import BASE_VARIANT_ID, VARIANT_COLUMNS
 
 NO_MODEL = "external generations: no model given"
 EncodeFn = Callable[[str], tuple[int, ...] | None]
@@ -43,10 +43,7 @@ def rows_frame(rows: list[ExternalRow], file_name: str, file_sha256: str) -> pl.
                 "dataset": r.dataset,
                 "prompt_id": r.prompt_id,
                 "variant_id": r.variant_id,
-                "family": v.family if v else None,
-                "subtype": v.subtype if v else None,
-                "strength": v.strength if v else None,
-                "position": v.position if v else None,
+                **{c: getattr(v, c) if v else None for c in VARIANT_COLUMNS},
                 "prompt_text": r.prompt_text,
                 "response_text": r.response_text,
                 "answer_text": answer_text(r.response_text)
