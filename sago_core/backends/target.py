@@ -58,18 +58,11 @@ class ModelTarget(BaseModel):
 
     def describe(self) -> dict[str, str | None]:
         """The provenance record of the model (manifest and report)."""
+        named: dict[str, str | None] = {"spec": self.spec, "identity": self.identity}
         if self.source is None:
             endpoint = (self.api.base_url if self.api else None) or "provider-default"
-            return {
-                "spec": self.spec,
-                "identity": self.identity,
-                "kind": "api",
-                "location": endpoint,
-                "gguf_file": None,
-            }
-        return {
-            "spec": self.spec,
-            "identity": self.identity,
+            return named | {"kind": "api", "location": endpoint, "gguf_file": None}
+        return named | {
             "kind": self.source.kind,
             "location": self.source.location,
             "gguf_file": self.source.gguf_file,
