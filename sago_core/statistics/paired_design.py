@@ -45,6 +45,7 @@ from sago_core.artifacts.layout import (
     PROMPTS_FILE,
     VARIANTS_FILE,
 )
+from sago_core.artifacts.schemas import SCORES
 from sago_core.budget.design import Layout, draw_design, index_grid, select_cells
 from sago_core.budget.estimate import estimate_prompts
 from sago_core.budget.run_cells import CELL_ID, RunCells, cell_values, run_cells
@@ -279,13 +280,7 @@ def common_scores(
                             "s": float(estimates.s[i]),
                         }
                     )
-    schema = {
-        "model": pl.String,
-        "dataset": pl.String,
-        "prompt_id": pl.String,
-        "axis": pl.String,
-        "s": pl.Float64,
-    }
+    schema = {c: SCORES[c] for c in ("model", "dataset", "prompt_id", "axis", "s")}
     return pl.DataFrame(rows, schema=schema)
 
 
