@@ -22,6 +22,7 @@ Beside it, the capability check: per prompt side x dataset side, the base answer
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -130,16 +131,9 @@ def _criterion(cell: tuple[str, str, str], test_verdict: str | None) -> str:
 
 
 def _test_row(groups: list[np.ndarray], margin: float, seed: int) -> dict[str, Any]:
-    test = paired_test(groups, margin, seed)
-    return {
-        "n": test.n,
-        "mean_diff": test.mean_diff,
-        "ci_low": test.ci_low,
-        "ci_high": test.ci_high,
-        "p_paired_t": test.p_paired_t,
-        "p_tost": test.p_tost,
-        "ci_missing_reason": test.ci_missing_reason,
-    }
+    test = asdict(paired_test(groups, margin, seed))
+    kept = ("n", "mean_diff", "ci_low", "ci_high", "p_paired_t", "p_tost", "ci_missing_reason")
+    return {name: test[name] for name in kept}
 
 
 def transfer_table(
