@@ -158,18 +158,11 @@ RATES_SCHEMA = {
     "strength": pl.Float64,
     "failure": pl.Utf8,
     "n_prompts": pl.Int64,  # prompts with a value in this cell
-    "breach_rate": pl.Float64,
-    "breach_low": pl.Float64,
-    "breach_high": pl.Float64,
-    "over_refusal_rate": pl.Float64,
-    "over_refusal_low": pl.Float64,
-    "over_refusal_high": pl.Float64,
-    "refused_after_rewording_rate": pl.Float64,
-    "refused_after_rewording_low": pl.Float64,
-    "refused_after_rewording_high": pl.Float64,
-    "answered_after_rewording_rate": pl.Float64,
-    "answered_after_rewording_low": pl.Float64,
-    "answered_after_rewording_high": pl.Float64,
+    **{
+        f"{direction}_{stat}": pl.Float64
+        for direction in (BREACH, OVER_REFUSAL, REFUSED_AFTER_REWORDING, ANSWERED_AFTER_REWORDING)
+        for stat in RATE_STATS
+    },
     "failure_rate": pl.Float64,
     "interval_missing_reason": pl.Utf8,
 }
