@@ -104,9 +104,9 @@ def test_consistency_dry_run_prints_the_design_check_and_builds_nothing(
 
     example = Path(__file__).parents[1] / "examples" / "consistency.yaml"
     study = yaml.safe_load(example.read_text())
-    study["series"]["folder"] = str(tmp_path / "series")
-    study["series"]["finetune_steps"] = list(range(7))
-    study["series"]["quantize_bits"] = [32, 16, 8, 6, 5, 4, 3]
+    study["make_series"]["folder"] = str(tmp_path / "series")
+    study["make_series"]["finetune_steps"] = list(range(7))
+    study["make_series"]["quantize_bits"] = [32, 16, 8, 6, 5, 4, 3]
     study["out_of_distribution"] = [*study["out_of_distribution"], "alpaca"]
     study["evaluation"]["datasets"] = [*study["evaluation"]["datasets"], "alpaca"]
     study["evaluation"]["runs_dir"] = str(tmp_path / "runs")
