@@ -85,3 +85,6 @@ _.on_train_begin
 _.on_step_end
 _.on_log
 _.on_save
+# A paired test's fields reach the paired table whole (dataclasses.asdict into PAIRED's
+# columns, sago_core/statistics/paired_runs.py); no code names this one.
+_.p_wilcoxon
