@@ -64,7 +64,8 @@ def test_prefects_file_lock_would_wait_on_a_dead_holder_forever(tmp_path: Path) 
 
     prefect_locks = FileSystemLockManager(tmp_path)
     script = HOLD.replace(
-        "from flows.runtime.process_locks import ProcessLockManager\nlocks = ProcessLockManager",
+        "from sago.flows.runtime.process_locks import ProcessLockManager\n"
+        "locks = ProcessLockManager",
         "from prefect.locking.filesystem import FileSystemLockManager\n"
         "locks = FileSystemLockManager",
     )

@@ -112,12 +112,12 @@ OODS = ["truthfulqa", "nq_open", "simpleqa_verified"]
 
 
 def _consistency(folder: Path) -> Path:
-    """Seven checkpoints in one family, six metrics on four datasets: a 24-column table."""
+    """Seven checkpoints in one series, six metrics on four datasets: a 24-column table."""
     rng = np.random.default_rng(1)
     datasets = ["triviaqa", *OODS]
     scores = pl.DataFrame(
         [
-            {"family": "finetune", "position": i, "model": f"hf:ckpt/finetune/step-{i:04d}"}
+            {"series": "finetune", "position": i, "model": f"hf:ckpt/finetune/step-{i:04d}"}
             | {"dataset": d, "metric": m, "value": float(i / 7 + rng.normal())}
             for m in ["ref_loglik", "accuracy", "sgs_act", "sgs_bleu", "sgs_prob", "sgs_ent"]
             for d in datasets
@@ -126,7 +126,7 @@ def _consistency(folder: Path) -> Path:
     )
     table = partial_correlation_table(scores, "triviaqa", OODS, draws=99)
     settings = {
-        "families": {"finetune": [f"m{i}" for i in range(7)]},
+        "series": {"finetune": [f"m{i}" for i in range(7)]},
         "in_distribution": "triviaqa",
         "out_of_distribution": OODS,
         "statistics": StudyStatistics(report_metric="ref_loglik").model_dump(mode="json"),

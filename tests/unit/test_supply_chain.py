@@ -87,7 +87,8 @@ def test_the_installed_environment_matches_the_lock() -> None:
         assert importlib.metadata.version(name) == version, name
 
 
-FIRST_PARTY = {"sago_core", "tasks", "flows"}
+FIRST_PARTY = {"sago_core", "tasks", "flows"}  # the folders scanned
+OWN_NAMES = FIRST_PARTY | {"sago"}  # the import names they are known by (sago.tasks, ...)
 # Imported by sago but installed elsewhere on purpose: the reason is the declaration.
 NOT_IN_THIS_ENVIRONMENT = {
     "vllm": "its own environment (make setup-vllm); only the worker imports it",
@@ -109,7 +110,7 @@ def _third_party_imports() -> dict[str, set[str]]:
                     continue
                 for name in names:
                     top = name.partition(".")[0]
-                    if top not in FIRST_PARTY and top not in sys.stdlib_module_names:
+                    if top not in OWN_NAMES and top not in sys.stdlib_module_names:
                         found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
     return found
 
