@@ -243,10 +243,11 @@ def _gamma_roots(
         a = np.where(present, weight**2 * fpc * ratio**2 / count, 0.0)
         a = np.nan_to_num(a / np.where(present, weight * ratio, 0.0).sum(axis=1)[:, None] ** 2)
         r = (a * rho).sum(axis=1)
-        s = np.where(ms > 0, np.sqrt(ms) * _inverse_f(r), 0.0)
-        s_var = np.where(ms > 0, ms * (_inverse_f(r) ** 2 - 1), 0.0)
+        inverse = _inverse_f(r)
+        s = np.where(ms > 0, np.sqrt(ms) * inverse, 0.0)
+        s_var = np.where(ms > 0, ms * (inverse**2 - 1), 0.0)
         step = np.maximum(r * 1e-4, 1e-12)
-        slope = np.sqrt(np.nan_to_num(ms)) * (_inverse_f(r + step) - _inverse_f(r)) / step
+        slope = np.sqrt(np.nan_to_num(ms)) * (_inverse_f(r + step) - inverse) / step
     measured = np.isfinite(ms)
     effect = slope[:, None] * a  # d root_i / d rho_h
     prior_var = np.zeros(len(layout.datasets))
