@@ -11,11 +11,13 @@ runs folder's ``site/`` (``sago_core/site``; on an object store, written to the 
 links it from a Prefect artifact: the store's address, not a file:// path that only this
 machine can open.
 
-A watch whose config has a ``budget`` runs each new release budgeted and climbs the
-``escalation`` ladder (``sago_core/watch/escalation.py``: default 0.5, then the full grid)
-while its verdict against the last release is undecided on a watched axis; both releases
-run at each budget, and the row cache makes each step pay only its new cells. Every step
-(budget, cells, verdicts) is logged and kept in the release's registry entry.
+A watch whose config has a ``budget`` runs a family's first release on the full grid and
+each later one budgeted, the newest full run of its family its control variate
+(``budget.baseline``), climbing the ``escalation`` ladder (``sago_core/watch/escalation.py``:
+default 0.5, then the full grid) while its verdict against the last release is undecided
+on a watched axis; both releases run at each budget, and the row cache makes each step
+pay only its new cells. Every step (budget, cells, verdicts, baseline) is logged and kept
+in the release's registry entry.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from sago_core.watch.escalation import escalate, parse_escalation, release_confi
 from sago_core.watch.leaderboard import write_leaderboard
 from sago_core.watch.registry import Registry, discover_models
 from sago_core.watch.releases import (
+    baseline_run,
     identity_of,
     previous_release,
     same_weights,
@@ -92,7 +95,11 @@ def watch(
                 run_dir, steps = run_at(spec, None), list[Step]()
             else:
                 rerun = previous is not None and same_weights(previous)
-                run_dir, previous, steps = escalate(spec, previous, budget, ladder, run_at, rerun)
+                design = release_config(preset, overrides, runs_dir, spec, budget, source)
+                baseline = baseline_run(registry.entries(), spec, identity, design)
+                run_dir, previous, steps = escalate(
+                    spec, previous, budget, ladder, run_at, rerun, baseline
+                )
         except BaseException:
             registry.release(spec, identity)  # the next watch run tries again
             raise

@@ -171,9 +171,29 @@ def read_baseline(
     run: Path, config: dict[str, Any], cells: RunCells, columns: list[tuple[str, str]]
 ) -> np.ndarray:
     """The baseline's deltas of every cell of this run's grid (cells x (model, axis)
-    ``columns``: its one model's value under every model of this run), after refusing, in one
-    line naming what differs, a run that is not a finished full run of one model over the
-    same design (``config``: this run's, as run_config.json holds it)."""
+    ``columns``: its one model's value under every model of this run), after ``check_baseline``
+    and refusing a run that lacks some of this grid's cells."""
+    from sago_core.errors import ConfigError
+
+    deltas = check_baseline(run, config)
+    where = f"budget.baseline {run}"
+    absent = cells.frame().join(deltas.select(CELL_ID).unique(), on=CELL_ID, how="anti")
+    if absent.height:
+        first = "/".join(absent.row(0))
+        raise ConfigError(f"{where}: {absent.height} of this run's cells not in it ({first}, ...)")
+    every = np.ones(len(cells.ids), dtype=bool)
+    return np.column_stack(
+        [
+            cell_values(deltas.with_columns(model=pl.lit(m)), cells, [(m, a)], every)[:, 0]
+            for m, a in columns
+        ]
+    )
+
+
+def check_baseline(run: Path, config: dict[str, Any]) -> pl.DataFrame:
+    """The baseline's deltas, after refusing, in one line naming what differs, a run that is
+    not a finished full run of one model over the same design (``config``: this run's, as
+    run_config.json holds it)."""
     from sago_core.config.saved import config_differences, read_run_config, sampling_differences
     from sago_core.errors import ConfigError
 
@@ -191,14 +211,4 @@ def read_baseline(
     models = deltas["model"].unique().to_list()
     if len(models) != 1:
         raise ConfigError(f"{where}: holds models {sorted(models)}; name a run of one model")
-    absent = cells.frame().join(deltas.select(CELL_ID).unique(), on=CELL_ID, how="anti")
-    if absent.height:
-        first = "/".join(absent.row(0))
-        raise ConfigError(f"{where}: {absent.height} of this run's cells not in it ({first}, ...)")
-    every = np.ones(len(cells.ids), dtype=bool)
-    return np.column_stack(
-        [
-            cell_values(deltas.with_columns(model=pl.lit(m)), cells, [(m, a)], every)[:, 0]
-            for m, a in columns
-        ]
-    )
+    return deltas

@@ -8,6 +8,11 @@ watched axis (``axes``; empty: every axis) against the last release is read
 ``inconclusive`` (or missing), and at the full grid in any case. A comparison the paired
 tests refuse (other prompts, other settings) stops it too: a larger budget cannot fix that.
 
+A family's first release runs on the full grid: nothing to compare it with, and its cells
+are the control variate (``budget.baseline``, ``sago_core/budget/baseline.py``) of every
+later release's budgeted runs, which then need a fraction of the cells for the same
+interval (``releases.baseline_run``: the newest full run of the family, of this design).
+
 Both releases run at each rung: the last release is rerun with the same config at the same
 budget, so the two runs are one design (same seed, grid and schedule). Their first round
 asks the same cells, and the paired comparison pairs them on the cells both asked
@@ -166,6 +171,7 @@ def _step(budget: BudgetSettings | None, run_dir: Path, against: Path | None, **
         cells,
         full,
         None if against is None else str(against),
+        baseline=budget and budget.baseline,
         **rest,
     )
 
@@ -193,19 +199,23 @@ def escalate(
     settings: EscalationSettings,
     run_at: RunAt,
     rerun_previous: bool = True,
+    baseline: Path | None = None,
 ) -> tuple[Path, Entry | None, list[Step]]:
-    """Run ``spec`` up the ladder until its verdicts against ``previous`` are decided.
-    Returns the release's last run, the previous release as compared at that rung (its
-    ``run_dir`` the run it was compared with; None: the first release of its family) and
-    the steps."""
-    if previous is None:
-        run_dir = run_at(spec, budget)
-        note = "first release of its family: nothing to compare with"
-        return run_dir, None, [_step(budget, run_dir, None, note=note)]
+    """Run ``spec`` up the ladder until its verdicts against ``previous`` are decided, its
+    budgeted runs with ``baseline`` (a full run of its family, ``releases.baseline_run``) as
+    their control variate. Returns the release's last run, the previous release as compared
+    at that rung (its ``run_dir`` the run it was compared with; None: the first release of
+    its family, run on the full grid) and the steps."""
+    control = {"baseline": str(baseline)} if baseline else {}
+    if previous is None:  # the full grid: the control variate of the releases after it
+        run_dir = run_at(spec, None)
+        note = "first release of its family: the full grid, the baseline of the releases after it"
+        return run_dir, None, [_step(None, run_dir, None, note=note)]
     steps: list[Step] = []
-    for budget_now in rungs(budget, settings):
+    for rung in rungs(budget, settings):
+        budget_now = rung and rung.model_copy(update=control)
         run_dir = run_at(spec, budget_now)
-        against = run_at(previous.spec, budget_now) if rerun_previous else Path(previous.run_dir)
+        against = run_at(previous.spec, rung) if rerun_previous else Path(previous.run_dir)
         step = compare_step(budget_now, run_dir, against, settings)
         steps.append(step)
         if step.note is not None or not step.undecided:

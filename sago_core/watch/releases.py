@@ -17,6 +17,8 @@ from pathlib import Path
 from sago_core.artifacts.layout import MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE
 from sago_core.artifacts.store import write_text
 from sago_core.backends.model_source import RecordedModel, resolve_local_model
+from sago_core.budget.baseline import check_baseline
+from sago_core.config import RunConfig
 from sago_core.errors import SagoError
 from sago_core.report.card.build import write_card
 from sago_core.report.page.html import report_from_run
@@ -62,8 +64,8 @@ def _finished(entry: Entry) -> bool:
     return (run / SUMMARY_FILE).is_file() and (run / MANIFEST_FILE).is_file()
 
 
-def previous_release(entries: list[Entry], spec: str, identity: str) -> Entry | None:
-    """The family's release evaluated last before this one (None: the first one seen)."""
+def _earlier(entries: list[Entry], spec: str, identity: str) -> list[Entry]:
+    """The family's finished releases other than this one, the newest first."""
     family = model_family(spec)
     earlier = [
         e
@@ -72,7 +74,25 @@ def previous_release(entries: list[Entry], spec: str, identity: str) -> Entry | 
         and _finished(e)
         and model_family(e.spec) == family
     ]
-    return max(earlier, key=lambda e: e.evaluated_at) if earlier else None
+    return sorted(earlier, key=lambda e: e.evaluated_at, reverse=True)
+
+
+def previous_release(entries: list[Entry], spec: str, identity: str) -> Entry | None:
+    """The family's release evaluated last before this one (None: the first one seen)."""
+    return next(iter(_earlier(entries, spec, identity)), None)
+
+
+def baseline_run(entries: list[Entry], spec: str, identity: str, config: RunConfig) -> Path | None:
+    """The control variate of a budgeted release: the newest earlier release of its family
+    whose run is a finished full grid of ``config``'s design (None: there is none)."""
+    saved = config.model_dump(mode="json", by_alias=True)
+    for entry in _earlier(entries, spec, identity):
+        try:
+            check_baseline(Path(entry.run_dir), saved)
+        except SagoError:
+            continue
+        return Path(entry.run_dir)
+    return None
 
 
 def write_release_card(run_dir: Path, spec: str, previous: Entry | None) -> list[Path]:

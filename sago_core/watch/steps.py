@@ -20,6 +20,7 @@ class Step:
     undecided: tuple[str, ...] = ()  # watched axes without a verdict or inconclusive
     design: str | None = None  # the paired comparison's design line
     note: str | None = None  # why there is no verdict
+    baseline: str | None = None  # the full run whose cells were the control variate
 
     def record(self) -> dict[str, Any]:
         return {**asdict(self), "undecided": list(self.undecided)}

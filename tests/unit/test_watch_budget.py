@@ -19,7 +19,7 @@ from sago_core.errors import ConfigError
 from sago_core.watch.escalation import escalate, parse_escalation, rungs
 from sago_core.watch.leaderboard import leaderboard_rows, releases_section
 from sago_core.watch.registry import Entry, Registry
-from tests.unit.test_compare_budget import PROMPTS, TWO, _asked, _run
+from tests.unit.test_compare_budget import CONFIG, PROMPTS, TWO, _asked, _run
 
 OLD, NEW = "hf:/models/old", "hf:/models/new"
 OLD_S = np.array([0.20, 0.25, 0.30, 0.22])
@@ -83,10 +83,11 @@ def test_a_verdict_undecided_at_every_budget_ends_at_the_full_grid(tmp_path: Pat
 
 
 def test_a_first_release_and_a_refused_comparison_do_not_climb(tmp_path: Path) -> None:
-    releases = Releases(tmp_path, {"0.2": UNDECIDED})
+    releases = Releases(tmp_path, {"0.2": UNDECIDED, "full": UNDECIDED})
     run_dir, against, steps = escalate(NEW, None, BUDGET, DEFAULT, releases)
-    assert run_dir == tmp_path / "new-0.2" and against is None and len(steps) == 1
-    assert releases.calls == [(NEW, "0.2")]
+    # the full grid: the control variate of the family's later releases
+    assert run_dir == tmp_path / "new-full" and against is None and len(steps) == 1
+    assert releases.calls == [(NEW, "full")] and steps[0].budget == "full grid"
     assert steps[0].note is not None and "first release" in steps[0].note
 
     old = _old(releases)  # another seed: the paired comparison refuses the pair
@@ -97,6 +98,38 @@ def test_a_first_release_and_a_refused_comparison_do_not_climb(tmp_path: Path) -
     assert releases.calls == [(NEW, "0.2")] and len(steps) == 1
     assert steps[0].note is not None and steps[0].note.startswith("not compared: ")
     assert "seed (seed): 5 vs 0" in steps[0].note  # A (the last release) first
+
+
+def test_a_later_release_runs_with_the_newest_full_run_of_its_design_as_baseline(
+    tmp_path: Path,
+) -> None:
+    from sago_core.config import build_config
+    from sago_core.watch.releases import baseline_run
+
+    seen: list[BudgetSettings | None] = []
+    releases = Releases(tmp_path, {"0.2": UNDECIDED, "0.5": WORSE, "full": WORSE})
+
+    def run_at(spec: str, budget: BudgetSettings | None) -> Path:
+        seen.append(budget)
+        return releases(spec, budget)
+
+    full = releases(OLD, None)
+    run_dir, _, steps = escalate(NEW, _old(releases), BUDGET, DEFAULT, run_at, baseline=full)
+    # the new release's runs carry the baseline, the last release's reruns do not
+    assert [b and b.baseline for b in seen] == [str(full), None, str(full), None]
+    assert [s.baseline for s in steps] == [str(full)] * 2 and run_dir == tmp_path / "new-0.5"
+
+    config = build_config("demo", {**CONFIG, "models": [NEW]})
+    saved = config.model_dump(mode="json", by_alias=True)
+    (full / "run_config.json").write_text(json.dumps({**saved, "models": [OLD]}))
+    entries = [  # earlier releases under the same spec: the same family
+        Entry(NEW, "i-full", str(full), 1.0),
+        Entry(NEW, "i-budgeted", str(tmp_path / "old-0.2"), 2.0),  # newer, but budgeted
+        Entry(NEW, "i-new", str(run_dir), 3.0),  # the release itself
+    ]
+    assert baseline_run(entries, NEW, "i-new", config) == full
+    other = build_config("demo", {**CONFIG, "models": [NEW], "seed": 5})  # another design
+    assert baseline_run(entries, NEW, "i-new", other) is None
 
 
 def test_the_ladder_keeps_the_budget_settings_and_skips_budgets_below_the_first() -> None:
@@ -169,11 +202,11 @@ def test_a_release_runs_at_each_budget_with_the_watch_config_otherwise_unchanged
 
 
 @pytest.mark.slow
-def test_a_budgeted_watch_runs_a_release_budgeted_and_records_its_step(
+def test_a_budgeted_watch_runs_a_first_release_on_the_full_grid_and_records_its_step(
     harness: None, tmp_path: Path
 ) -> None:
-    """The whole flow on the mock backend: a first release, so one step (a mock model is its
-    own family: nothing to compare with, nothing to climb)."""
+    """The whole flow on the mock backend: a first release, so one step on the full grid (a
+    mock model is its own family: nothing to compare with, nothing to climb)."""
     from sago.flows.watch import watch
 
     data = tmp_path / "questions.jsonl"
@@ -200,11 +233,10 @@ def test_a_budgeted_watch_runs_a_release_budgeted_and_records_its_step(
     runs = tmp_path / "runs"
     assert watch(str(source), runs_dir=str(runs), overrides=overrides) == ["mock:watched"]
     (entry,) = Registry(runs).entries()
-    record = json.loads((Path(entry.run_dir) / "budget.json").read_text())
-    assert record["cells"] < record["full_cells"]
+    assert not (Path(entry.run_dir) / "budget.json").exists()  # the family's full reference
     (step,) = entry.budget_steps
-    assert step["budget"] == "60%" and step["cells"] == record["cells"]
-    assert step["note"].startswith("first release")
+    assert step["budget"] == "full grid" and step["cells"] == step["full_cells"] > 0
+    assert step["note"].startswith("first release") and step["baseline"] is None
     table = pl.read_parquet(runs / "registry.parquet")
-    assert table["budget_steps"].to_list()[0].startswith(f"60% ({record['cells']} of ")
+    assert table["budget_steps"].to_list()[0].startswith(f"full grid ({step['cells']} of ")
     assert "first release of its family" in (runs / "leaderboard.html").read_text()
