@@ -205,6 +205,21 @@ def test_a_budgeted_summary_shows_the_stopping_rules_verdicts() -> None:
     text = render_summary(summary, budget=BUDGET_RECORD)
     assert "| bleu | 0.5100 | 0.5067 | 0.5083** |" in text  # d0 and d1 unmarked
     assert "marks: the budget's stopping rule's p" in text
+    # the page's headline and method note say the same, never "Holm over every row"
+    from dataclasses import fields, replace
+
+    from sago_core.report.page.headline import Glance, headline_html
+    from sago_core.report.page.results import method_note
+
+    lists = ("unstable", "stable", "unmeasured")
+    bare = Glance(**{f.name: [] if f.name in lists else None for f in fields(Glance)})
+    bare = replace(bare, model="m", flips_at_k=False)
+    assert "Holm over every row" in headline_html([bare])
+    glance = headline_html([bare], budgeted=True)
+    assert "stopping rule" in glance and "Holm" not in glance
+    page = method_note(summary, budgeted=True)
+    assert "stopping rule" in page and "over all rows" not in page
+    assert "over all rows of the summary" in method_note(summary)
     # the noise-floor reference is not the rule's test: its p-values stay the summary's
     floor = summarize(scores.with_columns(pl.lit(0.1).alias("floor")), "floor")
     kept = with_budget_verdicts(floor, tests)

@@ -1,7 +1,8 @@
 """The report's headline block ("At a glance"): per model, what a reader wants first.
 
 - **unstable axes**: per pooled axis, the largest tolerance eps (0.01, 0.05, 0.10) whose
-  one-sided test of E[s] > eps is significant after Holm over every row of the summary
+  one-sided test of E[s] > eps is significant after Holm over every row of the summary (a
+  budgeted run: by its stopping rule)
   (the family ``p_holm`` uses; for the eps 0.05 reference it is ``p_holm`` itself), with the
   report's marks; a run tested against the noise floor also names the axes above it;
 - **worst family/subtype**: the highest mean variant RMS (the root mean square of one
@@ -382,19 +383,27 @@ def weak_rewriter_note(provenance: Mapping[str, Any] | None, variants: pl.DataFr
 
 
 def headline_html(
-    items: list[Glance], encoder: str | None = None, rewriter_note: str | None = None
+    items: list[Glance],
+    encoder: str | None = None,
+    rewriter_note: str | None = None,
+    budgeted: bool = False,
 ) -> str:
     """The block's body: one short list per model; ``encoder``: the BERTScore encoder
     behind every BERT number of the page, said under the block's note; ``rewriter_note``:
-    a warning on the structural rewriter (``weak_rewriter_note``)."""
+    a warning on the structural rewriter (``weak_rewriter_note``); ``budgeted``: the
+    summary's tests are a budgeted run's stopping rule's."""
     if not items:
         return "<p>No model in the summary.</p>"
+    test = (
+        "the budget's stopping rule over its looks, each test at its own level"
+        if budgeted
+        else "one-sided t-test, Holm over every row of the summary"
+    )
     parts = [
         "<p class='glance-note'>Unstable: the largest tolerance eps the pooled SGS "
-        "significantly exceeds (one-sided t-test, Holm over every row of the summary, "
-        "p &lt; 0.05; marks * p&lt;0.05, ** p&lt;0.01, *** p&lt;0.001). Variant RMS: the root "
-        "mean square of one variant's |normalised delta| over its axes. Details follow "
-        "below.</p>"
+        f"significantly exceeds ({test}, p &lt; 0.05; marks * p&lt;0.05, ** p&lt;0.01, "
+        "*** p&lt;0.001). Variant RMS: the root mean square of one variant's |normalised "
+        "delta| over its axes. Details follow below.</p>"
     ]
     if encoder:
         parts.append(

@@ -221,12 +221,14 @@ def render_report(
         Section(
             HEADLINE,
             "At a glance",
-            headline_html(at_a_glance, encoder, weak_rewriter_note(provenance, variants))
+            headline_html(
+                at_a_glance, encoder, weak_rewriter_note(provenance, variants), bool(budget)
+            )
             + budget_headline(budget[0] if budget else None),
         ),
         identity_drift(generations),
         story_section(summary, variant_deltas, instances),
-        Section("method", "How to read it", method_note(summary)),
+        Section("method", "How to read it", method_note(summary, bool(budget))),
         Section("pooled", "Pooled SGS per model and axis", pooled_table(summary, encoder)),
         *budget_sections(*(budget or (None, None))),
         *peer_sections(peer_metrics, summary, encoder),

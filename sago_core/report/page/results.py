@@ -29,21 +29,29 @@ from sago_core.vocabulary import (
 )
 
 
-def method_note(summary: pl.DataFrame) -> str:
+def method_note(summary: pl.DataFrame, budgeted: bool = False) -> str:
+    """``budgeted``: the eps tests are a budgeted run's stopping rule's, not corrected again."""
+    test = (
+        "the budget's stopping rule tests E[s] &gt; eps at its looks, each test at its own "
+        "level, and its p-value is in the Holm column uncorrected"
+        if budgeted
+        else "one-sided t-test of E[s] &gt; 0.05 (or, when the run tests against the noise "
+        "floor, paired s &gt; floor); Holm and BH adjust its p-value over all rows of the "
+        "summary"
+    )
+    legend = html.escape(reference_legend(summary, budgeted))
     return (
         "<p>SGS = mean over prompts of the RMS of normalised deltas (0 = identical behaviour "
-        "on every variant). The test: one-sided t-test of E[s] &gt; 0.05 (or, when the run "
-        "tests against the noise floor, paired s &gt; floor); Holm and BH adjust its p-value "
-        f"over all rows of the summary. Significance {html.escape(reference_legend(summary))} "
+        f"on every variant). The test: {test}. Significance {legend} "
         "(the Holm column); an uncorrected p below 0.05 alone earns no mark. 95% CI: "
         f"bootstrap over prompts, drawn from at least {MIN_PROMPTS} prompts with a score. "
         "MDE: smallest excess over eps detectable with 80% power at this n.</p>"
     )
 
 
-def reference_legend(summary: pl.DataFrame) -> str:
+def reference_legend(summary: pl.DataFrame, budgeted: bool = False) -> str:
     reference = summary["reference"][0] if "reference" in summary.columns and len(summary) else None
-    return marks_legend(reference)
+    return marks_legend(reference, budgeted)
 
 
 def _axes_in(frame: pl.DataFrame) -> list[str]:
