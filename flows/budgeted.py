@@ -7,6 +7,10 @@ Each round's cells are a function of (seed, round, the first round's values: the
 rounds' weights are frozen after it), and the values of a finished round are cached stages,
 so a run killed in round 2 resumes there and asks no answered row again; a full run after
 it finds every budgeted row in the row cache.
+
+At K > 1 answers per prompt text a round runs the model's sampling stages on its cells too
+(in the round's folder), so a cell's value is its excess delta: a noisy measurement whose
+sampling noise the design's within-stratum variance already holds.
 """
 
 from __future__ import annotations
@@ -44,8 +48,10 @@ def round_shards(plan: str, k: int) -> list[Shard]:
     ]
 
 
-# evaluate.evaluate_model: (stage, config, target, judge, shards, monitor, where=...) -> paths
+# evaluate.evaluate_model: (stage, config, target, judge, shards, monitor, prompts, where)
 ModelStages = Callable[..., dict[str, str]]
+# evaluate.sample_run: (stage, per_model) -> the run's sampling tests and variance components
+SampleStages = Callable[..., dict[str, Any]]
 
 
 class Rounds:
@@ -106,7 +112,8 @@ class Rounds:
                 self.judge,
                 shards,
                 self.monitor,
-                where=where / "models" / Path(layout.model_dir(target.spec)).name,
+                prompts,
+                where / "models" / Path(layout.model_dir(target.spec)).name,
             )
             for target in self.targets
         ]
@@ -127,14 +134,17 @@ def budgeted_models(
     judge: ModelTarget | None,
     inputs: dict[str, str],
     run_model: ModelStages,
+    sample_run: SampleStages,
 ) -> tuple[list[dict[str, str]], dict[str, str], RunMonitor]:
     """Every round of every model (``inputs``: the run's prompts and variants paths;
-    ``run_model``: the evaluate flow's stages of one model over a list of shards); (the last
-    round's per-model artifacts, the budget's artifact paths by the report's argument
-    names, the last round's monitor)."""
+    ``run_model``: the evaluate flow's stages of one model over a list of shards;
+    ``sample_run``: its run-level K > 1 stages, whose variance components of the asked cells
+    split budget.json's variance table); (the last round's per-model artifacts, the budget's
+    artifact paths by the report's argument names, the last round's monitor)."""
     assert config.budget is not None
     cells: RunCells = run_cells(read_parquet(inputs["variants"]))
-    design = budgeted_design(cells, config.budget, config.seed, [t.spec for t in targets])
+    models = [t.spec for t in targets]
+    design = budgeted_design(cells, config.budget, config.seed, models, config.generation.samples)
     baseline = (
         read_baseline(
             Path(config.budget.baseline),
@@ -155,5 +165,7 @@ def budgeted_models(
         baseline=baseline,
     )
     assert rounds.monitor is not None
-    paths: dict[str, Any] = write_budget(result, design, stage.layout.run_dir, baseline)
+    sampled = sample_run(stage, rounds.per_model)  # the run's own stages: a cache hit later
+    components = read_parquet(sampled["variance_components_path"]) if sampled else None
+    paths: dict[str, Any] = write_budget(result, design, stage.layout.run_dir, baseline, components)
     return rounds.per_model, paths, rounds.monitor

@@ -54,7 +54,6 @@ from sago_core.artifacts.layout import RunLayout
 from sago_core.artifacts.store import write_json
 from sago_core.axes.judge import JUDGE_CALL_FAILED
 from sago_core.backends.target import ModelTarget
-from sago_core.budget import BUDGET_WITH_SAMPLES
 from sago_core.config import RunConfig
 from sago_core.errors import ConfigError
 from sago_core.scoring.encoder import settings_encoder
@@ -133,7 +132,7 @@ def evaluate_model(
     scored = score_model(stage, config, model, generations, analysis, judge, out)
     if config.generation.draws_samples and prompts is not None:
         samples = {"samples": assemble("samples"), "sample_analysis": assemble("sample_analysis")}
-        scored = {**scored, **sample_model(stage, config, model, scored, samples, prompts, judge)}
+        scored |= sample_model(stage, config, model, scored, samples, prompts, judge, out)
     return {**scored, **matrix, **patch_model(stage, config, target, generations, analysis)}
 
 
@@ -145,10 +144,11 @@ def sample_model(
     samples: dict[str, str],
     prompts: str,
     judge: ModelTarget | None,
+    where: Path,
 ) -> dict[str, str]:
     """K > 1: the sampling tests, and the deltas from their excesses, which
-    replace the model's deltas of sample 0 (whose Act rows they keep)."""
-    out = str(stage.layout.model_dir(model))
+    replace the model's deltas of sample 0 (whose Act rows they keep), in ``where``."""
+    out = str(where)
     tests = stage(
         sampling_tests_task,
         model=model,
@@ -220,8 +220,6 @@ def evaluate(config: RunConfig) -> str:
             "generation.temperatures makes a temperature sweep, one run per temperature: "
             "run it with `sago run`, or give this flow one temperature"
         )
-    if config.budget is not None and config.generation.samples > 1:
-        raise ConfigError(BUDGET_WITH_SAMPLES)
     attach_runs_store(config.runs_store, config.runs_dir)  # a runs folder on a store
     layout = layout_of(config)
     run_dir = layout.run_dir
@@ -279,6 +277,7 @@ def evaluate(config: RunConfig) -> str:
             targets.judge,
             {"prompts": prompts, "variants": variants},
             evaluate_model,
+            sample_run,
         )
     else:
         plan = stage(

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from sago.environment import configure_environment, hub_models, preflight
 from sago.result import RunResult, load
 from sago_core.artifacts.layout import RunLayout
-from sago_core.budget import BUDGET_WITH_SAMPLES
 from sago_core.config import RunConfig, build_config, read_config_file
 from sago_core.errors import ConfigError, InputError
 from sago_core.sweep import is_sweep, sweep_arms, sweep_id, sweep_record
@@ -61,10 +60,7 @@ def configure(
     }
     if max_new_tokens is not None:
         given["generation"] = {**(given.get("generation") or {}), "max_new_tokens": max_new_tokens}
-    found = build_config(preset, values, given, source=source)
-    if found.budget is not None and found.generation.samples > 1:
-        raise ConfigError(BUDGET_WITH_SAMPLES)
-    return found
+    return build_config(preset, values, given, source=source)
 
 
 def run(

@@ -328,7 +328,8 @@ def plan_run(
             prompts, candidates, extra, config.posix_matrix.max_prompts
         )
     if config.budget is not None:
-        plan.budgeted = plan_budget(_budget_grid(candidates, prompts, config), config.budget)
+        grid = _budget_grid(candidates, prompts, config)
+        plan.budgeted = plan_budget(grid, config.budget, config.generation.samples)
     _price(plan, prices)
     _budget(plan, config)
     return plan

@@ -55,10 +55,14 @@ def candidate_grid(candidates: pl.DataFrame, structural: dict[str, list[Kind]]) 
     return Grid(tuple(dataset), tuple(prompt), tuple(kinds))
 
 
-def plan_budget(grid: Grid, settings: BudgetSettings) -> BudgetPlan:
-    """The schedule, or a ConfigError naming the key when the budget is below one round."""
+def plan_budget(grid: Grid, settings: BudgetSettings, samples: int = 1) -> BudgetPlan:
+    """The schedule (a cell costs ``samples`` of ``budget.generations``), or a ConfigError
+    naming the key when the budget is below one round."""
     key = "budget.fraction" if settings.fraction is not None else "budget.generations"
-    cells = budget_cells(grid.cells, settings.fraction, settings.generations)
+    if samples > 1 and settings.generations:
+        key += f" at {samples} generations per cell"
+    generations = settings.generations and settings.generations // samples
+    cells = budget_cells(grid.cells, settings.fraction, generations)
     try:
         schedule = make_schedule(grid, cells, settings.rounds, key=key)
     except BudgetTooSmall as exc:

@@ -8,7 +8,15 @@ after; 0 for a prompt not sampled. The counts do not depend on the prompt's own 
 before held them for the asked cells only, 0 elsewhere),
 ``budget_prompts.parquet`` (the design-based per-prompt scores) and
 ``budget_estimates.parquet`` (each model, dataset and axis: the estimate of the full grid's
-SGS with its design interval)."""
+SGS with its design interval).
+
+budget.json's ``variance`` splits each model and axis' cell-level variance, from the asked
+cells, into ``prompt`` (the planner's between-prompt component), ``variant`` and ``sample``:
+the planner's within-prompt component at the run's K, split by the share q of it that
+sampling makes (planner.sample_shares, from the variance components of the asked cells'
+sampling tests, so variant + sample = within), each the datasets' mean. Where q is not
+estimated (K = 1; Prob and Ent, whose samples are crossed with the text; Act) ``sample`` is
+null with its reason and ``variant`` the whole within-prompt component."""
 
 from __future__ import annotations
 
@@ -28,7 +36,9 @@ from sago_core.artifacts.schemas import BUDGET_CELLS, BUDGET_ESTIMATES, BUDGET_P
 from sago_core.artifacts.store import write_json, write_parquet
 from sago_core.budget.baseline import correlation
 from sago_core.budget.design import inclusion_probability, select_cells
+from sago_core.budget.dry_run import PER_PROMPT
 from sago_core.budget.estimate import dataset_estimates, pooled_estimate
+from sago_core.budget.planner import at_samples, sample_shares, variance_components
 from sago_core.budget.rounds import BudgetedDesign, column_name, split_column
 from sago_core.budget.sequential import BudgetResult
 from sago_core.vocabulary import POOLED
@@ -132,8 +142,39 @@ def baseline_summary(
     }
 
 
+def variance_rows(
+    result: BudgetResult, design: BudgetedDesign, components: pl.DataFrame | None
+) -> list[dict[str, Any]]:
+    """budget.json's variance table (module docstring); ``components``: the run's
+    variance_components.parquet (None at K = 1)."""
+    if result.values is None:
+        return []
+    rows = []
+    k = design.samples
+    for c, (model, axis) in enumerate(design.columns):
+        shares, reasons = sample_shares(components, model, [axis], k)
+        parts = variance_components(design.design.layout, result.values[:, c])
+        split = at_samples(parts, shares.get(axis), k, k)
+        rows.append(
+            {
+                "model": model,
+                "axis": axis,
+                "prompt": _number(float(np.mean([p.between for p in split]))),
+                "variant": _number(float(np.mean([p.within for p in split]))),
+                "sample": _number(float(np.mean([p.sample for p in split])))
+                if axis in shares
+                else None,
+                "sample_missing_reason": reasons.get(axis),
+            }
+        )
+    return rows
+
+
 def budget_summary(
-    result: BudgetResult, design: BudgetedDesign, baseline: np.ndarray | None = None
+    result: BudgetResult,
+    design: BudgetedDesign,
+    baseline: np.ndarray | None = None,
+    components: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """budget.json: the run's budget line and what each round did."""
     schedule = design.schedule
@@ -155,6 +196,8 @@ def budget_summary(
         "target": dict(design.settings.target),
         "level": layout.level,
         "prompts_sampled": int(sum(schedule.prompts)),
+        "samples": design.samples,  # a cell costs K generations
+        "generations": (result.cells + PER_PROMPT * int(sum(schedule.prompts))) * design.samples,
         "prompts": len(layout.prompts),
         "seed": design.design.seed,
         "alpha_spending": "Haybittle-Peto (interim looks at one-sided z = 3)",
@@ -173,6 +216,7 @@ def budget_summary(
         },
         "tests": verdict_rows(result, design),
         "baseline": baseline_summary(result, design, baseline),
+        "variance": variance_rows(result, design, components),
     }
 
 
@@ -206,11 +250,15 @@ def verdict_rows(result: BudgetResult, design: BudgetedDesign) -> list[dict[str,
 
 
 def write_budget(
-    result: BudgetResult, design: BudgetedDesign, run_dir: Path, baseline: np.ndarray | None = None
+    result: BudgetResult,
+    design: BudgetedDesign,
+    run_dir: Path,
+    baseline: np.ndarray | None = None,
+    components: pl.DataFrame | None = None,
 ) -> dict[str, str]:
     """The four files; their paths by the names the later stages take them as
-    (``baseline``: the baseline's cells, run_budgeted's)."""
-    summary = budget_summary(result, design, baseline)
+    (``baseline``: the baseline's cells, run_budgeted's; ``components``: variance_rows')."""
+    summary = budget_summary(result, design, baseline, components)
     return {
         "budget_path": str(write_json(summary, run_dir / BUDGET_FILE)),
         "budget_cells_path": str(
@@ -240,8 +288,10 @@ def budget_line(record: dict[str, Any]) -> str:
         why = "every target met or verdict decided"
     else:
         why = "the budget was spent"
+    k = record.get("samples", 1)
+    each = f" x {k} samples ({record['generations']:,} generations)" if k > 1 else ""
     line = (
-        f"budgeted: {record['cells']:,} of {record['full_cells']:,} cells ({share:.0%}), "
+        f"budgeted: {record['cells']:,} of {record['full_cells']:,} cells ({share:.0%}){each}, "
         f"stopped after round {record['rounds_run']} of {record['rounds_planned']}: {why}"
     )
     baseline = record.get("baseline")

@@ -1,7 +1,7 @@
 """A budgeted run's design, fixed before its first round: the schedule (cells per round,
 the stratum level, the sampled prompts per dataset), the random design drawn from the seed,
 the measured columns (every model x every axis: one design for every model, so their cells
-are common) and the targets per column."""
+are common), the targets per column and K, the answers per prompt text (a cell's cost)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ class BudgetedDesign:
     design: Design
     columns: list[tuple[str, str]]  # (model, axis)
     target: dict[str, float]  # column name -> half-width
+    samples: int = 1  # K: a cell costs K generations, a sampled prompt's base and replay 2 K
 
     @property
     def sampled(self) -> list[tuple[str, str]]:
@@ -44,14 +45,14 @@ class BudgetedDesign:
 
 
 def budgeted_design(
-    cells: RunCells, settings: BudgetSettings, run_seed: int, models: list[str]
+    cells: RunCells, settings: BudgetSettings, run_seed: int, models: list[str], samples: int = 1
 ) -> BudgetedDesign:
     """The schedule of ``settings`` over the run's kept cells (a budget below one round is
     a ConfigError naming the key) and the design drawn from ``settings.seed`` (null: the
     run's seed)."""
-    plan = plan_budget(cells.grid, settings)
+    plan = plan_budget(cells.grid, settings, samples)
     seed = run_seed if settings.seed is None else settings.seed
     design = draw_design(plan.schedule.layout, seed, plan.schedule.prompts)
     columns = [(m, a) for m in models for a in AXES]
     target = {column_name(m, a): hw for m in models for a, hw in settings.target}
-    return BudgetedDesign(cells, settings, plan.schedule, design, columns, target)
+    return BudgetedDesign(cells, settings, plan.schedule, design, columns, target, samples)

@@ -19,7 +19,9 @@ from sago_core.config.base import StrictModel
 class BudgetSettings(StrictModel):
     """A budgeted run (sago_core/budget/): ask for a stratified sample of the grid's
     (prompt, variant) cells in at most ``rounds`` rounds instead of every cell. Exactly one of
-    ``fraction`` (of the grid's cells, in (0, 1]) or ``generations`` (cells); ``target``: a
+    ``fraction`` (of the grid's cells, in (0, 1]) or ``generations`` (the cells' answers: a
+    cell costs ``generation.samples`` of them, the sampled prompts' base and replay answers
+    come on top; dry_run.plan_budget); ``target``: a
     half-width per axis at which the run may stop early; ``seed``: the design's (null: the
     run's seed); ``baseline``: a finished full run of the same design (the last release),
     its cells the estimator's control variate (budget/baseline.py). Absent (null) = the full

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sago_cli.main import build_parser, main
+from sago_cli.main import build_parser
 from sago_cli.run import config_from_args
 from sago_core.budget.cells import grid_from_deltas
 from sago_core.config import PRESETS, RunConfig, build_config
@@ -53,16 +53,18 @@ def test_bad_budgets_are_refused_in_one_line(budget: dict[str, Any], key: str, s
     assert "\n" not in message and f"{key}: " in message and says in message
 
 
-def test_budget_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_budget_on_the_command_line() -> None:
     args = build_parser().parse_args(["run", "--budget", "0.2", "--dry-run"])
     config = config_from_args(args)
     assert config.budget is not None and config.budget.fraction == 0.2
-    # a budgeted run answers each prompt text once: K > 1 samples refused before anything
-    assert main(["run", "--budget", "0.2", "--preset", "sampling"]) != 0
-    assert "budget: a budgeted run answers each prompt text once" in capsys.readouterr().err
+    # K > 1 samples per prompt text under a budget: accepted (a cell costs K generations)
+    sampled = config_from_args(
+        build_parser().parse_args(["run", "--budget", "0.2", "--preset", "sampling"])
+    )
+    assert sampled.budget is not None and sampled.generation.samples == 8
 
 
-def noise_config(tmp_path: Path, budget: dict[str, Any]) -> RunConfig:
+def noise_config(tmp_path: Path, budget: dict[str, Any], samples: int = 1) -> RunConfig:
     grid = {
         "register": None,
         "structural": None,
@@ -74,7 +76,13 @@ def noise_config(tmp_path: Path, budget: dict[str, Any]) -> RunConfig:
         },
     }
     return RunConfig.model_validate(
-        {"models": ["mock:m"], "runs_dir": tmp_path, "variants": grid, "budget": budget}
+        {
+            "models": ["mock:m"],
+            "runs_dir": tmp_path,
+            "variants": grid,
+            "budget": budget,
+            "generation": {"temperature": 0.7, "samples": samples} if samples > 1 else {},
+        }
     )
 
 
@@ -101,6 +109,14 @@ def test_the_dry_run_prints_the_rounds_the_worst_case_and_the_full_grid(tmp_path
     too_small = noise_config(tmp_path, {"generations": 3})
     with pytest.raises(ConfigError, match=r"^budget\.generations: 3 cells is below"):
         plan_run(too_small, PROMPTS, run_targets(too_small), layout, {})
+    # at K = 4 a cell costs 4 generations: 80 of them buy the same 20 cells, 4 times the cost
+    sampled = noise_config(tmp_path, {"generations": 80, "rounds": 3}, samples=4)
+    plan = plan_run(sampled, PROMPTS, run_targets(sampled), layout, {})
+    assert plan.budgeted is not None and plan.budgeted.schedule.totals == (16, 18, 20)
+    assert "worst case: 96 generations per model" in render_plan(plan, sampled)
+    small = noise_config(tmp_path, {"generations": 12}, samples=4)
+    with pytest.raises(ConfigError, match=r"^budget\.generations at 4 generations per cell: 3 "):
+        plan_run(small, PROMPTS, run_targets(small), layout, {})
 
 
 def test_cells_read_from_a_deltas_frame() -> None:
