@@ -50,8 +50,6 @@ def round_shards(plan: str, k: int) -> list[Shard]:
 
 # evaluate.evaluate_model: (stage, config, target, judge, shards, monitor, prompts, where)
 ModelStages = Callable[..., dict[str, str]]
-# evaluate.sample_run: (stage, per_model) -> the run's sampling tests and variance components
-SampleStages = Callable[..., dict[str, Any]]
 
 
 class Rounds:
@@ -134,7 +132,7 @@ def budgeted_models(
     judge: ModelTarget | None,
     inputs: dict[str, str],
     run_model: ModelStages,
-    sample_run: SampleStages,
+    sample_run: Callable[..., dict[str, Any]],
 ) -> tuple[list[dict[str, str]], dict[str, str], RunMonitor]:
     """Every round of every model (``inputs``: the run's prompts and variants paths;
     ``run_model``: the evaluate flow's stages of one model over a list of shards;
