@@ -108,7 +108,7 @@ def budget_rows(
     for axis in gv.axes:
         t = truth[axis]
         est = np.array([r.axes[axis].estimate.value for r in results])
-        hw = np.array([r.axes[axis].estimate.half_width() for r in results])
+        hw = np.array([r.axes[axis].estimate.half_width(r.level) for r in results])
         agree = []
         for eps in EPSILONS:
             said = [r.axes[axis].verdicts[eps].decision == "above" for r in results]

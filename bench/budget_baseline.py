@@ -110,8 +110,8 @@ def rows(
             rho = measured_control(layout, gv.values[:, k], baseline[:, k], every, roots).rho
         t = truth[axis]
         est = np.array([_estimate(r, axis).value for r in runs])
-        hw = np.array([_estimate(r, axis).half_width() for r in runs])
-        plain_hw = np.mean([_estimate(r, axis).half_width() for r in plain])
+        hw = np.array([_estimate(r, axis).half_width(r.level) for r in runs])
+        plain_hw = np.mean([_estimate(r, axis).half_width(r.level) for r in plain])
         agree = min(
             np.mean(
                 [(r.axes[axis].verdicts[e].decision == "above") == t["verdicts"][e] for r in runs]

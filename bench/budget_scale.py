@@ -84,7 +84,7 @@ def coverage_rows(gv: GridValues, fraction: float, rounds: int, reps: int) -> li
             pooled = result.axes[axis].estimate
             for j, e in enumerate([*per, pooled]):
                 if e is not None:
-                    est[seed, a, j], half[seed, a, j] = e.value, e.half_width()
+                    est[seed, a, j], half[seed, a, j] = e.value, e.half_width(result.level)
                     se[seed, a, j] = np.sqrt(max(e.variance, 0.0))
     target = np.concatenate([truth.per_dataset, truth.pooled[:, None]], axis=1)
     error = est - target[None]

@@ -110,7 +110,7 @@ def estimates_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFram
                 "axis": a,
                 "sgs": e.value,
                 "variance": e.variance,
-                "half_width": e.half_width(),
+                "half_width": e.half_width(result.level),
                 "prompts": e.prompts,
                 "target": t,
             }

@@ -111,6 +111,31 @@ def test_stopping_rule_false_positive_rate_at_the_boundary() -> None:
     assert power["above"] > 0.8 and power["dataset above"] > 0.15
 
 
+def test_the_interval_is_the_spending_rules_at_the_look_the_run_stopped_after() -> None:
+    """A run whose every verdict is decided at the first look stops there, and its interval
+    is z = 3 wide (0.00135 a side); one that runs to the last look gets what is left of
+    0.025 a side."""
+    from scipy import stats
+
+    from sago_core.budget.sequential import interval_level
+
+    assert interval_level(1, 1) == pytest.approx(0.95)
+    assert stats.norm.ppf(0.5 + interval_level(1, 3) / 2) == pytest.approx(3.0)
+    assert interval_level(3, 3) == pytest.approx(1 - 2 * (0.025 - 2 * INTERIM_ALPHA))
+    rng = np.random.default_rng(3)
+    grid, values = null_grid(rng, 0.3)
+    schedule = make_schedule(grid, grid.cells // 2, 3)
+    design = draw_design(schedule.layout, 0)
+    for eps, looks in (((0.01, 2.0), 1), ((0.3,), 3)):  # far from 0.3: decided at once
+        result = run_budgeted(design, schedule.totals, lambda m: values[m], ("ent",), epsilons=eps)
+        assert len(result.rounds) == looks
+        assert result.level == pytest.approx(interval_level(looks, 3))
+        estimate = result.axes["ent"].estimate
+        assert estimate is not None and np.isinf(estimate.df)  # every prompt sampled
+        z = stats.norm.ppf(0.5 + result.level / 2)
+        assert estimate.half_width(result.level) == pytest.approx(z * np.sqrt(estimate.variance))
+
+
 def test_planner_formula_by_hand() -> None:
     """between 0.04, within 0.09, 10 prompts, 20 variants; n = 10, m = 5:
     grid: 0.09 (1/5 - 1/20) / 10 = 0.00135 -> 1.96 x 0.036742 = 0.0720;

@@ -69,7 +69,14 @@ def _estimates(estimates: pl.DataFrame) -> str:
         for r in pooled.iter_rows(named=True)
     ]
     return _table(
-        ["model", "axis", "SGS (estimate)", "95% design interval", "target", "prompts"],
+        [
+            "model",
+            "axis",
+            "SGS (estimate)",
+            "design interval (95% over the looks)",
+            "target",
+            "prompts",
+        ],
         rows,
         left=2,
     )
@@ -85,7 +92,9 @@ def budget_sections(record: dict[str, Any] | None, estimates: pl.DataFrame | Non
         f"sampled by strata at level '{html.escape(record['level'])}' "
         f"({record['prompts_sampled']} of {record['prompts']} prompts), in rounds that stop "
         "when every target half-width is met or every one-sided test is decided; looks "
-        f"between rounds spend alpha by {html.escape(record['alpha_spending'])}. "
+        f"between rounds spend alpha by {html.escape(record['alpha_spending'])}, and the "
+        "intervals are the rule's at the look the run stopped after (z = 3 at an interim "
+        "look), which cover 95% whichever look that is. "
         f"{html.escape(CAVEAT)}</p>"
     )
     if unmet:
