@@ -151,6 +151,7 @@ def baseline_estimates(
         s=np.where(held, plain.s - lam * (old.s - full), plain.s),
         s_var=variance(plain.s_var, old.s_var),
         prior_var=plain.prior_var * control.ratio,
+        shrunk=plain.shrunk,
     )
     per_dataset = dataset_estimates(layout, prompts, sampled_prompts)
     return prompts, per_dataset, pooled_estimate(per_dataset)

@@ -52,9 +52,9 @@ cells' variance law does not tell BERT from these axes, and the gamma root on BL
 and MR was up to 2.2 SE low.
 
 The dataset. SGS^ = mean of s^_i over the sampled prompts (a simple random sample of n of
-the N prompts): variance ``(1 - n/N) S_b^2 / n + sum_i v_i / (n N) + prior``, S_b^2 the
-prompts' spread of the true roots (the spread of s^_i plus their mean posterior variance:
-shrinkage narrows the first), v_i each root's posterior variance (Cochran 1977 eq. 10.21).
+the N prompts): variance ``(1 - n/N) s_1^2 / n + sum_i v_i / (n N) + prior`` (Cochran
+1977 eq. 10.21), s_1^2 the spread of unbiased per-prompt estimates (``prompt_spread``: a
+shrunk root's spread plus twice its mean posterior variance), v_i each root's variance.
 Where prompts are subsampled the first term has n - 1 degrees of freedom and the half-width
 is a t quantile (Satterthwaite's where several terms are added); with every prompt sampled
 the interval is for the full grid over these prompts, a normal quantile. Pooled = equal-
@@ -98,6 +98,7 @@ class PromptEstimates:
     s: np.ndarray  # the posterior mean root
     s_var: np.ndarray  # its posterior variance
     prior_var: np.ndarray
+    shrunk: bool = False  # s is a posterior mean (the empirical-Bayes root)
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ def estimate_prompts(
         s[mine], s_var[mine], prior_var[j] = model.roots()
     if continuous:
         s, s_var, prior_var = _gamma_roots(layout, st, df, weight, fpc, ms, s)
-    return PromptEstimates(ms, ms_var, root, s, s_var, prior_var)
+    return PromptEstimates(ms, ms_var, root, s, s_var, prior_var, shrunk=not continuous)
 
 
 def _gamma_roots(
@@ -361,8 +362,24 @@ class _RootModel:
         return np.sqrt(scale) * root, var
 
 
+def prompt_spread(values: np.ndarray, within: np.ndarray, shrunk: bool) -> float:
+    """Cochran's s_1^2: the spread of unbiased per-prompt estimates (the true roots' spread
+    plus the estimates' error). A posterior mean's (``shrunk``) spread is the true one less
+    the mean posterior variance, so twice that is added; an unshrunk root's spread is s_1^2
+    already. Adding it once to both, as before, left the shrunk roots' intervals narrow by
+    (1 - n/N) v / n where prompts are sampled, and the unshrunk ones' as wide too wide."""
+    if len(values) < 2:
+        return 0.0
+    return float(np.var(values, ddof=1)) + (2 * float(within.mean()) if shrunk else 0.0)
+
+
 def dataset_estimate(
-    s: np.ndarray, s_var: np.ndarray, sampled: int, population: int, prior_var: float = 0.0
+    s: np.ndarray,
+    s_var: np.ndarray,
+    sampled: int,
+    population: int,
+    prior_var: float = 0.0,
+    shrunk: bool = False,
 ) -> Estimate | None:
     """SGS of one dataset from its sampled prompts' roots (NaN: no measurement). None when
     no prompt holds a value."""
@@ -371,7 +388,7 @@ def dataset_estimate(
     if n == 0:
         return None
     values, within = s[keep], np.nan_to_num(s_var[keep])
-    spread = float(np.var(values, ddof=1)) + float(within.mean()) if n >= 2 else 0.0
+    spread = prompt_spread(values, within, shrunk)
     first = (1 - sampled / population) * spread / n
     second = float(within.sum()) / (n * population) + prior_var
     total = first + second
@@ -407,6 +424,7 @@ def dataset_estimates(
             int(sampled_prompts[j]),
             int(population[j]),
             float(prompts.prior_var[j]),
+            prompts.shrunk,
         )
         for j in range(len(layout.datasets))
     ]

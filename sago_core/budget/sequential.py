@@ -56,7 +56,7 @@ import numpy as np
 
 from sago_core.budget.baseline import baseline_estimates
 from sago_core.budget.design import Design, Layout, minimum_counts, select_cells
-from sago_core.budget.estimate import Estimate, PromptEstimates, axis_estimates
+from sago_core.budget.estimate import Estimate, PromptEstimates, axis_estimates, prompt_spread
 from sago_core.registry.axes import axis_spec
 from sago_core.vocabulary import EPSILONS
 
@@ -211,7 +211,7 @@ def _t_pvalues(
 ) -> tuple[float, float] | None:
     """(p of H0 E[s] <= eps, p of its mirror E[s] >= eps), one-sided t-tests over the
     sampled prompts' roots (of one ``dataset``, or all), n - 1 degrees of freedom. The
-    standard error is the roots' spread plus their mean posterior variance, over n, plus
+    standard error is s_1 (``prompt_spread``) over sqrt(n), plus
     the error each dataset's fitted prior shares among its prompts (estimate.py); at a
     budget of the whole grid both are 0 and this is the full run's t-test."""
     keep = np.isfinite(prompts.s)
@@ -221,7 +221,7 @@ def _t_pvalues(
     n = len(values)
     if n < 2:
         return None
-    spread = float(np.var(values, ddof=1) + np.nan_to_num(prompts.s_var[keep]).mean())
+    spread = prompt_spread(values, np.nan_to_num(prompts.s_var[keep]), prompts.shrunk)
     share = np.bincount(layout.prompt_dataset[keep], minlength=len(layout.datasets)) / n
     sd = float(np.sqrt(spread + n * float((share**2 * prompts.prior_var).sum())))
     mean = float(values.mean())
