@@ -5,6 +5,7 @@ finished run's variance components (its ``deltas.parquet``; at K > 1 also its
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from sago_cli.options import add_budget, add_model, add_run
@@ -67,6 +68,13 @@ def add_parser(commands: Any) -> None:
         "is expected to show no non-zero delta though the run's do (column 0-event; such a "
         "prompt's root is 0 and biases the estimate low); default: no limit",
     )
+    plan.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="RUN",
+        help="the last release's full run of the same cells: plan with it as the control "
+        "variate (budget.baseline)",
+    )
     plan.add_argument("--top", type=int, default=5, help="designs listed")
     plan.add_argument(
         "--rounds",
@@ -79,5 +87,5 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    print("\n".join(plan_lines(read_pilot(args.run, args.model), args)))
+    print("\n".join(plan_lines(read_pilot(args.run, args.model, args.baseline), args)))
     return 0

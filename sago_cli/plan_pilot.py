@@ -23,9 +23,11 @@ class PilotRun:
     temperature: float
     grid: Any  # sago_core.budget.cells.GridValues
     variance_components: Any  # polars frame or None
+    baseline: Any = None  # the last release's values of the grid's cells (numpy), or None
 
 
-def read_pilot(folder: Path, model: str | None) -> PilotRun:
+def read_pilot(folder: Path, model: str | None, baseline: Path | None = None) -> PilotRun:
+    """The pilot run; ``baseline``: a full run of the same cells, the planned control variate."""
     import polars as pl
 
     from sago_core.artifacts.layout import DELTAS_FILE, VARIANCE_COMPONENTS_FILE
@@ -53,7 +55,12 @@ def read_pilot(folder: Path, model: str | None) -> PilotRun:
     samples = int(generation.get("samples") or 1)
     components = folder / VARIANCE_COMPONENTS_FILE
     table = pl.read_parquet(components) if components.is_file() else None
-    return PilotRun(folder, name, samples, float(generation.get("temperature") or 0.0), grid, table)
+    last = None if baseline is None else read_pilot(baseline, None).grid
+    if last is not None and (last.grid != grid.grid or last.axes != grid.axes):
+        raise InputError("--baseline: not a full run of the pilot's cells", file=str(baseline))
+    temperature = float(generation.get("temperature") or 0.0)
+    values = None if last is None else last.values
+    return PilotRun(folder, name, samples, temperature, grid, table, values)
 
 
 def _generation(folder: Path) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def _checked(args: argparse.Namespace, pilot: Pilot, run: PilotRun) -> None:
 def plan_lines(run: PilotRun, args: argparse.Namespace) -> list[str]:
     axes = run.grid.axes
     shares, reasons = sample_shares(run.variance_components, run.model, axes, run.samples)
-    pilot = pilot_from_grid(run.grid, run.samples, shares)
+    pilot = pilot_from_grid(run.grid, run.samples, shares, run.baseline)
     _checked(args, pilot, run)
     if args.samples is not None and args.samples != run.samples and not shares:
         why = "; ".join(sorted(set(reasons.values())))
@@ -103,6 +103,11 @@ def plan_lines(run: PilotRun, args: argparse.Namespace) -> list[str]:
         + (f" at T {run.temperature:g}" if run.temperature > 0 else " (greedy)")
         + f"; the full run: {full:,} generations",
         f"Budget: {counted}",
+        *(
+            [f"Baseline {args.baseline}: the within-prompt variance is what it leaves"]
+            if run.baseline is not None
+            else []
+        ),
         (
             f"Predicted 95% half-widths: for the mean over a pool of {args.pool} prompts per "
             "dataset (prompts drawn from it), pooled over datasets"

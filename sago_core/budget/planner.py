@@ -267,8 +267,13 @@ class Pilot:
 
 
 def pilot_from_grid(
-    gv: GridValues, samples: int = 1, sample_share: Mapping[str, float] | None = None
+    gv: GridValues,
+    samples: int = 1,
+    sample_share: Mapping[str, float] | None = None,
+    baseline: np.ndarray | None = None,
 ) -> Pilot:
+    """``baseline``: the last release's values of the same cells (cells x axes), the run's
+    control variate: the second stage's variance is what it leaves (``planned_components``)."""
     components: dict[Level, dict[str, list[Components]]] = {}
     minimum: dict[Level, int] = {}
     for level in LEVELS:
@@ -276,6 +281,10 @@ def pilot_from_grid(
         components[level] = {
             axis: variance_components(layout, gv.values[:, a]) for a, axis in enumerate(gv.axes)
         }
+        if baseline is not None:
+            components[level] = planned_components(
+                components[level], layout, gv.values, baseline, gv.axes
+            )
         per_dataset = np.bincount(
             layout.stratum_dataset, weights=minimum_counts(layout), minlength=len(layout.datasets)
         )

@@ -145,6 +145,27 @@ def test_plan_prints_the_best_design(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "Best design: 4 prompts per dataset x 6 variants per prompt x K 1 = 64" in again
 
 
+def test_plan_with_a_baseline_predicts_what_it_leaves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run as its own baseline leaves no within-prompt variance: with every prompt
+    sampled the predicted half-width is 0; a baseline of other cells is refused."""
+    run = write_run(tmp_path / "run")
+    assert main(["design", str(run), "--budget", "0.5", "--baseline", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert f"Baseline {run}: the within-prompt variance is what it leaves" in out
+    assert "predicted half-width: bleu 0, mr 0" in out
+    other = tmp_path / "other"
+    other.mkdir()
+    import polars as pl
+
+    pl.read_parquet(run / "deltas.parquet").filter(pl.col("dataset") == "d1").write_parquet(
+        other / "deltas.parquet"
+    )
+    assert main(["design", str(run), "--budget", "0.5", "--baseline", str(other)]) == 2
+    assert "--baseline: not a full run of the pilot's cells" in capsys.readouterr().err
+
+
 def test_plan_reads_the_sample_component_at_k_above_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
