@@ -10,13 +10,11 @@ before held them for the asked cells only, 0 elsewhere),
 ``budget_estimates.parquet`` (each model, dataset and axis: the estimate of the full grid's
 SGS with its design interval).
 
-budget.json's ``variance`` splits each model and axis' cell-level variance, from the asked
-cells, into ``prompt`` (the planner's between-prompt component), ``variant`` and ``sample``:
-the planner's within-prompt component at the run's K, split by the share q of it that
-sampling makes (planner.sample_shares, from the variance components of the asked cells'
-sampling tests, so variant + sample = within), each the datasets' mean. Where q is not
-estimated (K = 1; Prob and Ent, whose samples are crossed with the text; Act) ``sample`` is
-null with its reason and ``variant`` the whole within-prompt component."""
+budget.json's ``variance``: per model and axis, from the asked cells, the planner's
+between-prompt component (``prompt``) and its within-prompt one split by the share q of it
+that sampling makes at the run's K (planner.sample_shares, at_samples): ``variant`` +
+``sample`` = within, each the datasets' mean; ``sample`` null with its reason where q is not
+estimated (K = 1, Prob, Ent, Act)."""
 
 from __future__ import annotations
 
@@ -171,10 +169,7 @@ def variance_rows(
 
 
 def budget_summary(
-    result: BudgetResult,
-    design: BudgetedDesign,
-    baseline: np.ndarray | None = None,
-    components: pl.DataFrame | None = None,
+    result: BudgetResult, design: BudgetedDesign, baseline: np.ndarray | None = None
 ) -> dict[str, Any]:
     """budget.json: the run's budget line and what each round did."""
     schedule = design.schedule
@@ -216,7 +211,6 @@ def budget_summary(
         },
         "tests": verdict_rows(result, design),
         "baseline": baseline_summary(result, design, baseline),
-        "variance": variance_rows(result, design, components),
     }
 
 
@@ -258,7 +252,8 @@ def write_budget(
 ) -> dict[str, str]:
     """The four files; their paths by the names the later stages take them as
     (``baseline``: the baseline's cells, run_budgeted's; ``components``: variance_rows')."""
-    summary = budget_summary(result, design, baseline, components)
+    summary = budget_summary(result, design, baseline)
+    summary["variance"] = variance_rows(result, design, components)
     return {
         "budget_path": str(write_json(summary, run_dir / BUDGET_FILE)),
         "budget_cells_path": str(
