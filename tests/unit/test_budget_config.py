@@ -90,6 +90,7 @@ def test_the_dry_run_prints_the_rounds_the_worst_case_and_the_full_grid(tmp_path
     from sago_core.artifacts.layout import RunLayout
     from sago_core.backends.target import run_targets
     from sago_core.run_plan import plan_run, render_plan
+    from sago_core.run_start import start_line
 
     # 2 prompts x 12 noise kinds = 24 cells. The finest strata (subtype x position: 4 of 3
     # kinds each) take 4 x 2 cells x 2 prompts = 16 cells in a first round, which 20 cells
@@ -114,6 +115,7 @@ def test_the_dry_run_prints_the_rounds_the_worst_case_and_the_full_grid(tmp_path
     plan = plan_run(sampled, PROMPTS, run_targets(sampled), layout, {})
     assert plan.budgeted is not None and plan.budgeted.schedule.totals == (16, 18, 20)
     assert "worst case: 96 generations per model" in render_plan(plan, sampled)
+    assert "up to 96 generations" in start_line(plan, sampled)
     small = noise_config(tmp_path, {"generations": 12}, samples=4)
     with pytest.raises(ConfigError, match=r"^budget\.generations at 4 generations per cell: 3 "):
         plan_run(small, PROMPTS, run_targets(small), layout, {})
