@@ -171,7 +171,7 @@ def _step(budget: BudgetSettings | None, run_dir: Path, against: Path | None, **
         cells,
         full,
         None if against is None else str(against),
-        baseline=budget and budget.baseline,
+        baseline=None if budget is None else budget.baseline,
         **rest,
     )
 
