@@ -12,11 +12,12 @@ from pathlib import Path
 
 from sago.tasks.backends import backend_for
 from sago.tasks.stage import stage_task
-from sago_core.artifacts.layout import SAMPLE_ANALYSIS_FILE, SAMPLES_FILE
+from sago_core.artifacts.layout import SAMPLE_ANALYSIS_FILE, SAMPLES_FILE, CacheLayout
 from sago_core.artifacts.schemas import SAMPLE_ANALYSIS, SAMPLES
 from sago_core.artifacts.store import read_parquet, write_parquet
 from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings, GenerationSettings
+from sago_core.stages.generation import answer_cache
 from sago_core.stages.samples import analyse_samples, sample_responses
 
 
@@ -36,6 +37,7 @@ def sample_task(
         model,
         read_parquet(generations_path),
         settings,
+        answer_cache(CacheLayout(Path(cache_dir)).rows, target, settings) if cache_dir else None,
     )
     return str(write_parquet(frame, Path(out_dir) / SAMPLES_FILE, SAMPLES))
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from sago_core.artifacts.row_cache import KEY, RowCache
 from sago_core.artifacts.schemas import SAMPLE_ANALYSIS, SAMPLES, conform
 from sago_core.backends.protocol import (
     Backend,
@@ -36,7 +37,14 @@ from sago_core.backends.protocol import (
 from sago_core.config import AnalysisSettings, GenerationSettings
 from sago_core.sample_seeds import sample_seed
 from sago_core.stages.analysis import _score_apart as score_apart
-from sago_core.stages.generation import answer_apart, answer_columns, check_fit, unanswerable
+from sago_core.stages.generation import (
+    ANSWER_COLUMNS,
+    answer_apart,
+    answer_columns,
+    answer_keys,
+    check_fit,
+    unanswerable,
+)
 from sago_core.vocabulary import BASE_VARIANT_ID, PROMPT_KEY, REPLAY_FAMILY
 
 TEXT_KEY = [*PROMPT_KEY, "variant_id"]
@@ -64,16 +72,45 @@ def sample_seeds(settings: GenerationSettings, model: str, rows: pl.DataFrame) -
 
 
 def sample_responses(
-    backend: Backend, model: str, generations: pl.DataFrame, settings: GenerationSettings
+    backend: Backend,
+    model: str,
+    generations: pl.DataFrame,
+    settings: GenerationSettings,
+    reuse: RowCache | None = None,
 ) -> pl.DataFrame:
-    """samples.parquet: ``generations`` as sample 0 and samples 1..K-1 drawn here."""
+    """samples.parquet: ``generations`` as sample 0 and samples 1..K-1 drawn here; with
+    ``reuse`` (the generation stage's answer rows: a sample is keyed by its text and seed
+    as a sampled answer is) only the samples no run drew before are asked: a budgeted
+    run's later rounds draw only their new cells' samples."""
     if not settings.sampled:
         raise ValueError("samples are drawn at temperature > 0 only")
     first = generations.with_columns(pl.lit(0, dtype=pl.Int32).alias("sample"))
     first = first.with_columns(pl.Series("seed", sample_seeds(settings, model, first)))
     rows = extra_samples(generations, settings.samples)
-    seeds = sample_seeds(settings, model, rows)
-    sampling = Sampling(settings.temperature, settings.top_p, settings.top_k, tuple(seeds))
+    rows = rows.with_columns(pl.Series("seed", sample_seeds(settings, model, rows), pl.Int64))
+    keys = answer_keys(
+        rows, Sampling(settings.temperature, settings.top_p, settings.top_k, tuple(rows["seed"]))
+    )
+    rows = rows.with_columns(pl.Series(KEY, keys, dtype=pl.String))
+    cached = reuse.get(keys) if reuse is not None else pl.DataFrame(schema={KEY: pl.String})
+    asked = rows.filter(~pl.col(KEY).is_in(cached[KEY].implode()))
+    drawn = _draw(backend, asked, settings) if asked.height else None
+    if reuse is not None and drawn is not None:
+        reuse.put(drawn.filter(pl.col("failure_reason").is_null()).select(KEY, *ANSWER_COLUMNS))
+    reread = rows.join(cached, on=KEY, how="inner").with_columns(
+        pl.lit(None, pl.String).alias("failure_reason")
+    )
+    answers = pl.concat([f for f in (drawn, reread) if f is not None], how="diagonal_relaxed")
+    extra = answers.drop("family", "prompt_text", KEY).join(
+        generations.drop(*GENERATED), on=TEXT_KEY, how="left", maintain_order="left"
+    )
+    frame = pl.concat([conform(first, SAMPLES), conform(extra, SAMPLES)])
+    return frame.sort([*TEXT_KEY, "sample"], maintain_order=True)
+
+
+def _draw(backend: Backend, rows: pl.DataFrame, settings: GenerationSettings) -> pl.DataFrame:
+    """``rows`` (text, family, seed) with their answers drawn from ``backend``."""
+    sampling = Sampling(settings.temperature, settings.top_p, settings.top_k, tuple(rows["seed"]))
     texts = rows["prompt_text"].to_list()
     # a text that does not fit, or whose base does not, is not sampled either (its sample 0
     # failed with the same reason, and the generation stage warned of it)
@@ -81,13 +118,7 @@ def sample_responses(
     outputs = answer_apart(
         backend, texts, rows["family"].to_list(), settings, sampling, failures=failures
     )
-    drawn = (
-        rows.drop("family", "prompt_text")
-        .join(generations.drop(*GENERATED), on=TEXT_KEY, how="left", maintain_order="left")
-        .with_columns(pl.Series("seed", seeds, dtype=pl.Int64), *answer_columns(backend, outputs))
-    )
-    frame = pl.concat([conform(first, SAMPLES), conform(drawn, SAMPLES)])
-    return frame.sort([*TEXT_KEY, "sample"], maintain_order=True)
+    return rows.with_columns(*answer_columns(backend, outputs))
 
 
 # What a generation adds to its request; the rest of a row is the request.

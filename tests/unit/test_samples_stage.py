@@ -139,6 +139,35 @@ def test_every_prompt_text_has_k_samples_with_their_own_seeds_and_sample_0_is_it
     assert one.read_bytes() == two.read_bytes()
 
 
+def test_samples_another_run_drew_are_read_back_not_drawn_again(tmp_path: Path) -> None:
+    """With the answer rows' cache, a second stage over the same texts (a budgeted run's
+    next round) asks the backend nothing and returns the same samples; one new text draws
+    only its own K - 1 samples."""
+    from sago_core.artifacts.row_cache import RowCache
+    from sago_core.artifacts.schemas import GENERATIONS
+    from sago_core.stages.generation import ANSWER_COLUMNS
+
+    cache = RowCache(tmp_path, "generations", "mock m", {c: GENERATIONS[c] for c in ANSWER_COLUMNS})
+    generations = _generations(Recording())
+    first = sample_responses(Recording(), MODEL, generations, HOT, cache)
+    assert first.equals(sample_responses(Recording(), MODEL, generations, HOT))
+    again = Recording()
+    assert sample_responses(again, MODEL, generations, HOT, cache).equals(first)
+    assert again.generated == []
+    one_more = Recording()
+    grown = sample_responses(one_more, MODEL, _generations(Recording()).head(5), HOT, cache)
+    assert one_more.generated == [] and grown.height == 5 * 4
+    fresh = _generations(Recording()).with_columns(
+        pl.when(pl.col("variant_id") == "base")
+        .then(pl.col("prompt_text") + " Now.")
+        .otherwise(pl.col("prompt_text"))
+        .alias("prompt_text")
+    )
+    new = Recording()
+    sample_responses(new, MODEL, fresh, HOT, cache)
+    assert sum(len(call) for call in new.generated) == 2 * 3  # two new base texts x 3
+
+
 def test_a_sample_does_not_depend_on_k_or_on_its_batch() -> None:
     generations = _generations(Recording())
     four = sample_responses(Recording(), MODEL, generations, HOT)
