@@ -39,6 +39,7 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/conformance/test_end_to_end.py",
     "tests/flow/test_evaluate_flow.py",
     "tests/flow/test_sampling_flow.py",
+    "tests/flow/test_budget_sampling_flow.py",
     "tests/reliability/test_cache_keys.py",
     "tests/reliability/test_cache_integrity.py",
     "tests/flow/test_api_kill_resume.py",
