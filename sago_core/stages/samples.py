@@ -24,9 +24,11 @@ missing (null when both are there).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
-from sago_core.artifacts.row_cache import KEY, RowCache
+from sago_core.artifacts.row_cache import KEY, RowCache, digest
 from sago_core.artifacts.schemas import SAMPLE_ANALYSIS, SAMPLES, conform
 from sago_core.backends.protocol import (
     Backend,
@@ -34,6 +36,7 @@ from sago_core.backends.protocol import (
     ScoringRequest,
     TeacherForced,
 )
+from sago_core.backends.target import ModelTarget
 from sago_core.config import AnalysisSettings, GenerationSettings
 from sago_core.sample_seeds import sample_seed
 from sago_core.stages.analysis import _score_apart as score_apart
@@ -43,6 +46,7 @@ from sago_core.stages.generation import (
     answer_columns,
     answer_keys,
     check_fit,
+    model_scope,
     unanswerable,
 )
 from sago_core.vocabulary import BASE_VARIANT_ID, PROMPT_KEY, REPLAY_FAMILY
@@ -132,14 +136,28 @@ GENERATED = (
 )
 
 
+# What a cached sample score holds (row_cache.py): the teacher-forced values of one base
+# sample's token ids under one prompt text, which no hidden state enters.
+SCORE_COLUMNS = ["logprob", "mean_entropy", "n_response_tokens", "missing_reason"]
+
+
+def score_cache(cache_root: Path, target: ModelTarget) -> RowCache:
+    scope = {"model": model_scope(target), "version": 1}
+    schema = {c: SAMPLE_ANALYSIS[c] for c in SCORE_COLUMNS}
+    return RowCache(cache_root, "sample_analysis", scope, schema)
+
+
 def analyse_samples(
     backend: Backend,
     samples: pl.DataFrame,
     analysis: pl.DataFrame,
     settings: AnalysisSettings,
+    reuse: RowCache | None = None,
 ) -> pl.DataFrame:
     """sample_analysis.parquet: base sample s (1..K-1) teacher-forced under every prompt text
-    of its prompt; sample 0 copied from ``analysis`` (the analysis stage's scoring)."""
+    of its prompt; sample 0 copied from ``analysis`` (the analysis stage's scoring). With
+    ``reuse``, a (text, answer ids) pair some run scored before is read back: a budgeted
+    run's later rounds score only their new cells' samples."""
     texts = samples.filter(pl.col("sample") == 0).select(
         "model", *TEXT_KEY, "family", "prompt_text"
     )
@@ -158,23 +176,39 @@ def analyse_samples(
         failure is None and ids is not None
         for failure, ids in zip(rows["base_failure"], rows["base_ids"], strict=True)
     ]
+    columns = (rows["prompt_text"], rows["base_ids"], rows["family"])
+    keys = [
+        digest([text, list(ids) if ids is not None else None, family == REPLAY_FAMILY])
+        for text, ids, family in zip(*columns, strict=True)
+    ]
+    cached = reuse.get([k for k, ok in zip(keys, scorable, strict=True) if ok]) if reuse else None
+    known = {r[KEY]: r for r in cached.iter_rows(named=True)} if cached is not None else {}
+    ask = [ok and k not in known for ok, k in zip(scorable, keys, strict=True)]
     requests = [
         ScoringRequest(text, tuple(ids))
-        for text, ids, ok in zip(rows["prompt_text"], rows["base_ids"], scorable, strict=True)
-        if ok
+        for text, ids, go in zip(rows["prompt_text"], rows["base_ids"], ask, strict=True)
+        if go
     ]
-    replay = [
-        family == REPLAY_FAMILY for family, ok in zip(rows["family"], scorable, strict=True) if ok
-    ]
-    scored = iter(score_apart(backend, requests, replay, settings))
+    replay = [family == REPLAY_FAMILY for family, go in zip(rows["family"], ask, strict=True) if go]
+    scored = iter(score_apart(backend, requests, replay, settings) if requests else [])
     unanswered = TeacherForced(None, None, None, 0, UNANSWERED)
-    results = [next(scored) if ok else unanswered for ok in scorable]
+    results = [
+        next(scored) if go else _cached(known[k]) if ok else unanswered
+        for go, ok, k in zip(ask, scorable, keys, strict=True)
+    ]
     later = rows.select("model", *TEXT_KEY, "sample").with_columns(
         pl.Series("logprob", [r.logprob for r in results], dtype=pl.Float64),
         pl.Series("mean_entropy", [r.mean_entropy for r in results], dtype=pl.Float64),
         pl.Series("n_response_tokens", [r.n_response_tokens for r in results], dtype=pl.Int32),
         pl.Series("missing_reason", [missing(backend, r) for r in results], dtype=pl.String),
     )
+    if reuse is not None:  # a score is stored when it has both values (never a failure)
+        reuse.put(
+            later.with_columns(pl.Series(KEY, keys, dtype=pl.String))
+            .filter(pl.Series(ask) & pl.col("logprob").is_not_null())
+            .filter(pl.col("mean_entropy").is_not_null())
+            .select(KEY, *SCORE_COLUMNS)
+        )
     first = analysis.with_columns(
         pl.lit(0, dtype=pl.Int32).alias("sample"),
         pl.when(pl.col("logprob").is_null() | pl.col("mean_entropy").is_null())
@@ -184,6 +218,10 @@ def analyse_samples(
     )
     frame = pl.concat([conform(first, SAMPLE_ANALYSIS), conform(later, SAMPLE_ANALYSIS)])
     return frame.sort([*TEXT_KEY, "sample"], maintain_order=True)
+
+
+def _cached(row: dict) -> TeacherForced:
+    return TeacherForced(None, row["logprob"], row["mean_entropy"], row["n_response_tokens"], None)
 
 
 def missing(backend: Backend, result: TeacherForced) -> str | None:

@@ -212,6 +212,28 @@ def test_each_base_sample_is_scored_under_every_prompt_text_and_sample_0_is_the_
     assert set(backend.scored[1]) <= replays
 
 
+def test_sample_scores_another_run_made_are_read_back_not_scored_again(tmp_path: Path) -> None:
+    """With the scores' row cache, a second analysis of the same samples (a budgeted run's
+    next round) scores nothing and gives the same table."""
+    from sago_core.artifacts.row_cache import RowCache
+    from sago_core.stages.samples import SCORE_COLUMNS
+
+    schema = {c: SAMPLE_ANALYSIS[c] for c in SCORE_COLUMNS}
+    cache = RowCache(tmp_path, "sample_analysis", "mock m", schema)
+    backend = Recording()
+    generations = _generations(backend)
+    settings = AnalysisSettings()
+    analysis = analyse_pairs(backend, generations, settings)
+    samples = sample_responses(backend, MODEL, generations, HOT)
+    plain = analyse_samples(Recording(), samples, analysis, settings)
+    first = analyse_samples(Recording(), samples, analysis, settings, cache)
+    assert first.equals(plain)
+    again = Recording()
+    assert analyse_samples(again, samples, analysis, settings, cache).equals(plain)
+    assert again.scored == []
+    assert cache.get([]).is_empty() and len(list(tmp_path.rglob("part-*.parquet"))) == 1
+
+
 def test_a_failed_base_sample_is_missing_with_its_reason() -> None:
     failing = sample_seed(3, MODEL, "d", "p2", "base", 2)
     backend = Recording(fail_on=str(failing))
