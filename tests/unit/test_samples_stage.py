@@ -215,11 +215,11 @@ def test_each_base_sample_is_scored_under_every_prompt_text_and_sample_0_is_the_
 def test_sample_scores_another_run_made_are_read_back_not_scored_again(tmp_path: Path) -> None:
     """With the scores' row cache, a second analysis of the same samples (a budgeted run's
     next round) scores nothing and gives the same table."""
-    from sago_core.artifacts.row_cache import RowCache
-    from sago_core.stages.samples import SCORE_COLUMNS
+    from sago_core.backends.target import ModelTarget
+    from sago_core.stages.samples import score_cache
 
-    schema = {c: SAMPLE_ANALYSIS[c] for c in SCORE_COLUMNS}
-    cache = RowCache(tmp_path, "sample_analysis", "mock m", schema)
+    target = ModelTarget(spec=MODEL, backend="mock", model_id="m", identity=MODEL)
+    cache = score_cache(tmp_path, target)
     backend = Recording()
     generations = _generations(backend)
     settings = AnalysisSettings()
