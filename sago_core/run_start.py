@@ -33,7 +33,8 @@ def start_line(plan: RunPlan, config: RunConfig) -> str:
     generations = sum(plan.generations.values())
     if plan.budgeted is not None:  # a budgeted run asks at most its budget, per model
         s = plan.budgeted.schedule
-        per_model = (s.budget + PER_PROMPT * sum(s.prompts)) * config.generation.samples
+        sampled = plan.budgeted.sampled_prompts
+        per_model = (s.budget + PER_PROMPT * sampled) * config.generation.samples
         generations = min(generations, per_model * len(plan.generations))
         bound = "up to "
     tokens = generations * config.generation.max_new_tokens

@@ -176,8 +176,9 @@ def read_baseline(
     and refusing a run that lacks some of this grid's cells."""
     from sago_core.errors import ConfigError
 
-    deltas = check_baseline(run, config)
+    check_baseline(run, config)
     where = f"budget.baseline {run}"
+    deltas = read_parquet(run / DELTAS_FILE)
     absent = cells.frame().join(deltas.select(CELL_ID).unique(), on=CELL_ID, how="anti")
     if absent.height:
         first = "/".join(absent.row(0))
@@ -191,10 +192,10 @@ def read_baseline(
     )
 
 
-def check_baseline(run: Path, config: dict[str, Any]) -> pl.DataFrame:
-    """The baseline's deltas, after refusing, in one line naming what differs, a run that is
-    not a finished full run of one model over the same design (``config``: this run's, as
-    run_config.json holds it)."""
+def check_baseline(run: Path, config: dict[str, Any]) -> None:
+    """Refuse, in one line naming what differs, a run that is not a finished full run of
+    one model over the same design (``config``: this run's, as run_config.json holds it).
+    Reads the deltas' model column only: the watch checks every candidate with it."""
     from sago_core.config.saved import config_differences, read_run_config, sampling_differences
     from sago_core.errors import ConfigError
 
@@ -208,8 +209,6 @@ def check_baseline(run: Path, config: dict[str, Any]) -> pl.DataFrame:
     if differ:
         named = "; ".join(d.describe() for d in differ)
         raise ConfigError(f"{where}: not this run's design: {named}")
-    deltas = read_parquet(run / DELTAS_FILE)
-    models = deltas["model"].unique().to_list()
+    models = read_parquet(run / DELTAS_FILE, columns=["model"])["model"].unique().to_list()
     if len(models) != 1:
         raise ConfigError(f"{where}: holds models {sorted(models)}; name a run of one model")
-    return deltas

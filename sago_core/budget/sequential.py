@@ -211,9 +211,9 @@ def _t_pvalues(
 ) -> tuple[float, float] | None:
     """(p of H0 E[s] <= eps, p of its mirror E[s] >= eps), one-sided t-tests over the
     sampled prompts' roots (of one ``dataset``, or all), n - 1 degrees of freedom. The
-    standard error is s_1 (``prompt_spread``) over sqrt(n), plus
-    the error each dataset's fitted prior shares among its prompts (estimate.py); at a
-    budget of the whole grid both are 0 and this is the full run's t-test."""
+    standard error is s_1 (``prompt_spread``) over sqrt(n), plus the error each dataset's
+    fitted prior shares among its prompts (estimate.py); at a budget of the whole grid both
+    are 0 and this is the full run's t-test."""
     keep = np.isfinite(prompts.s)
     if dataset is not None:
         keep &= layout.prompt_dataset == dataset

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from sago_core.config import RunConfig, build_config
+from tests.reliability.test_budget_resume import GRID  # 10 kinds in two strata
 
 pytestmark = pytest.mark.slow
 
@@ -25,16 +26,6 @@ QUESTIONS = [
     "How many legs does a spider have?",
     "What gas do plants absorb?",
 ]
-GRID = {  # 10 kinds per prompt in two strata (spacing, capitalization): room for a sample
-    "register": None,
-    "structural": None,
-    "noise": {
-        "spacing": [1, 5, 20, 50, 100],
-        "punctuation": [],
-        "capitalization": [10, 25, 50, 75, 100],
-        "positions": ["global"],
-    },
-}
 CELL = ["dataset", "prompt_id", "variant_id", "axis"]
 
 
