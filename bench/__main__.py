@@ -10,7 +10,8 @@ without the vLLM environment); (6) the post-scoring stages on a synthetic paper-
 (7) the main job (``sago run --preset demo``) twice: rerun time over first-run time; (8) the
 budgeted design's validation replay (``bench/budget.py``) on a synthetic paper grid, the
 same at 8, 48 and 200 prompts per dataset (``bench/budget_scale.py``: coverage, bias and
-false verdicts both ways as the prompt set grows), and a recorded real budgeted run beside
+false verdicts both ways as the prompt set grows; again on grids drawn from the recorded
+real full run's cells when one is recorded), and a recorded real budgeted run beside
 its full run (``bench/budget_real.py``), when one is; (9) budgeted runs with the last release
 as a control variate beside the plain design (``bench/budget_baseline.py``).
 """
@@ -30,6 +31,7 @@ import numpy as np
 
 from bench.budget import main as budget_replay
 from bench.budget_baseline import main as budget_baseline
+from bench.budget_real import ROOT as BUDGET_ROOT
 from bench.budget_real import main as budget_real
 from bench.budget_scale import main as budget_scale
 from bench.pipelines import agree, compare, run_pipeline, tolerances
@@ -229,6 +231,9 @@ def main() -> int:
         print("\n".join(cached_rerun(workdir)))
     budget_replay([])
     budget_scale([])
+    recorded = sorted((BUDGET_ROOT / "full").glob("*/manifest.json"))
+    if recorded:  # the same replay on grids drawn from the recorded full run's cells
+        budget_scale(["--from-run", str(recorded[0].parent)])
     budget_real([])
     budget_baseline([])
     return 0

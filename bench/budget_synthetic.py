@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from sago_core.budget.cells import GridValues
-from sago_core.budget.design import Grid, Kind
+from sago_core.budget.design import LEVELS, Grid, Kind, index_grid
 
 AXES = ("act", "bleu", "bert", "prob", "ent", "mr")
 DATASETS = ("truthfulqa", "nq", "alpaca", "simpleqa", "triviaqa", "hotpotqa")
@@ -97,3 +97,38 @@ def synthetic_grid(
         rate = sparse.beta(*SPARSE_MR_BETA, datasets * prompts).repeat(len(kinds))
         values[:, AXES.index("mr")] = (sparse.random(len(values)) < rate).astype(np.float64)
     return GridValues(grid, AXES, values)
+
+
+def drawn_grid(real: GridValues, prompts: int, seed: int) -> GridValues:
+    """A grid of ``prompts`` per dataset drawn from a finished run's cells: each dataset's
+    real prompts as they are, then (beyond their number) new prompts, each a real prompt of
+    its dataset drawn at random whose cells' values are redrawn with replacement within its
+    strata (family x subtype x position, the design's finest; its kinds stay), every axis of
+    a cell together. A new prompt has its model's cell distributions, its missing cells and
+    its MR events as the run measured them, not as a parametric shape describes them."""
+    rng = np.random.default_rng(seed)
+    layout = index_grid(real.grid, LEVELS[0])
+    kinds: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    names: list[str] = []
+    for j in range(len(layout.datasets)):
+        members = np.flatnonzero(layout.prompt_dataset == j)
+        picks = [*members[:prompts], *rng.choice(members, max(prompts - len(members), 0))]
+        for slot, p in enumerate(picks):
+            cells = np.flatnonzero(layout.prompt_code == p)
+            drawn = cells.copy()
+            if slot >= len(members):
+                for h in np.unique(layout.stratum[cells]):
+                    mine = layout.stratum[cells] == h
+                    drawn[mine] = rng.choice(cells[mine], int(mine.sum()))
+            kinds.append(cells)
+            values.append(drawn)
+            name = layout.prompts[p][1]
+            names.extend([name if slot < len(members) else f"{name}#{slot}"] * len(cells))
+    at = np.concatenate(kinds)
+    grid = Grid(
+        tuple(real.grid.dataset[i] for i in at),
+        tuple(names),
+        tuple(real.grid.kind[i] for i in at),
+    )
+    return GridValues(grid, real.axes, real.values[np.concatenate(values)])

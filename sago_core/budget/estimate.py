@@ -84,6 +84,10 @@ EXACT_BELOW = 40.0
 # it rules at 8 prompts per dataset (a stratum's own, +1 SE there), not at 200 (where it
 # alone, strata differing, over-corrected by 0.5-1.5 SE); 10 and 40 measured alike.
 RHO_SHRINK = 30.0
+# Weight (in cells) of the dataset's mean square in the unit a stratum's cells are measured
+# in for rho (``_divisors``): a prompt's other strata hold few cells at a 5% budget (none
+# shrunk: +2 to +4% on Prob and Ent at 48 prompts; 4 and 12 measured alike).
+SCALE_SHRINK = 4.0
 Z95 = 1.959963984540054
 
 
@@ -200,7 +204,7 @@ def estimate_prompts(
         model = _RootModel(x, x**2 - x / e, e, total, dispersion)
         s[mine], s_var[mine], prior_var[j] = model.roots()
     if continuous:
-        s, s_var, prior_var = _gamma_roots(layout, st, df, weight, fpc, ms, s)
+        s, s_var, prior_var = _gamma_roots(layout, st, df, weight, fpc, ms)
     return PromptEstimates(ms, ms_var, root, s, s_var, prior_var, shrunk=not continuous)
 
 
@@ -211,27 +215,26 @@ def _gamma_roots(
     weight: np.ndarray,
     fpc: np.ndarray,
     ms: np.ndarray,
-    level: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The root for continuous cells: MS^_i taken as gamma with mean MS_i and relative
     variance r_i, E[sqrt(MS^_i)] = f sqrt(MS_i), f = Gamma(k + 1/2) / (Gamma(k) sqrt(k)) at
     k = 1 / r_i; s^_i = sqrt(MS^_i) / f, its variance MS^_i (1 / f^2 - 1). r_i = sum_h A_ih
     rho_h, A_ih = W_ih^2 fpc_ih b_h^2 / m_ih / (sum_h W_ih b_h)^2, b_h the stratum's mean
     d^2 over its prompts' mean squares, rho_h one cell's relative variance of d^2 pooled
-    over the stratum's prompts (moment-corrected: E[mean^2] = mu^2 + sigma^2 / m), each
-    prompt's cells first divided by ``level``, its empirical-Bayes root squared: every
-    prompt then counts alike whatever its scale, and a heavy cell moves its own divisor
-    little (the root is shrunk; raw units, or the prompt's own mean square, missed by
-    1.5-4.8 and 0.6-2.2 SE). A ratio of few noisy sums is biased up, so the axis' pool is
+    over the stratum's prompts (moment-corrected for a sample drawn without replacement:
+    E[mean^2] = mu^2 + fpc S^2 / m; without the fpc rho ran high, +0.4 to +1.4 SE on Prob
+    and Ent), each prompt's cells first divided by ``_divisors``' unit: every prompt then
+    counts alike whatever its scale (raw units missed by 1.5-4.8 SE). A ratio of few noisy
+    sums is biased up, so the axis' pool is
     added (``RHO_SHRINK``). Asked whole: fpc 0, r 0, f 1, the exact root. Every prompt of a
     dataset shares rho's error: the third value is, per dataset, the jackknife variance of
     its mean root through rho, each prompt left out of the pools (linearised)."""
     present = st.count > 0
     count = np.maximum(st.count, 1)
+    scale = _divisors(layout, st, weight, ms)
     with np.errstate(invalid="ignore", divide="ignore"):
-        scale = np.where(level > 0, level**2, np.nan)[:, None]
         mean, var = np.nan_to_num(st.mean / scale), np.nan_to_num(st.var / scale**2)
-        num, den = df * var, df * (mean**2 - var / count)
+        num, den = df * var, df * (mean**2 - fpc * var / count)
         rho = _pooled_rho(num.sum(axis=0), den.sum(axis=0), float(df.sum()))
         # left out: prompt i's cells leave its strata's pools and the axis' pool
         rho_out = _pooled_rho(
@@ -258,6 +261,28 @@ def _gamma_roots(
             shift = (rho_out[mine] - rho) @ effect[mine].mean(axis=0)
             prior_var[j] = (len(mine) - 1) / len(mine) * float(((shift - shift.mean()) ** 2).sum())
     return np.where(measured, s, np.nan), np.where(measured, s_var, np.nan), prior_var
+
+
+def _divisors(layout: Layout, st: _Strata, weight: np.ndarray, ms: np.ndarray) -> np.ndarray:
+    """Per (prompt, stratum): the prompt's mean square over its other strata, shrunk towards
+    its dataset's mean square by ``SCALE_SHRINK`` cells' worth: the unit a stratum's cells
+    are measured in for rho. A stratum's own cells stay out of their unit: in a unit that
+    held them (the prompt's empirical-Bayes root squared, before), a heavy cell damped its
+    own relative variance the more the less the root was shrunk, so rho ran low as the
+    budget grew (Act -0.5 SE at 200 prompts per dataset and 20%)."""
+    present = st.count > 0
+    own = np.where(present, weight * np.nan_to_num(st.mean), 0.0)
+    rest = 1.0 - np.where(present, weight, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        other = np.where(rest > 1e-9, (own.sum(axis=1)[:, None] - own) / rest, 0.0)
+    cells = st.count.sum(axis=1)[:, None] - st.count
+    centre = np.zeros(len(ms))
+    for j in range(len(layout.datasets)):
+        mine = layout.prompt_dataset == j
+        if np.isfinite(ms[mine]).any():
+            centre[mine] = np.nanmean(ms[mine])
+    unit = (cells * other + SCALE_SHRINK * centre[:, None]) / (cells + SCALE_SHRINK)
+    return np.where(unit > 0, unit, np.nan)
 
 
 def _pooled_rho(num: np.ndarray, den: np.ndarray, dof: np.ndarray | float) -> np.ndarray:
