@@ -225,10 +225,10 @@ def _gamma_roots(
     E[mean^2] = mu^2 + fpc S^2 / m; without the fpc rho ran high, +0.4 to +1.4 SE on Prob
     and Ent), each prompt's cells first divided by ``_divisors``' unit: every prompt then
     counts alike whatever its scale (raw units missed by 1.5-4.8 SE). A ratio of few noisy
-    sums is biased up, so the axis' pool is
-    added (``RHO_SHRINK``). Asked whole: fpc 0, r 0, f 1, the exact root. Every prompt of a
-    dataset shares rho's error: the third value is, per dataset, the jackknife variance of
-    its mean root through rho, each prompt left out of the pools (linearised)."""
+    sums is biased up, so the axis' pool is added (``RHO_SHRINK``). Asked whole: fpc 0, r
+    0, f 1, the exact root. Every prompt of a dataset shares rho's error: the third value
+    is, per dataset, the jackknife variance of its mean root through rho, each prompt left
+    out of the pools (linearised)."""
     present = st.count > 0
     count = np.maximum(st.count, 1)
     scale = _divisors(layout, st, weight, ms)
