@@ -231,9 +231,9 @@ def main() -> int:
         print("\n".join(cached_rerun(workdir)))
     budget_replay([])
     budget_scale([])
-    recorded = sorted((BUDGET_ROOT / "full").glob("*/manifest.json"))
-    if recorded:  # the same replay on grids drawn from the recorded full run's cells
-        budget_scale(["--from-run", str(recorded[0].parent)])
+    if any((BUDGET_ROOT / "full").glob("*/manifest.json")):
+        # the same replay on grids drawn from the recorded full run's cells
+        budget_scale(["--from-run", str(BUDGET_ROOT / "full")])
     budget_real([])
     budget_baseline([])
     return 0

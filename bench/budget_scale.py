@@ -42,6 +42,7 @@ import polars as pl
 from scipy import stats
 
 from bench.budget import resampled
+from bench.budget_real import run_folder
 from bench.budget_synthetic import drawn_grid, synthetic_grid
 from sago_core.artifacts.layout import DELTAS_FILE
 from sago_core.budget.cells import GridValues, grid_from_deltas
@@ -240,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--from-run",
         type=Path,
-        help="a finished run folder (one model): the grids drawn from its cells instead "
+        help="a finished run (one model; its folder, or a runs folder holding it): the grids "
+        "drawn from its cells instead "
         "(its own prompts, then new ones redrawn from them; bench/budget_synthetic.py)",
     )
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
@@ -250,8 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [float(b) for b in args.budgets.split(",")]
     source = "synthetic paper grid with sparse MR"
     if args.from_run:
-        real = grid_from_deltas(pl.read_parquet(args.from_run / DELTAS_FILE))
-        source = f"grids drawn from {args.from_run}'s cells"
+        run = run_folder(args.from_run)
+        real = grid_from_deltas(pl.read_parquet(run / DELTAS_FILE))
+        source = f"grids drawn from {run}'s cells"
     print(
         f"budget at scale: {source}, {args.reps} replays per N and budget, at most "
         f"{args.rounds} rounds, alpha {ALPHA}"
