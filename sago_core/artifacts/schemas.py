@@ -357,6 +357,7 @@ PAIRED: Schema = {
     "mean_diff_datasets": pl.Float64,
     "ci_missing_reason": pl.String,  # why ci_low/ci_high are null (too few prompts)
     "design": pl.String,  # full grid, or the budgeted cells each side asked (paired_design)
+    "alpha": pl.Float64,  # the level the verdict is read at (0.05; a watch's rung: its share)
 }
 
 # A scored file that asks the base again beside each variant pairs them itself: the base

@@ -325,10 +325,16 @@ def run_budgeted(
         for a_index, axis in enumerate(axes):
             column = np.where(observed, values[:, a_index], np.nan)
             per_prompt, _, pooled = (
-                axis_estimates(layout, column, n, correct, observed, _continuous(axis))
+                axis_estimates(layout, column, n, correct, observed, continuous_axis(axis))
                 if baseline is None
                 else baseline_estimates(
-                    layout, column, baseline[:, a_index], n, correct, observed, _continuous(axis)
+                    layout,
+                    column,
+                    baseline[:, a_index],
+                    n,
+                    correct,
+                    observed,
+                    continuous_axis(axis),
                 )
             )
             prompts[axis] = per_prompt
@@ -358,7 +364,7 @@ def run_budgeted(
     return BudgetResult(records, states, prompts, observed, reason, int(totals[-1]), values, level)
 
 
-def _continuous(axis: str) -> bool:
+def continuous_axis(axis: str) -> bool:
     """Whether the axis declares continuous cells (the estimator's root, estimate.py); a
     name no axis is registered under gets the default root."""
     try:

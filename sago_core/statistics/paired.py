@@ -118,15 +118,18 @@ def paired_test(groups: Sequence[np.ndarray], margin: float, seed: int) -> Paire
 
 
 def verdict(
-    mean_diff: float | None, p_difference: float | None, p_equivalence: float | None
+    mean_diff: float | None,
+    p_difference: float | None,
+    p_equivalence: float | None,
+    alpha: float = ALPHA,
 ) -> str | None:
-    """One of VERDICTS from (corrected) p-values; None when there is no test at all.
-    ``mean_diff``: the mean the tests tested (over all prompts), so the sign of a
-    difference verdict always agrees with its test."""
+    """One of VERDICTS from (corrected) p-values at level ``alpha``; None when there is no
+    test at all. ``mean_diff``: the mean the tests tested (over all prompts), so the sign of
+    a difference verdict always agrees with its test."""
     if p_difference is None and p_equivalence is None:
         return None
-    if p_equivalence is not None and p_equivalence < ALPHA:
+    if p_equivalence is not None and p_equivalence < alpha:
         return "equivalent"
-    if p_difference is not None and p_difference < ALPHA and mean_diff:
+    if p_difference is not None and p_difference < alpha and mean_diff:
         return "b_worse" if mean_diff > 0 else "b_better"
     return "inconclusive"

@@ -49,6 +49,7 @@ from sago_core.artifacts.schemas import SCORES
 from sago_core.budget.design import Layout, draw_design, index_grid, select_cells
 from sago_core.budget.estimate import estimate_prompts
 from sago_core.budget.run_cells import CELL_ID, RunCells, cell_values, run_cells
+from sago_core.budget.sequential import continuous_axis
 from sago_core.errors import InputError
 from sago_core.vocabulary import AXES
 
@@ -258,9 +259,9 @@ def paired_design(run_a: Path, run_b: Path) -> PairedDesign:
 def common_scores(
     side: RunDesign, models: list[str], common: np.ndarray, layout: Layout
 ) -> pl.DataFrame:
-    """Per (model, prompt, axis): the design-based score (the empirical-Bayes root of
-    ``budget/estimate.py``, deterministic, so both sides of a pair are scored alike) from
-    the ``common`` cells of ``side``'s deltas."""
+    """Per (model, prompt, axis): the design-based score (the root ``budget/estimate.py``
+    gives the axis, as the run's own estimate took it; deterministic, so both sides of a
+    pair are scored alike) from the ``common`` cells of ``side``'s deltas."""
     deltas = pl.read_parquet(side.run_dir / DELTAS_FILE)
     present = set(deltas["axis"].unique().to_list())
     rows: list[dict[str, Any]] = []
@@ -268,7 +269,7 @@ def common_scores(
         for axis in [a for a in AXES if a in present]:
             values = np.full(len(side.cells.ids), np.nan)
             values[common] = cell_values(deltas, side.cells, [(model, axis)], common)[:, 0]
-            estimates = estimate_prompts(layout, values)
+            estimates = estimate_prompts(layout, values, continuous=continuous_axis(axis))
             for i, (dataset, prompt) in enumerate(layout.prompts):
                 if np.isfinite(estimates.s[i]):
                     rows.append(

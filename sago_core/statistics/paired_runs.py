@@ -38,7 +38,7 @@ from sago_core.config.saved import (
 from sago_core.errors import ConfigError, InputError
 from sago_core.statistics.intervals import stable_seed
 from sago_core.statistics.multiple_testing import benjamini_hochberg, holm
-from sago_core.statistics.paired import paired_test, verdict
+from sago_core.statistics.paired import ALPHA, paired_test, verdict
 from sago_core.statistics.paired_design import paired_design, population_keys
 from sago_core.vocabulary import AXES, POOLED
 
@@ -138,7 +138,7 @@ def _row(
     }
 
 
-def _correct(rows: list[dict[str, Any]]) -> None:
+def _correct(rows: list[dict[str, Any]], alpha: float) -> None:
     """Holm/BH within each correction family; then the verdict from the corrected p."""
     for family in ("datasets", "pooled"):
         members = [r for r in rows if r["correction_family"] == family]
@@ -148,7 +148,8 @@ def _correct(rows: list[dict[str, Any]]) -> None:
             members, holm(diff_p), benjamini_hochberg(diff_p), tost_holm, strict=True
         ):
             row["p_holm"], row["p_bh"], row["p_tost_holm"] = p_holm, p_bh, p_tost
-            row["verdict"] = verdict(row["mean_diff"], p_holm, p_tost)
+            row["verdict"] = verdict(row["mean_diff"], p_holm, p_tost, alpha)
+            row["alpha"] = alpha
 
 
 def paired_table(
@@ -158,9 +159,11 @@ def paired_table(
     margin: float,
     runs: tuple[str, str] = ("", ""),
     design: str | None = None,
+    alpha: float = ALPHA,
 ) -> pl.DataFrame:
     """PAIRED rows for every model pair, dataset (then pooled) and axis; ``design``: the
-    line of ``paired_design`` (budgeted runs), in every row."""
+    line of ``paired_design`` (budgeted runs), in every row; ``alpha``: the level the
+    verdicts are read at."""
     rows = []
     for model_a, model_b in pairs:
         diffs = _diffs(scores_a, scores_b, model_a, model_b)
@@ -174,7 +177,7 @@ def paired_table(
             for dataset, group in zip(datasets, groups, strict=True):
                 rows.append(_row(model_a, model_b, dataset, axis, [group], margin))
             rows.append(_row(model_a, model_b, POOLED, axis, groups, margin))
-    _correct(rows)
+    _correct(rows, alpha)
     for row in rows:
         row["run_a"], row["run_b"] = runs
         row["design"] = design
@@ -204,9 +207,12 @@ def compare_paired(
     allow_different_configs: bool = False,
     strict_identity: bool = False,
     allow_different_sampling: bool = False,
+    alpha: float = ALPHA,
 ) -> PairedComparison:
     """The paired table of two finished runs, after every check that can refuse them
-    (answers from different served-model identities: only under ``strict_identity``)."""
+    (answers from different served-model identities: only under ``strict_identity``);
+    ``alpha``: the verdicts' level (the watch's ladder spends its alpha over the budgets it
+    compares at, ``watch/escalation.py``)."""
     if not margin > 0:
         raise ConfigError(f"--margin must be above 0 (SGS units), got {margin}")
     config_a, config_b = read_run_config(run_a), read_run_config(run_b)
@@ -228,7 +234,7 @@ def compare_paired(
     identity = check_runs([(f"A ({run_a})", run_a), (f"B ({run_b})", run_b)], pairs)
     identity.enforce(strict_identity)
     runs = (str(run_a), str(run_b))
-    table = paired_table(scores_a, scores_b, pairs, margin, runs, design.line)
+    table = paired_table(scores_a, scores_b, pairs, margin, runs, design.line, alpha)
     settings = (sampling_settings(config_a), sampling_settings(config_b))
     shown = design.line if design.budgeted else None
     return PairedComparison(table, differences, identity, settings, shown)

@@ -8,6 +8,13 @@ watched axis (``axes``; empty: every axis) against the last release is read
 ``inconclusive`` (or missing), and at the full grid in any case. A comparison the paired
 tests refuse (other prompts, other settings) stops it too: a larger budget cannot fix that.
 
+Reading a verdict at every rung and climbing while it is undecided is a sequential test,
+so the rungs are the looks of the budget's own spending rule (``budget/sequential.py``,
+Haybittle-Peto): each rung but the last reads its verdicts at 0.00135, the last at 0.05
+less what those spent. The chance of any false verdict over the ladder is then at most
+0.05 whichever rung the release stops at (Bonferroni over the rungs); a verdict at each
+rung's 0.05 would have given a release up to three chances at a false "b_worse".
+
 A family's first release runs on the full grid: nothing to compare it with, and its cells
 are the control variate (``budget.baseline``, ``sago_core/budget/baseline.py``) of every
 later release's budgeted runs, which then need a fraction of the cells for the same
@@ -40,11 +47,12 @@ import polars as pl
 from pydantic import Field, ValidationError, field_validator
 
 from sago_core.artifacts.layout import BUDGET_FILE, VARIANTS_FILE
+from sago_core.budget.sequential import look_levels
 from sago_core.config import BudgetSettings, RunConfig, build_config
 from sago_core.config.base import StrictModel
 from sago_core.config.errors import describe_errors
 from sago_core.errors import ConfigError, SagoError
-from sago_core.statistics.paired import DEFAULT_MARGIN
+from sago_core.statistics.paired import ALPHA, DEFAULT_MARGIN
 from sago_core.vocabulary import AXES, POOLED
 from sago_core.watch.registry import Entry
 from sago_core.watch.steps import Step
@@ -151,13 +159,13 @@ def run_cells_asked(run_dir: Path) -> tuple[int | None, int | None]:
 
 
 def pooled_verdicts(
-    against: Path, run_dir: Path, margin: float
+    against: Path, run_dir: Path, margin: float, alpha: float
 ) -> tuple[dict[str, str | None], str | None]:
-    """The pooled paired verdict per axis of ``run_dir`` (B) against ``against`` (A), and
-    the comparison's design line."""
+    """The pooled paired verdict per axis of ``run_dir`` (B) against ``against`` (A) at
+    level ``alpha``, and the comparison's design line."""
     from sago_core.statistics.paired_runs import compare_paired
 
-    comparison = compare_paired(against, run_dir, margin)
+    comparison = compare_paired(against, run_dir, margin, alpha=alpha)
     pooled = comparison.table.filter(pl.col("dataset") == POOLED)
     verdicts = dict(zip(pooled["axis"].to_list(), pooled["verdict"].to_list(), strict=True))
     return verdicts, comparison.design
@@ -181,15 +189,19 @@ def compare_step(
     run_dir: Path,
     against: Path,
     settings: EscalationSettings,
+    alpha: float = ALPHA,
 ) -> Step:
-    """One rung's record: the verdicts against the last release and which stay undecided."""
+    """One rung's record: the verdicts against the last release at the rung's level and
+    which stay undecided."""
     try:
-        verdicts, design = pooled_verdicts(against, run_dir, settings.margin)
+        verdicts, design = pooled_verdicts(against, run_dir, settings.margin, alpha)
     except SagoError as exc:
         return _step(budget, run_dir, against, note=f"not compared: {exc}")
     watched = settings.axes or tuple(a for a in AXES if a in verdicts)
     undecided = tuple(a for a in watched if verdicts.get(a) in (None, UNDECIDED))
-    return _step(budget, run_dir, against, verdicts=verdicts, undecided=undecided, design=design)
+    return _step(
+        budget, run_dir, against, verdicts=verdicts, undecided=undecided, design=design, alpha=alpha
+    )
 
 
 def escalate(
@@ -212,11 +224,12 @@ def escalate(
         note = "first release of its family: the full grid, the baseline of the releases after it"
         return run_dir, None, [_step(None, run_dir, None, note=note)]
     steps: list[Step] = []
-    for rung in rungs(budget, settings):
+    ladder = rungs(budget, settings)
+    for rung, alpha in zip(ladder, look_levels(len(ladder), ALPHA), strict=True):
         budget_now = rung and rung.model_copy(update=control)
         run_dir = run_at(spec, budget_now)
         against = run_at(previous.spec, rung) if rerun_previous else Path(previous.run_dir)
-        step = compare_step(budget_now, run_dir, against, settings)
+        step = compare_step(budget_now, run_dir, against, settings, alpha)
         steps.append(step)
         if step.note is not None or not step.undecided:
             break

@@ -1,7 +1,8 @@
 """One step of a release's evaluation under a budget, as the watch records it (the registry
 entry's ``budget_steps``) and shows it (``registry.parquet``, the leaderboard's releases
 table): the budget, the run, the cells it asked, the run of the last release it was compared
-with, the pooled paired verdict per watched axis and which of them stayed undecided."""
+with, the pooled paired verdict per watched axis, the level it was read at (the ladder
+spends its alpha over the rungs, ``escalation.py``) and which of them stayed undecided."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class Step:
     design: str | None = None  # the paired comparison's design line
     note: str | None = None  # why there is no verdict
     baseline: str | None = None  # the full run whose cells were the control variate
+    alpha: float | None = None  # the level its verdicts were read at (the ladder's share)
 
     def record(self) -> dict[str, Any]:
         return {**asdict(self), "undecided": list(self.undecided)}
@@ -41,12 +43,14 @@ def describe_step(step: dict[str, Any]) -> str:
     head = f"{step['budget']} ({_cells(step)})"
     if step.get("note"):
         return f"{head}: {step['note']}"
+    alpha = step.get("alpha")
+    at = f" at {alpha:.3g}" if alpha else ""
     undecided = step.get("undecided") or []
     if undecided:
-        return f"{head}: undecided on {', '.join(undecided)}"
+        return f"{head}: undecided{at} on {', '.join(undecided)}"
     verdicts = step.get("verdicts") or {}
     found = sorted({v for v in verdicts.values() if v})
-    return f"{head}: decided ({', '.join(found)})" if found else f"{head}: decided"
+    return f"{head}: decided{at} ({', '.join(found)})" if found else f"{head}: decided{at}"
 
 
 def describe_steps(steps: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> str | None:

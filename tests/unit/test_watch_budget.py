@@ -69,8 +69,8 @@ def test_an_undecided_verdict_climbs_one_budget_and_stops_once_decided(tmp_path:
     assert steps[1].verdicts == {"bleu": "b_worse"} and steps[1].undecided == ()
     assert (steps[0].cells, steps[1].cells, steps[1].full_cells) == (16, 24, 32)
     assert steps[1].design is not None and "the same cells in B" in steps[1].design
-    assert steps[0].describe() == "20% (16 of 32 cells): undecided on bleu"
-    assert steps[1].describe() == "50% (24 of 32 cells): decided (b_worse)"
+    assert steps[0].describe() == "20% (16 of 32 cells): undecided at 0.00135 on bleu"
+    assert steps[1].describe() == "50% (24 of 32 cells): decided at 0.00135 (b_worse)"
 
 
 def test_a_verdict_undecided_at_every_budget_ends_at_the_full_grid(tmp_path: Path) -> None:
@@ -80,6 +80,22 @@ def test_a_verdict_undecided_at_every_budget_ends_at_the_full_grid(tmp_path: Pat
     assert run_dir == tmp_path / "new-full" and (NEW, "full") in releases.calls
     assert steps[-1].undecided == ("bleu",) and steps[-1].design is None
     assert steps[-1].cells == steps[-1].full_cells == 32
+
+
+def test_the_ladder_spends_its_alpha_so_a_modest_regression_waits_for_the_full_grid(
+    tmp_path: Path,
+) -> None:
+    """A difference the paired t-test finds at 0.05 (two-sided p = 0.022 on these four
+    prompts) is not a verdict at a budgeted rung's 0.00135: read at 0.05 on every rung, the
+    ladder would give a release three chances at a false verdict. It is decided on the full
+    grid, at 0.05 less what the two budgeted rungs spent."""
+    modest = np.array([0.05, 0.02, 0.06, 0.03])
+    releases = Releases(tmp_path, dict.fromkeys(("0.2", "0.5", "full"), modest))
+    _, _, steps = escalate(NEW, _old(releases), BUDGET, DEFAULT, releases)
+    assert [s.budget for s in steps] == ["20%", "50%", "full grid"]
+    assert [s.verdicts for s in steps] == [{"bleu": "inconclusive"}] * 2 + [{"bleu": "b_worse"}]
+    assert [s.alpha for s in steps] == pytest.approx([0.0013499, 0.0013499, 0.0473002], abs=1e-6)
+    assert sum(s.alpha or 0 for s in steps) == pytest.approx(0.05)
 
 
 def test_a_first_release_and_a_refused_comparison_do_not_climb(tmp_path: Path) -> None:
@@ -175,7 +191,10 @@ def test_the_steps_are_recorded_and_shown_where_the_watch_reports_a_release(
     registry = Registry(tmp_path / "runs")
     registry.record(OLD, "i-old", Path(old.run_dir))
     registry.record(NEW, "i-new", run_dir, [s.record() for s in steps])
-    line = "20% (16 of 32 cells): undecided on bleu -> 50% (24 of 32 cells): decided (b_worse)"
+    line = (
+        "20% (16 of 32 cells): undecided at 0.00135 on bleu -> "
+        "50% (24 of 32 cells): decided at 0.00135 (b_worse)"
+    )
     entry = next(e for e in registry.entries() if e.spec == NEW)
     assert entry.budget_steps[1]["against"] == str(tmp_path / "runs" / "old-0.5")
     table = pl.read_parquet(registry.write_table())
