@@ -10,7 +10,8 @@ one grid, a full run and a budgeted one (``sago run ... --budget F``), and print
 - per axis: the full grid's pooled SGS, the budgeted estimate with its 95% half-width,
   whether the interval holds the full value, the budgeted verdicts at each eps against the
   full grid's t-test verdicts, and the planner's predicted half-width for this design (from
-  the full run's variance components) over the realised one;
+  the full run's variance components, with the run's baseline when it had one) over the
+  realised one;
 - a check that the cells both runs asked gave the same deltas (greedy decoding).
 
 ``--record ROOT --data-dir DIR`` builds the pair first (``sago run --preset paper --n 8``,
@@ -35,7 +36,11 @@ import polars as pl
 from bench.budget import ALPHA, full_truth
 from sago_core.artifacts.layout import DELTAS_FILE
 from sago_core.budget.cells import CELL, grid_from_deltas
-from sago_core.budget.planner import allocated_half_widths, variance_components
+from sago_core.budget.planner import (
+    allocated_half_widths,
+    planned_components,
+    variance_components,
+)
 from sago_core.budget.schedule import make_schedule
 from sago_core.vocabulary import EPSILONS
 
@@ -98,6 +103,13 @@ def compare(full: Path, budgeted: Path) -> list[str]:
         axis: variance_components(schedule.layout, gv.values[:, a])
         for a, axis in enumerate(gv.axes)
     }
+    base_run = Path((budget.get("baseline") or {}).get("run") or "")
+    if base_run.name and (base_run / DELTAS_FILE).is_file():  # the planner as the run used it
+        base = grid_from_deltas(pl.read_parquet(base_run / DELTAS_FILE))
+        if base.grid == gv.grid and base.axes == gv.axes:
+            components = planned_components(
+                components, schedule.layout, gv.values, base.values, gv.axes
+            )
     allocated = allocated_half_widths(
         components, min(schedule.prompts), per_prompt, rounds=schedule.rounds
     )

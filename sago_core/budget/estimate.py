@@ -63,7 +63,7 @@ weight mean over datasets, variance sum_j v_j / D^2.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,7 +94,10 @@ Z95 = 1.959963984540054
 @dataclass(frozen=True)
 class PromptEstimates:
     """Per prompt (NaN where the prompt is not sampled or holds no measured cell).
-    ``prior_var``: per dataset, the variance its mean root owes to the fitted prior."""
+    ``prior_var``: per dataset, the variance its mean root owes to the fitted prior.
+    ``datasets`` and ``tests``: set where the datasets' estimates are not the mean of these
+    roots (the baseline's prompts, ``baseline.py``): each dataset's estimate, and the
+    stopping rule's (mean, variance, degrees of freedom) per dataset index, None pooled."""
 
     ms: np.ndarray
     ms_var: np.ndarray
@@ -103,6 +106,8 @@ class PromptEstimates:
     s_var: np.ndarray  # its posterior variance
     prior_var: np.ndarray
     shrunk: bool = False  # s is a posterior mean (the empirical-Bayes root)
+    datasets: tuple[Estimate | None, ...] | None = None
+    tests: Mapping[int | None, tuple[float, float, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -443,6 +448,8 @@ def pooled_estimate(estimates: Sequence[Estimate | None]) -> Estimate | None:
 def dataset_estimates(
     layout: Layout, prompts: PromptEstimates, sampled_prompts: np.ndarray
 ) -> list[Estimate | None]:
+    if prompts.datasets is not None:
+        return list(prompts.datasets)
     population = layout.prompts_per_dataset
     return [
         dataset_estimate(

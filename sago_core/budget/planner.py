@@ -100,6 +100,11 @@ class Components:
     # the share of the second stage's variance a baseline run leaves (1 - rho^2 at the best
     # lambda; budget/baseline.py), 1 without one
     controlled: float = 1.0
+    # with a baseline, the estimate over its prompts (baseline.py): the variance over
+    # prompts of the two releases' difference, and the share of the second stage's
+    # variance the difference of their roots on the same cells keeps (None: no baseline)
+    difference: float | None = None
+    paired: float = 1.0
 
 
 def variance_components(layout: Layout, values: np.ndarray) -> list[Components]:
@@ -140,8 +145,10 @@ def predicted_variance(
     counts: Sequence[np.ndarray] | None = None,
 ) -> float:
     """``counts``: per dataset, the typical prompt's cells per stratum as the design
-    allocates them (allocation.py); without, each stratum its proportional share."""
-    total = 0.0
+    allocates them (allocation.py); without, each stratum its proportional share. With a
+    baseline, the estimator the run takes: the one over the baseline's prompts where it is
+    narrower than the design alone, else the control variate (baseline.py)."""
+    alone = controlled = across = 0.0
     for j, c in enumerate(parts):
         n = min(prompts, c.prompts) if scope == "grid" else prompts
         m = min(variants, c.variants)
@@ -150,11 +157,14 @@ def predicted_variance(
             second = allocated_within(c.stratum_parts, counts[j]) + sample
         else:
             second = c.within * max(1 / m - 1 / c.variants, 0.0) + c.sample / m
-        second *= c.controlled
         # Cochran 1977 theorem 10.1: the second stage's term is over n in both scopes
         first = (1 - n / c.prompts) * c.between if scope == "grid" else c.between
-        total += (first + second) / n
-    return total / len(parts) ** 2
+        alone += (first + second) / n
+        controlled += (first + second * c.controlled) / n
+        # its stated variance: the observed spread over n, no finite-population correction
+        across += np.inf if c.difference is None else (c.difference + second * c.paired) / n
+    best = across if across < alone else controlled
+    return float(best) / len(parts) ** 2
 
 
 def predicted_half_width(
@@ -442,8 +452,15 @@ def planned_components(
     for a, axis in enumerate(axes):
         roots = (full_scores(layout, pilot[:, a]), full_scores(layout, baseline[:, a]))
         control = measured_control(layout, pilot[:, a], baseline[:, a], every, roots)
+        diff = roots[0] - roots[1]
+        paired = control.paired if control.paired is not None else np.ones(len(control.ratio))
         out[axis] = [
-            replace(c, controlled=float(r))
-            for c, r in zip(components[axis], control.ratio, strict=True)
+            replace(
+                c,
+                controlled=float(r),
+                difference=float(np.nanvar(diff[layout.prompt_dataset == j], ddof=1)),
+                paired=float(p),
+            )
+            for j, (c, r, p) in enumerate(zip(components[axis], control.ratio, paired, strict=True))
         ]
     return out

@@ -213,7 +213,13 @@ def _t_pvalues(
     sampled prompts' roots (of one ``dataset``, or all), n - 1 degrees of freedom. The
     standard error is s_1 (``prompt_spread``) over sqrt(n), plus the error each dataset's
     fitted prior shares among its prompts (estimate.py); at a budget of the whole grid both
-    are 0 and this is the full run's t-test."""
+    are 0 and this is the full run's t-test. Where the estimate took the baseline's prompts
+    (``PromptEstimates.tests``), its own mean, variance and degrees of freedom."""
+    if prompts.tests is not None:
+        if dataset not in prompts.tests:
+            return None
+        mean, variance, dof = prompts.tests[dataset]
+        return _t_test(mean, float(np.sqrt(max(variance, 0.0))), dof, eps)
     keep = np.isfinite(prompts.s)
     if dataset is not None:
         keep &= layout.prompt_dataset == dataset
@@ -224,13 +230,16 @@ def _t_pvalues(
     spread = prompt_spread(values, np.nan_to_num(prompts.s_var[keep]), prompts.shrunk)
     share = np.bincount(layout.prompt_dataset[keep], minlength=len(layout.datasets)) / n
     sd = float(np.sqrt(spread + n * float((share**2 * prompts.prior_var).sum())))
-    mean = float(values.mean())
-    if sd == 0:
+    return _t_test(float(values.mean()), sd / np.sqrt(n), n - 1, eps)
+
+
+def _t_test(mean: float, se: float, dof: float, eps: float) -> tuple[float, float]:
+    if se == 0:
         return (0.0, 1.0) if mean > eps else (1.0, 0.0 if mean < eps else 1.0)
     from scipy import stats
 
-    t = (mean - eps) / (sd / np.sqrt(n))
-    return float(stats.t.sf(t, n - 1)), float(stats.t.cdf(t, n - 1))
+    t = (mean - eps) / se
+    return float(stats.t.sf(t, dof)), float(stats.t.cdf(t, dof))
 
 
 def _decide(

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from sago_core.budget.baseline import (
+    _across_prompts,
     baseline_estimates,
     measured_control,
     read_baseline,
@@ -70,6 +71,52 @@ def test_a_baseline_equal_to_the_new_release_leaves_no_design_error() -> None:
     parts = {"a": variance_components(layout, values)}
     planned = planned_components(parts, layout, values[:, None], values[:, None], ["a"])
     assert predicted_variance(planned["a"], 6, 4) < 0.5 * predicted_variance(parts["a"], 6, 4)
+
+
+def test_the_baseline_knows_the_prompts_a_budget_leaves_out() -> None:
+    """3 of 6 prompts per dataset sampled, the new release equal to the baseline: the plain
+    design carries the prompts' sampling error; over the baseline's prompts the estimate is
+    every prompt's mean exactly, with no error left."""
+    grid, values, _ = sampled_grid()
+    layout = index_grid(grid, "family")
+    design = draw_design(layout, 0, [3, 3])
+    asked = select_cells(design, np.full(layout.sizes.shape, 4))
+    column = np.where(asked, values, np.nan)
+    n = np.array([3, 3])
+    prompts, per_dataset, pooled = baseline_estimates(layout, column, values, n, True, asked)
+    full = full_scores(layout, values)
+    means = [full[layout.prompt_dataset == j].mean() for j in range(2)]
+    assert [e.value for e in per_dataset if e] == pytest.approx(means, abs=1e-12)
+    assert pooled is not None and pooled.variance <= 1e-20
+    assert pooled.value == pytest.approx(np.mean(means), abs=1e-12)
+    plain = axis_estimates(layout, column, n, True, asked)[2]
+    assert plain is not None and plain.variance > 1e-4
+    assert prompts.tests is not None and set(prompts.tests) == {0, 1, None}
+
+
+def test_the_estimate_over_the_baseline_prompts_by_hand() -> None:
+    """Dataset d0: the baseline's roots 1, 2, 3, 4, the sampled prompts' differences 0.1,
+    0.3, 0.2 (the fourth not sampled): SGS 2.5 + 0.2 = 2.7, error var(d) / 3 = 0.01 / 3; the
+    test's variance (var of the roots 5/3 + var(d) 0.01 + 2 cov 0.05) / 4 + 0.01 / 3 =
+    0.4475 on 2 degrees of freedom. d1 the same shifted by 10 (its own mean, same error);
+    pooled, every prompt in one sample."""
+    kinds = tuple(KINDS[:1]) * 8
+    grid = Grid(("d0",) * 4 + ("d1",) * 4, tuple(f"p{i}" for i in range(8)), kinds)
+    layout = index_grid(grid, "family")
+    full = np.array([1.0, 2, 3, 4, 11, 12, 13, 14])
+    diff = np.array([0.1, 0.3, 0.2, np.nan] * 2)
+    found = _across_prompts(layout, diff, full)
+    assert found is not None
+    estimates, tests = found
+    assert [e.value for e in estimates if e] == pytest.approx([2.7, 12.7])
+    assert [e.variance for e in estimates if e] == pytest.approx([0.01 / 3] * 2)
+    assert [e.df for e in estimates if e] == [2, 2]
+    assert tests[0] == pytest.approx((2.7, 0.4475, 2))
+    # pooled: mean 7.7; the roots' spread over the 8 prompts 210 / 7 = 30, d's over the 6
+    # sampled 0.008, their covariance with the roots 0.2 / 5 = 0.04; each dataset's error
+    # at a quarter
+    assert tests[None] == pytest.approx((7.7, (30 + 0.008 + 0.08) / 8 + 0.01 / 6, 5))
+    assert _across_prompts(layout, np.array([0.1, np.nan, np.nan, np.nan] * 2), full) is None
 
 
 def test_a_baseline_moving_against_the_new_release_is_the_plain_estimator_exactly() -> None:
