@@ -393,6 +393,7 @@ def finish_run(
             budget_summary_task,
             scores_path=scores,
             budget_path=budget["budget_path"],
+            budget_estimates_path=budget["budget_estimates_path"],
             test_against=config.statistics.test_against,
             out_dir=out,
         )

@@ -45,8 +45,16 @@ def budget_scores_task(deltas_path: str, budget_prompts_path: str, out_dir: str)
 
 
 @stage_task("budget-summary")
-def budget_summary_task(scores_path: str, budget_path: str, test_against: str, out_dir: str) -> str:
-    """summary.parquet of a budgeted run: its p-values and marks the stopping rule's."""
+def budget_summary_task(
+    scores_path: str,
+    budget_path: str,
+    budget_estimates_path: str,
+    test_against: str,
+    out_dir: str,
+) -> str:
+    """summary.parquet of a budgeted run: its SGS and intervals the design's estimates, its
+    p-values and marks the stopping rule's."""
     tests = json.loads(read_text(budget_path)).get("tests", [])
-    frame = with_budget_verdicts(summarize(read_parquet(scores_path), test_against), tests)
+    summary = summarize(read_parquet(scores_path), test_against)
+    frame = with_budget_verdicts(summary, tests, read_parquet(budget_estimates_path))
     return str(write_parquet(frame, Path(out_dir) / SUMMARY_FILE, SUMMARY))

@@ -105,7 +105,9 @@ def summarize(scores: pl.DataFrame, test_against: str = "eps") -> pl.DataFrame:
     return from_rows(rows, SUMMARY).sort(["model", "dataset", "axis"])
 
 
-def with_budget_verdicts(summary: pl.DataFrame, tests: list[dict]) -> pl.DataFrame:
+def with_budget_verdicts(
+    summary: pl.DataFrame, tests: list[dict], estimates: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """A budgeted run's summary: each row's p-values at the tested eps are the stopping
     rule's (budget.json ``tests``: sequential.Verdict's p_above, below alpha exactly when
     the rule said "above"), not a fixed-alpha t-test over the design's roots, which would
@@ -114,11 +116,23 @@ def with_budget_verdicts(summary: pl.DataFrame, tests: list[dict]) -> pl.DataFra
     controls each test's error over its looks, pooled and per dataset, and the marks show
     its verdicts, with no second correction over the rows. A test the rule did not run
     (too few prompts) leaves the row's p-values null. The noise-floor reference is not a
-    test of the rule and keeps the summary's own p-values."""
+    test of the rule and keeps the summary's own p-values. ``estimates``
+    (budget_estimates.parquet): each row's SGS and interval are the design's estimate of
+    the full grid's, the ones the rule tested (with a baseline, not always the mean of the
+    prompts' scores: budget/baseline.py), not a bootstrap over the sampled prompts."""
     rule = {(t["model"], t["dataset"], t["axis"], round(t["eps"], 6)): t for t in tests}
+    design = {
+        (r["model"], r["dataset"], r["axis"]): r
+        for r in (estimates.iter_rows(named=True) if estimates is not None else [])
+    }
     rows = summary.to_dicts()
     for row in rows:
         key = (row["model"], row["dataset"], row["axis"])
+        if key in design:
+            found = design[key]
+            row["sgs"], half = found["sgs"], found["half_width"]
+            row["ci_low"], row["ci_high"] = row["sgs"] - half, row["sgs"] + half
+            row["ci_missing_reason"] = None
         for eps in EPSILONS:
             test = rule.get((*key, round(eps, 6)))
             row[f"p_eps_{eps:.2f}".replace(".", "_")] = test["p_above"] if test else None

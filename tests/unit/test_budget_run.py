@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 
 from sago_core.budget.record import budget_line
 from sago_core.budget.run_cells import cell_values, round_inputs_of, run_cells
@@ -220,6 +221,17 @@ def test_a_budgeted_summary_shows_the_stopping_rules_verdicts() -> None:
     page = method_note(summary, budgeted=True)
     assert "stopping rule" in page and "over all rows" not in page
     assert "over all rows of the summary" in method_note(summary)
+    # the design's estimate and interval, where budget_estimates.parquet holds one (with a
+    # baseline it is not always the mean of the prompts' scores)
+    estimates = pl.DataFrame(
+        {"model": ["m"], "dataset": [POOLED], "axis": ["bleu"], "sgs": [0.6], "half_width": [0.05]}
+    )
+    designed = with_budget_verdicts(plain, tests, estimates)
+    by = {r["dataset"]: r for r in designed.iter_rows(named=True)}
+    assert (by[POOLED]["sgs"], by[POOLED]["ci_low"], by[POOLED]["ci_high"]) == pytest.approx(
+        (0.6, 0.55, 0.65)
+    )
+    assert by["d0"]["sgs"] == rows["d0"]["sgs"] and by["d0"]["ci_low"] == rows["d0"]["ci_low"]
     # the noise-floor reference is not the rule's test: its p-values stay the summary's
     floor = summarize(scores.with_columns(pl.lit(0.1).alias("floor")), "floor")
     kept = with_budget_verdicts(floor, tests)
