@@ -101,19 +101,26 @@ def _pooled(table: pl.DataFrame) -> dict:
 TWO = [[2, 2]] * 4  # two cells per stratum and prompt
 
 
-def test_the_same_cells_pair_both_runs_design_scores_and_say_so(
+def per_prompt(s: dict[str, float]) -> np.ndarray:
+    """Each cell the value of its prompt: the root of any of a prompt's cells is that value."""
+    return np.array([s[p] for p in run_cells(_variants()).grid.prompt])
+
+
+def test_the_same_cells_pair_both_runs_roots_on_them_and_say_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The tests pair the roots of the cells both asked (here every prompt's cells hold its
+    value), not the runs' scores.parquet (9.0, which must not enter)."""
     asked = _asked(0, TWO)
-    values = np.linspace(0.1, 0.4, 32)
     s_a = {"p1": 0.20, "p2": 0.25, "p3": 0.30, "p4": 0.22}
     s_b = {"p1": 0.26, "p2": 0.30, "p3": 0.37, "p4": 0.27}
-    run_a = _run(tmp_path / "a", "hf:old", values, asked, s_a)
-    run_b = _run(tmp_path / "b", "hf:new", values * 1.2, asked, s_b)
+    nine = dict.fromkeys(PROMPTS, 9.0)
+    run_a = _run(tmp_path / "a", "hf:old", per_prompt(s_a), asked, nine)
+    run_b = _run(tmp_path / "b", "hf:new", per_prompt(s_b), asked, nine)
     out = tmp_path / "p.parquet"
     assert main(["compare", str(run_a), str(run_b), "--paired", "--out", str(out)]) == 0
     row = _pooled(pl.read_parquet(out))
-    # the runs' own design-based scores: mean of 0.06, 0.05, 0.07, 0.05
+    # the differences 0.06, 0.05, 0.07, 0.05
     assert row["mean_diff"] == pytest.approx(0.0575) and row["n"] == 4
     line = "budgeted design: 16 of 32 cells (50%) in A, the same cells in B"
     assert row["design"].startswith(line)
@@ -126,7 +133,7 @@ def test_a_common_sample_of_one_design_is_re_estimated_from_the_cells_both_asked
 ) -> None:
     """B's later round asked a third cell of the first stratum; the cells both asked are
     A's (the design at two cells), where every prompt's deltas are constant per stratum, so
-    the corrected root is sqrt(0.5 c1^2 + 0.5 c2^2) exactly; B's third cells (5.0) and both
+    the root is sqrt(0.5 c1^2 + 0.5 c2^2) exactly; B's third cells (5.0) and both
     runs' scores.parquet (9.0) must not enter."""
     asked_a = _asked(0, TWO)
     asked_b = _asked(0, [[3, 2]] * 4)

@@ -19,13 +19,12 @@ from sago_core.errors import ConfigError
 from sago_core.watch.escalation import escalate, parse_escalation, rungs
 from sago_core.watch.leaderboard import leaderboard_rows, releases_section
 from sago_core.watch.registry import Entry, Registry
-from tests.unit.test_compare_budget import CONFIG, PROMPTS, TWO, _asked, _run
+from tests.unit.test_compare_budget import CONFIG, PROMPTS, TWO, _asked, _run, per_prompt
 
 OLD, NEW = "hf:/models/old", "hf:/models/new"
 OLD_S = np.array([0.20, 0.25, 0.30, 0.22])
 UNDECIDED = np.array([0.03, -0.02, 0.04, -0.01])  # mean 0.01: neither test rejects
 WORSE = np.array([0.10, 0.11, 0.12, 0.10])  # B clearly less stable: b_worse
-VALUES = np.linspace(0.1, 0.4, 32)
 
 
 class Releases:
@@ -44,7 +43,8 @@ class Releases:
         s = OLD_S + (self.diffs[label] if spec == NEW else 0.0)
         counts = {"0.2": TWO, "0.5": [[3, 3]] * 4}
         asked = None if budget is None else _asked(0, counts[label])
-        return _run(folder, spec, VALUES, asked, dict(zip(PROMPTS, s.tolist(), strict=True)))
+        scores = dict(zip(PROMPTS, s.tolist(), strict=True))
+        return _run(folder, spec, per_prompt(scores), asked, scores)
 
 
 BUDGET = BudgetSettings(fraction=0.2, target=(("bleu", 0.05),), seed=7)
