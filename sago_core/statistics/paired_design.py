@@ -97,7 +97,7 @@ class PairedDesign:
     line: str
     a: RunDesign | None = None
     b: RunDesign | None = None
-    common: np.ndarray | None = None  # COMMON: the cells the scores are re-estimated from
+    common: np.ndarray | None = None  # SAME, COMMON: the cells both sides are scored on
     layout: Layout | None = None
 
     @property
