@@ -122,7 +122,8 @@ def baseline_summary(
     result: BudgetResult, design: BudgetedDesign, baseline: np.ndarray | None
 ) -> dict[str, Any] | None:
     """The baseline run and, per column, the correlation its cells showed with the run's
-    (of the linearised cells, every dataset pooled) and each dataset's lambda."""
+    (of the linearised cells, every dataset pooled), each dataset's lambda and the estimate
+    the column took (baseline.py: over the baseline's prompts, or the control variate)."""
     if baseline is None or result.values is None:
         return None
     layout = design.design.layout
@@ -136,6 +137,10 @@ def baseline_summary(
         "lambda": {
             name: dict(zip(layout.datasets, k.lam.tolist(), strict=True))
             for name, k in controls.items()
+        },
+        "estimate": {
+            name: "over the baseline's prompts" if taken.datasets is not None else "control variate"
+            for name, taken in result.prompts.items()
         },
     }
 

@@ -192,6 +192,8 @@ def test_budget_json_and_its_line_name_the_baseline_and_the_correlation() -> Non
     assert record["baseline"]["run"] == "runs/last"
     assert list(record["baseline"]["correlation"].values()) == pytest.approx([1.0] * 6)
     assert record["baseline"]["lambda"][column_name("m", "bleu")] == {"d": pytest.approx(1.0)}
+    # every prompt's difference 0: the estimate over the baseline's prompts, on every axis
+    assert set(record["baseline"]["estimate"].values()) == {"over the baseline's prompts"}
     assert budget_line(record).endswith(
         "; baseline runs/last (correlation of the cells: act 1.00, "
         "bleu 1.00, bert 1.00, prob 1.00, ent 1.00, mr 1.00)"
