@@ -78,7 +78,7 @@ class Control:
     ratio: np.ndarray
     corr: np.ndarray
     rho: float
-    paired: np.ndarray | None = None  # per dataset, R at lambda = 1 (the difference's)
+    paired: np.ndarray  # per dataset, R at lambda = 1 (the difference's)
 
 
 def measured_control(

@@ -453,7 +453,6 @@ def planned_components(
         roots = (full_scores(layout, pilot[:, a]), full_scores(layout, baseline[:, a]))
         control = measured_control(layout, pilot[:, a], baseline[:, a], every, roots)
         diff = roots[0] - roots[1]
-        paired = control.paired if control.paired is not None else np.ones(len(control.ratio))
         out[axis] = [
             replace(
                 c,
@@ -461,6 +460,8 @@ def planned_components(
                 difference=float(np.nanvar(diff[layout.prompt_dataset == j], ddof=1)),
                 paired=float(p),
             )
-            for j, (c, r, p) in enumerate(zip(components[axis], control.ratio, paired, strict=True))
+            for j, (c, r, p) in enumerate(
+                zip(components[axis], control.ratio, control.paired, strict=True)
+            )
         ]
     return out

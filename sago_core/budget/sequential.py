@@ -334,7 +334,7 @@ def run_budgeted(
         for a_index, axis in enumerate(axes):
             column = np.where(observed, values[:, a_index], np.nan)
             per_prompt, _, pooled = (
-                axis_estimates(layout, column, n, correct, observed, continuous_axis(axis))
+                axis_estimates(layout, column, n, correct, observed, _continuous(axis))
                 if baseline is None
                 else baseline_estimates(
                     layout,
@@ -343,7 +343,7 @@ def run_budgeted(
                     n,
                     correct,
                     observed,
-                    continuous_axis(axis),
+                    _continuous(axis),
                 )
             )
             prompts[axis] = per_prompt
@@ -373,7 +373,7 @@ def run_budgeted(
     return BudgetResult(records, states, prompts, observed, reason, int(totals[-1]), values, level)
 
 
-def continuous_axis(axis: str) -> bool:
+def _continuous(axis: str) -> bool:
     """Whether the axis declares continuous cells (the estimator's root, estimate.py); a
     name no axis is registered under gets the default root."""
     try:

@@ -12,7 +12,7 @@ gap cancels in the difference, and nothing is shared between prompts. The design
 roots are shrunk towards their own dataset's fitted prior, whose error every prompt of the
 dataset shares: paired over prompts they made two releases of one model differ (two runs
 redrawn from one real run's cells at 5% of the paper grid, 200 pairs: false verdicts
-0.10-0.27 pooled and up to 0.97 on some dataset, against 0.04-0.06 and 0.01-0.06 with the
+0.05-0.27 pooled and up to 0.97 on some dataset, against 0.04-0.06 and 0.01-0.06 with the
 plain roots; the full grids' own 0.02-0.07). Four cases:
 
 - **the same cells** (the same design seed, grid and cells: two releases in one run, or two

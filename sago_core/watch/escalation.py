@@ -189,7 +189,7 @@ def compare_step(
     run_dir: Path,
     against: Path,
     settings: EscalationSettings,
-    alpha: float = ALPHA,
+    alpha: float,
 ) -> Step:
     """One rung's record: the verdicts against the last release at the rung's level and
     which stay undecided."""
