@@ -47,7 +47,8 @@ Continuous axes. An axis whose delta is a continuous difference of two measureme
 (``AxisSpec.continuous``: Act, Prob, Ent) has cells that are a per-prompt scale times a
 shared shape, not events (d^2's variance grows like its mean squared, which quasi-Poisson
 cells miss: the root above stayed up to 1.9 SE low on Ent at 200 prompts per dataset). It
-takes the gamma root (``_gamma_roots``). The declaration picks the root, not the data: the
+takes the gamma root (``_gamma_roots``), its relative variance the midpoint of a pooled
+and a scale-free estimate. The declaration picks the root, not the data: the
 cells' variance law does not tell BERT from these axes, and the gamma root on BLEU, BERT
 and MR was up to 2.2 SE low.
 
@@ -88,6 +89,8 @@ RHO_SHRINK = 30.0
 # in for rho (``_divisors``): a prompt's other strata hold few cells at a 5% budget (none
 # shrunk: +2 to +4% on Prob and Ent at 48 prompts; 4 and 12 measured alike).
 SCALE_SHRINK = 4.0
+# Pseudo-prompts at the dataset's rho in each stratum's scale-free rho (``_free_rho``).
+FREE_SHRINK = 30.0
 Z95 = 1.959963984540054
 
 
@@ -225,15 +228,23 @@ def _gamma_roots(
     variance r_i, E[sqrt(MS^_i)] = f sqrt(MS_i), f = Gamma(k + 1/2) / (Gamma(k) sqrt(k)) at
     k = 1 / r_i; s^_i = sqrt(MS^_i) / f, its variance MS^_i (1 / f^2 - 1). r_i = sum_h A_ih
     rho_h, A_ih = W_ih^2 fpc_ih b_h^2 / m_ih / (sum_h W_ih b_h)^2, b_h the stratum's mean
-    d^2 over its prompts' mean squares, rho_h one cell's relative variance of d^2 pooled
-    over the stratum's prompts (moment-corrected for a sample drawn without replacement:
-    E[mean^2] = mu^2 + fpc S^2 / m; without the fpc rho ran high, +0.4 to +1.4 SE on Prob
-    and Ent), each prompt's cells first divided by ``_divisors``' unit: every prompt then
-    counts alike whatever its scale (raw units missed by 1.5-4.8 SE). A ratio of few noisy
-    sums is biased up, so the axis' pool is added (``RHO_SHRINK``). Asked whole: fpc 0, r
-    0, f 1, the exact root. Every prompt of a dataset shares rho's error: the third value
-    is, per dataset, the jackknife variance of its mean root through rho, each prompt left
-    out of the pools (linearised)."""
+    d^2 over its prompts' mean squares, rho_h one cell's relative variance of d^2.
+    rho_h is the midpoint of two estimates that err in opposite directions on real cells:
+    - pooled: the stratum's within-prompt variance over its mean square, summed over its
+      prompts (moment-corrected for a sample drawn without replacement: E[mean^2] = mu^2 +
+      fpc S^2 / m; without the fpc rho ran high, +0.4 to +1.4 SE on Prob and Ent), each
+      prompt's cells first divided by ``_divisors``' unit (raw units missed by 1.5-4.8 SE),
+      the axis' pool added (``RHO_SHRINK``). The unit comes from the prompt's other strata,
+      so a prompt whose sampled cells in this stratum run heavy weighs more in the pool:
+      high (Prob +6.3% per prompt at 48 prompts and 5% on a real run's cells);
+    - scale-free (``_free_rho``): from each prompt's own S^2 / mean^2, exact for gamma
+      cells, low where a stratum mixes kinds of different strength (Prob -3.9% there).
+    The midpoint was within 1.4% on both grids where each alone was off by up to 6%
+    (docs/guide/budget-validation.md); rho anywhere between the two, uniformly, is in the
+    interval. Asked whole: fpc 0, r 0, f 1, the exact root. Every prompt of a dataset
+    shares rho's error: the third value is, per dataset, the jackknife variance of its mean
+    root through rho, each prompt left out of the pools (linearised), plus the half-gap's
+    share."""
     present = st.count > 0
     count = np.maximum(st.count, 1)
     scale = _divisors(layout, st, weight, ms)
@@ -251,6 +262,9 @@ def _gamma_roots(
         ratio = np.nan_to_num(ratio)
         a = np.where(present, weight**2 * fpc * ratio**2 / count, 0.0)
         a = np.nan_to_num(a / np.where(present, weight * ratio, 0.0).sum(axis=1)[:, None] ** 2)
+        free, free_out = _free_rho(layout, st)
+        half_gap = np.abs(rho - free) / 2
+        rho, rho_out = (rho + free) / 2, (rho_out + free_out) / 2
         r = (a * rho).sum(axis=1)
         inverse = _inverse_f(r)
         s = np.where(ms > 0, np.sqrt(ms) * inverse, 0.0)
@@ -265,7 +279,57 @@ def _gamma_roots(
         if len(mine) >= 2:  # the dataset's mean root, each of its prompts left out
             shift = (rho_out[mine] - rho) @ effect[mine].mean(axis=0)
             prior_var[j] = (len(mine) - 1) / len(mine) * float(((shift - shift.mean()) ** 2).sum())
+        if len(mine):  # rho anywhere between the two estimates, uniformly
+            prior_var[j] += float(half_gap @ effect[mine].mean(axis=0)) ** 2 / 3
     return np.where(measured, s, np.nan), np.where(measured, s_var, np.nan), prior_var
+
+
+def _free_rho(layout: Layout, st: _Strata) -> tuple[np.ndarray, np.ndarray]:
+    """rho per stratum from statistics no prompt's scale enters: each (prompt, stratum)'s
+    c = S^2 / mean^2 of its d^2. For gamma cells of relative variance rho, E[c] = rho / (1 +
+    rho / m) exactly (x / sum x is Dirichlet and independent of sum x), so rho solves
+    sum_i E[c](m_i, rho) = sum_i c_i over the stratum's prompts, with ``FREE_SHRINK``
+    pseudo-prompts at the rho of the dataset's one equation over all its strata. Second
+    value: per (prompt, stratum), the stratum's rho with that prompt left out (linearised)."""
+    ok = (st.count >= 2) & (st.mean > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = np.where(ok, np.nan_to_num(st.var) / np.where(ok, st.mean, 1.0) ** 2, 0.0)
+    m = np.where(ok, st.count, 0.0)
+    rho, typical = np.zeros(len(layout.strata)), np.zeros(len(layout.strata))
+    for j in range(len(layout.datasets)):
+        hs = layout.stratum_dataset == j
+        if (m[:, hs] > 0).any():
+            typical[hs] = m[:, hs][m[:, hs] > 0].mean()
+            flat = _solve_c(c[:, hs].sum(keepdims=True)[0], m[:, hs].reshape(-1, 1))
+            rho[hs] = flat
+    target = c.sum(axis=0) + FREE_SHRINK * _expected_c(typical, rho)
+    rho = _solve_c(target, m, typical)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = np.where(m > 0, 1 / (1 + rho / np.where(m > 0, m, 1.0)) ** 2, 0.0).sum(axis=0)
+        slope += np.where(typical > 0, FREE_SHRINK / (1 + rho / typical) ** 2, 0.0)
+        out = rho - np.where(m > 0, (c - _expected_c(m, rho)) / slope, 0.0)
+    return rho, np.maximum(np.nan_to_num(out), 0.0)
+
+
+def _expected_c(m: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """E[S^2 / mean^2] of m gamma cells of relative variance rho (0 where m is 0)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(m > 0, rho / (1 + rho / np.where(m > 0, m, 1.0)), 0.0)
+
+
+def _solve_c(target: np.ndarray, m: np.ndarray, typical: np.ndarray | None = None) -> np.ndarray:
+    """Per column of ``m`` (cells per group), the rho at which the groups' E[c], plus
+    ``FREE_SHRINK`` groups of ``typical`` cells, sum to ``target`` (bisection in log rho;
+    0 where no spread was seen; c = m is its bound, reached as rho grows without end)."""
+    lo, hi = np.full(len(target), -12.0), np.full(len(target), 8.0)
+    for _ in range(50):
+        mid = np.exp((lo + hi) / 2)
+        value = _expected_c(m, mid[None, :]).sum(axis=0)
+        if typical is not None:
+            value += FREE_SHRINK * _expected_c(typical, mid)
+        below = value < target
+        lo, hi = np.where(below, (lo + hi) / 2, lo), np.where(below, hi, (lo + hi) / 2)
+    return np.where(target > 0, np.exp((lo + hi) / 2), 0.0)
 
 
 def _divisors(layout: Layout, st: _Strata, weight: np.ndarray, ms: np.ndarray) -> np.ndarray:

@@ -3,11 +3,19 @@ unbiasedness by an independent simulation, and the declaration that picks it. Pu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from sago_core.budget.design import Grid, index_grid
-from sago_core.budget.estimate import axis_estimates, estimate_prompts, full_scores
+from sago_core.budget.estimate import (
+    _free_rho,
+    _strata,
+    axis_estimates,
+    estimate_prompts,
+    full_scores,
+)
 from sago_core.registry.axes import axis_spec
 
 
@@ -23,13 +31,15 @@ def one_stratum_grid(prompts: int, kinds: int = 4) -> Grid:
 
 
 def test_the_gamma_root_by_hand() -> None:
-    """3 prompts, 2 of 4 cells asked each, d^2 = c_i x (1, 3): mean 2 c_i, variance 2 c_i^2,
-    so one cell's relative variance, pooled with the moment-corrected denominator (a sample
-    of 2 of 4 drawn without replacement: E[mean^2] = mu^2 + fpc S^2 / m, fpc = 1/2), is
-    2 / (4 - (1/2) 2 / 2) = 4/7 whatever each prompt's scale; r = fpc rho / m =
-    (1/2)(4/7)/2 = 1/7, shape k = 7, f = Gamma(7.5) / (Gamma(7) sqrt 7) = (135135 / 128)
-    sqrt(pi) / (720 sqrt 7) = 0.9823162; s_i = sqrt(2 c_i) / f, variance 2 c_i (1 / f^2 -
-    1)."""
+    """3 prompts, 2 of 4 cells asked each, d^2 = c_i x (1, 3): mean 2 c_i, variance 2 c_i^2.
+    One cell's relative variance, pooled with the moment-corrected denominator (a sample of 2
+    of 4 drawn without replacement: E[mean^2] = mu^2 + fpc S^2 / m, fpc = 1/2), is
+    2 / (4 - (1/2) 2 / 2) = 4/7 whatever each prompt's scale; from each prompt's own
+    S^2 / mean^2 = 1/2 = rho / (1 + rho / 2) it is 2/3. rho is their midpoint 13/21: r =
+    fpc rho / m = 13/84, shape k = 84/13, f = Gamma(k + 1/2) / (Gamma(k) sqrt k) =
+    0.9808595; s_i = sqrt(2 c_i) / f, variance 2 c_i (1 / f^2 - 1). No prompt left out moves
+    either estimate; the prior's variance is the half-gap's, 1/21 times the mean root's
+    slope in rho, squared, over 3 (rho uniform between the two)."""
     grid = one_stratum_grid(3)
     layout = index_grid(grid, "family")
     c = np.array([0.01, 0.04, 0.25])
@@ -38,11 +48,17 @@ def test_the_gamma_root_by_hand() -> None:
         values[4 * i] = np.sqrt(c[i])
         values[4 * i + 1] = -np.sqrt(3 * c[i])
     est = estimate_prompts(layout, values, continuous=True)
-    f = 0.9823162
+    f = 0.9808595
     assert est.s == pytest.approx(np.sqrt(2 * c) / f, rel=1e-6)
     assert est.s_var == pytest.approx(2 * c * (1 / f**2 - 1), rel=1e-5)
-    # every prompt's cells have the same relative variance: none left out moves rho
-    assert est.prior_var[0] == pytest.approx(0.0, abs=1e-20)
+
+    def mean_root(rho: float) -> float:
+        k = 4 / rho
+        f = math.exp(math.lgamma(k + 0.5) - math.lgamma(k)) / math.sqrt(k)
+        return float(np.sqrt(2 * c).mean() / f)
+
+    slope = (mean_root(13 / 21 + 1e-6) - mean_root(13 / 21 - 1e-6)) / 2e-6
+    assert est.prior_var[0] == pytest.approx((slope / 21) ** 2 / 3, rel=1e-3)
     # the same cells under the default (events) root are not this
     assert not np.allclose(estimate_prompts(layout, values).s, est.s, rtol=1e-3)
 
@@ -54,6 +70,35 @@ def test_asked_whole_the_gamma_root_is_the_full_root() -> None:
     est = estimate_prompts(layout, values, continuous=True)
     assert np.array_equal(est.s, full_scores(layout, values))
     assert (est.s_var == 0).all()
+
+
+def gamma_cells(seed: int, prompts: int, kinds: int = 8) -> tuple[Grid, np.ndarray]:
+    """d^2 gamma of shape 1 (relative variance 1) times a per-prompt scale spread over four
+    orders of magnitude; 2-4 of each prompt's kinds asked (NaN: not asked)."""
+    rng = np.random.default_rng(seed)
+    grid = one_stratum_grid(prompts, kinds)
+    scale = 10 ** rng.uniform(-2, 2, prompts)
+    squares = rng.gamma(1.0, 1.0, (prompts, kinds)) * scale[:, None]
+    asked = np.zeros((prompts, kinds), dtype=bool)
+    for i in range(prompts):
+        asked[i, rng.choice(kinds, rng.integers(2, 5), replace=False)] = True
+    return grid, np.where(asked, np.sqrt(squares), np.nan).ravel()
+
+
+def test_rho_from_each_prompts_own_cells_ignores_their_scale() -> None:
+    """The scale-free half of the gamma root's rho recovers gamma cells' relative variance
+    whatever the prompts' scales (over 20 seeds: 0.994, sd 0.059), and its left-out values
+    move it as a refit without the prompt does (the linearisation holds the dataset's own
+    rho, which the refit also moves: 90% of the shift)."""
+    grid, values = gamma_cells(0, 300)
+    layout = index_grid(grid, "family")
+    rho, left_out = _free_rho(layout, _strata(layout, values, np.isfinite(values)))
+    assert rho[0] == pytest.approx(1.0, abs=0.2)
+    for i in (0, 7, 9):
+        without = values.copy()
+        without[8 * i : 8 * i + 8] = np.nan
+        refit, _ = _free_rho(layout, _strata(layout, without, np.isfinite(without)))
+        assert left_out[i, 0] - rho[0] == pytest.approx(refit[0] - rho[0], rel=0.15)
 
 
 def continuous_grid(seed: int, prompts: int) -> tuple[Grid, np.ndarray]:
