@@ -38,10 +38,11 @@ from sago_core.artifacts.layout import DELTAS_FILE
 from sago_core.budget.baseline import measured_control
 from sago_core.budget.cells import GridValues, grid_from_deltas
 from sago_core.budget.design import Layout, draw_design
-from sago_core.budget.estimate import Z95, Estimate, full_scores
+from sago_core.budget.estimate import Estimate, full_scores
 from sago_core.budget.planner import allocated_half_widths, planned_components, variance_components
 from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, run_budgeted
+from sago_core.statistics.intervals import Z95
 from sago_core.vocabulary import EPSILONS
 
 COLUMNS = ("baseline", "budget", "axis", "rho", "cover", "bias/SE", "agree", "width", "pred/real")

@@ -54,10 +54,10 @@ import numpy as np
 from bench.budget import ALPHA, budget_rows, full_truth, load_grid, replay
 from sago_core.budget.cells import GridValues
 from sago_core.budget.design import index_grid
-from sago_core.budget.estimate import Z95
 from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, look_levels
 from sago_core.scoring.significance import one_sided_t_test
+from sago_core.statistics.intervals import Z95
 from sago_core.vocabulary import EPSILONS
 
 RIDGE = 1.0

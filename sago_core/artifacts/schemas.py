@@ -281,6 +281,7 @@ BUDGET_ESTIMATES: Schema = {
     "half_width": pl.Float64,
     "prompts": pl.Int32,
     "target": pl.Float64,
+    "shared_variance": pl.Float64,
 }
 
 SUMMARY: Schema = {

@@ -71,6 +71,7 @@ import numpy as np
 from scipy import special, stats
 
 from sago_core.budget.design import Layout
+from sago_core.statistics.intervals import Z95
 
 # Weight (in degrees of freedom) of the pooled relative variance in each prompt's stratum
 # variance: a prompt's own S^2 from two or three cells is too noisy to set an interval.
@@ -91,7 +92,6 @@ RHO_SHRINK = 30.0
 SCALE_SHRINK = 4.0
 # Pseudo-prompts at the dataset's rho in each stratum's scale-free rho (``_free_rho``).
 FREE_SHRINK = 30.0
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)

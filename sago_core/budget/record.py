@@ -8,7 +8,9 @@ after; 0 for a prompt not sampled. The counts do not depend on the prompt's own 
 before held them for the asked cells only, 0 elsewhere),
 ``budget_prompts.parquet`` (the design-based per-prompt scores) and
 ``budget_estimates.parquet`` (each model, dataset and axis: the estimate of the full grid's
-SGS with its design interval).
+SGS with its design interval, and ``shared_variance``, the part of its variance every prompt
+of the dataset shares: the fitted prior's or rho's error, which a paired test over prompts
+does not see).
 
 budget.json's ``variance``: per model and axis, from the asked cells, the planner's
 between-prompt component (``prompt``) and its within-prompt one split by the share q of it
@@ -94,12 +96,14 @@ def estimates_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFram
             continue
         target = design.target.get(name)
         per_dataset = dataset_estimates(layout, estimates, design.design.sampled_prompts)
-        for dataset, estimate in zip(layout.datasets, per_dataset, strict=True):
-            if estimate is not None:
-                rows.append((model, dataset, axis, estimate, target))
+        shared = [float(v) for v in estimates.prior_var]
+        held = [(j, e) for j, e in enumerate(per_dataset) if e is not None]
+        for j, estimate in held:
+            rows.append((model, layout.datasets[j], axis, estimate, target, shared[j]))
         pooled = pooled_estimate(per_dataset)
         if pooled is not None:
-            rows.append((model, POOLED, axis, pooled, target))
+            pooled_shared = sum(shared[j] for j, _ in held) / len(held) ** 2
+            rows.append((model, POOLED, axis, pooled, target, pooled_shared))
     return pl.DataFrame(
         [
             {
@@ -111,8 +115,9 @@ def estimates_frame(result: BudgetResult, design: BudgetedDesign) -> pl.DataFram
                 "half_width": e.half_width(result.level),
                 "prompts": e.prompts,
                 "target": t,
+                "shared_variance": v,
             }
-            for m, d, a, e, t in rows
+            for m, d, a, e, t, v in rows
         ],
         schema=BUDGET_ESTIMATES,
     )

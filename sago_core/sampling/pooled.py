@@ -25,17 +25,17 @@ import polars as pl
 
 from sago_core.sampling.axis_tests import SAMPLED_AXES, TEXT_AXES
 from sago_core.scoring.significance import one_sided_t_test
+from sago_core.statistics.intervals import Z95
 from sago_core.vocabulary import MAIN_EPSILON, REPLAY_FAMILY
 
 ALPHA = 0.05
-Z_95 = 1.959963984540054
 ONE_SIDED = (*TEXT_AXES, "mr")
 TWO_SIDED = "a shift of either sign: tested per pair (sign flips) and through SGS"
 
 
 def binomial_margin(n: int, alpha: float = ALPHA) -> float:
     """Half-width of the normal 95% interval of a share alpha over n rows."""
-    return Z_95 * math.sqrt(alpha * (1 - alpha) / n)
+    return Z95 * math.sqrt(alpha * (1 - alpha) / n)
 
 
 def _share_below(p_values: pl.Series) -> tuple[int, float | None]:

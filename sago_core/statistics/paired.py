@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sago_core.statistics.intervals import bootstrap_mean_ci, interval_refusal
+from sago_core.statistics.intervals import Z95, bootstrap_mean_ci, interval_refusal
 
 ALPHA = 0.05
 DEFAULT_MARGIN = 0.02  # in SGS units (s is a normalised RMS)
@@ -57,15 +57,23 @@ def _finite(p: float) -> float | None:
     return None if np.isnan(p) else float(p)
 
 
-def paired_t_p(diffs: np.ndarray) -> float | None:
-    """Two-sided p of H0: E[d] = 0."""
+def paired_t_p(diffs: np.ndarray, shared: float = 0.0) -> float | None:
+    """Two-sided p of H0: E[d] = 0; ``shared``: variance of the mean difference that every
+    prompt shares (two budgeted runs' fitted priors), added to the prompts' own."""
     if diffs.size < 2:
         return None
-    if np.all(diffs == diffs[0]):
+    if np.all(diffs == diffs[0]) and shared <= 0:
         return 1.0 if diffs[0] == 0 else 0.0
     from scipy import stats  # lazy: imported only when a test is run
 
-    return _finite(float(stats.ttest_1samp(diffs, 0.0).pvalue))
+    if shared <= 0:
+        return _finite(float(stats.ttest_1samp(diffs, 0.0).pvalue))
+    t = float(diffs.mean()) / _standard_error(diffs, shared)
+    return _finite(float(2 * stats.t.sf(abs(t), diffs.size - 1)))
+
+
+def _standard_error(diffs: np.ndarray, shared: float) -> float:
+    return float(np.sqrt(float(diffs.var(ddof=1)) / diffs.size + max(shared, 0.0)))
 
 
 def wilcoxon_p(diffs: np.ndarray) -> float | None:
@@ -79,40 +87,58 @@ def wilcoxon_p(diffs: np.ndarray) -> float | None:
     return _finite(float(stats.wilcoxon(diffs).pvalue))
 
 
-def tost_p(diffs: np.ndarray, margin: float) -> float | None:
+def tost_p(diffs: np.ndarray, margin: float, shared: float = 0.0) -> float | None:
     """p of H0: |E[d]| >= margin, the larger of the two one-sided t-tests' p-values."""
     if diffs.size < 2:
         return None
-    if np.all(diffs == diffs[0]):
+    if np.all(diffs == diffs[0]) and shared <= 0:
         return 0.0 if abs(float(diffs[0])) < margin else 1.0
     from scipy import stats
 
     df = diffs.size - 1
-    se = float(diffs.std(ddof=1)) / np.sqrt(diffs.size)
+    se = _standard_error(diffs, shared)
     mean = float(diffs.mean())
     above_lower = float(stats.t.sf((mean + margin) / se, df))  # H0: E[d] <= -margin
     below_upper = float(stats.t.cdf((mean - margin) / se, df))  # H0: E[d] >= margin
     return _finite(max(above_lower, below_upper))
 
 
-def paired_test(groups: Sequence[np.ndarray], margin: float, seed: int) -> PairedTest:
+def paired_test(
+    groups: Sequence[np.ndarray],
+    margin: float,
+    seed: int,
+    shared: Sequence[float] | None = None,
+) -> PairedTest:
     """The tests on per-prompt differences, one array per dataset (one array: one dataset).
-    Non-finite differences (a missing measurement on either side) are left out."""
+    Non-finite differences (a missing measurement on either side) are left out.
+    ``shared``: per dataset, the variance of its mean difference that its prompts share
+    (budgeted runs of different samples): the t-tests and the interval carry it, each
+    dataset weighted by its share of the prompts; the Wilcoxon test cannot and does not."""
     arrays = [np.asarray(g, dtype=np.float64) for g in groups]
-    arrays = [a[np.isfinite(a)] for a in arrays]
+    kept = [np.isfinite(a) for a in arrays]
+    extra = 0.0
+    total = sum(int(k.sum()) for k in kept)
+    if shared is not None and total:
+        extra = sum(float(k.sum()) ** 2 * v for k, v in zip(kept, shared, strict=True)) / total**2
+    arrays = [a[k] for a, k in zip(arrays, kept, strict=True)]
     arrays = [a for a in arrays if a.size]
     diffs = np.concatenate(arrays) if arrays else np.array([], dtype=np.float64)
     by_dataset = float(np.mean([a.mean() for a in arrays])) if arrays else None
     low, high = bootstrap_mean_ci(diffs, seed)
+    if extra > 0 and low is not None and high is not None:
+        # each side of the prompts' interval widened as a normal one would be: z^2 extra
+        centre, z2 = float(diffs.mean()), Z95**2 * extra
+        low = centre - float(np.sqrt((centre - low) ** 2 + z2))
+        high = centre + float(np.sqrt((high - centre) ** 2 + z2))
     return PairedTest(
         n=int(diffs.size),
         mean_diff=float(diffs.mean()) if diffs.size else None,
         mean_diff_datasets=by_dataset,
-        p_paired_t=paired_t_p(diffs),
+        p_paired_t=paired_t_p(diffs, extra),
         p_wilcoxon=wilcoxon_p(diffs),
         ci_low=low,
         ci_high=high,
-        p_tost=tost_p(diffs, margin),
+        p_tost=tost_p(diffs, margin, extra),
         ci_missing_reason=interval_refusal(int(diffs.size)),
     )
 

@@ -26,7 +26,9 @@ plain roots; the full grids' own 0.02-0.07). Four cases:
   sides' per-prompt plain roots are taken on those cells. A full run against a budgeted
   one: the full run holds every cell, so both are taken on the budgeted side's cells;
 - **different samples** (other seeds, levels or prompts): the tests compare the two runs'
-  own design-based scores, two different samples of cells, and say so.
+  own design-based scores, two different samples of cells, with both runs' shared variance
+  added to the tests (``SHARED``; runs recorded without it: the line says the tests do not
+  hold their level, ``UNCONTROLLED``).
 
 Within a dataset every sampled prompt has the same first-stage inclusion probability, so the
 equal-weight mean over its prompts is the design-weighted mean; a pooled row weights
@@ -46,6 +48,7 @@ import polars as pl
 
 from sago_core.artifacts.layout import (
     BUDGET_CELLS_FILE,
+    BUDGET_ESTIMATES_FILE,
     BUDGET_FILE,
     DELTAS_FILE,
     PROMPTS_FILE,
@@ -62,6 +65,21 @@ FULL_GRID = "full grid in A and B"
 SAME = "same cells"
 COMMON = "cells both asked"
 DIFFERENT = "different samples"
+# Each run's design-based roots share their dataset's fitted-prior error, which a t-test
+# over prompts leaves out: two runs redrawn from one real run's cells at other seeds (48
+# prompts per dataset, 5%, 60 pairs) "differed" in up to 0.35 of pairs pooled and 0.95 on
+# some dataset; with both runs' shared variance (budget_estimates.parquet) added, 0.05-0.10.
+# Runs written before that column are compared without it, and the line says so.
+SHARED = (
+    "; the tests add both runs' shared variance (each dataset's fitted prior's error, which "
+    "its prompts share)"
+)
+Shared = dict[tuple[str, str, str], float]
+UNCONTROLLED = (
+    "; NOT size-controlled: on pairs of one model these tests found a difference in up to "
+    "0.35 of pairs pooled (one seed and stratum level for both runs gives a controlled test "
+    "on the cells both asked)"
+)
 
 
 @dataclass(frozen=True)
@@ -99,6 +117,23 @@ class PairedDesign:
     b: RunDesign | None = None
     common: np.ndarray | None = None  # SAME, COMMON: the cells both sides are scored on
     layout: Layout | None = None
+    # DIFFERENT: per side, (model, dataset, axis) -> the variance its prompts share
+    shared: tuple[Shared, Shared] | None = None
+
+    def shared_variances(
+        self, pairs: list[tuple[str, str]]
+    ) -> dict[tuple[str, str, str, str], float] | None:
+        """Per (model A, model B, dataset, axis): both sides' shared variance, the paired
+        tests' addition where the two runs are different samples (None otherwise)."""
+        if self.shared is None:
+            return None
+        a, b = self.shared
+        keys = {(d, x) for _, d, x in a} | {(d, x) for _, d, x in b}
+        return {
+            (ma, mb, d, x): a.get((ma, d, x), 0.0) + b.get((mb, d, x), 0.0)
+            for ma, mb in pairs
+            for d, x in keys
+        }
 
     @property
     def budgeted(self) -> bool:
@@ -215,12 +250,13 @@ def paired_design(run_a: Path, run_b: Path) -> PairedDesign:
         return PairedDesign(FULL_GRID, FULL_GRID)
     a, b = read_run_design(run_a), read_run_design(run_b)
     if a.cells.ids != b.cells.ids:
+        shared = _both_shared(a, b)
         line = (
             f"budgeted design, different grids: A {a.describe()}, B {b.describe()}; the paired "
             "tests compare two different samples (each run's own design-based per-prompt "
-            "scores)"
+            f"scores){UNCONTROLLED if shared is None else SHARED}"
         )
-        return PairedDesign(DIFFERENT, line, a, b)
+        return PairedDesign(DIFFERENT, line, a, b, shared=shared)
     budgeted = a if a.budgeted else b
     layout = index_grid(a.cells.grid, (budgeted.record or {}).get("level") or "subtype")
     notes = _sampling_shares(a, layout) + (
@@ -252,13 +288,36 @@ def paired_design(run_a: Path, run_b: Path) -> PairedDesign:
             "each side's per-prompt roots on them"
         )
         return PairedDesign(COMMON, line + notes, a, b, common, same)
+    shared = _both_shared(a, b)
     line = (
         f"budgeted design, different cells: A {a.describe()}, B {b.describe()}, "
         f"{int(common.sum()):,} asked by both ({why}); the paired tests compare two different "
         "samples, each run's own design-based per-prompt scores, whose differences carry both "
-        "designs' sampling error (less power than the same cells)"
+        f"designs' sampling error{UNCONTROLLED if shared is None else SHARED}"
     )
-    return PairedDesign(DIFFERENT, line + notes, a, b)
+    return PairedDesign(DIFFERENT, line + notes, a, b, shared=shared)
+
+
+def _both_shared(a: RunDesign, b: RunDesign) -> tuple[Shared, Shared] | None:
+    sides = (_shared(a), _shared(b))
+    return None if sides[0] is None or sides[1] is None else (sides[0], sides[1])
+
+
+def _shared(side: RunDesign) -> Shared | None:
+    """The side's shared variances (none for a full run); None where its record does not
+    keep them (written before the column)."""
+    if not side.budgeted:
+        return {}
+    path = side.run_dir / BUDGET_ESTIMATES_FILE
+    if not path.is_file():
+        return None
+    frame = pl.read_parquet(path)
+    if "shared_variance" not in frame.columns:
+        return None
+    return {
+        (m, d, x): float(v or 0.0)
+        for m, d, x, v in frame.select("model", "dataset", "axis", "shared_variance").iter_rows()
+    }
 
 
 def common_scores(

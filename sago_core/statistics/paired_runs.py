@@ -18,6 +18,7 @@ holds one model (a release against the previous one).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,9 +124,15 @@ def _diffs(
 
 
 def _row(
-    model_a: str, model_b: str, dataset: str, axis: str, groups: list[np.ndarray], margin: float
+    model_a: str,
+    model_b: str,
+    dataset: str,
+    axis: str,
+    groups: list[np.ndarray],
+    margin: float,
+    shared: list[float] | None = None,
 ) -> dict[str, Any]:
-    test = paired_test(groups, margin, stable_seed(model_a, model_b, dataset, axis))
+    test = paired_test(groups, margin, stable_seed(model_a, model_b, dataset, axis), shared)
     return {
         "model_a": model_a,
         "model_b": model_b,
@@ -160,10 +167,12 @@ def paired_table(
     runs: tuple[str, str] = ("", ""),
     design: str | None = None,
     alpha: float = ALPHA,
+    shared: Mapping[tuple[str, str, str, str], float] | None = None,
 ) -> pl.DataFrame:
     """PAIRED rows for every model pair, dataset (then pooled) and axis; ``design``: the
     line of ``paired_design`` (budgeted runs), in every row; ``alpha``: the level the
-    verdicts are read at."""
+    verdicts are read at; ``shared``: per (model A, model B, dataset, axis), the variance of
+    the dataset's mean difference its prompts share (budgeted runs of different samples)."""
     rows = []
     for model_a, model_b in pairs:
         diffs = _diffs(scores_a, scores_b, model_a, model_b)
@@ -174,9 +183,15 @@ def paired_table(
                 on_axis.filter(pl.col("dataset") == d)["diff"].drop_nulls().to_numpy()
                 for d in datasets
             ]
-            for dataset, group in zip(datasets, groups, strict=True):
-                rows.append(_row(model_a, model_b, dataset, axis, [group], margin))
-            rows.append(_row(model_a, model_b, POOLED, axis, groups, margin))
+            extra = (
+                None
+                if shared is None
+                else [shared.get((model_a, model_b, d, axis), 0.0) for d in datasets]
+            )
+            for j, (dataset, group) in enumerate(zip(datasets, groups, strict=True)):
+                mine = None if extra is None else [extra[j]]
+                rows.append(_row(model_a, model_b, dataset, axis, [group], margin, mine))
+            rows.append(_row(model_a, model_b, POOLED, axis, groups, margin, extra))
     _correct(rows, alpha)
     for row in rows:
         row["run_a"], row["run_b"] = runs
@@ -234,7 +249,8 @@ def compare_paired(
     identity = check_runs([(f"A ({run_a})", run_a), (f"B ({run_b})", run_b)], pairs)
     identity.enforce(strict_identity)
     runs = (str(run_a), str(run_b))
-    table = paired_table(scores_a, scores_b, pairs, margin, runs, design.line, alpha)
+    shared = design.shared_variances(pairs)
+    table = paired_table(scores_a, scores_b, pairs, margin, runs, design.line, alpha, shared)
     settings = (sampling_settings(config_a), sampling_settings(config_b))
     shown = design.line if design.budgeted else None
     return PairedComparison(table, differences, identity, settings, shown)

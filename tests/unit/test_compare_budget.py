@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from sago_cli.main import main
 from sago_core.budget.design import draw_design, index_grid, select_cells
@@ -52,9 +53,12 @@ def _run(
     asked: np.ndarray | None,
     s: dict[str, float],
     seed: int = 0,
+    shared: float | None = None,
 ) -> Path:
     """A finished run folder: ``values`` the bleu delta of each grid cell (ids order),
-    ``asked`` the budgeted cells (None: the full grid), ``s`` its scores.parquet per prompt."""
+    ``asked`` the budgeted cells (None: the full grid), ``s`` its scores.parquet per prompt;
+    ``shared``: the dataset's shared variance in budget_estimates.parquet (None: a run
+    recorded without that column)."""
     folder.mkdir(parents=True)
     variants = _variants()
     variants.write_parquet(folder / "variants.parquet")
@@ -86,6 +90,10 @@ def _run(
     if asked is not None:
         record = {"seed": seed, "level": "subtype", "cells": int(mask.sum()), "full_cells": 32}
         (folder / "budget.json").write_text(json.dumps(record))
+        estimates = pl.DataFrame({"model": [model], "dataset": ["d"], "axis": ["bleu"]})
+        if shared is not None:
+            estimates = estimates.with_columns(pl.lit(shared).alias("shared_variance"))
+        estimates.write_parquet(folder / "budget_estimates.parquet")
         cells.frame().with_columns(
             pl.Series("asked", mask),
             pl.lit(1, dtype=pl.Int32).alias("round"),
@@ -173,6 +181,29 @@ def test_other_designs_are_two_different_samples_said_so(tmp_path: Path) -> None
     assert comparison.design is not None
     assert "design seeds 0 and 1" in comparison.design
     assert "compare two different samples" in comparison.design
+    # recorded without the shared variance: the line says the tests do not hold their level
+    assert "NOT size-controlled" in comparison.design
+
+
+def test_two_different_samples_carry_both_runs_shared_variance(tmp_path: Path) -> None:
+    """Each run's dataset estimate shares its fitted prior's error over the prompts: the
+    paired t-test adds both runs' (0.0004 + 0.0005) to the prompts' own variance of the
+    mean, by hand: differences 0.01, 0.02, 0, 0.04."""
+    asked_a, asked_b = _asked(0, TWO), _asked(1, TWO)
+    values = np.linspace(0.1, 0.4, 32)
+    s_a = {"p1": 0.20, "p2": 0.25, "p3": 0.30, "p4": 0.22}
+    s_b = {"p1": 0.21, "p2": 0.27, "p3": 0.30, "p4": 0.26}
+    run_a = _run(tmp_path / "a", "hf:old", values, asked_a, s_a, shared=0.0004)
+    run_b = _run(tmp_path / "b", "hf:new", values, asked_b, s_b, seed=1, shared=0.0005)
+    comparison = compare_paired(run_a, run_b, MARGIN)
+    row = _pooled(comparison.table)
+    d = np.array([0.01, 0.02, 0.0, 0.04])
+    t = d.mean() / np.sqrt(d.var(ddof=1) / 4 + 0.0009)
+    assert row["p_paired_t"] == pytest.approx(2 * stats.t.sf(t, 3), rel=1e-9)
+    plain = stats.ttest_1samp(d, 0.0).pvalue
+    assert row["p_paired_t"] > plain
+    assert comparison.design is not None and "shared variance" in comparison.design
+    assert "NOT size-controlled" not in comparison.design
 
 
 def test_a_full_run_against_a_budgeted_one_names_the_budgeted_side(tmp_path: Path) -> None:

@@ -322,3 +322,24 @@ def test_runs_sampled_differently_are_refused_in_one_line_unless_allowed(
     comparison = compare_paired(hot, again, MARGIN)
     assert comparison.differences == []
     assert comparison.sampling[1]["samples"] == 8
+
+
+def test_a_shared_variance_enters_the_t_tests_and_the_interval_weighted_by_prompts() -> None:
+    """Two datasets of 2 and 6 prompts whose means carry a shared variance 0.04 and 0.01
+    (two budgeted runs' fitted priors): the pooled mean over the 8 prompts carries
+    (2^2 0.04 + 6^2 0.01) / 8^2 = 0.008125, added to the prompts' own variance of the mean;
+    a constant difference is no longer known exactly."""
+    a, b = np.array([0.1, 0.3]), np.array([0.2, 0.25, 0.05, 0.15, 0.3, 0.1])
+    diffs = np.r_[a, b]
+    test = paired_test([a, b], MARGIN, seed=3, shared=[0.04, 0.01])
+    se = np.sqrt(diffs.var(ddof=1) / 8 + 0.008125)
+    assert test.p_paired_t == pytest.approx(2 * stats.t.sf(diffs.mean() / se, 7), rel=1e-9)
+    upper = stats.t.cdf((diffs.mean() - MARGIN) / se, 7)
+    lower = stats.t.sf((diffs.mean() + MARGIN) / se, 7)
+    assert test.p_tost == pytest.approx(max(upper, lower), rel=1e-9)
+    plain = paired_test([a, b], MARGIN, seed=3)
+    assert plain.ci_low is not None and plain.ci_high is not None
+    assert test.ci_low is not None and test.ci_high is not None
+    assert test.ci_low < plain.ci_low and test.ci_high > plain.ci_high
+    constant = paired_test([np.full(5, 0.1)], MARGIN, seed=3, shared=[0.01])
+    assert constant.p_paired_t == pytest.approx(2 * stats.t.sf(1.0, 4), rel=1e-9)
