@@ -39,13 +39,13 @@ from bench.budget_synthetic import synthetic_grid
 from sago_core.artifacts.layout import DELTAS_FILE
 from sago_core.budget.cells import GridValues, grid_from_deltas
 from sago_core.budget.design import Grid, draw_design
-from sago_core.budget.estimate import Z95, full_scores
+from sago_core.budget.estimate import full_scores
 from sago_core.budget.planner import allocated_half_widths, variance_components
 from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, run_budgeted
 from sago_core.scoring.significance import one_sided_t_test
 from sago_core.statistics.intervals import bootstrap_pooled_ci
-from sago_core.vocabulary import EPSILONS
+from sago_core.vocabulary import EPSILONS, Z95
 
 ALPHA = 0.05
 

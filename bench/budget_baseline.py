@@ -42,8 +42,7 @@ from sago_core.budget.estimate import Estimate, full_scores
 from sago_core.budget.planner import allocated_half_widths, planned_components, variance_components
 from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, run_budgeted
-from sago_core.statistics.intervals import Z95
-from sago_core.vocabulary import EPSILONS
+from sago_core.vocabulary import EPSILONS, Z95
 
 COLUMNS = ("baseline", "budget", "axis", "rho", "cover", "bias/SE", "agree", "width", "pred/real")
 

@@ -57,8 +57,7 @@ from sago_core.budget.design import index_grid
 from sago_core.budget.schedule import BudgetTooSmall, budget_cells, make_schedule
 from sago_core.budget.sequential import BudgetResult, look_levels
 from sago_core.scoring.significance import one_sided_t_test
-from sago_core.statistics.intervals import Z95
-from sago_core.vocabulary import EPSILONS
+from sago_core.vocabulary import EPSILONS, Z95
 
 RIDGE = 1.0
 SHRINK = 4.0

@@ -62,6 +62,8 @@ AXES: Sequence[str] = _AxisNames()
 SCALES: Mapping[str, float] = _AxisScales()
 EPSILONS: tuple[float, ...] = (0.01, 0.05, 0.10)
 MAIN_EPSILON = 0.05
+# The two-sided 95% normal quantile: every normal-approximation interval's.
+Z95 = 1.959963984540054
 BASE_VARIANT_ID = "base"
 # A base row's family and subtype, and the replay's subtype (it is the base asked again).
 BASE_FAMILY = "base"

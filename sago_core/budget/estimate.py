@@ -71,7 +71,7 @@ import numpy as np
 from scipy import special, stats
 
 from sago_core.budget.design import Layout
-from sago_core.statistics.intervals import Z95
+from sago_core.vocabulary import Z95
 
 # Weight (in degrees of freedom) of the pooled relative variance in each prompt's stratum
 # variance: a prompt's own S^2 from two or three cells is too noisy to set an interval.

@@ -76,8 +76,7 @@ from sago_core.budget.cells import GridValues
 from sago_core.budget.design import LEVELS, Layout, Level, index_grid, minimum_counts
 from sago_core.budget.estimate import full_scores
 from sago_core.config import BudgetSettings
-from sago_core.statistics.intervals import Z95
-from sago_core.vocabulary import POOLED
+from sago_core.vocabulary import POOLED, Z95
 
 PROMPT_OVERHEAD = 2  # generations a sampled prompt costs besides its variants
 DEFAULT_ROUNDS: int = BudgetSettings.model_fields["rounds"].default

@@ -25,8 +25,7 @@ import polars as pl
 
 from sago_core.sampling.axis_tests import SAMPLED_AXES, TEXT_AXES
 from sago_core.scoring.significance import one_sided_t_test
-from sago_core.statistics.intervals import Z95
-from sago_core.vocabulary import MAIN_EPSILON, REPLAY_FAMILY
+from sago_core.vocabulary import MAIN_EPSILON, REPLAY_FAMILY, Z95
 
 ALPHA = 0.05
 ONE_SIDED = (*TEXT_AXES, "mr")

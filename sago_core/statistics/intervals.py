@@ -39,7 +39,6 @@ import numpy as np
 DEFAULT_RESAMPLES = 2000
 MIN_PROMPTS = 5
 MIN_PER_STRATUM = 2
-Z95 = 1.959963984540054  # the two-sided 95% normal quantile
 
 
 def stable_seed(*parts: str) -> int:

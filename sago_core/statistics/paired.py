@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sago_core.statistics.intervals import Z95, bootstrap_mean_ci, interval_refusal
+from sago_core.statistics.intervals import bootstrap_mean_ci, interval_refusal
+from sago_core.vocabulary import Z95
 
 ALPHA = 0.05
 DEFAULT_MARGIN = 0.02  # in SGS units (s is a normalised RMS)
