@@ -305,17 +305,17 @@ def _both_shared(a: RunDesign, b: RunDesign) -> tuple[Shared, Shared] | None:
 
 def _shared(side: RunDesign) -> Shared | None:
     """The side's shared variances (none for a full run); None where its record does not
-    keep them (written before the column)."""
+    keep them (written before the column, or a value missing)."""
     if not side.budgeted:
         return {}
     path = side.run_dir / BUDGET_ESTIMATES_FILE
     if not path.is_file():
         return None
     frame = pl.read_parquet(path)
-    if "shared_variance" not in frame.columns:
+    if "shared_variance" not in frame.columns or frame["shared_variance"].null_count():
         return None
     return {
-        (m, d, x): float(v or 0.0)
+        (m, d, x): float(v)
         for m, d, x, v in frame.select("model", "dataset", "axis", "shared_variance").iter_rows()
     }
 
