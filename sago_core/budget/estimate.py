@@ -228,23 +228,18 @@ def _gamma_roots(
     variance r_i, E[sqrt(MS^_i)] = f sqrt(MS_i), f = Gamma(k + 1/2) / (Gamma(k) sqrt(k)) at
     k = 1 / r_i; s^_i = sqrt(MS^_i) / f, its variance MS^_i (1 / f^2 - 1). r_i = sum_h A_ih
     rho_h, A_ih = W_ih^2 fpc_ih b_h^2 / m_ih / (sum_h W_ih b_h)^2, b_h the stratum's mean
-    d^2 over its prompts' mean squares, rho_h one cell's relative variance of d^2.
-    rho_h is the midpoint of two estimates that err in opposite directions on real cells:
-    - pooled: the stratum's within-prompt variance over its mean square, summed over its
-      prompts (moment-corrected for a sample drawn without replacement: E[mean^2] = mu^2 +
-      fpc S^2 / m; without the fpc rho ran high, +0.4 to +1.4 SE on Prob and Ent), each
-      prompt's cells first divided by ``_divisors``' unit (raw units missed by 1.5-4.8 SE),
-      the axis' pool added (``RHO_SHRINK``). The unit comes from the prompt's other strata,
-      so a prompt whose sampled cells in this stratum run heavy weighs more in the pool:
-      high (Prob +6.3% per prompt at 48 prompts and 5% on a real run's cells);
-    - scale-free (``_free_rho``): from each prompt's own S^2 / mean^2, exact for gamma
-      cells, low where a stratum mixes kinds of different strength (Prob -3.9% there).
-    The midpoint was within 1.4% on both grids where each alone was off by up to 6%
-    (docs/guide/budget-validation.md); rho anywhere between the two, uniformly, is in the
-    interval. Asked whole: fpc 0, r 0, f 1, the exact root. Every prompt of a dataset
-    shares rho's error: the third value is, per dataset, the jackknife variance of its mean
-    root through rho, each prompt left out of the pools (linearised), plus the half-gap's
-    share."""
+    d^2 over its prompts' mean squares, rho_h one cell's relative variance of d^2: the
+    midpoint of two estimates that err in opposite directions (each alone off by up to 6%
+    per prompt, the midpoint within 1.4%: docs/guide/budget-validation.md):
+    - pooled over the stratum's prompts, moment-corrected for a sample drawn without
+      replacement (E[mean^2] = mu^2 + fpc S^2 / m), each prompt's cells first divided by
+      ``_divisors``' unit, the axis' pool added (``RHO_SHRINK``); high, since the unit comes
+      from the prompt's other strata and a prompt with a heavy sampled cell weighs more;
+    - scale-free (``_free_rho``), exact for gamma cells; low where a stratum mixes kinds
+      of different strength.
+    Asked whole: fpc 0, r 0, f 1, the exact root. Every prompt of a dataset shares rho's
+    error: the third value is, per dataset, the jackknife variance of its mean root through
+    rho, each prompt left out (linearised), plus rho anywhere between the two, uniformly."""
     present = st.count > 0
     count = np.maximum(st.count, 1)
     scale = _divisors(layout, st, weight, ms)
