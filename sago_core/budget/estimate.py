@@ -295,8 +295,7 @@ def _free_rho(layout: Layout, st: _Strata) -> tuple[np.ndarray, np.ndarray]:
         hs = layout.stratum_dataset == j
         if (m[:, hs] > 0).any():
             typical[hs] = m[:, hs][m[:, hs] > 0].mean()
-            flat = _solve_c(c[:, hs].sum(keepdims=True)[0], m[:, hs].reshape(-1, 1))
-            rho[hs] = flat
+            rho[hs] = _solve_c(c[:, hs].sum(keepdims=True)[0], m[:, hs].reshape(-1, 1))
     target = c.sum(axis=0) + FREE_SHRINK * _expected_c(typical, rho)
     rho = _solve_c(target, m, typical)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -67,14 +67,12 @@ def paired_t_p(diffs: np.ndarray, shared: float = 0.0) -> float | None:
         return 1.0 if diffs[0] == 0 else 0.0
     from scipy import stats  # lazy: imported only when a test is run
 
-    if shared <= 0:
-        return _finite(float(stats.ttest_1samp(diffs, 0.0).pvalue))
     t = float(diffs.mean()) / _standard_error(diffs, shared)
     return _finite(float(2 * stats.t.sf(abs(t), diffs.size - 1)))
 
 
 def _standard_error(diffs: np.ndarray, shared: float) -> float:
-    return float(np.sqrt(float(diffs.var(ddof=1)) / diffs.size + max(shared, 0.0)))
+    return float(np.sqrt(float(diffs.var(ddof=1)) / diffs.size + shared))
 
 
 def wilcoxon_p(diffs: np.ndarray) -> float | None:
