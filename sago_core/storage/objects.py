@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -77,6 +78,12 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _says(text: str, *words: str) -> bool:
+    """Whether an error's text names any of these words or status codes as a whole token:
+    a request's timing ("in 2.403376ms") must not read as a 403."""
+    return any(re.search(rf"(?<![\w.]){re.escape(w)}(?![\w.])", text) for w in words)
+
+
 def _hint(location: StoreLocation, exc: BaseException) -> str:
     import obstore.exceptions as oe
 
@@ -87,15 +94,14 @@ def _hint(location: StoreLocation, exc: BaseException) -> str:
             f"{location.url}: the endpoint is plain http and the client refuses plain http "
             f"unless told ({text}). Set {setting} in the environment, or use an https endpoint"
         )
-    if isinstance(exc, oe.UnauthenticatedError | oe.PermissionDeniedError) or any(
-        word in text
-        for word in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "169.254.169.254")
+    if isinstance(exc, oe.UnauthenticatedError | oe.PermissionDeniedError) or _says(
+        text, "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "169.254.169.254"
     ):
         return (
             f"{location.url}: access refused ({text}). Set the provider's credentials in the "
             "environment (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
         )
-    if "404" in text or "NoSuchBucket" in text:
+    if _says(text, "404", "NoSuchBucket"):
         return (
             f"{location.url}: bucket {location.bucket!r} does not exist (or is not visible with "
             "these credentials). Create it, or fix the bucket name"
@@ -197,7 +203,7 @@ class ObjectStore:
         except (oe.NotSupportedError, NotImplementedError) as exc:
             raise StoreError(_no_conditions(self.location, exc)) from exc
         except Exception as exc:
-            if any(word in str(exc) for word in ("501", "NotImplemented")):
+            if _says(str(exc), "501", "NotImplemented"):
                 raise StoreError(_no_conditions(self.location, exc)) from exc
             raise StoreError(_hint(self.location, exc)) from exc
 
