@@ -220,8 +220,8 @@ def test_a_subsampled_dataset_takes_a_t_quantile_by_hand() -> None:
     """Roots 1..5 with no within-prompt variance, 5 of 10 prompts sampled: the first stage
     alone, (1 - 5/10) x 2.5 / 5 = 0.25 on 4 degrees of freedom, half-width t(0.975, 4) x
     0.5 = 2.7764451 x 0.5; two such datasets pooled: variance 0.125 on 8 degrees of
-    freedom (Satterthwaite), t(0.975, 8) = 2.3060041. Every prompt sampled: a normal
-    quantile."""
+    freedom (Satterthwaite), t(0.975, 8) = 2.3060041. Every prompt sampled: still 4 degrees
+    of freedom (the roots' own variances from a few cells each)."""
     s = np.arange(1.0, 6.0)
     one = dataset_estimate(s, np.zeros(5), sampled=5, population=10)
     assert one is not None and one.variance == pytest.approx(0.25) and one.df == pytest.approx(4)
@@ -230,8 +230,10 @@ def test_a_subsampled_dataset_takes_a_t_quantile_by_hand() -> None:
     assert pooled is not None and pooled.df == pytest.approx(8)
     assert pooled.half_width() == pytest.approx(2.3060041 * np.sqrt(0.125), abs=1e-6)
     whole = dataset_estimate(s, np.full(5, 0.01), sampled=5, population=5)
-    assert whole is not None and whole.df == np.inf
-    assert whole.half_width() == pytest.approx(1.959964 * np.sqrt(0.05 / 25), abs=1e-6)
+    assert whole is not None and whole.df == 4
+    assert whole.half_width() == pytest.approx(2.7764451 * np.sqrt(0.05 / 25), abs=1e-6)
+    exact = dataset_estimate(s, np.zeros(5), sampled=5, population=5)
+    assert exact is not None and exact.variance == 0 and exact.half_width() == 0
 
 
 def test_a_shrunk_roots_spread_takes_twice_its_posterior_variance_by_hand() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sago_core.budget.design import Grid, draw_design, index_grid
-from sago_core.budget.estimate import full_scores
+from sago_core.budget.estimate import dataset_estimates, full_scores
 from sago_core.budget.planner import Components, best_designs, predicted_half_width
 from sago_core.budget.schedule import BudgetTooSmall, make_schedule
 from sago_core.budget.sequential import INTERIM_ALPHA, allocate, look_levels, run_budgeted
@@ -113,8 +113,10 @@ def test_stopping_rule_false_positive_rate_at_the_boundary() -> None:
 
 def test_the_interval_is_the_spending_rules_at_the_look_the_run_stopped_after() -> None:
     """A run whose every verdict is decided at the first look stops there, and its interval
-    is z = 3 wide (0.00135 a side); one that runs to the last look gets what is left of
-    0.025 a side."""
+    is z = 3 wide (0.00135 a side), a t quantile at its degrees of freedom; one that runs to
+    the last look gets what is left of 0.025 a side. Every prompt of the two datasets of 12
+    is sampled: each dataset's variance has 11 degrees of freedom, the pooled one
+    Satterthwaite's 11 (v1 + v2)^2 / (v1^2 + v2^2)."""
     from scipy import stats
 
     from sago_core.budget.sequential import interval_level
@@ -131,9 +133,18 @@ def test_the_interval_is_the_spending_rules_at_the_look_the_run_stopped_after() 
         assert len(result.rounds) == looks
         assert result.level == pytest.approx(interval_level(looks, 3))
         estimate = result.axes["ent"].estimate
-        assert estimate is not None and np.isinf(estimate.df)  # every prompt sampled
-        z = stats.norm.ppf(0.5 + result.level / 2)
-        assert estimate.half_width(result.level) == pytest.approx(z * np.sqrt(estimate.variance))
+        v1, v2 = (
+            e.variance
+            for e in dataset_estimates(
+                schedule.layout, result.prompts["ent"], design.sampled_prompts
+            )
+            if e
+        )
+        assert estimate is not None and estimate.df == pytest.approx(
+            11 * (v1 + v2) ** 2 / (v1**2 + v2**2)
+        )
+        t = stats.t.ppf(0.5 + result.level / 2, estimate.df)
+        assert estimate.half_width(result.level) == pytest.approx(t * np.sqrt(estimate.variance))
 
 
 def test_planner_formula_by_hand() -> None:
