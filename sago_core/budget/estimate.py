@@ -29,7 +29,8 @@ average over prompts is consistent for the dataset's mean root at any N:
   (E_i = e_i when every cell was asked), each effective cell an event at rate lambda_i;
 - lambda_i ~ Gamma(a, b) over the dataset's prompts, by the method of moments: the mean of
   x_i = Y_i / e_i and the variance left after the cells' own (mean of x_i^2 - x_i / e_i,
-  less the mean squared), the prior's shape at most ``MAX_SHAPE``;
+  less the mean squared), its ratio to the mean squared shrunk towards the axis' pooled
+  over the datasets (``SHAPE_SHRINK`` prompts), the prior's shape at most ``MAX_SHAPE``;
 - the full grid's MS_i is c (Y_i + U_i) / E_i, U_i the count of the E_i - e_i unseen
   effective cells, negative binomial given Y_i; s^_i = E[sqrt(c (Y_i + U_i) / E_i) | Y_i]
   (summed term by term where the counts are small, a second-order expansion above
@@ -66,7 +67,7 @@ degrees of freedom.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special, stats
@@ -80,6 +81,11 @@ SHRINK = 4.0
 # The prior's shape at most this: where the prompts differ no more than their cells' noise
 # says, they are pooled nearly, not exactly (a shape of 100 is a 10% spread of lambda).
 MAX_SHAPE = 100.0
+# Weight (in prompts) of the axis' relative spread of lambda pooled over the datasets in
+# each dataset's prior: a dataset's own from 4 sampled prompts is too noisy, and its floor
+# at 0 turns the noise into a low root (MR -0.58 SE at 8 prompts and 5%, -0.43 with it;
+# 24 measured alike there but +0.16 SE on the synthetic sparse MR at 48 prompts).
+SHAPE_SHRINK = 8.0
 # Below this many expected cells' worth of events a root is summed over the unseen count
 # term by term (sparse axes); above, a second-order expansion is within 0.1% of the sum.
 EXACT_BELOW = 40.0
@@ -202,6 +208,7 @@ def estimate_prompts(
         return PromptEstimates(ms, ms_var, root, root, nan, np.zeros(len(layout.datasets)))
     s, s_var = root.copy(), np.where(measured, 0.0, nan)
     prior_var = np.zeros(len(layout.datasets))
+    models: dict[int, tuple[np.ndarray, _RootModel]] = {}
     for j in range(len(layout.datasets)):
         mine = np.flatnonzero(measured & (layout.prompt_dataset == j))
         strata = layout.stratum_dataset == j
@@ -210,8 +217,10 @@ def estimate_prompts(
             continue  # no spread seen: every prompt's cells alike, the plain root stands
         e, total = 1 / seen_unit[mine], 1 / full_unit[mine]
         x = ms[mine] / dispersion
-        model = _RootModel(x, x**2 - x / e, e, total, dispersion)
-        s[mine], s_var[mine], prior_var[j] = model.roots()
+        models[j] = (mine, _RootModel(x, x**2 - x / e, e, total, dispersion))
+    spread = _pooled_spread([m for _, m in models.values()])
+    for j, (mine, model) in models.items():
+        s[mine], s_var[mine], prior_var[j] = replace(model, pooled=spread).roots()
     if continuous:
         s, s_var, prior_var = _gamma_roots(layout, st, df, weight, fpc, ms)
     return PromptEstimates(ms, ms_var, root, s, s_var, prior_var, shrunk=not continuous)
@@ -367,6 +376,18 @@ def _inverse_f(r: np.ndarray) -> np.ndarray:
         return np.where(r > 0, 1 / (special.poch(1 / r, 0.5) * np.sqrt(r)), 1.0)
 
 
+def _pooled_spread(models: Sequence[_RootModel]) -> float:
+    """The prompts' relative spread tau^2 / mean^2 pooled over the datasets' models (each
+    dataset's unfloored method-of-moments value, weighted by its prompts)."""
+    held = [m for m in models if m.x.mean() > 0]
+    count = sum(len(m.x) for m in held)
+    if not count:
+        return 0.0
+    return (
+        sum(float(m.q.sum() - len(m.x) * m.x.mean() ** 2) / m.x.mean() ** 2 for m in held) / count
+    )
+
+
 def _ratio(num: float, den: float) -> float:
     return float(num / den) if den > 0 else 0.0
 
@@ -383,6 +404,7 @@ class _RootModel:
     e: np.ndarray
     total: np.ndarray
     c: float
+    pooled: float = 0.0  # the axis' relative spread tau^2 / mean^2 over every dataset
 
     def moments(self) -> tuple[np.ndarray, np.ndarray]:
         """(mean, between-prompt variance) of the true value over every prompt but one, one
@@ -391,10 +413,15 @@ class _RootModel:
         n = len(x)
         if n < 3:
             mean, square = np.array([x.mean()]), np.array([q.mean()])
+            count = np.array([float(n)])
         else:
             mean = np.r_[(x.sum() - x) / (n - 1), x.mean()]
             square = np.r_[(q.sum() - q) / (n - 1), q.mean()]
-        return mean, np.maximum(square - mean**2, mean**2 / MAX_SHAPE)
+            count = np.r_[np.full(n, n - 1.0), float(n)]
+        tau2 = (count * (square - mean**2) + SHAPE_SHRINK * self.pooled * mean**2) / (
+            count + SHAPE_SHRINK
+        )
+        return mean, np.maximum(tau2, mean**2 / MAX_SHAPE)
 
     def roots(self) -> tuple[np.ndarray, np.ndarray, float]:
         """Each prompt's posterior mean and variance under the prior fitted to all, and the

@@ -204,6 +204,31 @@ def test_a_prompt_whose_sampled_cells_all_show_zero_gets_a_positive_root() -> No
     assert est.s[0] == 0.0 and est.s_var[0] == 0.0
 
 
+def test_a_datasets_prior_borrows_the_axis_spread_pooled_over_datasets_by_hand() -> None:
+    """Effective cells e = 100, so q = x^2 - x / 100. Dataset a, x = 1, 1, 1, 1: mean 1, its
+    own spread q-bar - 1 = -0.01 (noise: floored alone, at mean^2 / 100). Dataset b, x = 2,
+    4, 6, 8: mean 5, q-bar 30 - 0.05, spread 4.95, relative 0.198. Pooled over the 8
+    prompts: (4 x -0.01 + 4 x 0.198) / 8 = 0.094; a's prior variance (4 x -0.01 + 8 x
+    0.094 x 1) / 12 = 0.059333, b's (4 x 4.95 + 8 x 0.094 x 25) / 12 = 3.216667."""
+    from dataclasses import replace
+
+    from sago_core.budget.estimate import _pooled_spread, _RootModel
+
+    def model(x: list[float]) -> _RootModel:
+        xs, e = np.array(x), np.full(len(x), 100.0)
+        return _RootModel(xs, xs**2 - xs / e, e, e * 2, 1.0)
+
+    a, b = model([1, 1, 1, 1]), model([2, 4, 6, 8])
+    assert a.moments()[1][-1] == pytest.approx(0.01)  # alone: the floor
+    pooled = _pooled_spread([a, b])
+    assert pooled == pytest.approx(0.094)
+    assert replace(a, pooled=pooled).moments()[1][-1] == pytest.approx(0.059333, abs=1e-6)
+    assert replace(b, pooled=pooled).moments()[1][-1] == pytest.approx(3.216667, abs=1e-6)
+    # a prompt left out: 3 prompts of its own, the pool as it is
+    left = replace(a, pooled=pooled).moments()[1][0]
+    assert left == pytest.approx((3 * -0.01 + 8 * 0.094) / 11)
+
+
 def test_missing_cells_leave_the_weights_as_the_full_run_does() -> None:
     """Every cell asked, half of p0's register cells missing: the estimate is the full
     run's RMS over the measured cells, sqrt((0.25 + 0.25 + 1 + 1) / 4) = 0.790569, not
