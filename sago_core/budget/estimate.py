@@ -57,11 +57,11 @@ The dataset. SGS^ = mean of s^_i over the sampled prompts (a simple random sampl
 the N prompts): variance ``(1 - n/N) s_1^2 / n + sum_i v_i / (n N) + prior`` (Cochran
 1977 eq. 10.21), s_1^2 the spread of unbiased per-prompt estimates (``prompt_spread``: a
 shrunk root's spread plus twice its mean posterior variance), v_i each root's variance.
-The variance has n - 1 degrees of freedom and the half-width is a t quantile: where prompts
-are subsampled for the first term, and with every prompt sampled (the interval then for the
-full grid over these prompts) for the second, n prompts' own roots' variances, each from a
-few cells. Pooled = equal-weight mean over datasets, variance sum_j v_j / D^2, Satterthwaite's
-degrees of freedom.
+The whole variance has n - 1 degrees of freedom and the half-width is a t quantile: the
+first term is n roots' spread, the second n prompts' own roots' variances, each from a few
+cells (with every prompt sampled it is all there is, and the interval is for the full grid
+over these prompts). Pooled = equal-weight mean over datasets, variance sum_j v_j / D^2,
+Satterthwaite's degrees of freedom.
 """
 
 from __future__ import annotations
@@ -510,10 +510,10 @@ def dataset_estimate(
     first = (1 - sampled / population) * spread / n
     second = float(within.sum()) / (n * population) + prior_var
     total = first + second
-    # n - 1 degrees of freedom for the whole variance, even with every prompt sampled: the
-    # second term is then n prompts' own noisy roots' variances, which a normal quantile
-    # took as known (datasets at 8 prompts covered 0.80-0.93 at 5-10%, their studentised
-    # errors' 95% point 2.2-3.3; docs/guide/budget-validation.md)
+    # n - 1 degrees of freedom for the whole variance: the second term is n prompts' own
+    # noisy roots' variances too, which taken as known (a normal quantile with every prompt
+    # sampled) left datasets of 8 prompts covering 0.80-0.93 at 5-10%, their studentised
+    # errors' 95% point 1.9-3.3 (docs/guide/budget-validation.md)
     df = n - 1 if n >= 2 and total > 0 else np.inf
     return Estimate(float(values.mean()), total, n, df)
 
