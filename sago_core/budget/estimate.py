@@ -123,7 +123,7 @@ class PromptEstimates:
 @dataclass(frozen=True)
 class Estimate:
     """A score and the design variance of its estimate of the full grid's value; ``df``:
-    the degrees of freedom of that variance (infinite where it is 0 or known)."""
+    the degrees of freedom of that variance (infinite where it is 0 or rests on one prompt)."""
 
     value: float
     variance: float
@@ -381,11 +381,8 @@ def _pooled_spread(models: Sequence[_RootModel]) -> float:
     dataset's unfloored method-of-moments value, weighted by its prompts)."""
     held = [m for m in models if m.x.mean() > 0]
     count = sum(len(m.x) for m in held)
-    if not count:
-        return 0.0
-    return (
-        sum(float(m.q.sum() - len(m.x) * m.x.mean() ** 2) / m.x.mean() ** 2 for m in held) / count
-    )
+    spread = sum(len(m.x) * float(m.q.mean() / m.x.mean() ** 2 - 1) for m in held)
+    return spread / count if count else 0.0
 
 
 def _ratio(num: float, den: float) -> float:
