@@ -49,10 +49,17 @@ def test_variance_components_by_hand() -> None:
 def test_predicted_width_with_prompts_sampled_by_hand() -> None:
     """Cochran 1977 theorem 10.1, n = 5 of N = 10 prompts, m = 5 of V = 20 variants,
     between 0.04, within 0.09: (1 - 5/10) 0.04 / 5 + 0.09 (1/5 - 1/20) / 5 = 0.004 + 0.0027
-    = 0.0067, half-width 1.959964 x 0.0818535 = 0.160430 (the second stage over n, not N:
-    each sampled prompt's own error is averaged over the n sampled)."""
+    = 0.0067, half-width t(4) x 0.0818535 = 2.776445 x 0.0818535 = 0.227262 (the second
+    stage over n, not N: each sampled prompt's own error is averaged over the n sampled).
+    A second dataset of 5 prompts, all sampled: 0.09 (1/5 - 1/20) / 5 = 0.0027. Pooled:
+    (0.0067 + 0.0027) / 4 = 0.00235 (sd 0.0484768), Satterthwaite's degrees of freedom
+    0.0094^2 / (0.0067^2 / 4 + 0.0027^2 / 4) = 6.773476; over 3 rounds the last look's
+    interval is at 1 - 2 (0.025 - 2 x 0.0013499) = 0.955400 (two interim looks at z = 3):
+    t(6.773476) at 0.977700 = 2.459824, half-width 0.119244."""
     parts = [Components(between=0.04, within=0.09, prompts=10, variants=20, sgs=0.5)]
-    assert predicted_half_width(parts, 5, 5, "grid") == pytest.approx(0.160430, abs=1e-5)
+    assert predicted_half_width(parts, 5, 5, "grid") == pytest.approx(0.227262, abs=1e-5)
+    two = [*parts, Components(between=0.04, within=0.09, prompts=5, variants=20, sgs=0.5)]
+    assert predicted_half_width(two, 5, 5, "grid", rounds=3) == pytest.approx(0.119244, abs=1e-5)
 
 
 def test_no_event_share_by_hand() -> None:
@@ -67,7 +74,7 @@ def test_sample_share_and_its_split_by_hand() -> None:
     """s2_variant 0.01, s2_sample 0.08 at K0 = 4: q = 0.02 / 0.03 = 2/3. within 0.3 splits
     into the variants' 0.1 and the sampling part 0.2 x K0 / K: 0.1 at K = 8, 0.4 at K = 2.
     At K = 8, n = N = 8, m = 10 of V = 80: [0.1 (1/10 - 1/80) + 0.1 / 10] / 8 = 0.00234375,
-    half-width 1.959964 x 0.0484123 = 0.094886."""
+    half-width t(7) x 0.0484123 = 2.364624 x 0.0484123 = 0.114477."""
     table = from_rows(
         [
             {**POOLED_ROW, "axis": "bleu", "s2_variant": 0.01, "s2_sample": 0.08},
@@ -83,7 +90,7 @@ def test_sample_share_and_its_split_by_hand() -> None:
     assert (at8.within, at8.sample) == (pytest.approx(0.1), pytest.approx(0.1))
     assert at_samples(parts, shares["bleu"], 4, 2)[0].sample == pytest.approx(0.4)
     assert at_samples(parts, None, 4, 8) == parts
-    assert predicted_half_width([at8], 8, 10) == pytest.approx(0.094886, abs=1e-5)
+    assert predicted_half_width([at8], 8, 10) == pytest.approx(0.114477, abs=1e-5)
     _, once = sample_shares(None, "m", ("bleu",), 1)
     assert "K = 1" in once["bleu"]
 

@@ -148,12 +148,13 @@ def test_the_interval_is_the_spending_rules_at_the_look_the_run_stopped_after() 
 
 
 def test_planner_formula_by_hand() -> None:
-    """between 0.04, within 0.09, 10 prompts, 20 variants; n = 10, m = 5:
-    grid: 0.09 (1/5 - 1/20) / 10 = 0.00135 -> 1.96 x 0.036742 = 0.0720;
-    population: (0.04 + 0.0135) / 10 = 0.00535 -> 1.96 x 0.073144 = 0.1434."""
+    """between 0.04, within 0.09, 10 prompts, 20 variants; n = 10, m = 5, t(9) = 2.262157
+    (the interval the run states takes n - 1 degrees of freedom):
+    grid: 0.09 (1/5 - 1/20) / 10 = 0.00135 -> 2.262157 x 0.036742 = 0.083116;
+    population: (0.04 + 0.0135) / 10 = 0.00535 -> 2.262157 x 0.073144 = 0.165463."""
     parts = [Components(between=0.04, within=0.09, prompts=10, variants=20, sgs=0.5)]
-    assert predicted_half_width(parts, 10, 5, "grid") == pytest.approx(0.0720, abs=1e-4)
-    assert predicted_half_width(parts, 10, 5, "population") == pytest.approx(0.1434, abs=1e-4)
+    assert predicted_half_width(parts, 10, 5, "grid") == pytest.approx(0.083116, abs=1e-5)
+    assert predicted_half_width(parts, 10, 5, "population") == pytest.approx(0.165463, abs=1e-5)
 
 
 def test_planner_trades_prompts_for_variants() -> None:
