@@ -1,6 +1,6 @@
 """The planner's account of how a budgeted run spreads a prompt's cells over its strata.
 
-The proportional prediction (planner.predicted_variance: ``within`` (1/m - 1/V) per prompt)
+The proportional prediction (planner.predicted_estimate: ``within`` (1/m - 1/V) per prompt)
 assumes each stratum gets its share of a prompt's m cells. The design does otherwise
 (sequential.py): its first round gives every stratum two cells (one variance needs two),
 however few variants the stratum holds, and tops the round up proportionally; the later

@@ -138,16 +138,6 @@ def variance_components(layout: Layout, values: np.ndarray) -> list[Components]:
     return out
 
 
-def predicted_variance(
-    parts: Sequence[Components],
-    prompts: int,
-    variants: float,
-    scope: Scope = "grid",
-    counts: Sequence[np.ndarray] | None = None,
-) -> float:
-    return predicted_estimate(parts, prompts, variants, scope, counts).variance
-
-
 def predicted_estimate(
     parts: Sequence[Components],
     prompts: int,

@@ -21,7 +21,7 @@ from sago_core.budget.design import Grid, draw_design, index_grid, select_cells
 from sago_core.budget.estimate import axis_estimates, full_scores
 from sago_core.budget.planner import (
     planned_components,
-    predicted_variance,
+    predicted_estimate,
     variance_components,
 )
 from sago_core.budget.run_cells import RunCells
@@ -70,7 +70,10 @@ def test_a_baseline_equal_to_the_new_release_leaves_no_design_error() -> None:
     # the planner predicts the same: no second-stage variance left
     parts = {"a": variance_components(layout, values)}
     planned = planned_components(parts, layout, values[:, None], values[:, None], ["a"])
-    assert predicted_variance(planned["a"], 6, 4) < 0.5 * predicted_variance(parts["a"], 6, 4)
+    assert (
+        predicted_estimate(planned["a"], 6, 4).variance
+        < 0.5 * predicted_estimate(parts["a"], 6, 4).variance
+    )
 
 
 def test_the_baseline_knows_the_prompts_a_budget_leaves_out() -> None:

@@ -18,8 +18,8 @@ from sago_core.budget.planner import (
     Components,
     at_samples,
     no_event_share,
+    predicted_estimate,
     predicted_half_width,
-    predicted_variance,
     sample_shares,
     variance_components,
 )
@@ -278,6 +278,6 @@ def test_the_prediction_is_the_second_stage_term_by_hand() -> None:
     # is 0.1 x (1/2 - 1/4) = 0.025 per prompt, over n = 2 prompts: 0.0125. A sparse axis
     # gets no floor on top: its 0-event prompts' roots are the estimator's posterior ones.
     parts = [Components(between=0.3, within=0.1, prompts=2, variants=4, sgs=0.2)]
-    assert predicted_variance(parts, 2, 2) == pytest.approx(0.0125)
+    assert predicted_estimate(parts, 2, 2).variance == pytest.approx(0.0125)
     # every cell asked: no variance left
-    assert predicted_variance(parts, 2, 4) == pytest.approx(0.0)
+    assert predicted_estimate(parts, 2, 4).variance == pytest.approx(0.0)
