@@ -507,12 +507,15 @@ def dataset_estimate(
     first = (1 - sampled / population) * spread / n
     second = float(within.sum()) / (n * population) + prior_var
     total = first + second
-    # n - 1 degrees of freedom for the whole variance: the second term is n prompts' own
-    # noisy roots' variances too, which taken as known (a normal quantile with every prompt
-    # sampled) left datasets of 8 prompts covering 0.80-0.93 at 5-10%, their studentised
-    # errors' 95% point 1.9-3.3 (docs/guide/budget-validation.md)
-    df = n - 1 if n >= 2 and total > 0 else np.inf
-    return Estimate(float(values.mean()), total, n, df)
+    return Estimate(float(values.mean()), total, n, dataset_df(n, total))
+
+
+def dataset_df(prompts: int, variance: float) -> float:
+    """A dataset's estimate's degrees of freedom: n - 1 for the whole variance. The second
+    term is n prompts' own noisy roots' variances too, which taken as known (a normal
+    quantile with every prompt sampled) left datasets of 8 prompts covering 0.80-0.93 at
+    5-10%, their studentised errors' 95% point 1.9-3.3 (docs/guide/budget-validation.md)."""
+    return prompts - 1 if prompts >= 2 and variance > 0 else np.inf
 
 
 def pooled_estimate(estimates: Sequence[Estimate | None]) -> Estimate | None:

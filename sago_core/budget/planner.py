@@ -74,7 +74,7 @@ from sago_core.budget.allocation import (
 from sago_core.budget.baseline import measured_control
 from sago_core.budget.cells import GridValues
 from sago_core.budget.design import LEVELS, Layout, Level, index_grid, minimum_counts
-from sago_core.budget.estimate import Estimate, full_scores, pooled_estimate
+from sago_core.budget.estimate import Estimate, dataset_df, full_scores, pooled_estimate
 from sago_core.budget.sequential import interval_level
 from sago_core.config import BudgetSettings
 from sago_core.vocabulary import POOLED
@@ -146,12 +146,13 @@ def predicted_estimate(
     counts: Sequence[np.ndarray] | None = None,
 ) -> Estimate:
     """The pooled estimate's predicted variance, with the degrees of freedom its interval
-    will take: each dataset's n - 1, Satterthwaite's over the datasets (estimate.py; a
-    normal quantile at 95% predicted it 10-12% short at 4 prompts per dataset over 3
-    rounds, 6% at 8). ``counts``: per dataset, the typical prompt's cells per stratum as the design
-    allocates them (allocation.py); without, each stratum its proportional share. With a
-    baseline, the estimator the run takes: the one over the baseline's prompts where it is
-    narrower than the design alone, else the control variate (baseline.py)."""
+    will take: each dataset's (``dataset_df``), Satterthwaite's over the datasets (a normal
+    quantile at 95% predicted the half-width 10-12% short at 4 prompts per dataset over 3
+    rounds, 6% at 8). ``counts``: per dataset, the typical prompt's cells per stratum as
+    the design allocates them (allocation.py); without, each stratum its proportional
+    share. With a baseline, the estimator the run takes: the one over the baseline's
+    prompts where it is narrower than the design alone, else the control variate
+    (baseline.py)."""
     alone, controlled, across, sampled = [], [], [], []
     for j, c in enumerate(parts):
         n = min(prompts, c.prompts) if scope == "grid" else prompts
@@ -170,7 +171,7 @@ def predicted_estimate(
         sampled.append(n)
     best = across if sum(across) < sum(alone) else controlled
     datasets = [
-        Estimate(0.0, float(v), n, n - 1 if n >= 2 and v > 0 else np.inf)
+        Estimate(0.0, float(v), n, dataset_df(n, float(v)))
         for v, n in zip(best, sampled, strict=True)
     ]
     pooled = pooled_estimate(datasets)
