@@ -63,6 +63,32 @@ def test_budget_below_one_round_is_refused_naming_the_key() -> None:
     assert full.prompts == (12, 12) and full.totals[-1] == grid.cells
 
 
+def test_subtype_strata_come_before_prompts() -> None:
+    """One dataset of 8 prompts; family strata: register (6 kinds), noise (two subtypes of
+    5 kinds): 2 x 2 cells a prompt, 32 for all 8. Subtype strata: 3 x 2 = 6 a prompt, so
+    32 cells give them 32 // 6 = 5 prompts; 24 cells only 4 (8 x 24 // 48); 20 cells 3,
+    below the 4 a dataset keeps, so family strata over 20 // 4 = 5 prompts."""
+    kinds = [("register", "politeness", float(s), "prefix") for s in range(1, 7)]
+    kinds += [("noise", sub, float(s), "prefix") for sub in ("spacing", "case") for s in range(5)]
+    cells = [(f"p{i}", k) for i in range(8) for k in kinds]
+    grid = Grid(("d",) * len(cells), tuple(c[0] for c in cells), tuple(c[1] for c in cells))
+    assert [
+        (s.layout.level, s.prompts) for s in (make_schedule(grid, b, 3) for b in (48, 32, 24, 20))
+    ] == [
+        ("position", (8,)),  # every prompt affords the finest strata: as before
+        ("subtype", (5,)),
+        ("subtype", (4,)),
+        ("family", (5,)),
+    ]
+    # families of one subtype each (positions apart): a family's strata over every prompt
+    kinds = [("register", "politeness", float(s), p) for s in (1, 2, 3) for p in ("a", "b")]
+    kinds += [("noise", "spacing", float(s), "a") for s in range(5)]
+    cells = [(f"p{i}", k) for i in range(8) for k in kinds]
+    grid = Grid(("d",) * len(cells), tuple(c[0] for c in cells), tuple(c[1] for c in cells))
+    schedule = make_schedule(grid, 32, 3)
+    assert (len(schedule.layout.strata), schedule.prompts) == (2, (8,))
+
+
 def sequential_verdicts(
     mu: float, eps: float, runs: int, levels: Sequence[float] | None = None
 ) -> dict[str, float]:
