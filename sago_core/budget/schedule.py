@@ -115,8 +115,6 @@ def _subtypes_first(
 ) -> tuple[Layout, np.ndarray]:
     """Subtype strata over the prompts one round affords, if each dataset keeps at least
     ``SUBTYPE_PROMPTS`` (or all it has); else family strata over ``prompts``."""
-    if len(subtype.strata) == len(family.strata):  # no family has two subtypes
-        return family, prompts
     fewer = np.minimum(everyone, (everyone * cells) // minimum_round(subtype, everyone))
     if (fewer >= np.minimum(SUBTYPE_PROMPTS, everyone)).all() and (
         minimum_round(subtype, fewer) <= cells
