@@ -46,12 +46,13 @@ strata's spreads (allocation.py: sum_h W_h^2 S_h^2 (1/m_h - 1/V_h) per prompt), 
 of the paper grid brought Ent and Prob from 1.33 and 1.29 times the realised half-width to
 0.99 and 0.97.
 
-Pooled: the mean over D datasets, variance sum_j var_j / D^2; the half-width is 1.96 x its
-root. A prompt costs m + ``PROMPT_OVERHEAD`` generations (its base answer and its replay),
-x K, so a budget of B generations affords n D (m + 2) K <= B; ``best_designs`` and ``plan``
-search n (and K; m following from B) and rank by the worst axis' half-width over its
-target (or over its SGS, with no target). Cochran's optimum for the population mean,
-m* = sqrt(2 within / between), is where the search lands when the pool is unlimited.
+Pooled: the mean over D datasets, variance sum_j var_j / D^2; the half-width is the run's
+t quantile (``predicted_estimate``) x its root. A prompt costs m + ``PROMPT_OVERHEAD``
+generations (its base answer and its replay), x K, so a budget of B generations affords
+n D (m + 2) K <= B; ``plan`` searches n (and K; m following from B) among the designs a
+run would take and ranks them by the worst axis' half-width over its target (or over its
+SGS, with no target). Cochran's optimum for the population mean, m* = sqrt(2 within /
+between), is where the search lands when the pool is unlimited.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ from sago_core.budget.baseline import measured_control
 from sago_core.budget.cells import GridValues
 from sago_core.budget.design import LEVELS, Layout, Level, index_grid, minimum_counts
 from sago_core.budget.estimate import Estimate, dataset_df, full_scores, pooled_estimate
+from sago_core.budget.schedule import SUBTYPE_PROMPTS
 from sago_core.budget.sequential import interval_level
 from sago_core.config import BudgetSettings
 from sago_core.vocabulary import POOLED
@@ -233,41 +235,6 @@ class PlannedDesign:
     no_event: dict[str, float] | None = None  # per axis, ``no_event_share`` (``plan``)
 
 
-def best_designs(
-    components: Mapping[str, Sequence[Components]],
-    generations: int,
-    *,
-    target: Mapping[str, float] | None = None,
-    scope: Scope = "grid",
-    max_prompts: int | None = None,
-    min_variants: int = 1,
-    top: int = 5,
-) -> list[PlannedDesign]:
-    """Designs affordable with ``generations``, best first. ``max_prompts``: the pool per
-    dataset (default: the pilot's prompts for scope "grid", 10x them for "population")."""
-    first = next(iter(components.values()))
-    datasets = len(first)
-    pool = max_prompts or (
-        min(c.prompts for c in first) if scope == "grid" else 10 * max(c.prompts for c in first)
-    )
-    variants_max = int(max(c.variants for c in first))
-    found = []
-    for n in range(2, pool + 1):
-        m = min(variants_max, generations // (n * datasets) - PROMPT_OVERHEAD)
-        if m < min_variants:
-            break
-        widths = {
-            axis: predicted_half_width(parts, n, m, scope) for axis, parts in components.items()
-        }
-        ratios = [
-            widths[a] / (target[a] if target and a in target else _sgs(components[a]))
-            for a in widths
-            if not target or a in target
-        ]
-        found.append(PlannedDesign(n, m, n * datasets * (m + PROMPT_OVERHEAD), widths, max(ratios)))
-    return sorted(found, key=lambda d: d.score)[:top]
-
-
 def _sgs(parts: Sequence[Components]) -> float:
     value = float(np.mean([c.sgs for c in parts]))
     return value if value > 0 else 1.0
@@ -388,8 +355,9 @@ def plan(
     """Designs affordable with ``generations`` (n D (m + 2) K of them), best first: every n
     of the pool, every K of ``samples`` (default: the pilot's), m the most the rest affords,
     the strata the finest that m fits (a design below the coarsest is not a design), each
-    half-width at the design's own allocation over ``rounds`` rounds (allocation.py).
-    ``max_no_event``: only designs whose every axis' ``no_event_share`` is at most this."""
+    half-width at the design's own allocation over ``rounds`` rounds (allocation.py), and
+    family strata only where a run would take them (``_as_run``). ``max_no_event``: only
+    designs whose every axis' ``no_event_share`` is at most this."""
     first = next(iter(pilot.components[LEVELS[0]].values()))
     datasets = len(first)
     pool = max_prompts or (
@@ -421,9 +389,21 @@ def plan(
                 for axis, (measured, nonzero) in (pilot.events or {}).items()
             }
             found.append(PlannedDesign(n, m, cost, widths, max(ratios), k, level, empty))
+    found = [d for k in samples or (pilot.samples,) for d in _as_run(found, k, pool)]
     if max_no_event is not None:
         found = [d for d in found if max((d.no_event or {}).values(), default=0.0) <= max_no_event]
     return sorted(found, key=lambda d: (d.score, d.generations))[:top]
+
+
+def _as_run(found: Sequence[PlannedDesign], samples: int, pool: int) -> list[PlannedDesign]:
+    """The designs at K = ``samples`` that a run would take (schedule.py: subtypes before
+    prompts): family strata only where no finer strata over at least
+    ``schedule.SUBTYPE_PROMPTS`` prompts per dataset (or the whole pool) fit the budget.
+    Family strata over many prompts predict the narrower interval, but on a real run's cells
+    they were the intervals that missed (docs/guide/budget-validation.md)."""
+    at_k = [d for d in found if d.samples == samples]
+    finer = any(d.level != LEVELS[-1] and d.prompts >= min(SUBTYPE_PROMPTS, pool) for d in at_k)
+    return [d for d in at_k if not (finer and d.level == LEVELS[-1])]
 
 
 def sample_shares(

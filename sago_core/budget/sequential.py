@@ -22,8 +22,8 @@ over 1,500 replays of a 3-round design); frozen leave-one-out weights: within si
 error of 0 (tests/unit/test_budget_sequential.py). For the same reason an axis' weight does
 not fall to 0 once its target is met (whether it is met depends on every prompt's values).
 The first round, with nothing observed, is proportional. Prompts vs variants per prompt is
-decided once, by the planner (``planner.best_designs``), from the two-stage variance
-components.
+decided once, before the first round, by the schedule (schedule.py); ``sago design``
+(planner.py) predicts the same designs' intervals from a pilot's variance components.
 
 Stopping. An axis is done when its design half-width meets its target, or when its pooled
 one-sided test at each eps (H0 E[s] <= eps, a t-test over every sampled prompt's root whose

@@ -96,7 +96,12 @@ def test_sample_share_and_its_split_by_hand() -> None:
 
 
 def write_run(
-    folder: Path, models: tuple[str, ...] = ("m",), samples: int = 1, sparse: bool = False
+    folder: Path,
+    models: tuple[str, ...] = ("m",),
+    samples: int = 1,
+    sparse: bool = False,
+    prompts: int = 4,
+    kinds: list[tuple[str, str, float, str]] = KINDS,
 ) -> Path:
     """2 datasets x 4 prompts x 12 variants (two strata of 6 strengths), axes bleu and mr:
     each prompt's deltas scale with a prompt effect (1, 2, 3, 4), so prompts differ far more
@@ -105,8 +110,8 @@ def write_run(
     rows = []
     for model in models:
         for dataset in ("d1", "d2"):
-            for i in range(4):
-                for family, subtype, strength, position in KINDS:
+            for i in range(prompts):
+                for family, subtype, strength, position in kinds:
                     for axis in ("bleu", "mr"):
                         value = -0.1 * (i + 1) * (1 + 0.2 * rng.random())
                         if sparse and axis == "mr":
@@ -150,6 +155,31 @@ def test_plan_prints_the_best_design(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["design", str(run), "--budget", "64", "--top", "2"]) == 0
     again = capsys.readouterr().out
     assert "Best design: 4 prompts per dataset x 6 variants per prompt x K 1 = 64" in again
+
+
+def test_plan_takes_family_strata_only_where_a_run_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Noise in two subtypes (spacing, casing) and register: 3 strata by subtype, 2 by
+    family, so a round takes 6 variants per prompt by subtype and 4 by family. At 96
+    generations, 7 or 8 prompts afford 4 variants (96 / 16 - 2: family strata), 6 prompts 6
+    (subtype): a run takes the subtypes over fewer prompts, and so does the plan, though
+    family strata over all 8 predict the narrower interval. At 56, 4 prompts afford 5
+    variants (family) and only 2 or 3 prompts afford the subtypes: family strata stay."""
+    casing = [("noise", "casing", s, "prefix") for s in STRENGTHS]
+    run = write_run(tmp_path / "run", prompts=8, kinds=[*KINDS, *casing])
+    assert main(["design", str(run), "--budget", "96", "--top", "10"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    designs = {(r[0], r[4]) for r in rows if len(r) > 6 and r[0].isdigit()}
+    assert designs == {(str(n), "position") for n in range(2, 7)}
+    assert main(["design", str(run), "--budget", "56", "--top", "10"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines()]
+    assert {(r[0], r[4]) for r in rows if len(r) > 6 and r[0].isdigit()} == {
+        ("2", "position"),
+        ("3", "position"),
+        ("4", "family"),
+    }
 
 
 def test_plan_with_a_baseline_predicts_what_it_leaves(

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from sago_core.budget.design import Grid, draw_design, index_grid
+from sago_core.budget.design import LEVELS, Grid, draw_design, index_grid
 from sago_core.budget.estimate import dataset_estimates, full_scores
-from sago_core.budget.planner import Components, best_designs, predicted_half_width
+from sago_core.budget.planner import Components, Pilot, plan, predicted_half_width
 from sago_core.budget.schedule import BudgetTooSmall, make_schedule
 from sago_core.budget.sequential import INTERIM_ALPHA, allocate, look_levels, run_budgeted
 from sago_core.scoring.significance import one_sided_t_test
@@ -186,11 +186,15 @@ def test_planner_formula_by_hand() -> None:
 def test_planner_trades_prompts_for_variants() -> None:
     """Prompts that differ a lot (between >> within) want many prompts with few variants;
     variants that differ a lot want fewer prompts with more variants each."""
-    spread_prompts = {"bleu": [Components(0.05, 0.001, 16, 80, 0.5)]}
-    spread_variants = {"bleu": [Components(0.0005, 0.5, 16, 80, 0.5)]}
+
+    def pilot(parts: Components) -> Pilot:  # one stratum at every level
+        return Pilot({lv: {"bleu": [parts]} for lv in LEVELS}, dict.fromkeys(LEVELS, 2), 80)
+
+    spread_prompts = pilot(Components(0.05, 0.001, 16, 80, 0.5))
+    spread_variants = pilot(Components(0.0005, 0.5, 16, 80, 0.5))
     budget = 640
-    a = best_designs(spread_prompts, budget, scope="population", max_prompts=200)[0]
-    b = best_designs(spread_variants, budget, scope="population", max_prompts=200)[0]
+    a = plan(spread_prompts, budget, scope="population", max_prompts=200)[0]
+    b = plan(spread_variants, budget, scope="population", max_prompts=200)[0]
     assert a.prompts > b.prompts and a.variants < b.variants
     assert a.generations <= budget and b.generations <= budget
 
