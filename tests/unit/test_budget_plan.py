@@ -163,23 +163,19 @@ def test_plan_takes_family_strata_only_where_a_run_would(
     """Noise in two subtypes (spacing, casing) and register: 3 strata by subtype, 2 by
     family, so a round takes 6 variants per prompt by subtype and 4 by family. At 96
     generations, 7 or 8 prompts afford 4 variants (96 / 16 - 2: family strata), 6 prompts 6
-    (subtype): a run takes the subtypes over fewer prompts, and so does the plan, though
-    family strata over all 8 predict the narrower interval. At 56, 4 prompts afford 5
-    variants (family) and only 2 or 3 prompts afford the subtypes: family strata stay."""
+    (subtype): a run takes the subtypes over fewer prompts, at least 4, and so does the
+    plan, though family strata over all 8 predict the narrower interval. At 56, 4 prompts
+    afford 5 variants (family) and only 2 or 3 prompts afford the subtypes: family strata."""
     casing = [("noise", "casing", s, "prefix") for s in STRENGTHS]
     run = write_run(tmp_path / "run", prompts=8, kinds=[*KINDS, *casing])
     assert main(["design", str(run), "--budget", "96", "--top", "10"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     designs = {(r[0], r[4]) for r in rows if len(r) > 6 and r[0].isdigit()}
-    assert designs == {(str(n), "position") for n in range(2, 7)}
+    assert designs == {(str(n), "position") for n in range(4, 7)}
     assert main(["design", str(run), "--budget", "56", "--top", "10"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines()]
-    assert {(r[0], r[4]) for r in rows if len(r) > 6 and r[0].isdigit()} == {
-        ("2", "position"),
-        ("3", "position"),
-        ("4", "family"),
-    }
+    assert {(r[0], r[4]) for r in rows if len(r) > 6 and r[0].isdigit()} == {("4", "family")}
 
 
 def test_plan_with_a_baseline_predicts_what_it_leaves(
@@ -226,16 +222,17 @@ def test_plan_keeps_designs_with_few_event_free_prompts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """mr holds one event in a prompt's 12 variants: m sampled cells miss it with chance
-    1 - m/12. At 64 generations: 4 prompts x 6 (0.5), 3 x 8 (0.333), 2 x 12 (0). A limit of
-    0.4 drops 4 x 6; 0.2 leaves 2 x 12 = 2 x 2 x 14 = 56 generations."""
-    run = write_run(tmp_path / "run", sparse=True)
-    assert main(["design", str(run), "--budget", "64", "--max-no-event", "0.4"]) == 0
+    1 - m/12. 8 prompts per dataset at 128 generations: 8 prompts x 6 (0.5), 7 x 7 (0.417),
+    6 x 8 (0.333), 5 x 10 (0.167), 4 x 12 (0); fewer than 4 a run does not sample. A limit
+    of 0.4 drops 8 x 6 and 7 x 7; 0.1 leaves 4 x 12 = 4 x 2 x 14 = 112 generations."""
+    run = write_run(tmp_path / "run", sparse=True, prompts=8)
+    assert main(["design", str(run), "--budget", "128", "--max-no-event", "0.4"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     designs = {(r[0], r[1], r[6]) for r in rows if len(r) > 6 and r[0].isdigit()}
-    assert designs == {("3", "8", "33%"), ("2", "12", "0%")}
-    assert main(["design", str(run), "--budget", "64", "--max-no-event", "0.2"]) == 0
+    assert designs == {("6", "8", "33%"), ("5", "10", "17%"), ("4", "12", "0%")}
+    assert main(["design", str(run), "--budget", "128", "--max-no-event", "0.1"]) == 0
     out = capsys.readouterr().out
-    assert "Best design: 2 prompts per dataset x 12 variants per prompt x K 1 = 56" in out
+    assert "Best design: 4 prompts per dataset x 12 variants per prompt x K 1 = 112" in out
 
 
 @pytest.mark.parametrize(
