@@ -1,6 +1,7 @@
-"""``sago design``: the budgeted design with the narrowest predicted interval, planned from a
-finished run's variance components (its ``deltas.parquet``; at K > 1 also its
-``variance_components.parquet``). Reads artifacts only: no model, no generation."""
+"""``sago design``: of the budgeted designs a run would take, the one with the narrowest
+predicted interval, planned from a finished run's variance components (its
+``deltas.parquet``; at K > 1 also its ``variance_components.parquet``). Reads artifacts
+only: no model, no generation."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def add_parser(commands: Any) -> None:
     plan = commands.add_parser(
         "design",
         help="choose a budgeted design from a finished run: prompts per dataset x variants per "
-        "prompt x K with the narrowest predicted interval (no model)",
+        "prompt x K, of those a run would take, with the narrowest predicted interval (no model)",
     )
     add_run(plan, "a finished run (the pilot): its folder or store URL")
     add_budget(plan, "the budget to spend", required=True)
