@@ -76,7 +76,7 @@ from sago_core.budget.baseline import measured_control
 from sago_core.budget.cells import GridValues
 from sago_core.budget.design import LEVELS, Layout, Level, index_grid, minimum_counts
 from sago_core.budget.estimate import Estimate, dataset_df, full_scores, pooled_estimate
-from sago_core.budget.schedule import SUBTYPE_PROMPTS
+from sago_core.budget.schedule import finer_floor
 from sago_core.budget.sequential import interval_level
 from sago_core.config import BudgetSettings
 from sago_core.vocabulary import POOLED
@@ -367,7 +367,8 @@ def plan(
     # expected value over sampling (at_samples)
     share = (pilot.sample_share or {}) if samples else {}
     found = []
-    for k in samples or (pilot.samples,):
+    ks = samples or (pilot.samples,)
+    for k in ks:
         for n in range(2, pool + 1):
             m = min(pilot.variants, generations // (n * datasets * k) - PROMPT_OVERHEAD)
             level = level_for(pilot, m)
@@ -389,7 +390,7 @@ def plan(
                 for axis, (measured, nonzero) in (pilot.events or {}).items()
             }
             found.append(PlannedDesign(n, m, cost, widths, max(ratios), k, level, empty))
-    found = [d for k in samples or (pilot.samples,) for d in _as_run(found, k, pool)]
+    found = [d for k in ks for d in _as_run(found, k, pool)]
     if max_no_event is not None:
         found = [d for d in found if max((d.no_event or {}).values(), default=0.0) <= max_no_event]
     return sorted(found, key=lambda d: (d.score, d.generations))[:top]
@@ -397,13 +398,14 @@ def plan(
 
 def _as_run(found: Sequence[PlannedDesign], samples: int, pool: int) -> list[PlannedDesign]:
     """The designs at K = ``samples`` that a run would take (schedule.py: subtypes before
-    prompts): finer than family strata over at least ``schedule.SUBTYPE_PROMPTS`` prompts
-    per dataset (or the whole pool), and family strata only where no such design fits the
-    budget. Family strata over many prompts predict the narrower interval, but on a real
-    run's cells they were the intervals that missed; subtype strata over 2 of 8 prompts
-    covered 0.63-0.78 (docs/guide/budget-validation.md)."""
+    prompts): finer than family strata over at least ``schedule.finer_floor`` prompts per
+    dataset, and family strata only where no such design fits the budget. Family strata
+    over many prompts predict the narrower interval, but on a real run's cells they were
+    the intervals that missed; subtype strata over 2 of 8 prompts covered 0.63-0.78
+    (docs/guide/budget-validation.md)."""
     at_k = [d for d in found if d.samples == samples]
-    finer = [d for d in at_k if d.level != LEVELS[-1] and d.prompts >= min(SUBTYPE_PROMPTS, pool)]
+    floor = int(finer_floor(np.array(pool)))
+    finer = [d for d in at_k if d.level != LEVELS[-1] and d.prompts >= floor]
     return finer or [d for d in at_k if d.level == LEVELS[-1]] or at_k
 
 

@@ -110,14 +110,19 @@ def make_schedule(grid: Grid, cells: int, rounds: int, key: str = "budget") -> S
     return Schedule(layout, totals, minimum, grid.cells, tuple(int(n) for n in prompts))
 
 
+def finer_floor(prompts: np.ndarray) -> np.ndarray:
+    """The fewest of a dataset's ``prompts`` that strata finer than family are taken over
+    when prompts are sampled: ``SUBTYPE_PROMPTS``, or all it has. The planner lists the
+    same designs (planner.py)."""
+    return np.minimum(SUBTYPE_PROMPTS, prompts)
+
+
 def _subtypes_first(
     subtype: Layout, family: Layout, everyone: np.ndarray, prompts: np.ndarray, cells: int
 ) -> tuple[Layout, np.ndarray]:
     """Subtype strata over the prompts one round affords, if each dataset keeps at least
     ``SUBTYPE_PROMPTS`` (or all it has); else family strata over ``prompts``."""
     fewer = np.minimum(everyone, (everyone * cells) // minimum_round(subtype, everyone))
-    if (fewer >= np.minimum(SUBTYPE_PROMPTS, everyone)).all() and (
-        minimum_round(subtype, fewer) <= cells
-    ):
+    if (fewer >= finer_floor(everyone)).all() and (minimum_round(subtype, fewer) <= cells):
         return subtype, fewer
     return family, prompts
