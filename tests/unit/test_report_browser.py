@@ -40,7 +40,9 @@ WIDTH = 1280
 MODELS = ("hf:HuggingFaceTB/SmolLM2-135M-Instruct", "api:openai/gpt-4o-mini-2024-07-18")
 
 # After load: the page's width, every figure with its label, the sections in order, the
-# section of the first h2, every scrolling box's widths, and what sticks out of the page.
+# section of the first h2, every scrolling box's widths, and what sticks out of the page
+# (an element inside a box that scrolls or clips sideways, such as the explorer's, does not:
+# how wide a table's columns are depends on the machine's fonts).
 PROBE = """<script>window.addEventListener('load',()=>{const out={};try{
 const root=document.documentElement;
 out.width=[window.innerWidth,root.scrollWidth];
@@ -53,9 +55,11 @@ const h2=document.querySelector('h2');out.firstH2=h2?[h2.textContent,
   h2.closest('section')?h2.closest('section').id:null]:null;
 out.boxes=[...document.querySelectorAll('.scroll')].map(b=>[b.closest('section')?
   b.closest('section').id:null,b.scrollWidth,b.clientWidth,Math.round(b.getBoundingClientRect().right)]);
-out.outside=[...document.querySelectorAll('body *')].filter(e=>!e.closest('.scroll')&&
-  e.getBoundingClientRect().right>root.clientWidth+1).slice(0,8).map(e=>e.tagName+'#'+e.id+
-  '.'+e.className);
+const clipped=e=>{for(let a=e.parentElement;a&&a!==root;a=a.parentElement){
+  if(getComputedStyle(a).overflowX!=='visible')return true;}return false;};
+out.outside=[...document.querySelectorAll('body *')].filter(e=>
+  e.getBoundingClientRect().right>root.clientWidth+1&&!clipped(e)).slice(0,8).map(e=>
+  e.tagName+'#'+e.id+'.'+e.className);
 }catch(e){out.error=String(e)+' '+e.stack;}
 document.body.setAttribute('data-probe',JSON.stringify(out));});</script>"""
 
