@@ -93,7 +93,8 @@ def _prefect(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-SILENCE_S = 75  # the dead-worker automation; workers beat every 30 s
+HEARTBEAT_S = 30  # a flow run's heartbeat (Prefect's least); the dead-worker automation
+SILENCE_S = 75  # waits 2.5 beats
 
 
 def _worker(env: dict[str, str], device: str) -> subprocess.Popen:
@@ -102,7 +103,7 @@ def _worker(env: dict[str, str], device: str) -> subprocess.Popen:
         env={
             **env,
             "CUDA_VISIBLE_DEVICES": device,
-            "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",
+            "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S),
             "PREFECT_WORKER_QUERY_SECONDS": "5",  # picks a shard run up sooner than 10 s
         },
         cwd=ROOT,
@@ -263,8 +264,8 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
 ) -> None:
     """The module's server, deployment and workers (the tests above are done with them)."""
     env = cluster.env
-    settings = _config(tiny_model_dir, Path(), tmp_path / "runs", "deployments", n=2)
-    del settings["datasets"]  # the built-in prompts: 12 shards, 6 per device
+    settings = _config(tiny_model_dir, Path(), tmp_path / "runs", "deployments", n=1)
+    del settings["datasets"]  # the built-in prompts: 6 shards, 3 per device
     settings["generation"]["max_new_tokens"] = 24
     config = tmp_path / "run.json"
     config.write_text(json.dumps(settings))
@@ -279,12 +280,12 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
     )
     try:
         deadline = time.time() + 600
-        while time.time() < deadline:  # kill device-1's worker after its second shard
+        while time.time() < deadline:  # kill device-1's worker after its first shard
             served = [
                 json.loads(p.read_text())
                 for p in (tmp_path / "runs").glob("*/models/*/shards/*/worker.json")
             ]
-            if sum(s["device"] == "1" for s in served) >= 2:
+            if any(s["device"] == "1" for s in served):
                 break
             assert run.poll() is None, run.stderr.read() if run.stderr else ""
             time.sleep(0.2)
@@ -310,13 +311,13 @@ def test_a_worker_killed_mid_run_is_crashed_and_resume_recomputes_only_its_shard
             run.kill()
             run.wait()
     hits = generate_cache_hits(run_dir)
-    assert len(hits) == 12
+    assert len(hits) == 6
     recomputed = {label for label, hit in hits.items() if not hit}
     assert recomputed == set(hits) - finished  # only what the kill left unfinished ...
-    assert 0 < len(recomputed) < 6
+    assert 0 < len(recomputed) <= 3  # at most the killed worker's share
     devices = {
         p.parent.name: json.loads(p.read_text())["device"]
         for p in run_dir.glob("models/*/shards/*/worker.json")
     }
     assert {devices[label] for label in recomputed} == {"1"}  # ... all of the killed worker
-    print(f"shards: 12, finished before resume {len(finished)}, recomputed {len(recomputed)}")
+    print(f"shards: 6, finished before resume {len(finished)}, recomputed {len(recomputed)}")
