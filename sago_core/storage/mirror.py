@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import random
 import threading
+import time
 from pathlib import Path
 
 from sago_core.storage.atomic import write_local_bytes
@@ -25,6 +27,10 @@ from sago_core.storage.objects import CorruptObject, ObjectStore, StoreError
 
 LOG = logging.getLogger("sago.store")
 _APPEND_TRIES = 20
+# Writers that lost a compare-and-swap wait a random while before the next try, up to twice
+# as long each time: without it a dozen concurrent appenders keep colliding in step and
+# one of them can spend all its tries (its line then lost to the run).
+_APPEND_BACKOFF_S = (0.01, 1.0)  # the first wait's ceiling, and every wait's
 
 
 class Mirror:
@@ -102,7 +108,10 @@ class Mirror:
         if key is None:
             return
         data = (line + "\n").encode("utf-8")
-        for _ in range(_APPEND_TRIES):
+        for attempt in range(_APPEND_TRIES):
+            if attempt:
+                first, most = _APPEND_BACKOFF_S
+                time.sleep(random.uniform(0, min(most, first * 2**attempt)))
             try:
                 stored = self.store.get(key)
             except CorruptObject:
