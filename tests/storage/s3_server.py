@@ -1,5 +1,7 @@
 """A real S3-compatible server on 127.0.0.1 for the object-storage tests: the moto server
-(installed by ``make setup`` from the dev extras), started and stopped by the tests."""
+(installed by ``make setup`` from the dev extras), started and stopped by the tests, its
+requests served one at a time (``serial_moto.py``: S3's conditional puts are atomic, moto's
+threaded server's are not)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-MOTO = str(Path(sys.executable).with_name("moto_server"))
+SERIAL_MOTO = str(Path(__file__).with_name("serial_moto.py"))
 
 
 def free_port() -> int:
@@ -41,7 +43,7 @@ def s3_server(log: Path, require_auth: bool = False) -> Iterator[str]:
     env = {**os.environ, **({"INITIAL_NO_AUTH_ACTION_COUNT": "0"} if require_auth else {})}
     with log.open("w") as out:
         server = subprocess.Popen(
-            [MOTO, "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=out, env=env
+            [sys.executable, SERIAL_MOTO, "127.0.0.1", str(port)], stdout=out, stderr=out, env=env
         )
     endpoint = f"http://127.0.0.1:{port}"
     try:
