@@ -111,7 +111,7 @@ class Mirror:
         for attempt in range(_APPEND_TRIES):
             if attempt:
                 first, most = _APPEND_BACKOFF_S
-                time.sleep(random.uniform(0, min(most, first * 2**attempt)))
+                time.sleep(random.uniform(0, min(most, first * 2 ** (attempt - 1))))
             try:
                 stored = self.store.get(key)
             except CorruptObject:

@@ -41,8 +41,8 @@ MODELS = ("hf:HuggingFaceTB/SmolLM2-135M-Instruct", "api:openai/gpt-4o-mini-2024
 
 # After load: the page's width, every figure with its label, the sections in order, the
 # section of the first h2, every scrolling box's widths, and what sticks out of the page
-# (an element inside a box that scrolls or clips sideways, such as the explorer's, does not:
-# how wide a table's columns are depends on the machine's fonts).
+# (an element inside a box below <body> that scrolls or clips sideways, such as the
+# explorer's, does not: how wide a table's columns are depends on the machine's fonts).
 PROBE = """<script>window.addEventListener('load',()=>{const out={};try{
 const root=document.documentElement;
 out.width=[window.innerWidth,root.scrollWidth];
@@ -55,7 +55,7 @@ const h2=document.querySelector('h2');out.firstH2=h2?[h2.textContent,
   h2.closest('section')?h2.closest('section').id:null]:null;
 out.boxes=[...document.querySelectorAll('.scroll')].map(b=>[b.closest('section')?
   b.closest('section').id:null,b.scrollWidth,b.clientWidth,Math.round(b.getBoundingClientRect().right)]);
-const clipped=e=>{for(let a=e.parentElement;a&&a!==root;a=a.parentElement){
+const clipped=e=>{for(let a=e.parentElement;a&&a!==document.body;a=a.parentElement){
   if(getComputedStyle(a).overflowX!=='visible')return true;}return false;};
 out.outside=[...document.querySelectorAll('body *')].filter(e=>
   e.getBoundingClientRect().right>root.clientWidth+1&&!clipped(e)).slice(0,8).map(e=>
