@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import sago_core
+from sago.tasks.module_facts import FactsMemo, ModuleFacts, memo_file
 from sago_core.artifacts.store import sha256_of
 from sago_core.backends.target import ModelTarget, cache_fingerprint
 
@@ -96,9 +97,33 @@ def _is_own(name: str) -> bool:
 
 
 @cache
-def _parsed(name: str) -> ast.AST | None:
+def _facts(name: str) -> ModuleFacts | None:
+    """One module's facts (None if it has no file here): from the memo while its bytes are
+    the ones they were read from, else parsed."""
     path = _module_file(name)
-    return ast.parse(path.read_text(encoding="utf-8")) if path else None
+    if path is None:
+        return None
+    source = path.read_bytes()
+    sha256 = hashlib.sha256(source).hexdigest()
+    file = path.relative_to(ROOT).as_posix()
+    found = _memo().get(name, file, sha256)
+    if found is None:
+        found = _read_facts(name, path, source)
+        _memo().put(name, file, sha256, found)
+    return found
+
+
+def _read_facts(name: str, path: Path, source: bytes) -> ModuleFacts:
+    tree = ast.parse(source.decode("utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    imports = frozenset(_own_imports(tree, package))
+    references = frozenset(_lazy_references(tree) if name in RESOLVERS.values() else ())
+    return ModuleFacts(source_digest(tree), imports, references)  # last: it strips the tree
+
+
+@cache
+def _memo() -> FactsMemo:
+    return FactsMemo(memo_file(), readers=[Path(__file__)])
 
 
 @cache
@@ -109,29 +134,20 @@ def module_closure(module: str) -> frozenset[str]:
     todo = [module]
     while todo:
         name = todo.pop()
-        tree = _parsed(name)
-        if name in seen or tree is None:
+        facts = _facts(name)
+        if name in seen or facts is None:
             continue
         seen.add(name)
-        todo.extend(_imports_of(name))
+        registry = _facts(RESOLVERS[name]) if name in RESOLVERS else None
+        todo.extend(facts.imports | (registry.references if registry else frozenset()))
     return frozenset(seen)
 
 
-@cache
-def _imports_of(name: str) -> frozenset[str]:
-    """The own modules one module imports (once per module: the closures share most)."""
-    is_package = _module_file(name).name == "__init__.py"  # type: ignore[union-attr]
-    package = name if is_package else name.rpartition(".")[0]
-    found = _own_imports(_parsed(name), package)  # type: ignore[arg-type]
-    return frozenset(found | (_lazy_references(RESOLVERS[name]) if name in RESOLVERS else set()))
-
-
-def _lazy_references(name: str) -> set[str]:
+def _lazy_references(tree: ast.AST) -> set[str]:
     """The own modules a registry names as ``"package.module:function"``."""
-    tree = _parsed(name)
     found = {
         match.group(1)
-        for node in ast.walk(tree or ast.Module(body=[], type_ignores=[]))
+        for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
         for match in [LAZY_REFERENCE.fullmatch(node.value)]
         if match
@@ -152,20 +168,18 @@ def code_version(module: str) -> str:
     """Digest of a task module and every sago module it imports, transitively.
 
     Compared as syntax trees without docstrings, so comments, formatting and documentation
-    never invalidate a cache; a change to code a stage runs always does.
+    never invalidate a cache; a change to code a stage runs always does. What each module's
+    source yields is kept between processes (``module_facts``): only a changed file is
+    parsed again.
     """
     digest = hashlib.sha256()
     for name in sorted(module_closure(module)):
+        facts = _facts(name)
+        assert facts is not None  # every module of a closure has a file
         digest.update(name.encode())
-        digest.update(_module_digest(name).encode())
+        digest.update(facts.digest.encode())
+    _memo().save()
     return digest.hexdigest()
-
-
-@cache
-def _module_digest(name: str) -> str:
-    tree = _parsed(name)  # its imports are read first (module_closure): stripping keeps them
-    assert tree is not None
-    return source_digest(tree)
 
 
 def _fingerprint(name: str, value: Any) -> str:

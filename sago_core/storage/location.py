@@ -2,7 +2,7 @@
 
 ``runs_dir`` is a local path (as ever) or a URL of an object store. A URL's runs live on the
 store; each machine works in a scratch folder of its own that mirrors them (``SAGO_SCRATCH``,
-or ``~/.cache/sago/stores``), so two workers on two machines share no directory.
+or ``stores`` in the user's cache folder), so two workers on two machines share no directory.
 """
 
 from __future__ import annotations
@@ -26,7 +26,14 @@ SCHEMES = {
     "azure": "Azure Blob Storage",
 }
 SCRATCH_ENV = "SAGO_SCRATCH"
+CACHE_ENV = "SAGO_CACHE_DIR"
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
+
+
+def user_cache() -> Path:
+    """This user's cache folder on this machine (``SAGO_CACHE_DIR``, or ``~/.cache/sago``):
+    what sago keeps there only saves time or mirrors a store, so it is safe to delete."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sago")
 
 
 def is_url(text: str | os.PathLike[str]) -> bool:
@@ -55,7 +62,7 @@ class StoreLocation:
 
     def scratch(self) -> Path:
         """This machine's local mirror of the store's runs folder."""
-        base = os.environ.get(SCRATCH_ENV) or Path.home() / ".cache" / "sago" / "stores"
+        base = os.environ.get(SCRATCH_ENV) or user_cache() / "stores"
         readable = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{self.bucket}_{self.prefix}").strip("_")
         digest = hashlib.sha256(self.url.encode()).hexdigest()[:10]
         return (Path(base) / f"{readable[:60]}-{digest}").resolve()

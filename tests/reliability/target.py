@@ -167,7 +167,7 @@ def _warm() -> None:
         importlib.import_module(name)
     from sago.tasks.caching import code_version
 
-    for name in sorted(m for m in sys.modules if m.startswith("tasks.")):
+    for name in sorted(m for m in sys.modules if m.startswith("sago.tasks.")):
         code_version(name)
 
 
