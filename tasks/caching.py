@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import sago_core
-from sago.tasks.module_facts import FactsMemo, ModuleFacts, memo_file
+from sago.tasks.module_facts import FactsMemo, ModuleFacts, memo_file, reader_of
 from sago_core.artifacts.store import sha256_of
 from sago_core.backends.target import ModelTarget, cache_fingerprint
 
@@ -121,9 +121,14 @@ def _read_facts(name: str, path: Path, source: bytes) -> ModuleFacts:
     return ModuleFacts(source_digest(tree), imports, references)  # last: it strips the tree
 
 
+# Read at import: the code computing versions in this process is the code imported, even
+# where newer files were installed since.
+READER = reader_of(Path(__file__))
+
+
 @cache
 def _memo() -> FactsMemo:
-    return FactsMemo(memo_file(), readers=[Path(__file__)])
+    return FactsMemo(memo_file(), READER)
 
 
 @cache

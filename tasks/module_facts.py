@@ -1,7 +1,7 @@
 """What ``code_version`` reads off each module's source, kept between processes.
 
 A fresh process (a ``sago run``, a Prefect worker, a test's subprocess) would parse every
-module a stage imports to compute its cache key: about 230 modules, seconds of CPU, where
+module a stage imports to compute its cache key: every module, seconds of CPU, where
 hashing their bytes takes milliseconds. So each module's facts (the digest of its code, the
 own modules it imports or names as ``"module:function"``) are kept in one JSON file in the
 user's cache folder, under the module's name, its file (a package's ``__init__.py`` reads
@@ -23,7 +23,6 @@ import hashlib
 import json
 import sys
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -33,6 +32,9 @@ from sago_core.storage.atomic import write_local_bytes
 from sago_core.storage.location import user_cache
 
 MEMO_NAME = "module-facts.json"
+# A memo larger than this is not read (it only ever grows by modules renamed or deleted):
+# reading it would cost more than parsing the modules again.
+MAX_MEMO_BYTES = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -49,12 +51,9 @@ class FactsMemo:
     """Every module's facts read so far, by module name, with the file and the sha256 of the
     bytes they were read from."""
 
-    def __init__(self, path: Path, readers: Iterable[Path]) -> None:
-        self.path = path
-        reader = hashlib.sha256(sys.version.encode())
-        for code in (Path(__file__), *readers):
-            reader.update(code.read_bytes())
-        self.reader = reader.hexdigest()
+    def __init__(self, path: Path | None, reader: str) -> None:
+        self.path = path  # None: nowhere to keep it (kept in this process only)
+        self.reader = reader
         self.entries = self._stored()
         self.added: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()  # Prefect computes cache keys on several threads
@@ -86,7 +85,7 @@ class FactsMemo:
         """Write what this process added, over the entries on disk now (another process's
         included); a failure to write only costs the next process the time saved."""
         with self.lock:
-            if not self.added:
+            if not self.added or self.path is None:
                 return
             modules = {**self._stored(), **self.added}
             body = json.dumps({"reader": self.reader, "modules": modules}, sort_keys=True)
@@ -95,7 +94,11 @@ class FactsMemo:
                 write_local_bytes(self.path, body.encode())
 
     def _stored(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
         try:
+            if self.path.stat().st_size > MAX_MEMO_BYTES:
+                return {}
             stored = json.loads(self.path.read_bytes())
         except Exception:  # unreadable or not JSON: as if there were none
             return {}
@@ -108,6 +111,20 @@ def _names(value: Any) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(n, str) for n in value)
 
 
-def memo_file() -> Path:
-    """Where the memo lives: in the user's cache folder (``user_cache``)."""
-    return user_cache() / MEMO_NAME
+def reader_of(*code: Path) -> str:
+    """What reads the facts: the Python version and the bytes of ``code`` (this module and
+    the caller's), read when the caller is imported, so a process that runs old code after
+    new code was installed never files the old code's facts as the new code's."""
+    reader = hashlib.sha256(sys.version.encode())
+    for path in (Path(__file__), *code):
+        reader.update(path.read_bytes())
+    return reader.hexdigest()
+
+
+def memo_file() -> Path | None:
+    """Where the memo lives: in the user's cache folder (``user_cache``); None where no
+    cache folder can be named (no home directory: a container run as an unknown user)."""
+    try:
+        return user_cache() / MEMO_NAME
+    except RuntimeError:  # Path.home() without HOME or a passwd entry
+        return None

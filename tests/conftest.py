@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -23,8 +24,15 @@ from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
 
+from sago_core.storage.location import CACHE_ENV  # noqa: E402
 from tests.prefect_server import prefect_server  # noqa: E402
 from tests.schedule import FileSeconds, order_heaviest_first  # noqa: E402
+
+# What sago keeps in a user's cache folder (the module facts behind stage code versions):
+# one folder for this checkout's tests, shared by the workers, the processes they start and
+# later sessions, never the user's own.
+_CHECKOUT = hashlib.sha256(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:12]
+os.environ[CACHE_ENV] = str(Path(tempfile.gettempdir()) / f"sago-test-cache-{_CHECKOUT}")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -197,3 +197,56 @@ def test_an_unwritable_cache_folder_still_gives_the_version(
     monkeypatch.setenv(CACHE_ENV, str(not_a_folder / "cache"))
     assert _new_process_version(monkeypatch) == (right, 3)
     assert _new_process_version(monkeypatch) == (right, 3)
+
+
+def test_facts_read_by_other_code_are_not_used(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Facts filed by another Python or another version of the code that reads them (its
+    reader) are ignored, even where their files' bytes match."""
+    right, _ = _new_process_version(monkeypatch)
+    memo = Path(os.environ[CACHE_ENV]) / MEMO_NAME
+    stored = json.loads(memo.read_bytes())
+    forged = {
+        name: {**entry, "digest": "0" * 64, "imports": []}
+        for name, entry in stored["modules"].items()
+    }
+    memo.write_text(json.dumps({"reader": "another reader", "modules": forged}))
+    assert _new_process_version(monkeypatch) == (right, 3)
+    memo.write_text(json.dumps({**stored, "modules": forged}))  # the same reader: trusted
+    assert _new_process_version(monkeypatch)[0] != right
+
+
+def test_a_registry_edit_moves_its_resolvers_closure_with_a_warm_memo(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resolver depends on the code its registry names as "module:function": editing only
+    the registry changes the resolver's closure and version."""
+    resolver, registry = next(iter(caching.RESOLVERS.items()))
+    for name, text in ((resolver, "def build():\n    return 1\n"), (registry, '"sago_core.b:g"\n')):
+        path = tree.parent.joinpath(*name.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "__init__.py").touch()
+        path.write_text(text)
+    (tree / "c.py").write_text("def h(x):\n    return x\n")
+    first, _ = _new_process_version(monkeypatch, resolver)
+    assert "sago_core.b" in caching.module_closure(resolver)
+    tree.parent.joinpath(*registry.split(".")).with_suffix(".py").write_text('"sago_core.c:h"\n')
+    edited, parsed = _new_process_version(monkeypatch, resolver)
+    closure = caching.module_closure(resolver)
+    assert "sago_core.c" in closure and "sago_core.b" not in closure
+    assert edited != first and parsed == 2  # the registry and the module it now names
+
+
+def test_no_home_directory_still_gives_the_version(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A container run as a user without a home: no cache folder can be named, the facts
+    are kept in the process only."""
+    right, _ = _new_process_version(monkeypatch)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv(CACHE_ENV)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert _new_process_version(monkeypatch) == (right, 3)
+    assert _new_process_version(monkeypatch) == (right, 3)
